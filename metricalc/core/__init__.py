@@ -1,0 +1,1 @@
+"""Domain-agnostic math: confusion counts, rates, curves, rank statistics and AP."""

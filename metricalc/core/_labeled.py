@@ -1,0 +1,124 @@
+"""The labeled layer: run an unlabeled kernel on NumPy arrays or xarray DataArrays alike.
+
+NumPy inputs carry their samples on the last axis and get NumPy results. DataArray inputs name
+their sample dimension with ``dim=``; every other dimension is kept, the kernel runs through
+:func:`xarray.apply_ufunc`, and dask-backed inputs stay lazy (``dask="parallelized"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from metricalc.errors import InvalidInputError
+
+
+def is_labeled(*values: object) -> bool:
+    """True if any value is an :class:`xarray.DataArray`."""
+    return any(isinstance(v, xr.DataArray) for v in values)
+
+
+def is_lazy(value: object) -> bool:
+    """True for a dask-backed DataArray (its values are not computed yet)."""
+    return isinstance(value, xr.DataArray) and value.chunks is not None
+
+
+def resolve_dim(named: Mapping[str, object], dim: str | None) -> str:
+    """The sample dimension of the DataArrays in ``named`` (``dim``, or the only dim of a 1-D input)."""
+    arrays = {k: v for k, v in named.items() if isinstance(v, xr.DataArray)}
+    first_name, first = next(iter(arrays.items()))
+    if dim is None:
+        if first.ndim == 1:
+            return str(first.dims[0])
+        raise InvalidInputError(
+            f"dim= must name the sample dimension of {first_name} (dims {tuple(first.dims)})"
+        )
+    for name, array in arrays.items():
+        if dim not in array.dims:
+            raise InvalidInputError(
+                f"dim={dim!r} is not a dimension of {name}; it has dims {tuple(array.dims)}"
+            )
+    return dim
+
+
+def _as_dataarray(name: str, value: Any, like: xr.DataArray, drop: str | None) -> Any:
+    """Give a NumPy array the dims of ``like`` (minus ``drop``) so it can join a labeled call."""
+    if isinstance(value, xr.DataArray) or np.ndim(value) == 0:
+        return value
+    dims = [d for d in like.dims if d != drop]
+    shape = tuple(like.sizes[d] for d in dims)
+    array = np.asarray(value)
+    if array.shape != shape:
+        raise InvalidInputError(
+            f"{name} is a NumPy array of shape {array.shape}; next to DataArrays it must have "
+            f"shape {shape} (dims {tuple(dims)}), or be passed as a DataArray"
+        )
+    return xr.DataArray(array, dims=dims)
+
+
+def apply_kernel(
+    kernel: Callable[..., Any],
+    named: Mapping[str, object],
+    *,
+    core: Sequence[str],
+    dim: str | None,
+    output_core_dims: Sequence[Sequence[str]] = ((),),
+    output_dtypes: Sequence[Any] = (np.float64,),
+    output_sizes: Mapping[str, int] | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+) -> Any:
+    """Call ``kernel(*named.values(), **kwargs)`` on NumPy arrays or through ``xr.apply_ufunc``.
+
+    Parameters
+    ----------
+    kernel
+        Unlabeled function working on the last axis of the arguments named in ``core``.
+    named
+        Argument name -> value, in the kernel's positional order (names are used in messages).
+    core
+        Names of the arguments that carry the sample dimension.
+    dim
+        Sample dimension of DataArray inputs; must be None for NumPy inputs.
+    output_core_dims, output_dtypes, output_sizes
+        As for :func:`xarray.apply_ufunc`; sizes of new dims are needed for lazy inputs.
+    """
+    kwargs = dict(kwargs or {})
+    if not is_labeled(*named.values()):
+        if dim is not None:
+            raise InvalidInputError(
+                f"dim={dim!r} is for xarray DataArrays; NumPy inputs carry samples on the last axis"
+            )
+        return kernel(*named.values(), **kwargs)
+    sample_dim = resolve_dim(named, dim)
+    like = next(
+        v for k, v in named.items() if isinstance(v, xr.DataArray) and k in core
+    )  # a core DataArray defines the dims of NumPy companions
+    values = []
+    for name, value in named.items():
+        value = _as_dataarray(name, value, like, None if name in core else sample_dim)
+        if name in core and is_lazy(value):
+            value = value.chunk({sample_dim: -1})
+        values.append(value)
+    n_outputs = len(output_core_dims)
+    gufunc_kwargs = {"output_sizes": dict(output_sizes)} if output_sizes else {}
+    return xr.apply_ufunc(
+        kernel,
+        *values,
+        input_core_dims=[[sample_dim] if name in core else [] for name in named],
+        output_core_dims=[list(d) for d in output_core_dims],
+        dask="parallelized",
+        output_dtypes=list(output_dtypes)[:n_outputs],
+        dask_gufunc_kwargs=gufunc_kwargs,
+        kwargs=kwargs,
+    )
+
+
+def unwrap(value: Any, labeled: bool) -> Any:
+    """Return a DataArray as is for labeled calls, else its NumPy value (a scalar for 0-d)."""
+    if labeled:
+        return value
+    array = value.values if isinstance(value, xr.DataArray) else np.asarray(value)
+    return array[()] if array.ndim == 0 else array

@@ -1,0 +1,124 @@
+"""Input checks shared by the core functions.
+
+Each check raises :class:`~metricalc.errors.InvalidInputError` naming the argument, the offending
+value (and its index) and what was expected, before any NumPy routine can fail deep inside.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Literal, Union
+
+import numpy as np
+
+from metricalc.errors import InvalidInputError, UndefinedMetricWarning
+
+ZeroDivision = Union[Literal["nan", "warn"], int, float]
+"""The policy for an undefined value: ``"nan"``, ``0``, ``1`` or ``"warn"`` (0 and a warning)."""
+
+TIE_POLICIES = ("optimistic", "pessimistic", "workbench", "expected")
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise naming ``name``."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise InvalidInputError(f"{name} must be one of {allowed}; got {value!r}")
+    return value
+
+
+def check_zero_division(value: object) -> ZeroDivision:
+    """Validate a ``zero_division`` policy (``"nan"``, ``"warn"``, 0 or 1)."""
+    if isinstance(value, str):
+        return check_choice("zero_division", value, ("nan", "warn"))  # type: ignore[return-value]
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        if value in (0, 1):
+            return value  # type: ignore[return-value]
+    raise InvalidInputError(f"zero_division must be 'nan', 'warn', 0 or 1; got {value!r}")
+
+
+def fill_value(zero_division: ZeroDivision) -> float:
+    """The number that replaces an undefined value under ``zero_division``."""
+    if zero_division == "nan":
+        return float("nan")
+    if zero_division == "warn":
+        return 0.0
+    return float(zero_division)
+
+
+def warn_undefined(what: str, count: int, zero_division: ZeroDivision) -> None:
+    """Emit :class:`UndefinedMetricWarning` when ``zero_division="warn"`` and ``count > 0``."""
+    if zero_division == "warn" and count > 0:
+        warnings.warn(
+            f"{what} is undefined (zero denominator) for {count} element(s); set to 0.0. "
+            "Pass zero_division='nan', 0 or 1 to choose a value and silence this warning.",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+
+
+def _first_index(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def as_labels(name: str, values: object) -> np.ndarray:
+    """Convert binary labels (bool or 0/1 numbers) to a boolean array."""
+    arr = np.asarray(values)
+    if arr.dtype == bool:
+        return arr
+    if arr.dtype.kind not in "iuf":
+        raise InvalidInputError(
+            f"{name} must hold binary labels (bool or 0/1 numbers); got dtype {arr.dtype}"
+        )
+    bad = (arr != 0) & (arr != 1)
+    if bad.any():
+        where = _first_index(bad)
+        raise InvalidInputError(
+            f"{name} must hold binary labels (bool or 0/1); found {arr[where]!r} at index {where}"
+        )
+    return arr.astype(bool)
+
+
+def as_scores(name: str, values: object) -> np.ndarray:
+    """Convert scores or distances to a numeric array without NaN."""
+    arr = np.asarray(values)
+    if arr.dtype == bool:
+        arr = arr.astype(np.int8)
+    if arr.dtype.kind not in "iuf":
+        raise InvalidInputError(f"{name} must be numeric; got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        nan = np.isnan(arr)
+        if nan.any():
+            raise InvalidInputError(
+                f"{name} must not contain NaN; found NaN at index {_first_index(nan)}"
+            )
+    return arr
+
+
+def check_samples(y_true: np.ndarray, y_score: np.ndarray) -> None:
+    """Require equal shapes and at least one sample along the last (sample) axis."""
+    if y_true.shape != y_score.shape:
+        raise InvalidInputError(
+            f"y_true has shape {y_true.shape} but y_score has shape {y_score.shape}; "
+            "they must match (samples along the last axis or along dim=)"
+        )
+    if y_score.ndim == 0:
+        raise InvalidInputError("y_score is a scalar; expected samples along the last axis")
+    if y_score.shape[-1] == 0:
+        raise InvalidInputError("empty input: y_true and y_score have no samples")
+
+
+def as_counts(name: str, values: object) -> np.ndarray:
+    """Convert non-negative counts (or sums of weights) to a float array."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iuf" and arr.dtype != bool:
+        raise InvalidInputError(f"{name} must hold numeric counts; got dtype {arr.dtype}")
+    bad = ~(arr >= 0)
+    if bad.any():
+        where = _first_index(bad) if arr.ndim else ()
+        value = arr[where] if arr.ndim else arr
+        raise InvalidInputError(
+            f"{name} must hold non-negative counts; found {value!r} at index {where}"
+        )
+    return arr

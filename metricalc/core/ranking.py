@@ -1,0 +1,455 @@
+"""Rank statistics, tie policies, average precision in six toolkit conventions, hit rate and P@k."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from metricalc.core import _kernels
+from metricalc.core._labeled import apply_kernel, is_labeled, unwrap
+from metricalc.core._validate import (
+    TIE_POLICIES,
+    ZeroDivision,
+    as_labels,
+    as_scores,
+    check_choice,
+    check_samples,
+    check_zero_division,
+    fill_value,
+    warn_undefined,
+)
+from metricalc.errors import InvalidInputError
+
+__all__ = [
+    "AP_METHODS",
+    "TIE_POLICIES",
+    "ap_from_rank_stats",
+    "average_precision",
+    "hit_rate_at_k",
+    "precision_at_k",
+    "rank_from_rank_stats",
+    "rank_stats",
+]
+
+AP_METHODS = ("step", "ir", "vlfeat", "trapezoid", "voc11", "coco101")
+
+
+# --------------------------------------------------------------------------------------------
+# Rank statistics of one relevant item
+# --------------------------------------------------------------------------------------------
+
+
+def _rank_stats_kernel(distances: np.ndarray, relevant_index: np.ndarray) -> tuple[np.ndarray, ...]:
+    d = as_scores("distances", distances)
+    g = np.asarray(relevant_index)
+    if d.ndim == 0 or d.shape[-1] == 0:
+        raise InvalidInputError("distances must have at least one candidate on the last axis")
+    if g.dtype.kind not in "iu":
+        raise InvalidInputError(f"relevant_index must hold integers; got dtype {g.dtype}")
+    if g.shape != d.shape[:-1]:
+        raise InvalidInputError(
+            f"relevant_index has shape {g.shape}; expected one index per list, shape {d.shape[:-1]}"
+        )
+    n = d.shape[-1]
+    bad = (g < -1) | (g >= n)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InvalidInputError(
+            f"relevant_index must be -1 (no relevant item) or in [0, {n - 1}]; "
+            f"found {int(g[where])} at index {where}"
+        )
+    return _kernels.rank_stats(d, g.astype(np.int64))
+
+
+def rank_stats(
+    distances: Any, relevant_index: Any, *, dim: str | None = None
+) -> tuple[Any, Any]:
+    r"""Count the candidates ranked before, and tied with, the relevant one (one pass, no sort).
+
+    For a list of candidate distances :math:`d_0 .. d_{N-1}` with relevant candidate :math:`g`:
+
+    .. math::
+
+        better = \#\{i \ne g : d_i < d_g\}, \qquad ties = \#\{i \ne g : d_i = d_g\}
+
+    Every tie policy's rank and AP derive from these two numbers (:func:`ap_from_rank_stats`).
+    Lists are processed in cache-sized chunks, so memory stays bounded.
+
+    Parameters
+    ----------
+    distances : array-like or DataArray, shape (..., N)
+        Candidate distances (smaller is better), float or integer (Hamming). NaN is refused.
+    relevant_index : array-like or DataArray of int, shape (...)
+        Position of the relevant candidate in each list, or -1 when the list has none (R = 0).
+    dim : str, optional
+        Candidate dimension of DataArray inputs.
+
+    Returns
+    -------
+    better, ties : ndarray or DataArray of int64
+        -1 where ``relevant_index`` is -1.
+
+    Examples
+    --------
+    >>> import numpy as np, metricalc as mc
+    >>> d = np.array([[0.5, 0.2, 0.5, 0.1, 0.5], [1.0, 2.0, 3.0, 4.0, 5.0]])
+    >>> better, ties = mc.rank_stats(d, np.array([0, -1]))
+    >>> better.tolist(), ties.tolist()
+    ([2, -1], [2, -1])
+    """
+    return tuple(  # type: ignore[return-value]
+        apply_kernel(
+            _rank_stats_kernel,
+            {"distances": distances, "relevant_index": relevant_index},
+            core=("distances",),
+            dim=dim,
+            output_core_dims=[[], []],
+            output_dtypes=[np.int64, np.int64],
+        )
+    )
+
+
+def _check_rank_stats(better: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    b, t = np.asarray(better), np.asarray(ties)
+    for name, value in (("better", b), ("ties", t)):
+        if value.dtype.kind not in "iu":
+            raise InvalidInputError(f"{name} must hold integer counts; got dtype {value.dtype}")
+    b, t = np.broadcast_arrays(b, t)
+    bad = (b < -1) | (t < -1) | ((b < 0) != (t < 0))
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InvalidInputError(
+            "better and ties must be counts >= 0, or both -1 for a list without a relevant item; "
+            f"found better={int(b[where])}, ties={int(t[where])} at index {where}"
+        )
+    return b, t
+
+
+def _policy_kernel(better: np.ndarray, ties: np.ndarray, *, policy: str, what: str) -> np.ndarray:
+    b, t = _check_rank_stats(better, ties)
+    if what == "ap":
+        return _kernels.ap_from_stats(b, t, policy)
+    return _kernels.rank_from_stats(b, t, policy)
+
+
+def _elementwise(better: Any, ties: Any, policy: str, what: str) -> Any:
+    check_choice("policy", policy, TIE_POLICIES)
+    kwargs = {"policy": policy, "what": what}
+    if is_labeled(better, ties):
+        return xr.apply_ufunc(
+            _policy_kernel, better, ties, dask="parallelized", output_dtypes=[float], kwargs=kwargs
+        )
+    return unwrap(_policy_kernel(better, ties, **kwargs), False)
+
+
+def ap_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> Any:
+    r"""Average precision of a list with one relevant item, from its rank statistics.
+
+    With :math:`b` = better and :math:`t` = ties (PROTOCOLS.md section 1):
+
+    ============== ====================================== ==================================
+    policy         rank                                   AP
+    ============== ====================================== ==================================
+    optimistic     :math:`1 + b`                          :math:`1 / rank`
+    pessimistic    :math:`1 + b + t`                      :math:`1 / rank`
+    workbench      :math:`1 + b + \lfloor (t + 1)/2 \rfloor` :math:`1 / rank` (DescriptorWorkbench)
+    expected       :math:`1 + b + t / 2`                  :math:`\frac{1}{t+1}\sum_{r=b+1}^{b+t+1} 1/r`
+    ============== ====================================== ==================================
+
+    ``expected`` is the expectation of AP over a uniformly random order of the tied items.
+
+    Returns
+    -------
+    float, ndarray or DataArray
+        NaN where better = ties = -1 (no relevant item, R = 0).
+
+    Examples
+    --------
+    >>> import metricalc as mc
+    >>> round(float(mc.ap_from_rank_stats(2, 3, policy="expected")), 6)
+    0.2375
+    >>> float(mc.ap_from_rank_stats(2, 3, policy="workbench"))
+    0.2
+    """
+    return _elementwise(better, ties, policy, "ap")
+
+
+def rank_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> Any:
+    r"""Rank (1-based) of the relevant item under a tie policy; see :func:`ap_from_rank_stats`.
+
+    Returns a float (``expected`` gives :math:`1 + b + t/2`); NaN where R = 0.
+
+    Examples
+    --------
+    >>> import metricalc as mc
+    >>> [float(mc.rank_from_rank_stats(2, 3, policy=p)) for p in mc.TIE_POLICIES]
+    [3.0, 6.0, 5.0, 4.5]
+    """
+    return _elementwise(better, ties, policy, "rank")
+
+
+def _at_k_kernel(
+    better: np.ndarray, ties: np.ndarray, k: np.ndarray, *, policy: str, divide_by_k: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    b, t = _check_rank_stats(better, ties)
+    hits = _kernels.hit_probability(b, t, k, policy)
+    if divide_by_k:
+        hits = hits / k
+    valid = (b >= 0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(hits, axis=-2) / valid[..., None]
+    return mean, np.broadcast_to(valid[..., None], mean.shape)
+
+
+def _at_k(
+    better: Any,
+    ties: Any,
+    k: int | Sequence[int],
+    *,
+    policy: str,
+    dim: str | None,
+    zero_division: ZeroDivision,
+    divide_by_k: bool,
+    what: str,
+) -> Any:
+    check_choice("policy", policy, TIE_POLICIES)
+    zero = check_zero_division(zero_division)
+    ks = np.atleast_1d(np.asarray(k))
+    if ks.ndim != 1 or ks.dtype.kind not in "iu" or (ks < 1).any():
+        raise InvalidInputError(f"k must be a positive integer or a sequence of them; got {k!r}")
+    mean, valid = apply_kernel(
+        _at_k_kernel,
+        {"better": better, "ties": ties},
+        core=("better", "ties"),
+        dim=dim,
+        output_core_dims=[["k"], ["k"]],
+        output_dtypes=[np.float64, np.int64],
+        output_sizes={"k": ks.size},
+        kwargs={"k": ks, "policy": policy, "divide_by_k": divide_by_k},
+    )
+    labeled = is_labeled(better, ties)
+    where = xr.where if labeled else np.where
+    undefined = valid == 0
+    if zero == "warn":
+        warn_undefined(what, int(undefined.sum()), zero)
+    result = where(undefined, fill_value(zero), mean)
+    if labeled:
+        result = result.assign_coords(k=ks)
+    if np.ndim(k) == 0:
+        result = result[..., 0] if not labeled else result.isel(k=0, drop=True)
+    return unwrap(result, labeled)
+
+
+def hit_rate_at_k(
+    better: Any,
+    ties: Any,
+    k: int | Sequence[int] = 1,
+    *,
+    policy: str = "expected",
+    dim: str | None = None,
+    zero_division: ZeroDivision = "nan",
+) -> Any:
+    r"""Share of queries whose relevant item ranks within the top ``k`` (a hit rate).
+
+    .. math:: HR@k = \frac{1}{|Q_1|} \sum_{q \in Q_1} [rank_q \le k]
+
+    over the queries :math:`Q_1` that have a relevant item (R = 1; R = 0 queries are excluded, as
+    DescriptorWorkbench does). This is what DescriptorWorkbench calls ``precision_at_k`` (and
+    ``recall_at_k``). Under ``expected`` a query tied across rank k counts the probability of a
+    hit under a random order of the tied items, :math:`\mathrm{clip}(k - b, 0, t + 1) / (t + 1)`.
+
+    Parameters
+    ----------
+    better, ties : array-like or DataArray of int, shape (..., Q)
+        Rank statistics (:func:`rank_stats`), queries on the last axis or along ``dim``.
+    k : int or sequence of int
+        Cut-off(s); a sequence adds a trailing ``k`` axis (a ``k`` dim for DataArrays).
+    policy : {"optimistic", "pessimistic", "workbench", "expected"}
+    zero_division : {"nan", "warn", 0, 1}
+        Value when no query has a relevant item.
+
+    Examples
+    --------
+    >>> import metricalc as mc
+    >>> mc.hit_rate_at_k([0, 3, 9, -1], [0, 0, 0, -1], k=[1, 5]).tolist()
+    [0.3333333333333333, 0.6666666666666666]
+    """
+    return _at_k(
+        better, ties, k, policy=policy, dim=dim, zero_division=zero_division,
+        divide_by_k=False, what="hit_rate_at_k",
+    )
+
+
+def precision_at_k(
+    better: Any,
+    ties: Any,
+    k: int | Sequence[int] = 1,
+    *,
+    policy: str = "expected",
+    dim: str | None = None,
+    zero_division: ZeroDivision = "nan",
+) -> Any:
+    r"""Information-retrieval precision at ``k``: relevant items in the top ``k``, divided by ``k``.
+
+    .. math:: P@k = \frac{1}{|Q_1|} \sum_{q \in Q_1} \frac{[rank_q \le k]}{k}
+
+    With one relevant item per query P@k is at most 1/k; it is the IR (trec_eval ``P_k``)
+    definition, not DescriptorWorkbench's ``precision_at_k``, which is :func:`hit_rate_at_k`.
+    Arguments as :func:`hit_rate_at_k`.
+
+    Examples
+    --------
+    >>> import metricalc as mc
+    >>> mc.precision_at_k([0, 3, 9, -1], [0, 0, 0, -1], k=[1, 5]).round(4).tolist()
+    [0.3333, 0.1333]
+    """
+    return _at_k(
+        better, ties, k, policy=policy, dim=dim, zero_division=zero_division,
+        divide_by_k=True, what="precision_at_k",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Average precision over ranked lists
+# --------------------------------------------------------------------------------------------
+
+
+def _ap_kernel(
+    y_true: np.ndarray,
+    y_score: np.ndarray,
+    n_relevant: Any,
+    *,
+    method: str,
+    ties: str,
+) -> np.ndarray:
+    labels = as_labels("y_true", y_true)
+    scores = as_scores("y_score", y_score)
+    check_samples(labels, scores)
+    present = labels.sum(axis=-1)
+    if n_relevant is None:
+        R = present
+    else:
+        R = np.asarray(n_relevant)
+        if R.dtype.kind not in "iu":
+            raise InvalidInputError(f"n_relevant must hold integers; got dtype {R.dtype}")
+        try:
+            R = np.broadcast_to(R, present.shape)
+        except ValueError:
+            raise InvalidInputError(
+                f"n_relevant has shape {R.shape}; expected one count per list, shape {present.shape}"
+            ) from None
+        short = R < present
+        if short.any():
+            where = tuple(int(i) for i in np.argwhere(short)[0])
+            raise InvalidInputError(
+                f"n_relevant must be >= the relevant items present in the list; found "
+                f"n_relevant={int(R[where])} with {int(present[where])} present at index {where}"
+            )
+    if ties == "workbench" and (present > 1).any():
+        where = tuple(int(i) for i in np.argwhere(present > 1)[0])
+        raise InvalidInputError(
+            "ties='workbench' is defined for lists with one relevant item; the list at index "
+            f"{where} has {int(present[where])}. Use 'optimistic', 'pessimistic' or 'expected'."
+        )
+    return _kernels.average_precision_rows(labels, scores, R, method=method, ties=ties)
+
+
+def average_precision(
+    y_true: Any,
+    y_score: Any,
+    *,
+    method: str = "step",
+    n_relevant: Any = None,
+    ties: str | None = None,
+    dim: str | None = None,
+    zero_division: ZeroDivision = "nan",
+) -> Any:
+    r"""Average precision of ranked lists, in the convention of a named toolkit.
+
+    Items are ranked by decreasing ``y_score``; :math:`R` is the number of relevant items
+    (``n_relevant``, default the relevant items present), :math:`tp_i` the relevant items among
+    the first :math:`i`, :math:`P_i = tp_i / i`.
+
+    ``"step"`` (``sklearn.metrics.average_precision_score``)
+        :math:`AP = \sum_n (R_n - R_{n-1}) P_n` over distinct score thresholds; tied scores form
+        one threshold, so every relevant item of a tie group gets the precision at its end.
+    ``"ir"`` (trec_eval ``map``, DescriptorWorkbench ``computeAveragePrecision``)
+        :math:`AP = \frac{1}{R} \sum_{i \text{ relevant}} P_i`, the order inside tied scores set
+        by ``ties``: ``"expected"`` (default; expectation over a random order of tied items),
+        ``"optimistic"`` (relevant first), ``"pessimistic"`` (relevant last), ``"workbench"``
+        (one relevant item per list; rank :math:`1 + b + \lfloor (t+1)/2 \rfloor`).
+    ``"vlfeat"`` (VLFeat ``vl_pr`` ``info.ap``; HPatches MATLAB ``retrieval_eval.m``)
+        :math:`\frac{1}{R} \sum_{i \text{ relevant}} P_i` in stable order (ties keep input order).
+    ``"trapezoid"`` (hpatches-benchmark python ``utils/metrics.py``)
+        Points :math:`(r_i, p_i)` for :math:`i = 0..N` with :math:`tp_0 = fp_0 = 0`,
+        :math:`r_i = tp_i / R`, :math:`p_i = \max(tp_i, 10^{-10}) / \max(i, 10^{-10})`, stable order;
+        AP is the trapezoid area :math:`\sum_i (r_{i+1} - r_i)(p_{i+1} + p_i) / 2`.
+    ``"voc11"`` (PASCAL VOC 2007)
+        :math:`\frac{1}{11} \sum_{t \in \{0, 0.1, .., 1\}} \max_{i : r_i \ge t} p_i` (0 if no
+        point reaches t), :math:`t = k/10` exactly, stable order.
+    ``"coco101"`` (pycocotools ``COCOeval``)
+        The same with 101 recall thresholds ``np.linspace(0, 1, 101)`` and the monotone envelope
+        of precision, located with ``searchsorted(side="left")``; stable order (mergesort).
+
+    Parameters
+    ----------
+    y_true : array-like or DataArray of bool or {0, 1}, shape (..., N)
+    y_score : array-like or DataArray, shape (..., N)
+        Higher ranks first (pass ``-distance`` for distances). NaN is refused.
+    method : {"step", "ir", "vlfeat", "trapezoid", "voc11", "coco101"}
+    n_relevant : int or array of int, shape (...), optional
+        :math:`R` for truncated lists: relevant items missing from the list count as never
+        retrieved (their precision contributes 0). Must be >= the relevant items present.
+    ties : {"expected", "optimistic", "pessimistic", "workbench"}, optional
+        Tie policy of ``"ir"`` (default ``"expected"``). The other methods have the fixed tie
+        handling of the toolkit they reproduce, and passing ``ties`` to them is an error.
+    dim : str, optional
+        Sample dimension of DataArray inputs; the other dims are kept (one AP per list).
+    zero_division : {"nan", "warn", 0, 1}
+        AP of a list with :math:`R = 0`. Default NaN: the AP of a list with nothing to find is
+        undefined, and a silent 0 would drag a mean down (DescriptorWorkbench and scikit-learn
+        return 0; pass ``zero_division=0`` to reproduce them, as ``*_including_zeros`` does).
+
+    Returns
+    -------
+    float, ndarray or DataArray
+        One AP per list.
+
+    Examples
+    --------
+    >>> import metricalc as mc
+    >>> float(mc.average_precision([1, 1, 0, 0, 0], [5, 4, 3, 2, 1], method="ir"))
+    1.0
+    >>> float(mc.average_precision([0, 0, 0, 1, 1], [5, 4, 3, 2, 1], method="ir"))
+    0.325
+    >>> round(float(mc.average_precision([0, 1, 1, 0], [0.1, 0.5, 0.5, 0.9])), 6)
+    0.666667
+    """
+    check_choice("method", method, AP_METHODS)
+    zero = check_zero_division(zero_division)
+    if ties is None:
+        ties = "expected"
+    elif method != "ir":
+        raise InvalidInputError(
+            f"ties= applies to method='ir' only; method={method!r} has the fixed tie handling "
+            "of the toolkit it reproduces (see the docstring)"
+        )
+    check_choice("ties", ties, TIE_POLICIES)
+    labeled = is_labeled(y_true, y_score, n_relevant)
+    named = {"y_true": y_true, "y_score": y_score, "n_relevant": n_relevant}
+    ap = apply_kernel(
+        _ap_kernel,
+        named,
+        core=("y_true", "y_score"),
+        dim=dim,
+        kwargs={"method": method, "ties": ties},
+    )
+    undefined = ap != ap  # NaN marks lists with R = 0
+    if zero == "warn":
+        warn_undefined("average_precision", int(undefined.sum()), zero)
+    if zero != "nan":
+        ap = (xr.where if labeled else np.where)(undefined, fill_value(zero), ap)
+    return unwrap(ap, labeled)
