@@ -16,7 +16,8 @@ scikit-image) and the keypoint evaluation arrive with the keypoint-matching issu
 this verb will:
   1. write the synthetic sequences (illumination i_* and viewpoint v_* scenes, exact homographies),
   2. extract SIFT, RootSIFT, ORB and BRIEF features,
-  3. build the QueryCube (better / ties / AP per query) and print the DescriptorWorkbench metric set.
+  3. build the QueryCube (better / ties / AP per query) and print the DescriptorWorkbench
+     metric set.
 
 Available now (Python API): confusion counts, rates and Wilson intervals, ROC and PR curves,
 ROC AUC, average precision in six toolkit conventions, rank statistics with four tie policies,
@@ -40,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"metricalc {metricalc.__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    demo = verbs.add_parser("demo", help="evaluate the built-in descriptors on the built-in benchmark")
+    demo = verbs.add_parser(
+        "demo", help="evaluate the built-in descriptors on the built-in benchmark"
+    )
     demo.set_defaults(run=_demo)
     return parser
 

@@ -8,13 +8,20 @@ validates its input: the labeled wrappers do, before calling.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.special import digamma
 
+from metricalc.errors import InvalidInputError
+
 CHUNK_ELEMENTS = 1 << 20
 """Approximate number of matrix elements processed at once (bounds temporary memory)."""
+
+MAX_THREADS = 4
+"""Upper bound on the threads of the rank-statistics kernel (one row block each)."""
 
 VOC11_RECALLS = np.arange(11) / 10.0
 """PASCAL VOC 2007 recall thresholds 0, 0.1, ..., 1 (computed as k / 10, exact decimals)."""
@@ -23,9 +30,14 @@ COCO101_RECALLS = np.linspace(0.0, 1.0, 101)
 """pycocotools recall thresholds (``np.linspace(0, 1, 101)``, bit-identical to COCOeval)."""
 
 
-def row_chunks(n_rows: int, n_cols: int, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[slice]:
-    """Yield row slices covering ``n_rows`` rows of ``n_cols`` values, about ``chunk_elements`` each."""
-    step = max(1, chunk_elements // max(n_cols, 1))
+def rows_per_chunk(n_cols: int) -> int:
+    """Rows of ``n_cols`` values that fit in one chunk of about ``CHUNK_ELEMENTS`` values."""
+    return max(1, CHUNK_ELEMENTS // max(n_cols, 1))
+
+
+def row_chunks(n_rows: int, n_cols: int) -> Iterator[slice]:
+    """Yield row slices covering ``n_rows`` rows of ``n_cols`` values, one chunk each."""
+    step = rows_per_chunk(n_cols)
     for start in range(0, n_rows, step):
         yield slice(start, min(n_rows, start + step))
 
@@ -35,28 +47,36 @@ def as_rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1, a.shape[-1])
 
 
-def descending_order(score: np.ndarray, *, stable: bool) -> np.ndarray:
-    """Indices sorting each row of ``score`` by decreasing value.
-
-    With ``stable=True`` equal scores keep their input order (MATLAB ``sort(..., 'descend')``,
-    NumPy mergesort of the negated scores); otherwise the order inside a group of equal scores is
-    unspecified, which is fine for every computation that treats a tie group as a whole.
-    """
-    if stable:
-        key = -score.astype(np.float64) if score.dtype.kind in "iub" else -score
-        return np.argsort(key, axis=-1, kind="stable")
-    return np.argsort(score, axis=-1)[:, ::-1]
-
-
 def sort_rows(
     relevant: np.ndarray, score: np.ndarray, *, stable: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(relevant, score)`` of each row reordered by decreasing score."""
-    order = descending_order(score, stable=stable)
-    return np.take_along_axis(relevant, order, axis=-1), np.take_along_axis(score, order, axis=-1)
+    """Return ``(relevant, score)`` of each row of a 2-D chunk reordered by decreasing score.
+
+    With ``stable=True`` equal scores keep their input order (MATLAB ``sort(..., 'descend')``,
+    NumPy mergesort of the negated scores); otherwise the order inside a group of equal scores is
+    unspecified, which is fine for every computation that treats a tie group as a whole. The
+    gather uses flat indices (``np.take``), several times faster than ``np.take_along_axis``.
+    """
+    rows, n = score.shape
+    if stable:
+        key = -score.astype(np.float64) if score.dtype.kind in "iub" else -score
+        order = np.argsort(key, axis=-1, kind="stable")
+    else:
+        order = np.argsort(score, axis=-1)
+    order += (np.arange(rows, dtype=order.dtype) * n)[:, None]
+    sorted_rel = np.take(np.ascontiguousarray(relevant).ravel(), order)
+    sorted_score = np.take(np.ascontiguousarray(score).ravel(), order)
+    if stable:
+        return sorted_rel, sorted_score
+    return sorted_rel[:, ::-1], sorted_score[:, ::-1]
 
 
-def tie_group_bounds(sorted_score: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def tied_rows(sorted_score: np.ndarray) -> np.ndarray:
+    """Rows of a sorted chunk holding at least two equal scores."""
+    return ~(sorted_score[:, 1:] != sorted_score[:, :-1]).all(axis=1)
+
+
+def tie_group_bounds(sorted_score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """First and last position of the group of equal scores holding each position.
 
     Parameters
@@ -66,13 +86,11 @@ def tie_group_bounds(sorted_score: np.ndarray) -> tuple[np.ndarray, np.ndarray] 
 
     Returns
     -------
-    (start, end) : tuple of ndarray, shape (rows, N), or None
-        0-based positions; ``None`` when no row holds two equal scores (every group is a singleton).
+    (start, end) : tuple of ndarray of intp, shape (rows, N)
+        0-based positions.
     """
     rows, n = sorted_score.shape
     boundary = sorted_score[:, 1:] != sorted_score[:, :-1]
-    if boundary.all():
-        return None
     position = np.arange(n)
     edge = np.ones((rows, 1), dtype=bool)
     start = np.where(np.concatenate([edge, boundary], axis=1), position, 0)
@@ -156,62 +174,75 @@ def confusion_counts(
 # --------------------------------------------------------------------------------------------
 
 
-def _precision_sum_no_ties(rel: np.ndarray) -> np.ndarray:
-    """Sum over relevant positions of precision at that position: sum_i rel_i * tp_i / i."""
-    tp = np.cumsum(rel, axis=1, dtype=_count_dtype(rel.shape[1]))
-    return np.einsum("ij,ij,j->i", rel, tp, 1.0 / np.arange(1, rel.shape[1] + 1))
+def relevant_positions(rel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row, position and 1-based order ``k`` of every relevant item of a sorted chunk.
 
-
-def _sum_step(rel: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """sum_i rel_i * P(end of i's tie group): tied scores form one threshold."""
-    bounds = tie_group_bounds(score)
-    if bounds is None:
-        return _precision_sum_no_ties(rel)
-    end = bounds[1]
-    tp = np.cumsum(rel, axis=1, dtype=np.int64)
-    precision_at_end = np.take_along_axis(tp, end, axis=1) / (end + 1)
-    return np.einsum("ij,ij->i", rel, precision_at_end)
-
-
-def _sum_ir(rel: np.ndarray, score: np.ndarray, policy: str) -> np.ndarray:
-    """Sum of precision at each relevant rank, ties broken by ``policy``.
-
-    For a tie group occupying positions c+1 .. c+n (1-based) with r relevant items and h relevant
-    items ranked before it, the contributions are
-
-    - optimistic: relevant first, sum_{j=1..r} (h + j) / (c + j)
-    - pessimistic: relevant last, sum_{j=1..r} (h + j) / (c + n - r + j)
-    - expected (uniformly random order inside the group):
-      sum_{p=1..n} (r / n) (h + 1 + (p - 1)(r - 1)/(n - 1)) / (c + p)
-    - workbench (one relevant item): 1 / (c + 1 + floor(n / 2))
+    ``k`` is the number of relevant items at or before the position (tp at that rank).
     """
-    bounds = tie_group_bounds(score)
-    if bounds is None:
-        return _precision_sum_no_ties(rel)
-    start, end = bounds
+    r, c = np.nonzero(rel)
+    per_row = np.bincount(r, minlength=rel.shape[0])
+    k = np.arange(1, r.size + 1) - (np.cumsum(per_row) - per_row)[r]
+    return r, c, k
+
+
+def _precision_sum_no_ties(rel: np.ndarray) -> np.ndarray:
+    """sum_i rel_i * tp_i / i over positions i (1-based) of a chunk without ties (or stable)."""
+    r, c, k = relevant_positions(rel)
+    return np.bincount(r, weights=k / (c + 1), minlength=rel.shape[0])
+
+
+def _harmonic_span(c: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """sum_{p=1..n} 1 / (c + p) = psi(c + n + 1) - psi(c + 1), exact 1 / (c + 1) when n = 1."""
+    c, n = c.astype(np.float64), n.astype(np.float64)
+    return np.where(n == 1, 1 / (c + 1), digamma(c + n + 1) - digamma(c + 1))
+
+
+def _precision_sum_with_ties(rel: np.ndarray, score: np.ndarray, policy: str) -> np.ndarray:
+    """Sum of precision over relevant items of a chunk with tied scores, under ``policy``.
+
+    For the tie group holding a relevant item, occupying 0-based positions c .. c + n - 1, with
+    r relevant items in it and h relevant items before it, and j = k - h the item's place among
+    the group's relevant items:
+
+    - ``step`` (one threshold per group): tp at the group end / (c + n)
+    - ``optimistic`` (relevant first): k / (c + j)
+    - ``pessimistic`` (relevant last): k / (c + n - r + j)
+    - ``workbench`` (one relevant item): 1 / (c + 1 + floor(n / 2))
+    - ``expected`` (uniformly random order in the group), the group's total
+      G = sum_{p=1..n} (r / n) (h + 1 + (p - 1)(r - 1)/(n - 1)) / (c + p), shared equally by its
+      r relevant items; with A = sum_p 1 / (c + p),
+      G = (r / n) [(h + 1) A + (r - 1)/(n - 1) (n - (c + 1) A)].
+    """
+    start, end = tie_group_bounds(score)
     tp = np.cumsum(rel, axis=1, dtype=np.int64)
-    before = np.take_along_axis(tp, start, axis=1) - np.take_along_axis(rel, start, axis=1)
-    in_group = np.take_along_axis(tp, end, axis=1) - before
-    size = end - start + 1
+    r, c, k = relevant_positions(rel)
+    c0, c1 = start[r, c], end[r, c]
+    in_group_end = tp[r, c1]
+    if policy == "step":
+        return np.bincount(r, weights=in_group_end / (c1 + 1), minlength=rel.shape[0])
+    before = tp[r, c0] - rel[r, c0]
+    in_group = in_group_end - before
+    size = c1 - c0 + 1
     if policy == "expected":
-        p = np.arange(rel.shape[1]) - start + 1
-        spread = (p - 1) * (in_group - 1) / np.maximum(size - 1, 1)
-        contribution = in_group / size * (before + 1 + spread) / (start + p)
-        return contribution.sum(axis=1)
-    j = tp - before
-    if policy == "optimistic":
-        rank = start + j
+        A = _harmonic_span(c0, size)
+        spread = (in_group - 1) / np.maximum(size - 1, 1) * (size - (c0 + 1) * A)
+        weights = ((before + 1) * A + spread) / size
+    elif policy == "optimistic":
+        weights = k / (c0 + k - before)
     elif policy == "pessimistic":
-        rank = end + 1 - in_group + j
-    else:  # workbench, one relevant item per row
-        rank = start + 1 + size // 2
-        return np.einsum("ij,ij->i", rel, 1.0 / rank)
-    return np.einsum("ij,ij->i", rel, tp / rank)
+        weights = k / (c1 + 1 - in_group + k - before)
+    else:  # workbench
+        weights = 1 / (c0 + 1 + size // 2)
+    return np.bincount(r, weights=weights, minlength=rel.shape[0])
 
 
-def _sum_vlfeat(rel: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """Sum of precision at each relevant position in stable decreasing-score order."""
-    return _precision_sum_no_ties(rel)
+def _precision_sum(rel: np.ndarray, score: np.ndarray, policy: str) -> np.ndarray:
+    """Per-row sum of precision at relevant items; ``policy`` is ``step`` or a tie policy."""
+    total = _precision_sum_no_ties(rel)
+    tied = tied_rows(score)
+    if tied.any():
+        total[tied] = _precision_sum_with_ties(rel[tied], score[tied], policy)
+    return total
 
 
 def _area_trapezoid(rel: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:
@@ -284,7 +315,6 @@ def average_precision_rows(
     stable = method in STABLE_METHODS
     for rows in row_chunks(rel_rows.shape[0], n):
         rel, score = sort_rows(rel_rows[rows], score_rows[rows], stable=stable)
-        rel = rel.astype(np.float64 if method in ("trapezoid",) else np.int8)
         R = R_rows[rows]
         if method == "trapezoid":
             out[rows] = _area_trapezoid(rel, R)
@@ -293,12 +323,10 @@ def average_precision_rows(
             recalls = VOC11_RECALLS if method == "voc11" else COCO101_RECALLS
             out[rows] = _interpolated(rel, R, recalls)
             continue
-        if method == "step":
-            total = _sum_step(rel, score)
-        elif method == "ir":
-            total = _sum_ir(rel, score, ties)
+        if method == "vlfeat":
+            total = _precision_sum_no_ties(rel)
         else:
-            total = _sum_vlfeat(rel, score)
+            total = _precision_sum(rel, score, "step" if method == "step" else ties)
         with np.errstate(divide="ignore", invalid="ignore"):
             out[rows] = total / R
     out[R_rows == 0] = np.nan
@@ -310,26 +338,21 @@ def average_precision_rows(
 # --------------------------------------------------------------------------------------------
 
 
-def rank_stats(
-    distances: np.ndarray, relevant_index: np.ndarray, *, chunk_elements: int = CHUNK_ELEMENTS
-) -> tuple[np.ndarray, np.ndarray]:
-    """Count candidates strictly closer than, and as close as, the relevant one.
-
-    ``better = #{i != g : d_i < d_g}``, ``ties = #{i != g : d_i == d_g}``; both are -1 where
-    ``relevant_index`` is -1 (no relevant item, R = 0). One comparison pass per count over
-    cache-sized row chunks; counts are reduced as uint8 with an int32 accumulator, which is
-    faster than summing booleans into int64.
-    """
-    batch, n = distances.shape[:-1], distances.shape[-1]
-    d_rows = as_rows(distances)
-    g_rows = relevant_index.reshape(-1)
-    better = np.full(g_rows.shape, -1, dtype=np.int64)
-    ties = np.full(g_rows.shape, -1, dtype=np.int64)
+def _rank_stats_block(
+    d_rows: np.ndarray, g_rows: np.ndarray, better: np.ndarray, ties: np.ndarray, block: slice
+) -> int:
+    """Fill ``better``/``ties`` for the rows of ``block``, chunk by chunk; return the first row
+    whose distances hold NaN (checked while the chunk is in cache), or -1."""
+    n = d_rows.shape[1]
     acc = _count_dtype(n)
-    step = max(1, chunk_elements // max(n, 1))
-    mask = np.empty((min(step, d_rows.shape[0]), n), dtype=bool)
-    for rows in row_chunks(d_rows.shape[0], n, chunk_elements):
+    step = rows_per_chunk(n)
+    mask = np.empty((min(step, block.stop - block.start), n), dtype=bool)
+    check_nan = d_rows.dtype.kind == "f"
+    for start in range(block.start, block.stop, step):
+        rows = slice(start, min(block.stop, start + step))
         d = d_rows[rows]
+        if check_nan and np.isnan(d).any():
+            return start + int(np.flatnonzero(np.isnan(d).any(axis=1))[0])
         g = g_rows[rows]
         has = g >= 0
         g_dist = d[np.arange(d.shape[0]), np.where(has, g, 0)][:, None]
@@ -340,6 +363,47 @@ def rank_stats(
         t = np.add.reduce(m.view(np.uint8), axis=1, dtype=acc) - 1
         better[rows] = np.where(has, b, -1)
         ties[rows] = np.where(has, t, -1)
+    return -1
+
+
+def rank_stats(distances: np.ndarray, relevant_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Count candidates strictly closer than, and as close as, the relevant one.
+
+    ``better = #{i != g : d_i < d_g}``, ``ties = #{i != g : d_i == d_g}``; both are -1 where
+    ``relevant_index`` is -1 (no relevant item, R = 0). One comparison pass per count over
+    cache-sized row chunks (the second pass reads the chunk from cache); counts are reduced as
+    uint8 with an int32 accumulator, faster than summing booleans into int64. Row blocks run on
+    a thread per core (NumPy releases the GIL), which keeps the memory bus busy.
+
+    Raises
+    ------
+    InvalidInputError
+        If a row of float distances holds NaN (named by its flat row index). This is the one
+        check done in a kernel: a separate pass over the matrix would cost a third of the time.
+    """
+    batch, n = distances.shape[:-1], distances.shape[-1]
+    d_rows = as_rows(distances)
+    g_rows = relevant_index.reshape(-1)
+    n_rows = d_rows.shape[0]
+    better = np.empty(n_rows, dtype=np.int64)
+    ties = np.empty(n_rows, dtype=np.int64)
+    workers = max(1, min(os.cpu_count() or 1, MAX_THREADS, n_rows // rows_per_chunk(n)))
+    size = -(-n_rows // workers)
+    blocks = [slice(lo, min(n_rows, lo + size)) for lo in range(0, n_rows, size)]
+    if len(blocks) == 1:
+        nan_rows = [_rank_stats_block(d_rows, g_rows, better, ties, blocks[0])]
+    else:
+        with ThreadPoolExecutor(len(blocks)) as pool:
+            nan_rows = list(
+                pool.map(lambda blk: _rank_stats_block(d_rows, g_rows, better, ties, blk), blocks)
+            )
+    bad = [r for r in nan_rows if r >= 0]
+    if bad:
+        where = np.unravel_index(min(bad), batch) if batch else ()
+        raise InvalidInputError(
+            "distances must not contain NaN; found NaN in the list at index "
+            f"{tuple(map(int, where))}"
+        )
     return better.reshape(batch), ties.reshape(batch)
 
 
@@ -359,9 +423,10 @@ def rank_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.nda
 
 
 def ap_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
-    """AP of one relevant item: 1 / rank, or under ``expected`` the mean of 1 / r over the tied ranks.
+    """AP of one relevant item: 1 / rank, or under ``expected`` the mean of 1 / r over tied ranks.
 
-    ``expected``: (1 / (t + 1)) sum_{r = b + 1}^{b + t + 1} 1 / r = (psi(b + t + 2) - psi(b + 1)) / (t + 1)
+    ``expected``: (1 / (t + 1)) sum_{r = b + 1}^{b + t + 1} 1 / r
+    = (psi(b + t + 2) - psi(b + 1)) / (t + 1)
     with psi the digamma function (exact 1 / (b + 1) when t = 0).
     """
     missing = better < 0
@@ -381,10 +446,11 @@ def hit_probability(better: np.ndarray, ties: np.ndarray, k: np.ndarray, policy:
     Deterministic policies give 0 or 1 (rank <= k); ``expected`` gives the share of the tied ranks
     b + 1 .. b + t + 1 that are <= k: clip(k - b, 0, t + 1) / (t + 1).
     """
-    b = better[..., None].astype(np.float64)
-    t = ties[..., None].astype(np.float64)
+    missing = better[..., None] < 0
+    b = np.where(missing, 0, better[..., None]).astype(np.float64)
+    t = np.where(missing, 0, ties[..., None]).astype(np.float64)
     if policy == "expected":
         hit = np.clip(k - b, 0, t + 1) / (t + 1)
     else:
         hit = (rank_from_stats(better, ties, policy)[..., None] <= k).astype(np.float64)
-    return np.where(better[..., None] < 0, np.nan, hit)
+    return np.where(missing, np.nan, hit)

@@ -26,9 +26,13 @@ def is_lazy(value: object) -> bool:
     return isinstance(value, xr.DataArray) and value.chunks is not None
 
 
-def resolve_dim(named: Mapping[str, object], dim: str | None) -> str:
-    """The sample dimension of the DataArrays in ``named`` (``dim``, or the only dim of a 1-D input)."""
-    arrays = {k: v for k, v in named.items() if isinstance(v, xr.DataArray)}
+def resolve_dim(named: Mapping[str, object], core: Sequence[str], dim: str | None) -> str:
+    """The sample dimension of the core DataArrays in ``named`` (``dim``, or the only dim of a
+    1-D input); the arguments without a sample dimension are not checked."""
+    arrays = {k: v for k, v in named.items() if isinstance(v, xr.DataArray) and k in core}
+    if not arrays:
+        names = ", ".join(core)
+        raise InvalidInputError(f"{names} must be DataArrays when other arguments are DataArrays")
     first_name, first = next(iter(arrays.items()))
     if dim is None:
         if first.ndim == 1:
@@ -92,7 +96,7 @@ def apply_kernel(
                 f"dim={dim!r} is for xarray DataArrays; NumPy inputs carry samples on the last axis"
             )
         return kernel(*named.values(), **kwargs)
-    sample_dim = resolve_dim(named, dim)
+    sample_dim = resolve_dim(named, core, dim)
     like = next(
         v for k, v in named.items() if isinstance(v, xr.DataArray) and k in core
     )  # a core DataArray defines the dims of NumPy companions

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Literal, Union
+from typing import Literal
 
 import numpy as np
 
 from metricalc.errors import InvalidInputError, UndefinedMetricWarning
 
-ZeroDivision = Union[Literal["nan", "warn"], int, float]
+ZeroDivision = Literal["nan", "warn"] | int | float
 """The policy for an undefined value: ``"nan"``, ``0``, ``1`` or ``"warn"`` (0 and a warning)."""
 
 TIE_POLICIES = ("optimistic", "pessimistic", "workbench", "expected")
@@ -32,9 +32,9 @@ def check_zero_division(value: object) -> ZeroDivision:
     """Validate a ``zero_division`` policy (``"nan"``, ``"warn"``, 0 or 1)."""
     if isinstance(value, str):
         return check_choice("zero_division", value, ("nan", "warn"))  # type: ignore[return-value]
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        if value in (0, 1):
-            return value  # type: ignore[return-value]
+    is_number = isinstance(value, (int, float, np.integer, np.floating))
+    if is_number and not isinstance(value, bool) and value in (0, 1):
+        return value  # type: ignore[return-value]
     raise InvalidInputError(f"zero_division must be 'nan', 'warn', 0 or 1; got {value!r}")
 
 
@@ -75,7 +75,8 @@ def as_labels(name: str, values: object) -> np.ndarray:
     if bad.any():
         where = _first_index(bad)
         raise InvalidInputError(
-            f"{name} must hold binary labels (bool or 0/1); found {arr[where]!r} at index {where}"
+            f"{name} must hold binary labels (bool or 0/1); found {arr[where].item()!r} "
+            f"at index {where}"
         )
     return arr.astype(bool)
 
@@ -117,7 +118,7 @@ def as_counts(name: str, values: object) -> np.ndarray:
     bad = ~(arr >= 0)
     if bad.any():
         where = _first_index(bad) if arr.ndim else ()
-        value = arr[where] if arr.ndim else arr
+        value = (arr[where] if arr.ndim else arr).item()
         raise InvalidInputError(
             f"{name} must hold non-negative counts; found {value!r} at index {where}"
         )

@@ -15,7 +15,7 @@ import xarray as xr
 from statsmodels.stats.proportion import proportion_confint
 
 from metricalc.core import _kernels
-from metricalc.core._labeled import apply_kernel, is_labeled, is_lazy, unwrap
+from metricalc.core._labeled import apply_kernel, is_labeled, is_lazy, resolve_dim, unwrap
 from metricalc.core._validate import (
     ZeroDivision,
     as_counts,
@@ -98,13 +98,9 @@ def counts_at_thresholds(y_true: Any, y_score: Any, *, dim: str | None = None) -
     lazy = any(is_lazy(v) for v in named.values())
     pad_to = None
     sizes = None
-    if lazy:
-        sample_dim = dim if dim is not None else next(
-            str(v.dims[0]) for v in named.values() if isinstance(v, xr.DataArray)
-        )
-        pad_to = next(
-            v.sizes[sample_dim] for v in named.values() if isinstance(v, xr.DataArray)
-        )
+    if lazy:  # dask needs the output size up front: pad every list to the number of samples
+        sample_dim = resolve_dim(named, tuple(named), dim)
+        pad_to = next(v.sizes[sample_dim] for v in named.values() if isinstance(v, xr.DataArray))
         sizes = {"threshold": pad_to}
     outputs = apply_kernel(
         _counts_kernel,

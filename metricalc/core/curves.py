@@ -1,4 +1,4 @@
-"""ROC and precision-recall curves as confusion counts along the ``threshold`` dim, and their areas."""
+"""ROC and precision-recall curves as counts along the ``threshold`` dim, and their areas."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core._labeled import is_labeled, unwrap
+from metricalc.core._labeled import is_labeled, is_lazy, unwrap
 from metricalc.core._validate import ZeroDivision, check_zero_division, fill_value, warn_undefined
 from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr
 from metricalc.errors import InvalidInputError
@@ -153,6 +153,7 @@ def auc(x: Any, y: Any, *, dim: str = "threshold") -> Any:
     0.75
     """
     if is_labeled(x, y):
+        x, y = (v.chunk({dim: -1}) if is_lazy(v) else v for v in (x, y))
         area = xr.apply_ufunc(
             _trapezoid_kernel,
             y,

@@ -43,7 +43,9 @@ AP_METHODS = ("step", "ir", "vlfeat", "trapezoid", "voc11", "coco101")
 
 
 def _rank_stats_kernel(distances: np.ndarray, relevant_index: np.ndarray) -> tuple[np.ndarray, ...]:
-    d = as_scores("distances", distances)
+    d = np.asarray(distances)
+    if d.dtype == bool or d.dtype.kind not in "iuf":
+        raise InvalidInputError(f"distances must be numeric; got dtype {d.dtype}")
     g = np.asarray(relevant_index)
     if d.ndim == 0 or d.shape[-1] == 0:
         raise InvalidInputError("distances must have at least one candidate on the last axis")
@@ -64,9 +66,7 @@ def _rank_stats_kernel(distances: np.ndarray, relevant_index: np.ndarray) -> tup
     return _kernels.rank_stats(d, g.astype(np.int64))
 
 
-def rank_stats(
-    distances: Any, relevant_index: Any, *, dim: str | None = None
-) -> tuple[Any, Any]:
+def rank_stats(distances: Any, relevant_index: Any, *, dim: str | None = None) -> tuple[Any, Any]:
     r"""Count the candidates ranked before, and tied with, the relevant one (one pass, no sort).
 
     For a list of candidate distances :math:`d_0 .. d_{N-1}` with relevant candidate :math:`g`:
@@ -150,14 +150,14 @@ def ap_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> A
 
     With :math:`b` = better and :math:`t` = ties (PROTOCOLS.md section 1):
 
-    ============== ====================================== ==================================
-    policy         rank                                   AP
-    ============== ====================================== ==================================
-    optimistic     :math:`1 + b`                          :math:`1 / rank`
-    pessimistic    :math:`1 + b + t`                      :math:`1 / rank`
-    workbench      :math:`1 + b + \lfloor (t + 1)/2 \rfloor` :math:`1 / rank` (DescriptorWorkbench)
-    expected       :math:`1 + b + t / 2`                  :math:`\frac{1}{t+1}\sum_{r=b+1}^{b+t+1} 1/r`
-    ============== ====================================== ==================================
+    =========== ===================================== ====================================
+    policy      rank                                  AP
+    =========== ===================================== ====================================
+    optimistic  :math:`1 + b`                         :math:`1 / rank`
+    pessimistic :math:`1 + b + t`                     :math:`1 / rank`
+    workbench   :math:`1 + b + \lfloor(t+1)/2\rfloor` :math:`1 / rank` (DescriptorWorkbench)
+    expected    :math:`1 + b + t / 2`                 :math:`\frac{1}{t+1}\sum_{r=b+1}^{b+t+1} 1/r`
+    =========== ===================================== ====================================
 
     ``expected`` is the expectation of AP over a uniformly random order of the tied items.
 
@@ -278,8 +278,14 @@ def hit_rate_at_k(
     [0.3333333333333333, 0.6666666666666666]
     """
     return _at_k(
-        better, ties, k, policy=policy, dim=dim, zero_division=zero_division,
-        divide_by_k=False, what="hit_rate_at_k",
+        better,
+        ties,
+        k,
+        policy=policy,
+        dim=dim,
+        zero_division=zero_division,
+        divide_by_k=False,
+        what="hit_rate_at_k",
     )
 
 
@@ -307,8 +313,14 @@ def precision_at_k(
     [0.3333, 0.1333]
     """
     return _at_k(
-        better, ties, k, policy=policy, dim=dim, zero_division=zero_division,
-        divide_by_k=True, what="precision_at_k",
+        better,
+        ties,
+        k,
+        policy=policy,
+        dim=dim,
+        zero_division=zero_division,
+        divide_by_k=True,
+        what="precision_at_k",
     )
 
 
@@ -320,7 +332,7 @@ def precision_at_k(
 def _ap_kernel(
     y_true: np.ndarray,
     y_score: np.ndarray,
-    n_relevant: Any,
+    n_relevant: Any = None,
     *,
     method: str,
     ties: str,
@@ -339,9 +351,10 @@ def _ap_kernel(
             R = np.broadcast_to(R, present.shape)
         except ValueError:
             raise InvalidInputError(
-                f"n_relevant has shape {R.shape}; expected one count per list, shape {present.shape}"
+                f"n_relevant has shape {R.shape}; expected one count per list, "
+                f"shape {present.shape}"
             ) from None
-        short = R < present
+        short = present > R
         if short.any():
             where = tuple(int(i) for i in np.argwhere(short)[0])
             raise InvalidInputError(
@@ -385,7 +398,8 @@ def average_precision(
         :math:`\frac{1}{R} \sum_{i \text{ relevant}} P_i` in stable order (ties keep input order).
     ``"trapezoid"`` (hpatches-benchmark python ``utils/metrics.py``)
         Points :math:`(r_i, p_i)` for :math:`i = 0..N` with :math:`tp_0 = fp_0 = 0`,
-        :math:`r_i = tp_i / R`, :math:`p_i = \max(tp_i, 10^{-10}) / \max(i, 10^{-10})`, stable order;
+        :math:`r_i = tp_i / R`, :math:`p_i = \max(tp_i, 10^{-10}) / \max(i, 10^{-10})`,
+        stable order;
         AP is the trapezoid area :math:`\sum_i (r_{i+1} - r_i)(p_{i+1} + p_i) / 2`.
     ``"voc11"`` (PASCAL VOC 2007)
         :math:`\frac{1}{11} \sum_{t \in \{0, 0.1, .., 1\}} \max_{i : r_i \ge t} p_i` (0 if no
@@ -439,7 +453,9 @@ def average_precision(
         )
     check_choice("ties", ties, TIE_POLICIES)
     labeled = is_labeled(y_true, y_score, n_relevant)
-    named = {"y_true": y_true, "y_score": y_score, "n_relevant": n_relevant}
+    named = {"y_true": y_true, "y_score": y_score}
+    if n_relevant is not None:  # None must not reach dask, which would make it an object array
+        named["n_relevant"] = n_relevant
     ap = apply_kernel(
         _ap_kernel,
         named,

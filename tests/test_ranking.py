@@ -1,0 +1,387 @@
+"""Average precision (six methods), rank statistics, tie policies, hit rate and P@k."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score
+
+import metricalc as mc
+from metricalc.core import _kernels
+from tests.conftest import random_cases
+
+# ---------------------------------------------------------------------------------------------
+# Slow, obvious implementations written from the definitions of PROTOCOLS.md section 5
+# ---------------------------------------------------------------------------------------------
+
+
+def stable_ranking(y_true, y_score):
+    """Relevance in decreasing-score order, ties keeping input order (Python's sort is stable)."""
+    order = sorted(range(len(y_score)), key=lambda i: -float(y_score[i]))
+    return [bool(y_true[i]) for i in order]
+
+
+def slow_ir(y_true, y_score, n_relevant=None, ties="optimistic"):
+    """Sum of precision at each relevant rank / R, ties put relevant-first or relevant-last."""
+    sign = -1 if ties == "optimistic" else 1
+    order = sorted(range(len(y_score)), key=lambda i: (-float(y_score[i]), sign * int(y_true[i])))
+    ranked = [bool(y_true[i]) for i in order]
+    R = n_relevant if n_relevant is not None else sum(ranked)
+    hits, total = 0, 0.0
+    for rank, rel in enumerate(ranked, start=1):
+        if rel:
+            hits += 1
+            total += hits / rank
+    return total / R
+
+
+def slow_vlfeat(y_true, y_score, n_relevant=None):
+    ranked = stable_ranking(y_true, y_score)
+    R = n_relevant if n_relevant is not None else sum(ranked)
+    hits, total = 0, 0.0
+    for rank, rel in enumerate(ranked, start=1):
+        if rel:
+            hits += 1
+            total += hits / rank
+    return total / R
+
+
+def slow_points(y_true, y_score, n_relevant=None):
+    """Per-item (recall, precision) points in stable order."""
+    ranked = stable_ranking(y_true, y_score)
+    R = n_relevant if n_relevant is not None else sum(ranked)
+    tp, points = 0, []
+    for rank, rel in enumerate(ranked, start=1):
+        tp += rel
+        points.append((tp / R, tp / rank))
+    return points
+
+
+def slow_trapezoid(y_true, y_score, n_relevant=None):
+    """hpatches python: precision max(tp, 1e-10) / max(tp + fp, 1e-10), from (tp, fp) = (0, 0)."""
+    ranked = stable_ranking(y_true, y_score)
+    R = n_relevant if n_relevant is not None else sum(ranked)
+    tp, points = 0, [(0.0, 1.0)]
+    for rank, rel in enumerate(ranked, start=1):
+        tp += rel
+        points.append((tp / R, max(tp, 1e-10) / rank))
+    area = 0.0
+    for (r0, p0), (r1, p1) in itertools.pairwise(points):
+        area += (r1 - r0) * (p0 + p1) / 2
+    return area
+
+
+def slow_interpolated(y_true, y_score, thresholds, n_relevant=None):
+    points = slow_points(y_true, y_score, n_relevant)
+    total = 0.0
+    for t in thresholds:
+        reached = [p for r, p in points if r >= t]
+        total += max(reached) if reached else 0.0
+    return total / len(thresholds)
+
+
+def slow_voc11(y_true, y_score, n_relevant=None):
+    return slow_interpolated(y_true, y_score, [k / 10 for k in range(11)], n_relevant)
+
+
+def slow_coco101(y_true, y_score, n_relevant=None):
+    return slow_interpolated(y_true, y_score, list(np.linspace(0.0, 1.0, 101)), n_relevant)
+
+
+SLOW = {
+    "vlfeat": slow_vlfeat,
+    "trapezoid": slow_trapezoid,
+    "voc11": slow_voc11,
+    "coco101": slow_coco101,
+}
+
+# ---------------------------------------------------------------------------------------------
+# step = scikit-learn
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_step_equals_sklearn_average_precision_score(seed):
+    for y_true, y_score in random_cases(seed=20 + seed, count=150, large=(1000, 10_000, 100_000)):
+        ours = mc.average_precision(y_true, y_score, method="step", zero_division=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scikit-learn warns on all-negative input
+            expected = average_precision_score(y_true, y_score)
+        assert ours == pytest.approx(expected, abs=1e-12)
+
+
+def test_step_hand_case_with_tied_threshold():
+    # 0.9 negative, then 0.5 tied positive/positive, then 0.3 positive
+    ap = mc.average_precision([0, 1, 1, 0, 1], [0.1, 0.5, 0.5, 0.9, 0.3], method="step")
+    assert ap == pytest.approx((2 / 3 + 2 / 3 + 3 / 4) / 3)
+
+
+def test_step_with_n_relevant_counts_missing_positives_as_zero():
+    ap = mc.average_precision([1, 0, 1], [3, 2, 1], method="step", n_relevant=4)
+    assert ap == pytest.approx((1 + 2 / 3) / 4)
+
+
+# ---------------------------------------------------------------------------------------------
+# ir: hand cases of DescriptorWorkbench and the slow implementation
+# ---------------------------------------------------------------------------------------------
+
+DESCENDING = [5, 4, 3, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("relevance", "expected"),
+    [
+        ([1, 1, 0, 0, 0], 1.0),
+        ([0, 0, 0, 1, 1], 0.325),
+        ([0, 0, 1, 0, 0], 1 / 3),
+    ],
+)
+def test_ir_descriptorworkbench_examples(relevance, expected):
+    assert mc.average_precision(relevance, DESCENDING, method="ir") == pytest.approx(expected)
+
+
+def test_ir_no_relevant_item_is_nan_by_default_zero_on_request():
+    assert np.isnan(mc.average_precision([0, 0, 0], [3, 2, 1], method="ir"))
+    assert mc.average_precision([0, 0, 0], [3, 2, 1], method="ir", zero_division=0) == 0.0
+    with pytest.warns(mc.UndefinedMetricWarning):
+        assert mc.average_precision([0, 0, 0], [3, 2, 1], method="ir", zero_division="warn") == 0
+
+
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
+def test_ir_equals_slow_implementation(ties):
+    rng = np.random.default_rng(21)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        y_true = rng.random(n) < rng.random()
+        if not y_true.any():
+            y_true[rng.integers(n)] = True
+        y_score = rng.integers(0, int(rng.integers(1, 8)), n)
+        n_relevant = int(y_true.sum() + rng.integers(0, 3))
+        ours = mc.average_precision(y_true, y_score, method="ir", ties=ties, n_relevant=n_relevant)
+        assert ours == pytest.approx(slow_ir(y_true, y_score, n_relevant, ties), abs=1e-12)
+
+
+def test_ir_without_ties_is_the_same_for_every_policy():
+    rng = np.random.default_rng(22)
+    y_true = rng.random(50) < 0.3
+    y_score = rng.permutation(50)
+    values = {
+        p: mc.average_precision(y_true, y_score, method="ir", ties=p)
+        for p in ("optimistic", "pessimistic", "expected")
+    }
+    assert len({round(v, 12) for v in values.values()}) == 1
+    assert values["expected"] == pytest.approx(slow_ir(y_true, y_score))
+
+
+def test_ir_expected_hand_case():
+    # one relevant item tied with three others after two better ones: b = 2, t = 3
+    y_true = [0, 0, 1, 0, 0, 0]
+    y_score = [9, 8, 5, 5, 5, 5]
+    expected = np.mean([1 / 3, 1 / 4, 1 / 5, 1 / 6])
+    assert mc.average_precision(y_true, y_score, method="ir") == pytest.approx(expected)
+    assert mc.average_precision(y_true, y_score, method="ir", ties="workbench") == pytest.approx(
+        1 / 5
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# vlfeat, trapezoid, voc11, coco101: hand cases and slow implementations
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "expected", "expected_r4"),
+    [
+        ("vlfeat", (1 + 2 / 3) / 2, (1 + 2 / 3) / 4),
+        # points (0,1) (.5,1) (.5,.5) (1,2/3): .5 * 1 + 0 + .5 * (.5 + 2/3) / 2
+        ("trapezoid", 0.5 + 0.5 * (0.5 + 2 / 3) / 2, 0.25 + 0.25 * (0.5 + 2 / 3) / 2),
+        # envelope 1 up to recall .5 (6 of 11 thresholds), then 2/3 (5 thresholds)
+        ("voc11", (6 + 5 * 2 / 3) / 11, (3 + 3 * 2 / 3) / 11),
+        # 51 of 101 thresholds <= .5 get 1, the other 50 get 2/3
+        ("coco101", (51 + 50 * 2 / 3) / 101, (26 + 25 * 2 / 3) / 101),
+    ],
+)
+def test_stable_methods_hand_case(method, expected, expected_r4):
+    y_true, y_score = [1, 0, 1], [3, 2, 1]
+    assert mc.average_precision(y_true, y_score, method=method) == pytest.approx(expected)
+    assert mc.average_precision(y_true, y_score, method=method, n_relevant=4) == pytest.approx(
+        expected_r4
+    )
+
+
+@pytest.mark.parametrize("method", sorted(SLOW))
+def test_stable_methods_equal_slow_implementations(method):
+    rng = np.random.default_rng(23)
+    for _ in range(300):
+        n = int(rng.integers(1, 30))
+        y_true = rng.random(n) < rng.random()
+        if not y_true.any():
+            y_true[rng.integers(n)] = True
+        y_score = rng.integers(0, int(rng.integers(1, 6)), n).astype(float)
+        n_relevant = int(y_true.sum() + rng.integers(0, 3))
+        for R in (None, n_relevant):
+            ours = mc.average_precision(y_true, y_score, method=method, n_relevant=R)
+            assert ours == pytest.approx(SLOW[method](y_true, y_score, R), abs=1e-12)
+
+
+def test_stable_methods_keep_input_order_of_ties():
+    # relevant item tied with a negative: first in input order ranks first
+    assert mc.average_precision([1, 0], [1.0, 1.0], method="vlfeat") == 1.0
+    assert mc.average_precision([0, 1], [1.0, 1.0], method="vlfeat") == 0.5
+
+
+@pytest.mark.parametrize("method", mc.AP_METHODS)
+def test_rows_equal_single_lists_across_chunks(method, monkeypatch):
+    monkeypatch.setattr(_kernels, "CHUNK_ELEMENTS", 64)  # several rows per chunk, many chunks
+    rng = np.random.default_rng(24)
+    y_true = rng.random((3, 25, 30)) < 0.2
+    y_score = rng.integers(0, 6, (3, 25, 30))
+    n_relevant = y_true.sum(-1) + rng.integers(0, 2, (3, 25))
+    ours = mc.average_precision(y_true, y_score, method=method, n_relevant=n_relevant)
+    assert ours.shape == (3, 25)
+    for i in np.ndindex(3, 25):
+        single = mc.average_precision(
+            y_true[i], y_score[i], method=method, n_relevant=n_relevant[i]
+        )
+        np.testing.assert_allclose(ours[i], single, rtol=1e-12)
+
+
+def test_integer_and_unsigned_scores_rank_like_floats():
+    rng = np.random.default_rng(25)
+    y_true = rng.random(200) < 0.3
+    scores = rng.integers(0, 255, 200)
+    for method in mc.AP_METHODS:
+        as_uint8 = mc.average_precision(y_true, scores.astype(np.uint8), method=method)
+        as_float = mc.average_precision(y_true, scores.astype(float), method=method)
+        assert as_uint8 == pytest.approx(as_float, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rank statistics and tie policies
+# ---------------------------------------------------------------------------------------------
+
+
+def test_rank_stats_hand_case():
+    d = np.array([[0.5, 0.2, 0.5, 0.1, 0.5], [1.0, 2.0, 3.0, 4.0, 5.0], [7, 7, 7, 7, 7]])
+    better, ties = mc.rank_stats(d, np.array([0, -1, 4]))
+    assert better.tolist() == [2, -1, 0]
+    assert ties.tolist() == [2, -1, 4]
+
+
+def test_rank_stats_equals_slow_count_across_chunks(monkeypatch):
+    monkeypatch.setattr(_kernels, "CHUNK_ELEMENTS", 100)
+    rng = np.random.default_rng(26)
+    d = rng.integers(0, 8, (57, 40)).astype(np.uint8)  # Hamming-like: many ties
+    g = rng.integers(-1, 40, 57)
+    better, ties = mc.rank_stats(d, g)
+    for q in range(57):
+        if g[q] < 0:
+            assert (better[q], ties[q]) == (-1, -1)
+            continue
+        others = np.delete(d[q], g[q])
+        assert better[q] == np.sum(others < d[q, g[q]])
+        assert ties[q] == np.sum(others == d[q, g[q]])
+
+
+@pytest.mark.parametrize(
+    ("policy", "rank", "ap"),
+    [
+        ("optimistic", 3, 1 / 3),
+        ("pessimistic", 6, 1 / 6),
+        ("workbench", 5, 1 / 5),
+        ("expected", 4.5, (1 / 3 + 1 / 4 + 1 / 5 + 1 / 6) / 4),
+    ],
+)
+def test_tie_policies_hand_case(policy, rank, ap):
+    assert mc.rank_from_rank_stats(2, 3, policy=policy) == rank
+    assert mc.ap_from_rank_stats(2, 3, policy=policy) == pytest.approx(ap, abs=1e-15)
+
+
+def test_workbench_rank_rounds_half_ties_up():
+    # floor((ties + 1) / 2): 0 -> 0, 1 -> 1, 2 -> 1, 3 -> 2
+    ranks = mc.rank_from_rank_stats(np.zeros(4, int), np.arange(4), policy="workbench")
+    assert ranks.tolist() == [1, 2, 2, 3]
+
+
+def test_expected_ap_equals_mean_of_reciprocal_ranks():
+    rng = np.random.default_rng(27)
+    better = rng.integers(0, 10_000, 500)
+    ties = rng.integers(0, 50, 500)
+    ours = mc.ap_from_rank_stats(better, ties, policy="expected")
+    for b, t, value in zip(better, ties, ours, strict=True):
+        assert value == pytest.approx(np.mean(1 / np.arange(b + 1, b + t + 2)), rel=1e-9)
+
+
+def test_ap_from_rank_stats_r0_is_nan():
+    ap = mc.ap_from_rank_stats(np.array([0, -1]), np.array([0, -1]))
+    assert ap[0] == 1.0
+    assert np.isnan(ap[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# Hit rate and precision at k
+# ---------------------------------------------------------------------------------------------
+
+
+def test_hit_rate_and_precision_at_k_hand_case():
+    better, ties = [0, 3, 9, -1], [0, 0, 0, -1]
+    assert mc.hit_rate_at_k(better, ties, 1) == pytest.approx(1 / 3)
+    assert mc.hit_rate_at_k(better, ties, [1, 5, 10]).tolist() == pytest.approx([1 / 3, 2 / 3, 1])
+    assert mc.precision_at_k(better, ties, [1, 5, 10]).tolist() == pytest.approx(
+        [1 / 3, 2 / 15, 1 / 10]
+    )
+
+
+def test_hit_rate_tie_policies():
+    # relevant item tied at ranks 1..4 (b = 0, t = 3); k = 2
+    assert mc.hit_rate_at_k([0], [3], 2, policy="expected") == pytest.approx(0.5)
+    assert mc.hit_rate_at_k([0], [3], 2, policy="optimistic") == 1.0
+    assert mc.hit_rate_at_k([0], [3], 2, policy="pessimistic") == 0.0
+    assert mc.hit_rate_at_k([0], [3], 2, policy="workbench") == 0.0  # workbench rank 3
+
+
+def test_hit_rate_without_valid_query_follows_zero_division():
+    assert np.isnan(mc.hit_rate_at_k([-1, -1], [-1, -1], 1))
+    assert mc.hit_rate_at_k([-1, -1], [-1, -1], 1, zero_division=0) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: mc.average_precision([1, 0], [1, 2, 3]), "y_true has shape"),
+        (lambda: mc.average_precision([1, 0], [1, np.nan]), "must not contain NaN"),
+        (lambda: mc.average_precision([1, 3], [1, 2]), "binary labels"),
+        (lambda: mc.average_precision([], []), "empty input"),
+        (lambda: mc.average_precision([1, 0], [1, 2], method="map"), "method must be one of"),
+        (lambda: mc.average_precision([1, 0], [1, 2], ties="expected"), "ties= applies to"),
+        (
+            lambda: mc.average_precision([1, 0], [1, 2], method="ir", ties="random"),
+            "ties must be one of",
+        ),
+        (
+            lambda: mc.average_precision([1, 1], [1, 2], method="ir", ties="workbench"),
+            "one relevant item",
+        ),
+        (lambda: mc.average_precision([1, 1], [1, 2], n_relevant=1), "n_relevant must be >="),
+        (lambda: mc.average_precision([1, 1], [1, 2], n_relevant=1.5), "n_relevant must hold"),
+        (lambda: mc.rank_stats(np.ones((2, 3)), np.array([0, 3])), r"in \[0, 2\]; found 3"),
+        (lambda: mc.rank_stats(np.ones((2, 3)), np.array([0.0, 1.0])), "must hold integers"),
+        (lambda: mc.rank_stats(np.ones((2, 3)), np.array([0])), "one index per list"),
+        (lambda: mc.rank_stats(np.array([[np.nan, 1.0]]), np.array([0])), "must not contain NaN"),
+        (lambda: mc.ap_from_rank_stats(2, 3, policy="median"), "policy must be one of"),
+        (lambda: mc.ap_from_rank_stats(-1, 3), "both -1"),
+        (lambda: mc.ap_from_rank_stats(1.5, 3), "integer counts"),
+        (lambda: mc.hit_rate_at_k([0], [0], 0), "k must be a positive integer"),
+    ],
+)
+def test_bad_input_raises_clear_error(call, message):
+    with pytest.raises(mc.InvalidInputError, match=message):
+        call()
