@@ -340,7 +340,7 @@ def _ap_kernel(
     labels = as_labels("y_true", y_true)
     scores = as_scores("y_score", y_score)
     check_samples(labels, scores)
-    present = labels.sum(axis=-1)
+    present = _kernels.count_true(labels)
     if n_relevant is None:
         R = present
     else:
