@@ -27,7 +27,7 @@ from sklearn.metrics import average_precision_score
 import metricalc as mc
 
 
-def best_time(fn: Callable[[], object], repeat: int = 3) -> float:
+def best_time(fn: Callable[[], object], repeat: int = 5) -> float:
     """Smallest wall time of ``repeat`` calls, in seconds."""
     times = []
     for _ in range(repeat):

@@ -24,11 +24,8 @@ def stable_ranking(y_true, y_score):
     return [bool(y_true[i]) for i in order]
 
 
-def slow_ir(y_true, y_score, n_relevant=None, ties="optimistic"):
-    """Sum of precision at each relevant rank / R, ties put relevant-first or relevant-last."""
-    sign = -1 if ties == "optimistic" else 1
-    order = sorted(range(len(y_score)), key=lambda i: (-float(y_score[i]), sign * int(y_true[i])))
-    ranked = [bool(y_true[i]) for i in order]
+def mean_precision_at_relevant(ranked, n_relevant=None):
+    """Sum of precision at each relevant rank of a ranked relevance list, divided by R."""
     R = n_relevant if n_relevant is not None else sum(ranked)
     hits, total = 0, 0.0
     for rank, rel in enumerate(ranked, start=1):
@@ -36,17 +33,17 @@ def slow_ir(y_true, y_score, n_relevant=None, ties="optimistic"):
             hits += 1
             total += hits / rank
     return total / R
+
+
+def slow_ir(y_true, y_score, n_relevant=None, ties="optimistic"):
+    """IR AP with tied items put relevant-first (optimistic) or relevant-last (pessimistic)."""
+    sign = -1 if ties == "optimistic" else 1
+    order = sorted(range(len(y_score)), key=lambda i: (-float(y_score[i]), sign * int(y_true[i])))
+    return mean_precision_at_relevant([bool(y_true[i]) for i in order], n_relevant)
 
 
 def slow_vlfeat(y_true, y_score, n_relevant=None):
-    ranked = stable_ranking(y_true, y_score)
-    R = n_relevant if n_relevant is not None else sum(ranked)
-    hits, total = 0, 0.0
-    for rank, rel in enumerate(ranked, start=1):
-        if rel:
-            hits += 1
-            total += hits / rank
-    return total / R
+    return mean_precision_at_relevant(stable_ranking(y_true, y_score), n_relevant)
 
 
 def slow_points(y_true, y_score, n_relevant=None):
