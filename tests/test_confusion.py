@@ -205,3 +205,23 @@ def test_bad_input_raises_clear_error(call, message):
 def test_invalid_input_error_is_a_value_error():
     assert issubclass(mc.InvalidInputError, ValueError)
     assert issubclass(mc.InvalidInputError, mc.MetricalcError)
+
+
+def test_counts_of_many_lists_across_chunks_equal_sklearn_per_list(monkeypatch):
+    from metricalc.core import _kernels
+
+    monkeypatch.setattr(_kernels, "CHUNK_ELEMENTS", 20)  # one or two lists per chunk
+    rng = np.random.default_rng(6)
+    y_true = rng.random((9, 12)) < 0.5
+    y_score = rng.integers(0, rng.integers(1, 12, (9, 1)) + 1, (9, 12))  # 1..12 distinct scores
+    c = mc.counts_at_thresholds(y_true, y_score)
+    for i in range(9):
+        tns, fps, fns, tps, thresholds = confusion_matrix_at_thresholds(y_true[i], y_score[i])
+        k = thresholds.size
+        np.testing.assert_array_equal(c.tp.values[i, :k], tps)
+        np.testing.assert_array_equal(c.fp.values[i, :k], fps)
+        np.testing.assert_array_equal(c.fn.values[i, :k], fns)
+        np.testing.assert_array_equal(c.tn.values[i, :k], tns)
+        np.testing.assert_array_equal(c.cutoff.values[i, :k], thresholds)
+        assert (c.tp.values[i, k:] == tps[-1]).all() and (c.fp.values[i, k:] == fps[-1]).all()
+        assert np.isnan(c.cutoff.values[i, k:]).all()

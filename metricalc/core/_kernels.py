@@ -2,8 +2,9 @@
 
 Inputs are arrays of shape ``(..., N)`` (N samples or candidates per list); the leading axes are
 independent lists. Work is vectorized over lists and processed in row chunks of about
-``CHUNK_ELEMENTS`` values, so memory stays bounded whatever the number of lists. No function here
-validates its input: the labeled wrappers do, before calling.
+``CHUNK_ELEMENTS`` values, so temporary memory stays bounded whatever the number of lists. The
+labeled wrappers validate the input before calling; the one check made here is the per-chunk NaN
+check of ``rank_stats`` (a separate pass over the matrix would cost a third of its time).
 """
 
 from __future__ import annotations
@@ -104,31 +105,14 @@ def confusion_counts(
     """
     batch, n = y_score.shape[:-1], y_score.shape[-1]
     rel_rows, score_rows = as_rows(y_true), as_rows(y_score)
-    pieces = []
-    for rows in row_chunks(rel_rows.shape[0], n):
-        rel, score = sort_rows(rel_rows[rows], score_rows[rows], stable=False)
-        tp_cum = np.cumsum(rel, axis=1, dtype=np.int64)
-        fp_cum = np.arange(1, n + 1) - tp_cum
-        is_end = np.ones(rel.shape, dtype=bool)
-        is_end[:, :-1] = score[:, 1:] != score[:, :-1]
-        pieces.append((tp_cum, fp_cum, score, is_end))
-    width = pad_to if pad_to is not None else max(int(p[3].sum(axis=1).max()) for p in pieces)
-    n_rows = rel_rows.shape[0]
-    tp = np.empty((n_rows, width), dtype=np.int64)
-    fp = np.empty((n_rows, width), dtype=np.int64)
-    cutoff = np.full((n_rows, width), np.nan)
-    offset = 0
-    for tp_cum, fp_cum, score, is_end in pieces:
-        k = tp_cum.shape[0]
-        block = slice(offset, offset + k)
-        tp[block] = tp_cum[:, -1:]
-        fp[block] = fp_cum[:, -1:]
-        r, c = np.nonzero(is_end)
-        dest = np.cumsum(is_end, axis=1)[r, c] - 1
-        tp[block][r, dest] = tp_cum[r, c]
-        fp[block][r, dest] = fp_cum[r, c]
-        cutoff[block][r, dest] = score[r, c]
-        offset += k
+    pieces = [
+        _compact_counts(rel_rows[rows], score_rows[rows], pad_to)
+        for rows in row_chunks(rel_rows.shape[0], n)
+    ]
+    width = max(piece[0].shape[1] for piece in pieces)
+    tp, fp, cutoff = (
+        np.concatenate([_pad_right(piece[i], width) for piece in pieces]) for i in range(3)
+    )
     positives, negatives = tp[:, -1:], fp[:, -1:]
     shape = (*batch, width)
     return (
@@ -138,6 +122,40 @@ def confusion_counts(
         (negatives - fp).reshape(shape),
         cutoff.reshape(shape),
     )
+
+
+def _compact_counts(
+    rel: np.ndarray, score: np.ndarray, width: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """tp, fp and cutoff at the distinct thresholds of each row of one chunk, ``width`` wide
+    (default: the chunk's largest number of distinct scores), padded as ``confusion_counts``."""
+    rows, n = rel.shape
+    rel, score = sort_rows(rel, score, stable=False)
+    tp_cum = np.cumsum(rel, axis=1, dtype=np.int64)
+    fp_cum = np.arange(1, n + 1) - tp_cum
+    is_end = np.ones(rel.shape, dtype=bool)
+    np.not_equal(score[:, 1:], score[:, :-1], out=is_end[:, :-1])
+    if width is None:
+        width = int(count_true(is_end).max())
+    tp = np.repeat(tp_cum[:, -1:], width, axis=1)
+    fp = np.repeat(fp_cum[:, -1:], width, axis=1)
+    cutoff = np.full((rows, width), np.nan)
+    r, c = np.nonzero(is_end)
+    dest = np.cumsum(is_end, axis=1)[r, c] - 1
+    tp[r, dest] = tp_cum[r, c]
+    fp[r, dest] = fp_cum[r, c]
+    cutoff[r, dest] = score[r, c]
+    return tp, fp, cutoff
+
+
+def _pad_right(a: np.ndarray, width: int) -> np.ndarray:
+    """Widen ``a`` to ``width`` columns: counts repeat their last column, cutoffs get NaN."""
+    missing = width - a.shape[1]
+    if missing == 0:
+        return a
+    if a.dtype.kind == "f":
+        return np.pad(a, ((0, 0), (0, missing)), constant_values=np.nan)
+    return np.pad(a, ((0, 0), (0, missing)), mode="edge")
 
 
 # --------------------------------------------------------------------------------------------
