@@ -135,6 +135,16 @@ def test_youden_j_undefined_when_one_class_missing():
     assert float(mc.youden_j(table, zero_division=0)) == 0.0
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, bool])
+def test_rates_on_small_integer_and_boolean_counts_do_not_wrap(dtype):
+    tp, fn = (np.array([1]), np.array([1])) if dtype is bool else (np.array([100]), np.array([27]))
+    counts = {"tp": tp.astype(dtype), "fn": fn.astype(dtype), "fp": fn.astype(dtype)}
+    expected = tp[0] / (tp[0] + fn[0])
+    assert mc.tpr(counts)[0] == pytest.approx(expected)
+    assert mc.f1(counts)[0] == pytest.approx(2 * tp[0] / (2 * tp[0] + 2 * fn[0]))
+    assert float(mc.rate_confint(counts, "tpr").estimate[0]) == pytest.approx(expected)
+
+
 def test_rates_keep_shape_of_count_arrays():
     counts = {"tp": np.array([[1, 0], [2, 3]]), "fn": np.array([[1, 0], [0, 1]])}
     out = mc.tpr(counts)
@@ -193,8 +203,11 @@ def test_rate_confint_other_method_and_alpha():
         (lambda: mc.tpr(TABLE, zero_division=2), "zero_division must be"),
         (lambda: mc.tpr(TABLE, zero_division="zero"), "zero_division must be"),
         (lambda: mc.rate_confint(TABLE, "youden_j"), "rate must be one of"),
-        (lambda: mc.rate_confint(TABLE, "tpr", alpha=1.5), "alpha must be between"),
+        (lambda: mc.rate_confint(TABLE, "tpr", alpha=1.5), "alpha must be a number"),
         (lambda: mc.rate_confint(TABLE, "tpr", method="exact"), "method must be one of"),
+        (lambda: mc.rate_confint(TABLE, "tpr", alpha="0.05"), "alpha must be a number"),
+        (lambda: mc.tpr({"tp": [1, 2, 3], "fn": [1, 0]}), "broadcastable shapes"),
+        (lambda: mc.tpr({"tp": ["a"], "fn": [1]}), "numeric counts"),
     ],
 )
 def test_bad_input_raises_clear_error(call, message):
@@ -225,3 +238,13 @@ def test_counts_of_many_lists_across_chunks_equal_sklearn_per_list(monkeypatch):
         np.testing.assert_array_equal(c.cutoff.values[i, :k], thresholds)
         assert (c.tp.values[i, k:] == tps[-1]).all() and (c.fp.values[i, k:] == fps[-1]).all()
         assert np.isnan(c.cutoff.values[i, k:]).all()
+
+
+def test_lazy_counts_are_validated_when_computed():
+    import xarray as xr
+
+    counts = xr.Dataset({"tp": ("x", [1, -2, 3]), "fn": ("x", [1, 1, 1])}).chunk({"x": 1})
+    rate = mc.tpr(counts)
+    assert rate.chunks is not None  # still lazy
+    with pytest.raises(mc.InvalidInputError, match="non-negative counts"):
+        rate.compute()

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+import xarray as xr
 from sklearn.metrics import auc, precision_recall_curve, roc_auc_score, roc_curve
 
 import metricalc as mc
@@ -90,6 +91,58 @@ def test_drop_intermediate_needs_a_single_curve():
         mc.roc_curve(
             np.eye(3, dtype=bool), np.random.default_rng(0).random((3, 3)), drop_intermediate=True
         )
+
+
+def test_roc_curve_of_several_lists_keeps_list_dims_first():
+    rng = np.random.default_rng(16)
+    y_true = rng.random((3, 8)) < 0.5
+    y_true[:, 0], y_true[:, 1] = True, False
+    y_score = rng.random((3, 8))
+    curve = mc.roc_curve(y_true, y_score)
+    for name in ("tp", "fp", "fpr", "tpr", "cutoff"):
+        assert curve[name].dims == ("dim_0", "threshold")
+    for i in range(3):  # distinct scores: no padding, every list has 8 + 1 points
+        fpr, tpr, _ = roc_curve(y_true[i], y_score[i], drop_intermediate=False)
+        np.testing.assert_array_equal(curve.tpr.values[i], tpr)
+        np.testing.assert_array_equal(curve.fpr.values[i], fpr)
+
+
+def test_auc_checks_each_curve_for_monotonic_x():
+    x = np.array([[0.0, 0.5, 1.0], [1.0, 0.5, 0.0]])  # one increasing, one decreasing: fine
+    y = np.array([[0.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    np.testing.assert_allclose(mc.auc(x, y), [0.75, 0.75])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: mc.auc(["a", "b"], [1, 2]), "x must be numeric"),
+        (lambda: mc.auc([0, 1], [1, 2, 3]), "same shape"),
+        (
+            lambda: mc.auc(xr.DataArray([0, 1], dims="t"), xr.DataArray([0, 1], dims="t"), dim="s"),
+            "dim='s' is not a dimension",
+        ),
+        (
+            lambda: mc.roc_auc(
+                xr.DataArray([0, 1, 1], dims="s", coords={"s": [0, 1, 2]}),
+                xr.DataArray([0.1, 0.2, 0.3], dims="s", coords={"s": [0, 1, 5]}),
+            ),
+            "same sizes and coordinates",
+        ),
+    ],
+)
+def test_curve_bad_input_raises_clear_error(call, message):
+    with pytest.raises(mc.InvalidInputError, match=message):
+        call()
+
+
+def test_roc_auc_of_dataarrays_has_no_stray_coordinate():
+    y_true = xr.DataArray([[0, 1, 1], [1, 0, 1]], dims=("q", "s"))
+    y_score = xr.DataArray([[0.1, 0.2, 0.3], [0.3, 0.2, 0.1]], dims=("q", "s"))
+    result = mc.roc_auc(y_true, y_score, dim="s")
+    assert result.dims == ("q",)
+    assert "cutoff" not in result.coords
+    np.testing.assert_allclose(result.values, [1.0, 0.5])
 
 
 def test_roc_auc_of_several_lists_equals_per_list_values():

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+import xarray as xr
 from sklearn.metrics import average_precision_score
 
 import metricalc as mc
@@ -22,6 +23,12 @@ def stable_ranking(y_true, y_score):
     """Relevance in decreasing-score order, ties keeping input order (Python's sort is stable)."""
     order = sorted(range(len(y_score)), key=lambda i: -float(y_score[i]))
     return [bool(y_true[i]) for i in order]
+
+
+def retrieved_ranking(y_true, y_score):
+    """VLFeat / hpatches: the stable ranking without the items scored -inf (never retrieved)."""
+    kept = [i for i in range(len(y_score)) if y_score[i] != -np.inf]
+    return stable_ranking([y_true[i] for i in kept], [y_score[i] for i in kept])
 
 
 def mean_precision_at_relevant(ranked, n_relevant=None):
@@ -43,7 +50,8 @@ def slow_ir(y_true, y_score, n_relevant=None, ties="optimistic"):
 
 
 def slow_vlfeat(y_true, y_score, n_relevant=None):
-    return mean_precision_at_relevant(stable_ranking(y_true, y_score), n_relevant)
+    R = n_relevant if n_relevant is not None else int(np.sum(y_true))
+    return mean_precision_at_relevant(retrieved_ranking(y_true, y_score), R)
 
 
 def slow_points(y_true, y_score, n_relevant=None):
@@ -59,8 +67,8 @@ def slow_points(y_true, y_score, n_relevant=None):
 
 def slow_trapezoid(y_true, y_score, n_relevant=None):
     """hpatches python: precision max(tp, 1e-10) / max(tp + fp, 1e-10), from (tp, fp) = (0, 0)."""
-    ranked = stable_ranking(y_true, y_score)
-    R = n_relevant if n_relevant is not None else sum(ranked)
+    ranked = retrieved_ranking(y_true, y_score)
+    R = n_relevant if n_relevant is not None else int(np.sum(y_true))
     tp, points = 0, [(0.0, 1.0)]
     for rank, rel in enumerate(ranked, start=1):
         tp += rel
@@ -81,7 +89,11 @@ def slow_interpolated(y_true, y_score, thresholds, n_relevant=None):
 
 
 def slow_voc11(y_true, y_score, n_relevant=None):
-    return slow_interpolated(y_true, y_score, [k / 10 for k in range(11)], n_relevant)
+    """py-faster-rcnn ``voc_ap(use_07_metric=True)``: levels from ``np.arange(0., 1.1, 0.1)``."""
+    levels = [0.0]
+    while len(levels) < 11:  # start + i * step, as np.arange computes its values
+        levels.append(0.0 + len(levels) * 0.1)
+    return slow_interpolated(y_true, y_score, levels, n_relevant)
 
 
 def slow_coco101(y_true, y_score, n_relevant=None):
@@ -218,10 +230,53 @@ def test_stable_methods_equal_slow_implementations(method):
         if not y_true.any():
             y_true[rng.integers(n)] = True
         y_score = rng.integers(0, int(rng.integers(1, 6)), n).astype(float)
+        y_score[rng.random(n) < 0.1] = -np.inf  # never retrieved by VLFeat and hpatches
         n_relevant = int(y_true.sum() + rng.integers(0, 3))
         for R in (None, n_relevant):
             ours = mc.average_precision(y_true, y_score, method=method, n_relevant=R)
             assert ours == pytest.approx(SLOW[method](y_true, y_score, R), abs=1e-12)
+
+
+def test_voc11_levels_are_those_of_py_faster_rcnn():
+    # R = 10: recall 3/10 = 0.3 does not reach the level 0.30000000000000004, so that level takes
+    # the envelope from the 4th relevant item on (10/17 here), not 1.0
+    y_true = [1, 1, 1] + [0] * 7 + [1] * 7
+    y_score = -np.arange(17)
+    expected = (3 * 1.0 + 8 * 10 / 17) / 11
+    assert mc.average_precision(y_true, y_score, method="voc11") == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("method", "expected"),
+    # y = [1, 0, 1], s = [1, 0, -inf]: only the first two items are retrieved, R = 2
+    [("vlfeat", 0.5), ("trapezoid", 0.5), ("ir", (1 + 2 / 3) / 2), ("step", (1 + 2 / 3) / 2)],
+)
+def test_minus_infinity_is_never_retrieved_by_vlfeat_and_hpatches(method, expected):
+    ap = mc.average_precision([1, 0, 1], [1.0, 0.0, -np.inf], method=method)
+    assert ap == pytest.approx(expected)
+
+
+def test_large_integer_scores_are_sorted_exactly():
+    big = 2**53
+    y_true = [1, 0, 1, 0, 0]
+    y_score = np.array([big + 1, big, big + 1, big, big + 1], dtype=np.int64)
+    c = mc.counts_at_thresholds(y_true, y_score)
+    assert c.tp.values.tolist() == [2, 2]
+    assert mc.average_precision(y_true, y_score) == pytest.approx(
+        average_precision_score(y_true, y_score)
+    )
+    assert mc.average_precision(y_true, y_score, method="vlfeat") == pytest.approx(
+        (1 + 2 / 2) / 2  # stable: big+1 items at input positions 0, 2, 4 rank first
+    )
+
+
+def test_boolean_scores_rank_true_first():
+    y_true = [1, 0, 1, 0]
+    y_score = np.array([True, True, False, False])
+    assert mc.average_precision(y_true, y_score, method="step") == pytest.approx(
+        average_precision_score(y_true, y_score.astype(int))
+    )
+    assert mc.counts_at_thresholds(y_true, y_score).cutoff.values.tolist() == [1.0, 0.0]
 
 
 def test_stable_methods_keep_input_order_of_ties():
@@ -377,6 +432,17 @@ def test_hit_rate_without_valid_query_follows_zero_division():
         (lambda: mc.ap_from_rank_stats(-1, 3), "both -1"),
         (lambda: mc.ap_from_rank_stats(1.5, 3), "integer counts"),
         (lambda: mc.hit_rate_at_k([0], [0], 0), "k must be a positive integer"),
+        (lambda: mc.hit_rate_at_k(0, 0, 1), "one value per query"),
+        (lambda: mc.ap_from_rank_stats([0, 1, 2], [0, 0]), r"broadcastable\) shapes"),
+        (
+            lambda: mc.average_precision(
+                xr.DataArray([[1, 0]], dims=("q", "s")),
+                xr.DataArray([[0.2, 0.1]], dims=("q", "s")),
+                n_relevant=xr.DataArray([[1, 1]], dims=("q", "s")),
+                dim="s",
+            ),
+            "n_relevant must not have the sample dimension",
+        ),
     ],
 )
 def test_bad_input_raises_clear_error(call, message):

@@ -24,8 +24,9 @@ CHUNK_ELEMENTS = 1 << 20
 MAX_THREADS = 4
 """Upper bound on the threads of the rank-statistics kernel (one row block each)."""
 
-VOC11_RECALLS = np.arange(11) / 10.0
-"""PASCAL VOC 2007 recall thresholds 0, 0.1, ..., 1 (computed as k / 10, exact decimals)."""
+VOC11_RECALLS = np.arange(0.0, 1.1, 0.1)
+"""PASCAL VOC 2007 recall levels as py-faster-rcnn computes them (``np.arange(0, 1.1, 0.1)``:
+0.30000000000000004, 0.6000000000000001 and 0.7000000000000001 included, bit for bit)."""
 
 COCO101_RECALLS = np.linspace(0.0, 1.0, 101)
 """pycocotools recall thresholds (``np.linspace(0, 1, 101)``, bit-identical to COCOeval)."""
@@ -59,7 +60,10 @@ def sort_rows(
     gather uses flat indices (``np.take``), several times faster than ``np.take_along_axis``.
     """
     rows, n = score.shape
-    key = -score.astype(np.float64) if score.dtype.kind in "iub" else -score
+    if score.dtype == bool:
+        score = score.astype(np.int8)
+    # order-reversing key that never rounds: ~x = -x - 1 for integers (no overflow), -x for floats
+    key = ~score if score.dtype.kind in "iu" else -score
     order = np.argsort(key, axis=-1, kind="stable" if stable else None)
     order += (np.arange(rows) * n)[:, None]  # flat indices: one contiguous gather per array
     sorted_rel = np.take(np.ascontiguousarray(relevant).ravel(), order)
@@ -321,6 +325,8 @@ def average_precision_rows(
     stable = method in STABLE_METHODS
     for rows in row_chunks(rel_rows.shape[0], n):
         rel, score = sort_rows(rel_rows[rows], score_rows[rows], stable=stable)
+        if method in ("vlfeat", "trapezoid"):  # their toolkits never retrieve -inf scores
+            rel = rel & (score != -np.inf)
         R = R_rows[rows]
         if method == "trapezoid":
             out[rows] = _area_trapezoid(rel, R)
@@ -378,7 +384,8 @@ def rank_stats(distances: np.ndarray, relevant_index: np.ndarray) -> tuple[np.nd
     ``relevant_index`` is -1 (no relevant item, R = 0). One comparison pass per count over
     cache-sized row chunks (the second pass reads the chunk from cache); counts are reduced as
     uint8 with an int32 accumulator, faster than summing booleans into int64. Row blocks run on
-    a thread per core (NumPy releases the GIL), which keeps the memory bus busy.
+    a thread each, up to one per core and ``MAX_THREADS`` (NumPy releases the GIL), which keeps the
+    memory bus busy.
 
     Raises
     ------
@@ -434,14 +441,13 @@ def ap_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarr
     = (psi(b + t + 2) - psi(b + 1)) / (t + 1)
     with psi the digamma function (exact 1 / (b + 1) when t = 0).
     """
+    if policy != "expected":
+        return 1 / rank_from_stats(better, ties, policy)  # NaN rank (R = 0) gives NaN
     missing = better < 0
     b = np.where(missing, 0, better).astype(np.float64)
     t = np.where(missing, 0, ties).astype(np.float64)
-    if policy == "expected":
-        spread = (digamma(b + t + 2) - digamma(b + 1)) / (t + 1)
-        ap = np.where(t == 0, 1 / (b + 1), spread)
-    else:
-        ap = 1 / rank_from_stats(np.where(missing, 0, better), t, policy)
+    spread = (digamma(b + t + 2) - digamma(b + 1)) / (t + 1)
+    ap = np.where(t == 0, 1 / (b + 1), spread)
     return np.where(missing, np.nan, ap)
 
 

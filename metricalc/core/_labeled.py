@@ -63,12 +63,24 @@ def _as_dataarray(name: str, value: Any, like: xr.DataArray, drop: str | None) -
     return xr.DataArray(array, dims=dims)
 
 
+def check_aligned(named: Mapping[str, object]) -> None:
+    """DataArray arguments must share the coordinates of their common dims (no silent join)."""
+    arrays = {k: v for k, v in named.items() if isinstance(v, xr.DataArray)}
+    try:
+        xr.align(*arrays.values(), join="exact")
+    except ValueError as error:
+        names = ", ".join(arrays)
+        raise InvalidInputError(
+            f"{names} must have the same sizes and coordinates along their shared dims: {error}"
+        ) from None
+
+
 def apply_kernel(
     kernel: Callable[..., Any],
     named: Mapping[str, object],
     *,
-    core: Sequence[str],
-    dim: str | None,
+    core: Sequence[str] = (),
+    dim: str | None = None,
     output_core_dims: Sequence[Sequence[str]] = ((),),
     output_dtypes: Sequence[Any] = (np.float64,),
     output_sizes: Mapping[str, int] | None = None,
@@ -79,11 +91,12 @@ def apply_kernel(
     Parameters
     ----------
     kernel
-        Unlabeled function working on the last axis of the arguments named in ``core``.
+        Unlabeled function working on the last axis of the arguments named in ``core`` (or
+        element-wise when ``core`` is empty).
     named
         Argument name -> value, in the kernel's positional order (names are used in messages).
     core
-        Names of the arguments that carry the sample dimension.
+        Names of the arguments that carry the sample dimension; empty for element-wise kernels.
     dim
         Sample dimension of DataArray inputs; must be None for NumPy inputs.
     output_core_dims, output_dtypes, output_sizes
@@ -96,12 +109,23 @@ def apply_kernel(
                 f"dim={dim!r} is for xarray DataArrays; NumPy inputs carry samples on the last axis"
             )
         return kernel(*named.values(), **kwargs)
-    sample_dim = resolve_dim(named, core, dim)
+    check_aligned(named)
+    sample_dim = resolve_dim(named, core, dim) if core else None
     like = next(
-        v for k, v in named.items() if isinstance(v, xr.DataArray) and k in core
-    )  # a core DataArray defines the dims of NumPy companions
+        v for k, v in named.items() if isinstance(v, xr.DataArray) and (k in core or not core)
+    )  # a DataArray that defines the dims of NumPy companions
     values = []
     for name, value in named.items():
+        if (
+            isinstance(value, xr.DataArray)
+            and name not in core
+            and sample_dim is not None
+            and sample_dim in value.dims
+        ):
+            raise InvalidInputError(
+                f"{name} must not have the sample dimension {sample_dim!r}; "
+                f"it holds one value per list (dims {tuple(value.dims)})"
+            )
         value = _as_dataarray(name, value, like, None if name in core else sample_dim)
         if name in core and is_lazy(value):
             value = value.chunk({sample_dim: -1})

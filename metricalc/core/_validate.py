@@ -58,7 +58,7 @@ def warn_undefined(what: str, count: int, zero_division: ZeroDivision) -> None:
         )
 
 
-def _first_index(mask: np.ndarray) -> tuple[int, ...]:
+def first_index(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
@@ -73,7 +73,7 @@ def as_labels(name: str, values: object) -> np.ndarray:
         )
     bad = (arr != 0) & (arr != 1)
     if bad.any():
-        where = _first_index(bad)
+        where = first_index(bad)
         raise InvalidInputError(
             f"{name} must hold binary labels (bool or 0/1); found {arr[where].item()!r} "
             f"at index {where}"
@@ -92,9 +92,17 @@ def as_scores(name: str, values: object) -> np.ndarray:
         nan = np.isnan(arr)
         if nan.any():
             raise InvalidInputError(
-                f"{name} must not contain NaN; found NaN at index {_first_index(nan)}"
+                f"{name} must not contain NaN; found NaN at index {first_index(nan)}"
             )
     return arr
+
+
+def as_numbers(name: str, values: object) -> np.ndarray:
+    """Convert to a float64 array (NaN allowed), refusing non-numeric input."""
+    arr = np.asarray(values)
+    if arr.dtype != bool and arr.dtype.kind not in "iuf":
+        raise InvalidInputError(f"{name} must be numeric; got dtype {arr.dtype}")
+    return arr.astype(np.float64)
 
 
 def check_samples(y_true: np.ndarray, y_score: np.ndarray) -> None:
@@ -111,13 +119,21 @@ def check_samples(y_true: np.ndarray, y_score: np.ndarray) -> None:
 
 
 def as_counts(name: str, values: object) -> np.ndarray:
-    """Convert non-negative counts (or sums of weights) to a float array."""
+    """Convert non-negative counts (or sums of weights) to int64, or float64 when fractional.
+
+    Small integer and boolean dtypes are widened first, so that sums of counts cannot wrap
+    around (uint8 200 + 100) or turn into logical ORs (True + True).
+    """
     arr = np.asarray(values)
-    if arr.dtype.kind not in "iuf" and arr.dtype != bool:
+    if arr.dtype == bool or arr.dtype.kind in "iu":
+        arr = arr.astype(np.float64 if arr.dtype == np.uint64 else np.int64)
+    elif arr.dtype.kind == "f":
+        arr = arr.astype(np.float64)
+    else:
         raise InvalidInputError(f"{name} must hold numeric counts; got dtype {arr.dtype}")
     bad = ~(arr >= 0)
     if bad.any():
-        where = _first_index(bad) if arr.ndim else ()
+        where = first_index(bad) if arr.ndim else ()
         value = (arr[where] if arr.ndim else arr).item()
         raise InvalidInputError(
             f"{name} must hold non-negative counts; found {value!r} at index {where}"

@@ -7,7 +7,8 @@ descriptor x scene cube of counts, NumPy or xarray (lazy dask arrays stay lazy).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,14 @@ import xarray as xr
 from statsmodels.stats.proportion import proportion_confint
 
 from metricalc.core import _kernels
-from metricalc.core._labeled import apply_kernel, is_labeled, is_lazy, resolve_dim, unwrap
+from metricalc.core._labeled import (
+    apply_kernel,
+    check_aligned,
+    is_labeled,
+    is_lazy,
+    resolve_dim,
+    unwrap,
+)
 from metricalc.core._validate import (
     ZeroDivision,
     as_counts,
@@ -124,31 +132,79 @@ def counts_at_thresholds(y_true: Any, y_score: Any, *, dim: str | None = None) -
 # --------------------------------------------------------------------------------------------
 
 
+PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "tpr": (("tp",), ("tp", "fn")),
+    "recall": (("tp",), ("tp", "fn")),
+    "fpr": (("fp",), ("fp", "tn")),
+    "tnr": (("tn",), ("fp", "tn")),
+    "precision": (("tp",), ("tp", "fp")),
+    "accuracy": (("tp", "tn"), ("tp", "fp", "fn", "tn")),
+}
+"""Rate name -> (counts summed in the numerator, counts summed in the denominator)."""
+
+
 def _count(counts: Counts, name: str) -> Any:
-    """Fetch one count from a Dataset or mapping, checking it is a non-negative number."""
+    """Fetch one count from a Dataset or mapping as int64 (float64 for fractional counts),
+    checking it is non-negative (lazily, at compute time, for dask-backed counts)."""
     try:
         value = counts[name]
     except (KeyError, TypeError):
         raise InvalidInputError(
             f"counts has no {name!r}; expected a Dataset or mapping holding tp, fp, fn, tn"
         ) from None
-    if isinstance(value, xr.DataArray):
-        if not is_lazy(value):
-            as_counts(name, value.values)
-        return value
-    return as_counts(name, value)
+    if not isinstance(value, xr.DataArray):
+        return as_counts(name, value)
+    check = partial(as_counts, name)
+    if is_lazy(value):
+        dtype = np.float64 if value.dtype.kind == "f" else np.int64
+        return value.copy(data=value.data.map_blocks(check, dtype=dtype))
+    return value.copy(data=check(value.values))
 
 
-def _ratio(numerator: Any, denominator: Any, zero_division: ZeroDivision, what: str) -> Any:
-    """numerator / denominator, with ``zero_division`` where the denominator is 0."""
+def _fetch(counts: Counts, names: Sequence[str]) -> list[Any]:
+    """The named counts, checked to broadcast (NumPy) or align (DataArrays) with each other."""
+    values = [_count(counts, name) for name in names]
+    named = dict(zip(names, values, strict=True))
+    if is_labeled(*values):
+        check_aligned(named)
+        return values
+    try:
+        np.broadcast_shapes(*(np.shape(v) for v in values))
+    except ValueError:
+        shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in named.items())
+        raise InvalidInputError(f"counts must have broadcastable shapes; got {shapes}") from None
+    return values
+
+
+def _fill_undefined(
+    undefined: Any, value: Any, zero_division: ZeroDivision, what: str, labeled: bool
+) -> Any:
+    """Replace ``value`` by the ``zero_division`` value where ``undefined``."""
     policy = check_zero_division(zero_division)
-    undefined = denominator == 0
-    labeled = is_labeled(numerator, denominator)
-    where = xr.where if labeled else np.where
-    value = numerator / where(undefined, 1, denominator)
-    if policy == "warn":
+    if policy == "warn":  # counting needs the values: this computes a lazy mask
         warn_undefined(what, int(undefined.sum()), policy)
+    where = xr.where if labeled else np.where
     return unwrap(where(undefined, fill_value(policy), value), labeled)
+
+
+def _proportion(counts: Counts, rate: str) -> tuple[Any, Any]:
+    """(numerator, denominator) of ``rate``: the sums of its counts in ``PROPORTIONS``."""
+    numerator_names, denominator_names = PROPORTIONS[rate]
+    names = sorted(set(numerator_names + denominator_names))
+    fetched = dict(zip(names, _fetch(counts, names), strict=True))
+    return (
+        sum(fetched[k] for k in numerator_names),
+        sum(fetched[k] for k in denominator_names),
+    )
+
+
+def _rate(counts: Counts, rate: str, zero_division: ZeroDivision) -> Any:
+    """numerator / denominator of ``rate``, ``zero_division`` where the denominator is 0."""
+    numerator, denominator = _proportion(counts, rate)
+    labeled = is_labeled(numerator, denominator)
+    undefined = denominator == 0
+    value = numerator / (xr.where if labeled else np.where)(undefined, 1, denominator)
+    return _fill_undefined(undefined, value, zero_division, rate, labeled)
 
 
 def tpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
@@ -174,8 +230,7 @@ def tpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     >>> float(mc.tpr({"tp": 8, "fn": 2}))
     0.8
     """
-    tp, fn = _count(counts, "tp"), _count(counts, "fn")
-    return _ratio(tp, tp + fn, zero_division, "tpr")
+    return _rate(counts, "tpr", zero_division)
 
 
 def recall(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
@@ -187,8 +242,7 @@ def recall(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     >>> float(mc.recall({"tp": 3, "fn": 1}))
     0.75
     """
-    tp, fn = _count(counts, "tp"), _count(counts, "fn")
-    return _ratio(tp, tp + fn, zero_division, "recall")
+    return _rate(counts, "recall", zero_division)
 
 
 def fpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
@@ -202,8 +256,7 @@ def fpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     >>> float(mc.fpr({"fp": 1, "tn": 3}))
     0.25
     """
-    fp, tn = _count(counts, "fp"), _count(counts, "tn")
-    return _ratio(fp, fp + tn, zero_division, "fpr")
+    return _rate(counts, "fpr", zero_division)
 
 
 def tnr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
@@ -215,8 +268,7 @@ def tnr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     >>> float(mc.tnr({"fp": 1, "tn": 3}))
     0.75
     """
-    fp, tn = _count(counts, "fp"), _count(counts, "tn")
-    return _ratio(tn, fp + tn, zero_division, "tnr")
+    return _rate(counts, "tnr", zero_division)
 
 
 def precision(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
@@ -230,8 +282,7 @@ def precision(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     >>> float(mc.precision({"tp": 3, "fp": 1}))
     0.75
     """
-    tp, fp = _count(counts, "tp"), _count(counts, "fp")
-    return _ratio(tp, tp + fp, zero_division, "precision")
+    return _rate(counts, "precision", zero_division)
 
 
 def accuracy(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
@@ -245,8 +296,7 @@ def accuracy(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     >>> float(mc.accuracy({"tp": 3, "fp": 1, "fn": 1, "tn": 5}))
     0.8
     """
-    tp, fp, fn, tn = (_count(counts, k) for k in ("tp", "fp", "fn", "tn"))
-    return _ratio(tp + tn, tp + fp + fn + tn, zero_division, "accuracy")
+    return _rate(counts, "accuracy", zero_division)
 
 
 def youden_j(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
@@ -263,12 +313,13 @@ def youden_j(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     >>> float(mc.youden_j({"tp": 8, "fn": 2, "fp": 1, "tn": 3}))
     0.55
     """
-    tp, fp, fn, tn = (_count(counts, k) for k in ("tp", "fp", "fn", "tn"))
+    tp, fp, fn, tn = _fetch(counts, ("tp", "fp", "fn", "tn"))
     positives, negatives = tp + fn, fp + tn
-    defined = (positives > 0) & (negatives > 0)
-    j = tpr(counts, zero_division=0) - fpr(counts, zero_division=0)
-    # one denominator for both checks: 1 where defined, 0 where either rate is undefined
-    return _ratio(j * 1.0, defined * 1, zero_division, "youden_j")
+    labeled = is_labeled(positives, negatives)
+    where = xr.where if labeled else np.where
+    undefined = (positives == 0) | (negatives == 0)
+    j = tp / where(positives == 0, 1, positives) - fp / where(negatives == 0, 1, negatives)
+    return _fill_undefined(undefined, j, zero_division, "youden_j", labeled)
 
 
 def f1(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
@@ -284,23 +335,17 @@ def f1(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     >>> float(mc.f1({"tp": 3, "fp": 1, "fn": 1}))
     0.75
     """
-    tp, fp, fn = (_count(counts, k) for k in ("tp", "fp", "fn"))
-    return _ratio(2 * tp, 2 * tp + fp + fn, zero_division, "f1")
+    tp, fp, fn = _fetch(counts, ("tp", "fp", "fn"))
+    denominator = 2 * tp + fp + fn
+    labeled = is_labeled(denominator)
+    undefined = denominator == 0
+    value = 2 * tp / (xr.where if labeled else np.where)(undefined, 1, denominator)
+    return _fill_undefined(undefined, value, zero_division, "f1", labeled)
 
 
 # --------------------------------------------------------------------------------------------
 # Confidence intervals of rates
 # --------------------------------------------------------------------------------------------
-
-PROPORTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "tpr": (("tp",), ("tp", "fn")),
-    "recall": (("tp",), ("tp", "fn")),
-    "fpr": (("fp",), ("fp", "tn")),
-    "tnr": (("tn",), ("fp", "tn")),
-    "precision": (("tp",), ("tp", "fp")),
-    "accuracy": (("tp", "tn"), ("tp", "fp", "fn", "tn")),
-}
-"""Rate name -> (counts summed for the successes, counts summed for the trials)."""
 
 CONFINT_METHODS = ("wilson", "beta", "agresti_coull", "jeffreys", "normal")
 
@@ -359,29 +404,19 @@ def rate_confint(
     """
     check_choice("rate", rate, tuple(PROPORTIONS))
     check_choice("method", method, CONFINT_METHODS)
-    if not 0 < alpha < 1:
-        raise InvalidInputError(f"alpha must be between 0 and 1 (exclusive); got {alpha!r}")
-    success_names, trial_names = PROPORTIONS[rate]
-    successes = sum(_count(counts, k) for k in success_names)
-    trials = sum(_count(counts, k) for k in trial_names)
-    labeled = is_labeled(successes, trials)
-    kwargs = {"alpha": alpha, "method": method}
-    if labeled:
-        outputs = xr.apply_ufunc(
-            _confint_kernel,
-            successes,
-            trials,
-            output_core_dims=[[], [], []],
-            dask="parallelized",
-            output_dtypes=[np.float64] * 3,
-            kwargs=kwargs,
-        )
-    else:
-        outputs = _confint_kernel(successes, trials, **kwargs)
-    estimate, low, high = (
-        o if labeled else xr.DataArray(o, dims=[f"dim_{i}" for i in range(np.ndim(o))])
-        for o in outputs
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise InvalidInputError(f"alpha must be a number in (0, 1); got {alpha!r}")
+    successes, trials = _proportion(counts, rate)
+    outputs = apply_kernel(
+        _confint_kernel,
+        {"successes": successes, "trials": trials},
+        output_core_dims=[[], [], []],
+        output_dtypes=[np.float64] * 3,
+        kwargs={"alpha": alpha, "method": method},
     )
+    if not is_labeled(successes, trials):
+        outputs = [xr.DataArray(o, dims=[f"dim_{i}" for i in range(np.ndim(o))]) for o in outputs]
+    estimate, low, high = outputs
     result = xr.Dataset({"estimate": estimate, "low": low, "high": high})
     result.attrs.update(rate=rate, alpha=alpha, method=method)
     return result

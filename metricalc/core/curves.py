@@ -7,8 +7,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core._labeled import is_labeled, is_lazy, unwrap
-from metricalc.core._validate import ZeroDivision, check_zero_division, fill_value, warn_undefined
+from metricalc.core._labeled import apply_kernel, is_labeled, unwrap
+from metricalc.core._validate import (
+    ZeroDivision,
+    as_numbers,
+    check_zero_division,
+    fill_value,
+    first_index,
+    warn_undefined,
+)
 from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr
 from metricalc.errors import InvalidInputError
 
@@ -27,7 +34,8 @@ def _with_start_point(counts: xr.Dataset) -> xr.Dataset:
         },
         coords={"cutoff": xr.full_like(last.cutoff, np.inf)},
     )
-    return xr.concat([start.expand_dims("threshold"), counts], dim="threshold")
+    curve = xr.concat([start.expand_dims("threshold"), counts], dim="threshold")
+    return curve.transpose(*counts.tp.dims)  # concat puts "threshold" first
 
 
 def _drop_collinear(counts: xr.Dataset) -> xr.Dataset:
@@ -124,11 +132,22 @@ def pr_curve(
 
 
 def _trapezoid_kernel(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    x, y = as_numbers("x", x), as_numbers("y", y)
+    if x.shape != y.shape or x.ndim == 0 or x.shape[-1] < 2:
+        raise InvalidInputError(
+            f"x and y must have the same shape with at least 2 points along the curve; "
+            f"got {x.shape} and {y.shape}"
+        )
     dx = np.diff(x, axis=-1)
-    if np.any(dx < 0) and np.any(dx > 0):
-        raise InvalidInputError("x must be monotonic (non-decreasing or non-increasing) along dim")
+    decreasing = np.any(dx < 0, axis=-1)
+    mixed = decreasing & np.any(dx > 0, axis=-1)
+    if mixed.any():
+        raise InvalidInputError(
+            "x must be monotonic (non-decreasing or non-increasing) along the curve; the curve "
+            f"at index {first_index(mixed)} goes both ways"
+        )
     area = np.trapezoid(y, x, axis=-1)
-    return np.where(np.all(dx <= 0, axis=-1) & np.any(dx < 0, axis=-1), -area, area)
+    return np.where(decreasing, -area, area)
 
 
 def auc(x: Any, y: Any, *, dim: str = "threshold") -> Any:
@@ -136,13 +155,13 @@ def auc(x: Any, y: Any, *, dim: str = "threshold") -> Any:
 
     .. math:: \mathrm{AUC} = \sum_i (x_{i+1} - x_i) \frac{y_{i+1} + y_i}{2}
 
-    ``x`` must be monotonic along ``dim``; a decreasing ``x`` gives a positive area too.
-    Repeated points (the padding of :func:`counts_at_thresholds`) add nothing.
+    ``x`` must be monotonic along ``dim`` (each curve on its own); a decreasing ``x`` gives a
+    positive area too. Repeated points (the padding of :func:`counts_at_thresholds`) add nothing.
 
     Parameters
     ----------
     x, y : DataArray or array-like
-        Curve coordinates; NumPy inputs along the last axis.
+        Curve coordinates; NumPy inputs along the last axis (one area per leading index).
     dim : str
         The curve dimension of DataArray inputs.
 
@@ -152,24 +171,11 @@ def auc(x: Any, y: Any, *, dim: str = "threshold") -> Any:
     >>> float(mc.auc([0, 0.5, 1], [0, 1, 1]))
     0.75
     """
-    if is_labeled(x, y):
-        x, y = (v.chunk({dim: -1}) if is_lazy(v) else v for v in (x, y))
-        area = xr.apply_ufunc(
-            _trapezoid_kernel,
-            y,
-            x,
-            input_core_dims=[[dim], [dim]],
-            dask="parallelized",
-            output_dtypes=[np.float64],
-        )
-        return area
-    x_array, y_array = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x_array.shape != y_array.shape or x_array.ndim == 0 or x_array.shape[-1] < 2:
-        raise InvalidInputError(
-            f"x and y must have the same shape with at least 2 points; got {x_array.shape} "
-            f"and {y_array.shape}"
-        )
-    return unwrap(_trapezoid_kernel(y_array, x_array), False)
+    labeled = is_labeled(x, y)
+    area = apply_kernel(
+        _trapezoid_kernel, {"y": y, "x": x}, core=("y", "x"), dim=dim if labeled else None
+    )
+    return unwrap(area, labeled)
 
 
 def roc_auc(
@@ -197,7 +203,7 @@ def roc_auc(
     policy = check_zero_division(zero_division)
     curve = roc_curve(y_true, y_score, dim=dim, zero_division=0)
     area = auc(curve.fpr, curve.tpr, dim="threshold")
-    last = curve.isel(threshold=-1)
+    last = curve.isel(threshold=-1).reset_coords(drop=True)
     undefined = (last.tp == 0) | (last.fp == 0)
     if policy == "warn":
         warn_undefined("roc_auc", int(undefined.sum()), policy)

@@ -19,6 +19,7 @@ from metricalc.core._validate import (
     check_samples,
     check_zero_division,
     fill_value,
+    first_index,
     warn_undefined,
 )
 from metricalc.errors import InvalidInputError
@@ -58,7 +59,7 @@ def _rank_stats_kernel(distances: np.ndarray, relevant_index: np.ndarray) -> tup
     n = d.shape[-1]
     bad = (g < -1) | (g >= n)
     if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = first_index(bad)
         raise InvalidInputError(
             f"relevant_index must be -1 (no relevant item) or in [0, {n - 1}]; "
             f"found {int(g[where])} at index {where}"
@@ -100,16 +101,16 @@ def rank_stats(distances: Any, relevant_index: Any, *, dim: str | None = None) -
     >>> better.tolist(), ties.tolist()
     ([2, -1], [2, -1])
     """
-    return tuple(  # type: ignore[return-value]
-        apply_kernel(
-            _rank_stats_kernel,
-            {"distances": distances, "relevant_index": relevant_index},
-            core=("distances",),
-            dim=dim,
-            output_core_dims=[[], []],
-            output_dtypes=[np.int64, np.int64],
-        )
+    better, ties = apply_kernel(
+        _rank_stats_kernel,
+        {"distances": distances, "relevant_index": relevant_index},
+        core=("distances",),
+        dim=dim,
+        output_core_dims=[[], []],
+        output_dtypes=[np.int64, np.int64],
     )
+    labeled = is_labeled(distances, relevant_index)
+    return unwrap(better, labeled), unwrap(ties, labeled)
 
 
 def _check_rank_stats(better: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,10 +118,16 @@ def _check_rank_stats(better: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray,
     for name, value in (("better", b), ("ties", t)):
         if value.dtype.kind not in "iu":
             raise InvalidInputError(f"{name} must hold integer counts; got dtype {value.dtype}")
-    b, t = np.broadcast_arrays(b, t)
+    try:
+        b, t = np.broadcast_arrays(b, t)
+    except ValueError:
+        raise InvalidInputError(
+            f"better and ties must have the same (or broadcastable) shapes; got {b.shape} and "
+            f"{t.shape}"
+        ) from None
     bad = (b < -1) | (t < -1) | ((b < 0) != (t < 0))
     if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = first_index(bad)
         raise InvalidInputError(
             "better and ties must be counts >= 0, or both -1 for a list without a relevant item; "
             f"found better={int(b[where])}, ties={int(t[where])} at index {where}"
@@ -137,12 +144,10 @@ def _policy_kernel(better: np.ndarray, ties: np.ndarray, *, policy: str, what: s
 
 def _elementwise(better: Any, ties: Any, policy: str, what: str) -> Any:
     check_choice("policy", policy, TIE_POLICIES)
-    kwargs = {"policy": policy, "what": what}
-    if is_labeled(better, ties):
-        return xr.apply_ufunc(
-            _policy_kernel, better, ties, dask="parallelized", output_dtypes=[float], kwargs=kwargs
-        )
-    return unwrap(_policy_kernel(better, ties, **kwargs), False)
+    result = apply_kernel(
+        _policy_kernel, {"better": better, "ties": ties}, kwargs={"policy": policy, "what": what}
+    )
+    return unwrap(result, is_labeled(better, ties))
 
 
 def ap_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> Any:
@@ -195,6 +200,11 @@ def _at_k_kernel(
     better: np.ndarray, ties: np.ndarray, k: np.ndarray, *, policy: str, divide_by_k: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     b, t = _check_rank_stats(better, ties)
+    if b.ndim == 0:
+        raise InvalidInputError(
+            "better and ties must hold one value per query along the last axis (or along dim=); "
+            "got scalars"
+        )
     hits = _kernels.hit_probability(b, t, k, policy)
     if divide_by_k:
         hits = hits / k
@@ -356,13 +366,13 @@ def _ap_kernel(
             ) from None
         short = present > R
         if short.any():
-            where = tuple(int(i) for i in np.argwhere(short)[0])
+            where = first_index(short)
             raise InvalidInputError(
                 f"n_relevant must be >= the relevant items present in the list; found "
                 f"n_relevant={int(R[where])} with {int(present[where])} present at index {where}"
             )
     if ties == "workbench" and (present > 1).any():
-        where = tuple(int(i) for i in np.argwhere(present > 1)[0])
+        where = first_index(present > 1)
         raise InvalidInputError(
             "ties='workbench' is defined for lists with one relevant item; the list at index "
             f"{where} has {int(present[where])}. Use 'optimistic', 'pessimistic' or 'expected'."
@@ -393,17 +403,22 @@ def average_precision(
         :math:`AP = \frac{1}{R} \sum_{i \text{ relevant}} P_i`, the order inside tied scores set
         by ``ties``: ``"expected"`` (default; expectation over a random order of tied items),
         ``"optimistic"`` (relevant first), ``"pessimistic"`` (relevant last), ``"workbench"``
-        (one relevant item per list; rank :math:`1 + b + \lfloor (t+1)/2 \rfloor`).
+        (one relevant item per list; rank :math:`1 + b + \lfloor (t+1)/2 \rfloor`, as
+        DescriptorWorkbench). Without ties every policy gives trec_eval's value; trec_eval itself
+        breaks ties by document id, which no policy here imitates.
     ``"vlfeat"`` (VLFeat ``vl_pr`` ``info.ap``; HPatches MATLAB ``retrieval_eval.m``)
-        :math:`\frac{1}{R} \sum_{i \text{ relevant}} P_i` in stable order (ties keep input order).
+        :math:`\frac{1}{R} \sum_{i \text{ relevant}} P_i` in stable order (ties keep input order);
+        items scored :math:`-\infty` are never retrieved (relevant ones still count in R).
     ``"trapezoid"`` (hpatches-benchmark python ``utils/metrics.py``)
         Points :math:`(r_i, p_i)` for :math:`i = 0..N` with :math:`tp_0 = fp_0 = 0`,
         :math:`r_i = tp_i / R`, :math:`p_i = \max(tp_i, 10^{-10}) / \max(i, 10^{-10})`,
         stable order;
-        AP is the trapezoid area :math:`\sum_i (r_{i+1} - r_i)(p_{i+1} + p_i) / 2`.
-    ``"voc11"`` (PASCAL VOC 2007)
+        AP is the trapezoid area :math:`\sum_i (r_{i+1} - r_i)(p_{i+1} + p_i) / 2`; items scored
+        :math:`-\infty` are never retrieved, as in ``vlfeat``.
+    ``"voc11"`` (PASCAL VOC 2007, py-faster-rcnn ``voc_eval(use_07_metric=True)``)
         :math:`\frac{1}{11} \sum_{t \in \{0, 0.1, .., 1\}} \max_{i : r_i \ge t} p_i` (0 if no
-        point reaches t), :math:`t = k/10` exactly, stable order.
+        point reaches t), stable order; the levels are ``np.arange(0, 1.1, 0.1)`` bit for bit
+        (0.30000000000000004 at 0.3, so a recall of exactly 0.3 does not reach that level).
     ``"coco101"`` (pycocotools ``COCOeval``)
         The same with 101 recall thresholds ``np.linspace(0, 1, 101)`` and the monotone envelope
         of precision, located with ``searchsorted(side="left")``; stable order (mergesort).
