@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
 
 import numpy as np
 from scipy.special import digamma
@@ -49,26 +50,37 @@ def as_rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1, a.shape[-1])
 
 
-def sort_rows(
-    relevant: np.ndarray, score: np.ndarray, *, stable: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(relevant, score)`` of each row of a 2-D chunk reordered by decreasing score.
+class SortedRows:
+    """The rows of a 2-D chunk in decreasing-score order: labels gathered at once, scores on demand.
 
     With ``stable=True`` equal scores keep their input order (MATLAB ``sort(..., 'descend')``,
     NumPy mergesort of the negated scores); otherwise the order inside a group of equal scores is
-    unspecified, which is fine for every computation that treats a tie group as a whole. The
-    gather uses flat indices (``np.take``), several times faster than ``np.take_along_axis``.
+    unspecified, which is fine for every computation that treats a tie group as a whole. Gathers
+    use flat indices (``np.take``), several times faster than ``np.take_along_axis``; the sorted
+    scores are gathered whole only when needed (:attr:`score`), else at a few positions
+    (:meth:`score_at`).
     """
-    rows, n = score.shape
-    if score.dtype == bool:
-        score = score.astype(np.int8)
-    # order-reversing key that never rounds: ~x = -x - 1 for integers (no overflow), -x for floats
-    key = ~score if score.dtype.kind in "iu" else -score
-    order = np.argsort(key, axis=-1, kind="stable" if stable else None)
-    order += (np.arange(rows) * n)[:, None]  # flat indices: one contiguous gather per array
-    sorted_rel = np.take(np.ascontiguousarray(relevant).ravel(), order)
-    sorted_score = np.take(np.ascontiguousarray(score).ravel(), order)
-    return sorted_rel, sorted_score
+
+    def __init__(self, relevant: np.ndarray, score: np.ndarray, *, stable: bool) -> None:
+        rows, n = score.shape
+        if score.dtype == bool:
+            score = score.astype(np.int8)
+        # order-reversing key that never rounds: ~x = -x - 1 for integers (no overflow), -x else
+        key = ~score if score.dtype.kind in "iu" else -score
+        order = np.argsort(key, axis=-1, kind="stable" if stable else None)
+        order += (np.arange(rows) * n)[:, None]  # flat indices: one contiguous gather per array
+        self.order = order
+        self.rel = np.take(np.ascontiguousarray(relevant).ravel(), order)
+        self._flat_score = np.ascontiguousarray(score).ravel()
+
+    @cached_property
+    def score(self) -> np.ndarray:
+        """Scores in sorted order, shape (rows, N)."""
+        return np.take(self._flat_score, self.order)
+
+    def score_at(self, flat_positions: np.ndarray) -> np.ndarray:
+        """Sorted scores at flat positions of the (rows, N) sorted layout."""
+        return self._flat_score[self.order.ravel()[flat_positions]]
 
 
 def count_true(mask: np.ndarray) -> np.ndarray:
@@ -134,7 +146,8 @@ def _compact_counts(
     """tp, fp and cutoff at the distinct thresholds of each row of one chunk, ``width`` wide
     (default: the chunk's largest number of distinct scores), padded as ``confusion_counts``."""
     rows, n = rel.shape
-    rel, score = sort_rows(rel, score, stable=False)
+    ordered = SortedRows(rel, score, stable=False)
+    rel, score = ordered.rel, ordered.score
     tp_cum = np.cumsum(rel, axis=1, dtype=np.int64)
     fp_cum = np.arange(1, n + 1) - tp_cum
     is_end = np.ones(rel.shape, dtype=bool)
@@ -196,7 +209,17 @@ def _harmonic_span(c: np.ndarray, n: np.ndarray) -> np.ndarray:
     return span
 
 
-def _precision_sum(rel: np.ndarray, score: np.ndarray, policy: str) -> np.ndarray:
+def _tied_relevant(ordered: SortedRows, flat: np.ndarray) -> np.ndarray:
+    """Whether each relevant item (flat sorted position) shares its score with a neighbour."""
+    rows, n = ordered.rel.shape
+    position = flat % n
+    score = ordered.score_at(flat)
+    before = ordered.score_at(np.maximum(flat - 1, 0))
+    after = ordered.score_at(np.minimum(flat + 1, rows * n - 1))
+    return ((position > 0) & (before == score)) | ((position < n - 1) & (after == score))
+
+
+def _precision_sum(ordered: SortedRows, policy: str) -> np.ndarray:
     """Per-row sum of precision at the relevant items of a sorted chunk, ties under ``policy``.
 
     For the group of equal scores holding a relevant item, occupying 0-based positions
@@ -212,18 +235,21 @@ def _precision_sum(rel: np.ndarray, score: np.ndarray, policy: str) -> np.ndarra
       r relevant items; with A = sum_p 1 / (c + p),
       G = (r / n) [(h + 1) A + (r - 1)/(n - 1) (n - (c + 1) A)].
 
-    Group bounds come from a binary search of each relevant item's flat position among the
-    sorted flat positions of group starts, and the relevant items of one group are consecutive:
-    O(log) work per relevant item after three dense passes (one comparison, two nonzero scans).
+    Only groups holding a relevant item matter. When no relevant item is tied (checked at the
+    relevant items only) every such group is the item alone. Otherwise group bounds come from a
+    binary search of each relevant item's flat position among the sorted flat positions of group
+    starts, and the relevant items of one group are consecutive in the list of relevant items.
     """
+    rel = ordered.rel
     rows, n = rel.shape
     flat, row, k, row_first = relevant_positions(rel)
-    new_group = np.ones(rel.shape, dtype=bool)
-    np.not_equal(score[:, 1:], score[:, :-1], out=new_group[:, 1:])
-    if new_group.all():  # no ties in the chunk: every group is one item
+    if not _tied_relevant(ordered, flat).any():  # every group holding a relevant item is itself
         first = last = flat
         through_last, before = k, k - 1
     else:
+        score = ordered.score
+        new_group = np.ones(rel.shape, dtype=bool)
+        np.not_equal(score[:, 1:], score[:, :-1], out=new_group[:, 1:])
         starts = np.append(np.flatnonzero(new_group), rows * n)  # row starts are group starts
         group = np.searchsorted(starts, flat, side="right") - 1
         first, last = starts[group], starts[group + 1] - 1  # flat bounds of the item's group
@@ -324,9 +350,10 @@ def average_precision_rows(
     out = np.empty(rel_rows.shape[0])
     stable = method in STABLE_METHODS
     for rows in row_chunks(rel_rows.shape[0], n):
-        rel, score = sort_rows(rel_rows[rows], score_rows[rows], stable=stable)
-        if method in ("vlfeat", "trapezoid"):  # their toolkits never retrieve -inf scores
-            rel = rel & (score != -np.inf)
+        ordered = SortedRows(rel_rows[rows], score_rows[rows], stable=stable)
+        rel = ordered.rel
+        if method in ("vlfeat", "trapezoid") and ordered.score.dtype.kind == "f":
+            rel = rel & (ordered.score != -np.inf)  # their toolkits never retrieve -inf scores
         R = R_rows[rows]
         if method == "trapezoid":
             out[rows] = _area_trapezoid(rel, R)
@@ -338,7 +365,7 @@ def average_precision_rows(
         if method == "vlfeat":
             total = _precision_sum_in_order(rel)
         else:
-            total = _precision_sum(rel, score, "step" if method == "step" else ties)
+            total = _precision_sum(ordered, "step" if method == "step" else ties)
         with np.errstate(divide="ignore", invalid="ignore"):
             out[rows] = total / R
     out[R_rows == 0] = np.nan
