@@ -3,8 +3,11 @@
 The public API is re-exported here; see ``docs/`` for the metric definitions.
 """
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
+from metricalc import cube
 from metricalc.core.confusion import (
     accuracy,
     counts_at_thresholds,
@@ -29,6 +32,14 @@ from metricalc.core.ranking import (
     rank_stats,
 )
 from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricWarning
+from metricalc.metrics import (
+    format_metadata,
+    matching_accuracy,
+    matching_pr_curve,
+    metric_set,
+    parse_metadata,
+    scene_metrics,
+)
 
 try:
     __version__ = version("metricalc")
@@ -47,9 +58,16 @@ __all__ = [
     "auc",
     "average_precision",
     "counts_at_thresholds",
+    "cube",
     "f1",
+    "format_metadata",
     "fpr",
     "hit_rate_at_k",
+    "keypoints",
+    "matching_accuracy",
+    "matching_pr_curve",
+    "metric_set",
+    "parse_metadata",
     "pr_curve",
     "precision",
     "precision_at_k",
@@ -59,7 +77,15 @@ __all__ = [
     "recall",
     "roc_auc",
     "roc_curve",
+    "scene_metrics",
     "tnr",
     "tpr",
     "youden_j",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image)."""
+    if name == "keypoints":
+        return import_module("metricalc.keypoints")
+    raise AttributeError(f"module 'metricalc' has no attribute {name!r}")

@@ -3,30 +3,94 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import metricalc
-
-DEMO_PLAN = """\
-metricalc demo: evaluate the built-in descriptors on the built-in benchmark.
-
-The built-in benchmark (HPatches-style sequences made from the photographs bundled with
-scikit-image) and the keypoint evaluation arrive with the keypoint-matching issue. When they do,
-this verb will:
-  1. write the synthetic sequences (illumination i_* and viewpoint v_* scenes, exact homographies),
-  2. extract SIFT, RootSIFT, ORB and BRIEF features,
-  3. build the QueryCube (better / ties / AP per query) and print the DescriptorWorkbench
-     metric set.
-
-Available now (Python API): confusion counts, rates and Wilson intervals, ROC and PR curves,
-ROC AUC, average precision in six toolkit conventions, rank statistics with four tie policies,
-hit rate and precision at k. See README.md and docs/.
-"""
+from metricalc.core._validate import TIE_POLICIES
 
 
-def _demo(_args: argparse.Namespace) -> int:
-    print(DEMO_PLAN, end="")
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from metricalc.demo import run_demo
+
+    result = run_demo(args.out, quick=args.quick, seed=args.seed, progress=not args.no_progress)
+    print(f"wrote {len(result.files)} files to {args.out} in {result.seconds:.1f} s")
+    return 0
+
+
+def _make_dataset(args: argparse.Namespace) -> int:
+    from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
+
+    scenes = _names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
+    sequences = make_synthetic_dataset(args.dir, scenes=scenes, seed=args.seed)
+    print(f"{len(sequences)} scenes in {args.dir}")
+    return 0
+
+
+def _keypoints_eval(args: argparse.Namespace) -> int:
+    from metricalc import cube as cubes
+    from metricalc.keypoints.evaluate import evaluate
+    from metricalc.keypoints.features import extract, load_features
+    from metricalc.keypoints.sequences import load_sequences
+
+    sequences = load_sequences(args.data)
+    descriptors = _names(args.descriptors) if args.descriptors else None
+    if args.features:
+        features = load_features(args.features, descriptors=descriptors)
+        keypoints = "external"
+    else:
+        features = extract(
+            sequences,
+            descriptors or ("sift", "rootsift", "orb", "brief"),
+            locked=args.locked,
+            border=args.border,
+            progress=not args.no_progress,
+        )
+        keypoints = f"locked:{args.locked}" if args.locked else "native"
+    cube = evaluate(
+        sequences,
+        features,
+        keypoints=keypoints,
+        tau=args.tau,
+        border=args.border,
+        tie_policy=args.tie_policy,
+        bojanic=not args.no_bojanic,
+        y0=args.y0,
+        seed=args.seed,
+        dataset=str(args.data),
+        progress=not args.no_progress,
+    )
+    cubes.save(cube, args.out)
+    failed = [
+        str(d) for d, s in zip(cube.descriptor.values, cube.status.values, strict=True) if s != "ok"
+    ]
+    print(
+        f"wrote {args.out}: {cube.sizes['descriptor']} descriptors, {cube.sizes['query']} queries"
+    )
+    for name in failed:
+        message = str(cube.error.sel(descriptor=name).values)
+        print(f"metricalc: descriptor {name} failed: {message}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from metricalc import cube as cubes
+    from metricalc.export import metric_set_to_dict
+    from metricalc.metrics import metric_set
+    from metricalc.report.terminal import print_metric_table
+
+    cube = cubes.open_cube(args.cube)
+    metrics = metric_set(cube, k=tuple(int(k) for k in _names(args.k)))
+    if args.json:
+        print(json.dumps(metric_set_to_dict(metrics), indent=2))
+    else:
+        print_metric_table(metrics, title=str(args.cube))
     return 0
 
 
@@ -41,10 +105,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"metricalc {metricalc.__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+
     demo = verbs.add_parser(
         "demo", help="evaluate the built-in descriptors on the built-in benchmark"
     )
+    demo.add_argument("--out", type=Path, default=Path("reports/demo"), help="output folder")
+    demo.add_argument("--quick", action="store_true", help="a few scenes only (a first look)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--no-progress", action="store_true", help="no progress bars")
     demo.set_defaults(run=_demo)
+
+    keypoints = verbs.add_parser("keypoints", help="HPatches-style sequences: data and evaluation")
+    keypoint_verbs = keypoints.add_subparsers(dest="keypoints_verb", metavar="VERB", required=True)
+    make = keypoint_verbs.add_parser("make-dataset", help="write the built-in synthetic benchmark")
+    make.add_argument("dir", type=Path)
+    make.add_argument("--scenes", help="comma-separated photographs or scene names")
+    make.add_argument("--quick", action="store_true", help="the few scenes of --quick runs")
+    make.add_argument("--seed", type=int, default=0)
+    make.set_defaults(run=_make_dataset)
+
+    ev = keypoint_verbs.add_parser("eval", help="evaluate descriptors into a QueryCube")
+    ev.add_argument("--data", type=Path, required=True, help="sequences folder (HPatches layout)")
+    ev.add_argument("--descriptors", help="comma-separated names (default: all built-in)")
+    ev.add_argument("--locked", help="detector whose keypoints every descriptor describes")
+    ev.add_argument("--features", type=Path, help="bring-your-own features folder")
+    ev.add_argument("--out", type=Path, required=True, help="cube file to write (.nc)")
+    ev.add_argument("--tau", type=float, default=3.0, help="ground-truth tolerance in px")
+    ev.add_argument("--border", type=float, default=40.0, help="border exclusion in px")
+    ev.add_argument("--tie-policy", choices=TIE_POLICIES, default="expected")
+    ev.add_argument("--y0", choices=("negative", "ignore"), default="negative")
+    ev.add_argument("--no-bojanic", action="store_true", help="skip verification / retrieval")
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ev.set_defaults(run=_keypoints_eval)
+
+    metrics = verbs.add_parser("metrics", help="the DescriptorWorkbench metric set of a cube")
+    metrics.add_argument("cube", type=Path)
+    metrics.add_argument("--json", action="store_true", help="descriptor -> {metric -> value}")
+    metrics.add_argument("--k", default="1,5,10", help="cut-offs of the @k metrics")
+    metrics.set_defaults(run=_metrics)
     return parser
 
 
@@ -60,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except metricalc.MetricalcError as error:
         print(f"metricalc: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("metricalc: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

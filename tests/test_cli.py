@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -46,10 +47,61 @@ def test_console_script_runs():
     assert result.stdout.startswith("metricalc ")
 
 
-def test_demo_runs_and_says_what_it_does():
-    result = run("demo")
-    assert result.returncode == 0
-    assert "built-in benchmark" in result.stdout
+def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
+    result = run("demo", "--quick", "--out", str(tmp_path), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert "locked keypoints" in result.stdout and "native keypoints" in result.stdout
+    for mode in ("locked", "native"):
+        cube = metricalc.cube.open_cube(tmp_path / f"cube_{mode}.nc")
+        assert set(cube.descriptor.values.tolist()) == {"sift", "rootsift", "orb", "brief"}
+        metrics = json.loads((tmp_path / f"metrics_{mode}.json").read_text())
+        assert 0 < metrics["sift"]["true_map_micro"] <= 1
+        assert (tmp_path / f"metrics_{mode}.csv").exists()
+        for figure in ("map_by_split", "rank_histogram", "scene_map"):
+            assert (tmp_path / "figures" / f"{mode}_{figure}.png").stat().st_size > 0
+            assert (tmp_path / "figures" / f"{mode}_{figure}.svg").exists()
+
+
+PROTOCOL_NAMES = {
+    "mean_precision", "legacy_macro_precision_by_scene", "true_map_micro",
+    "true_map_macro_by_scene", "viewpoint_map", "illumination_map",
+    "true_map_micro_including_zeros", "true_map_macro_by_scene_including_zeros",
+    "precision_at_1", "precision_at_5", "precision_at_10", "recall_at_1", "recall_at_5",
+    "recall_at_10", "total_queries_processed", "total_queries_excluded", "r0_rate",
+    "keypoint_verification_ap", "keypoint_retrieval_ap", "processing_time_ms",
+}  # fmt: skip
+
+
+def test_keypoints_make_dataset_eval_and_metrics(tmp_path):
+    data, cube_path = tmp_path / "data", tmp_path / "cube.nc"
+    assert run("keypoints", "make-dataset", str(data), "--quick").returncode == 0
+    result = run(
+        "keypoints", "eval", "--data", str(data), "--descriptors", "sift,orb", "--locked", "sift",
+        "--out", str(cube_path), "--no-progress", "--no-bojanic",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    shown = run("metrics", str(cube_path))
+    assert shown.returncode == 0 and "sift" in shown.stdout
+    as_json = run("metrics", str(cube_path), "--json")
+    values = json.loads(as_json.stdout)
+    assert set(values) == {"sift", "orb"}
+    assert set(values["sift"]) >= PROTOCOL_NAMES
+    assert values["sift"]["total_queries_processed"] > 0
+
+
+def test_eval_of_missing_data_is_a_clear_error(tmp_path):
+    result = run("keypoints", "eval", "--data", str(tmp_path / "nope"), "--out",
+                 str(tmp_path / "c.nc"))  # fmt: skip
+    assert result.returncode == 2
+    assert "nope" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_metrics_of_a_broken_file_is_a_clear_error(tmp_path):
+    broken = tmp_path / "broken.nc"
+    broken.write_text("not a cube")
+    result = run("metrics", str(broken))
+    assert result.returncode == 2
+    assert "broken.nc" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_unknown_verb_is_a_usage_error_without_traceback():

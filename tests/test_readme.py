@@ -1,4 +1,8 @@
-"""The Python example of README.md runs as written (it is the first thing a newcomer tries)."""
+"""The Python example of README.md runs as written (it is the first thing a newcomer tries).
+
+Blocks fenced ```python run here; blocks fenced ```py need data a test cannot have (HPatches,
+a user's table) and are illustrations.
+"""
 
 from __future__ import annotations
 

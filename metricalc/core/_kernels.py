@@ -220,20 +220,8 @@ def _tied_relevant(ordered: SortedRows, flat: np.ndarray) -> np.ndarray:
 
 
 def _precision_sum(ordered: SortedRows, policy: str) -> np.ndarray:
-    """Per-row sum of precision at the relevant items of a sorted chunk, ties under ``policy``.
-
-    For the group of equal scores holding a relevant item, occupying 0-based positions
-    c .. c + n - 1, with r relevant items in it and h relevant items before it, and j = k - h the
-    item's place among the group's relevant items:
-
-    - ``step`` (one threshold per group): tp at the group end / (c + n)
-    - ``optimistic`` (relevant first): k / (c + j)
-    - ``pessimistic`` (relevant last): k / (c + n - r + j)
-    - ``workbench`` (one relevant item): 1 / (c + 1 + floor(n / 2))
-    - ``expected`` (uniformly random order in the group), the group's total
-      G = sum_{p=1..n} (r / n) (h + 1 + (p - 1)(r - 1)/(n - 1)) / (c + p), shared equally by its
-      r relevant items; with A = sum_p 1 / (c + p),
-      G = (r / n) [(h + 1) A + (r - 1)/(n - 1) (n - (c + 1) A)].
+    """Per-row sum of precision at the relevant items of a sorted chunk, ties under ``policy``
+    (each item credited by :func:`precision_at_relevant` from the counts of its tie group).
 
     Only groups holding a relevant item matter. When no relevant item is tied (checked at the
     relevant items only) every such group is the item alone. Otherwise group bounds come from a
@@ -262,23 +250,81 @@ def _precision_sum(ordered: SortedRows, policy: str) -> np.ndarray:
         last_of_run = np.minimum.accumulate(np.where(run_end, index, flat.size)[::-1])[::-1]
         before = first_of_run - row_first  # relevant items before the group
         through_last = last_of_run + 1 - row_first  # tp at the group end
-    row_offset = row * n
-    c0, c1 = first - row_offset, last - row_offset
-    if policy == "step":
-        return np.bincount(row, weights=through_last / (c1 + 1), minlength=rows)
+    c0, c1 = first - row * n, last - row * n
     in_group = through_last - before
-    size = c1 - c0 + 1
-    if policy == "expected":
-        A = _harmonic_span(c0, size)
-        spread = (in_group - 1) / np.maximum(size - 1, 1) * (size - (c0 + 1) * A)
-        weights = ((before + 1) * A + spread) / size
-    elif policy == "optimistic":
-        weights = k / (c0 + k - before)
-    elif policy == "pessimistic":
-        weights = k / (c1 + 1 - in_group + k - before)
-    else:  # workbench
-        weights = 1 / (c0 + 1 + size // 2)
+    weights = precision_at_relevant(c0, c1 - c0 + 1, before, in_group, k - before, policy)
     return np.bincount(row, weights=weights, minlength=rows)
+
+
+def precision_at_relevant(
+    start: np.ndarray,
+    size: np.ndarray,
+    before: np.ndarray,
+    in_group: np.ndarray,
+    place: np.ndarray,
+    policy: str,
+) -> np.ndarray:
+    """Precision credited to a relevant item from the counts of its group of equal scores.
+
+    The group occupies 0-based positions c .. c + n - 1 (``start``, ``size``), holds r relevant
+    items (``in_group``) with h relevant items ranked before it (``before``); the item is the
+    j-th (``place``, 1-based, any fixed order) of the group's relevant items:
+
+    - ``step`` (one threshold per group): (h + r) / (c + n)
+    - ``optimistic`` (relevant first): (h + j) / (c + j)
+    - ``pessimistic`` (relevant last): (h + j) / (c + n - r + j)
+    - ``workbench`` (one relevant item): 1 / (c + 1 + floor(n / 2))
+    - ``expected`` (uniformly random order in the group): the group's expected total
+      G = sum_{p=1..n} (r / n) (h + 1 + (p - 1)(r - 1)/(n - 1)) / (c + p) shared equally by its r
+      relevant items; with A = sum_p 1 / (c + p): G / r = [(h + 1) A + (r - 1)/(n - 1)
+      (n - (c + 1) A)] / n.
+    """
+    c, n, h, r, j = start, size, before, in_group, place
+    if policy == "step":
+        return (h + r) / (c + n)
+    if policy == "optimistic":
+        return (h + j) / (c + j)
+    if policy == "pessimistic":
+        return (h + j) / (c + n - r + j)
+    if policy == "workbench":
+        return 1 / (c + 1 + n // 2)
+    A = _harmonic_span(c, n)
+    return ((h + 1) * A + (r - 1) / np.maximum(n - 1, 1) * (n - (c + 1) * A)) / n
+
+
+def precision_sum_from_rank_stats(
+    better: np.ndarray, ties: np.ndarray, score: np.ndarray, valid: np.ndarray, policy: str
+) -> np.ndarray:
+    """Sum of precision at the relevant items of each list, from their rank statistics alone.
+
+    For lists with few relevant items among many candidates, this avoids sorting: each relevant
+    item t has ``better[:, t]`` candidates strictly ahead and ``ties[:, t]`` tied with it (over the
+    whole list, :func:`rank_stats`), and its ``score`` (any monotone key where smaller ranks
+    first, e.g. a distance) orders it against the other relevant items of its list.
+
+    Parameters
+    ----------
+    better, ties, score : ndarray, shape (rows, r)
+        One column per relevant item; padding columns have ``valid`` False.
+    valid : ndarray of bool, shape (rows, r)
+    policy : str
+        ``step`` or a tie policy, as :func:`precision_at_relevant`.
+    """
+    key = np.where(valid, score, np.nan)
+    other_valid = valid[:, None, :]
+    ahead = (key[:, None, :] < key[:, :, None]) & other_valid  # [row, t, u]: u ranks before t
+    tied = (key[:, None, :] == key[:, :, None]) & other_valid
+    slot = np.arange(key.shape[1])
+    earlier_tied = tied & (slot[None, None, :] < slot[None, :, None])
+    weights = precision_at_relevant(
+        np.maximum(better, 0),
+        np.maximum(ties, 0) + 1,
+        ahead.sum(axis=2),
+        tied.sum(axis=2),
+        earlier_tied.sum(axis=2) + 1,
+        policy,
+    )
+    return np.where(valid, weights, 0.0).sum(axis=1)
 
 
 def _area_trapezoid(rel: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:

@@ -1,0 +1,219 @@
+"""Evaluate descriptors on image sequences into a QueryCube (DESIGN.md, PROTOCOLS.md sections 1-4).
+
+For every descriptor, scene and image pair (1, k), k = 2..6: the keypoints of image 1 that lie
+``border`` px inside it are the queries, the keypoints of image k inside it the candidates; the
+ground truth comes from the homography (:mod:`metricalc.keypoints.geometry`), the rank statistics
+and nearest neighbours from one GEMM per query chunk (:mod:`metricalc.keypoints.matching`).
+A descriptor whose evaluation fails is kept as an error record with its message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from metricalc import cube as cubes
+from metricalc.core._validate import TIE_POLICIES, check_choice
+from metricalc.errors import InvalidInputError
+from metricalc.keypoints.bojanic import SCENE_RESULTS, Y0_POLICIES, distractors, scene_tasks
+from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
+from metricalc.progress import progress_bar
+
+__all__ = ["evaluate"]
+
+
+def _descriptor_cube(
+    name: str,
+    sequences: Sequence[Any],
+    features: Mapping[str, Mapping[int, Any]],
+    *,
+    keypoint_set: str,
+    attrs: Mapping[str, Any],
+    bojanic: bool,
+    advance: Any,
+) -> xr.Dataset:
+    """The QueryCube of one descriptor (queries of every pair of every scene)."""
+    started = time.perf_counter()
+    tau, border, policy = attrs["tau_px"], attrs["border_px"], attrs["tie_policy"]
+    columns: dict[str, list[np.ndarray]] = {k: [] for k in (*PAIR_FIELDS, "scene", "split", "pair")}
+    scene_results: dict[str, list[float]] = {key: [] for key in SCENE_RESULTS}
+    for sequence in sequences:
+        scene = features.get(sequence.name)
+        if scene is None:
+            raise InvalidInputError(
+                f"descriptor {name!r} has no features for scene {sequence.name!r}"
+            )
+        relevant = {}
+        for k in range(2, 7):
+            result = evaluate_pair(
+                scene[1],
+                scene[k],
+                sequence.homography(k),
+                sequence.shape(1),
+                sequence.shape(k),
+                tau=tau,
+                border=border,
+                tie_policy=policy,
+            )
+            for field in PAIR_FIELDS:
+                columns[field].append(result[field])
+            n = len(result["x"])
+            columns["scene"].append(np.full(n, sequence.name, dtype=object))
+            columns["split"].append(np.full(n, sequence.split, dtype=object))
+            columns["pair"].append(np.full(n, f"1-{k}", dtype=object))
+            relevant[k] = result["relevant"]
+            advance()
+        if bojanic:
+            pool = distractors(
+                sequence.name,
+                sequences,
+                features,
+                border=border,
+                n_scenes=attrs["n_distractor_scenes"],
+                n_keypoints=attrs["n_distractors"],
+                seed=attrs["seed"],
+            )
+            values = scene_tasks(
+                sequence,
+                scene,
+                pool,
+                tau=tau,
+                border=border,
+                tie_policy=policy,
+                y0=attrs["y0_policy"],
+                relevant=relevant,
+            )
+            for key in SCENE_RESULTS:
+                scene_results[key].append(values[key])
+    table = {k: np.concatenate(v) if v else np.empty(0) for k, v in columns.items()}
+    coords = {k: table[k] for k in ("scene", "split", "pair", "query_keypoint", "x", "y")}
+    coords["keypoint_set"] = np.full(len(table["x"]), keypoint_set, dtype=object)
+    data = {k: table[k][None, :] for k in PAIR_FIELDS if k not in coords}
+    per_sequence = None
+    if bojanic:
+        per_sequence = {k: np.asarray(v)[None, :] for k, v in scene_results.items()}
+    elapsed_ms = (time.perf_counter() - started) * 1e3
+    return cubes.new_cube(
+        [name],
+        coords,
+        data,
+        attrs=attrs,
+        per_descriptor={"processing_time_ms": np.array([elapsed_ms])},
+        per_sequence=per_sequence,
+        sequences=[s.name for s in sequences] if bojanic else None,
+    )
+
+
+def _distance_kind(features: Mapping[str, Mapping[str, Mapping[int, Any]]]) -> str:
+    kinds = {
+        "hamming" if image.descriptors.dtype == np.uint8 else "l2"
+        for scenes in features.values()
+        for images in scenes.values()
+        for image in images.values()
+    }
+    return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def evaluate(
+    sequences: Sequence[Any],
+    features: Mapping[str, Mapping[str, Mapping[int, Any]]],
+    *,
+    keypoints: str = "native",
+    tau: float = 3.0,
+    border: float = 40.0,
+    tie_policy: str = "expected",
+    bojanic: bool = True,
+    y0: str = "negative",
+    n_distractor_scenes: int = 10,
+    n_distractors: int = 20,
+    seed: int = 0,
+    dataset: str = "",
+    progress: bool = False,
+) -> xr.Dataset:
+    """Evaluate every descriptor of ``features`` on ``sequences`` into one QueryCube.
+
+    Parameters
+    ----------
+    sequences : sequence of Sequence
+        Scenes with six images and homographies H_1_k (:func:`load_sequences`).
+    features : mapping descriptor -> scene -> image (1..6) -> Features
+        From :func:`extract` or :func:`load_features`.
+    keypoints : str
+        ``"locked:<detector>"`` when all descriptors were computed on one detector's keypoints
+        (queries identical across descriptors), ``"native"`` when each has its own, or
+        ``"external"`` for bring-your-own features.
+    tau : float
+        Ground-truth tolerance in pixels (default 3).
+    border : float
+        Keypoints closer than this to the image edge are dropped (default 40).
+    tie_policy : {"expected", "optimistic", "pessimistic", "workbench"}
+        How the per-query AP treats tied distances (PROTOCOLS.md section 1).
+    bojanic : bool
+        Also run keypoint verification and retrieval (PROTOCOLS.md section 4).
+    y0 : {"negative", "ignore"}
+        Retrieval: hard negatives count as non-relevant, or are removed.
+    n_distractor_scenes, n_distractors, seed
+        Distractors: ``n_distractors`` keypoints from one random image of each of
+        ``n_distractor_scenes`` other scenes, drawn with ``seed``.
+    dataset : str
+        Name recorded in the cube attrs.
+    progress : bool
+        Show a progress bar over image pairs.
+
+    Returns
+    -------
+    xarray.Dataset
+        The QueryCube over (descriptor, query) with every protocol parameter in its attrs.
+    """
+    check_choice("tie_policy", tie_policy, TIE_POLICIES)
+    check_choice("y0", y0, Y0_POLICIES)
+    if not sequences:
+        raise InvalidInputError("no sequences to evaluate")
+    if not features:
+        raise InvalidInputError("no features to evaluate")
+    if keypoints.startswith("locked:"):
+        locked = keypoints.split(":", 1)[1]
+    elif keypoints in ("native", "external"):
+        locked = None
+    else:
+        raise InvalidInputError(
+            f"keypoints must be 'native', 'external' or 'locked:<detector>'; got {keypoints!r}"
+        )
+    attrs = {
+        "tau_px": float(tau),
+        "border_px": float(border),
+        "tie_policy": tie_policy,
+        "ap_method": "ir",
+        "distance": _distance_kind(features),
+        "dataset": dataset,
+        "keypoints": keypoints,
+        "y0_policy": y0,
+        "n_distractor_scenes": int(n_distractor_scenes),
+        "n_distractors": int(n_distractors),
+        "seed": int(seed),
+    }
+    parts = []
+    total = len(features) * len(sequences) * 5
+    with progress_bar("evaluating image pairs", total=total, enabled=progress) as advance:
+        for name, per_scene in features.items():
+            try:
+                parts.append(
+                    _descriptor_cube(
+                        name,
+                        sequences,
+                        per_scene,
+                        keypoint_set=locked or name,
+                        attrs=attrs,
+                        bojanic=bojanic,
+                        advance=advance,
+                    )
+                )
+            except Exception as error:  # kept as an error record, never dropped
+                parts.append(
+                    cubes.error_record(name, f"{type(error).__name__}: {error}", attrs=attrs)
+                )
+    return cubes.combine(parts)

@@ -1,0 +1,175 @@
+"""Ground truth by homography: projection, border filtering, nearest keypoint within tau.
+
+PROTOCOLS.md section 2: a query keypoint p of image A is projected with H_A_to_B; a projection
+with |w| < 1e-12 has no ground truth; a projection outside image B (less the border margin) has
+no ground truth (R = 0); otherwise the relevant keypoint is the nearest keypoint of B (Euclidean,
+lowest index on ties) if it lies within ``tau`` pixels, else R = 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from metricalc.core._kernels import rows_per_chunk
+from metricalc.errors import InvalidInputError
+
+W_EPSILON = 1e-12
+"""Projections whose homogeneous coordinate satisfies |w| < W_EPSILON have no ground truth."""
+
+
+def project(H: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Map points with a homography.
+
+    .. math::
+
+        (x', y') = \left(\frac{h_1 \cdot p}{h_3 \cdot p}, \frac{h_2 \cdot p}{h_3 \cdot p}\right),
+        \quad p = (x, y, 1)
+
+    Parameters
+    ----------
+    H : ndarray, shape (3, 3)
+        Row-major homography mapping image A to image B.
+    points : ndarray, shape (N, 2)
+        x, y pixel coordinates in image A.
+
+    Returns
+    -------
+    projected : ndarray, shape (N, 2)
+        NaN where the projection is undefined.
+    defined : ndarray of bool, shape (N,)
+        False where :math:`|h_3 \cdot p| < 10^{-12}`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> H = np.array([[1.0, 0, 10], [0, 1, 5], [0, 0, 1]])
+    >>> project(H, np.array([[100.0, 100.0]]))[0].tolist()
+    [[110.0, 105.0]]
+    """
+    H = np.asarray(H, dtype=np.float64)
+    if H.shape != (3, 3) or not np.isfinite(H).all():
+        raise InvalidInputError(f"a homography must be a finite 3x3 matrix; got shape {H.shape}")
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    homogeneous = pts @ H[:, :2].T + H[:, 2]
+    w = homogeneous[:, 2]
+    defined = np.abs(w) >= W_EPSILON
+    safe_w = np.where(defined, w, 1.0)
+    projected = homogeneous[:, :2] / safe_w[:, None]
+    projected[~defined] = np.nan
+    return projected, defined
+
+
+def inside(points: np.ndarray, shape: tuple[int, int], border: float) -> np.ndarray:
+    """Whether points lie at least ``border`` px inside an image of ``shape`` (height, width).
+
+    A point (x, y) is kept when ``border <= x <= width - 1 - border`` and likewise for y; NaN
+    points are outside.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> inside(np.array([[40.0, 50.0], [39.9, 50.0], [59.0, 59.0]]), (100, 100), 40).tolist()
+    [True, False, True]
+    """
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    height, width = shape
+    with np.errstate(invalid="ignore"):
+        return (
+            (pts[:, 0] >= border)
+            & (pts[:, 0] <= width - 1 - border)
+            & (pts[:, 1] >= border)
+            & (pts[:, 1] <= height - 1 - border)
+        )
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Ground truth of the queries of one image pair.
+
+    Attributes
+    ----------
+    relevant : ndarray of int64, shape (N,)
+        Index of the relevant candidate, -1 where R = 0.
+    projected : ndarray, shape (N, 2)
+        Projection of each query into image B (NaN where undefined).
+    distance : ndarray, shape (N,)
+        Pixel distance from the projection to the nearest candidate (NaN where there is none).
+    """
+
+    relevant: np.ndarray
+    projected: np.ndarray
+    distance: np.ndarray
+
+
+def nearest(points: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index (lowest on ties) and Euclidean distance of the nearest candidate of every point.
+
+    A k-d tree (scipy) finds the two nearest candidates; where they are equally far, the exact
+    distances to every candidate decide, so the lowest index wins as PROTOCOLS.md requires. NaN
+    points and an empty candidate set give index -1 and distance NaN.
+    """
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    cand = np.asarray(candidates, dtype=np.float64).reshape(-1, 2)
+    index = np.full(len(pts), -1, dtype=np.int64)
+    distance = np.full(len(pts), np.nan)
+    ok = np.isfinite(pts).all(axis=1)
+    if len(cand) == 0 or not ok.any():
+        return index, distance
+    found, where = cKDTree(cand).query(pts[ok], k=2)
+    found, where = found.reshape(-1, 2), where.reshape(-1, 2)
+    best = where[:, 0].copy()
+    tied = np.flatnonzero(found[:, 0] == found[:, 1])  # exact ties: decided by brute force
+    for start in range(0, tied.size, rows_per_chunk(len(cand))):
+        rows = tied[start : start + rows_per_chunk(len(cand))]
+        exact = np.hypot(*(cand[None, :, :] - pts[ok][rows][:, None, :]).transpose(2, 0, 1))
+        best[rows] = np.argmin(exact, axis=1)  # first minimum: the lowest index
+    index[ok] = best
+    distance[ok] = np.hypot(*(cand[best] - pts[ok]).T)
+    return index, distance
+
+
+def ground_truth(
+    queries: np.ndarray,
+    candidates: np.ndarray,
+    H: np.ndarray,
+    shape_b: tuple[int, int],
+    *,
+    tau: float = 3.0,
+    border: float = 40.0,
+) -> GroundTruth:
+    """Relevant candidate of each query of image A among the keypoints of image B.
+
+    Parameters
+    ----------
+    queries : ndarray, shape (N, 2)
+        Query keypoints (x, y) of image A.
+    candidates : ndarray, shape (M, 2)
+        Keypoints of image B.
+    H : ndarray, shape (3, 3)
+        Homography from A to B.
+    shape_b : (height, width)
+        Size of image B.
+    tau : float
+        Largest pixel distance between the projection and the relevant keypoint (inclusive).
+    border : float
+        Projections closer than this to the edge of B have no ground truth.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> H = np.array([[1.0, 0, 10], [0, 1, 5], [0, 0, 1]])
+    >>> gt = ground_truth(np.array([[100.0, 100.0]]), np.array([[114.0, 105.0], [112.0, 105.0]]),
+    ...                   H, (300, 300), tau=3.0)
+    >>> gt.relevant.tolist(), gt.distance.tolist()
+    ([1], [2.0])
+    """
+    if not np.isfinite(tau) or tau < 0:
+        raise InvalidInputError(f"tau must be a non-negative number of pixels; got {tau!r}")
+    projected, defined = project(H, queries)
+    projected[defined & ~inside(projected, shape_b, border)] = np.nan
+    index, distance = nearest(projected, candidates)
+    relevant = np.where(distance <= tau, index, -1)
+    return GroundTruth(relevant=relevant, projected=projected, distance=distance)

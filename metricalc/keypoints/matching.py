@@ -1,0 +1,137 @@
+"""Descriptor distances and per-query rank statistics of one image pair, chunked over queries.
+
+Distances come from one BLAS GEMM per query chunk with augmented matrices, so that the product
+is the squared distance itself with no extra pass:
+
+.. math::
+
+    [-2a, \\|a\\|^2, 1] \\cdot [b, 1, \\|b\\|^2]^T
+    = \\|a\\|^2 + \\|b\\|^2 - 2 a \\cdot b = \\|a - b\\|^2
+
+For binary descriptors (uint8 packed bits) the bits are unpacked to 0/1 floats, and the same
+product is the Hamming distance. Both are exact in float32 for integer-valued descriptors (SIFT,
+bits) of up to 2**24 / 255**2 = 258 dimensions; for real-valued descriptors the rounding error is
+about 1e-7 of the squared norms. Ranking uses squared distances (monotone in the distance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from metricalc.core import _kernels
+
+GEMM_CHUNK_ELEMENTS = 1 << 22
+"""Distance-matrix elements computed per query chunk (16 MiB of float32)."""
+
+
+@dataclass(frozen=True)
+class PairMatches:
+    """Per-query results of matching the queries of image A against the candidates of image B.
+
+    Distances are Euclidean (L2) or Hamming, not squared; NaN where undefined.
+    """
+
+    better: np.ndarray  # int64, -1 where R = 0
+    ties: np.ndarray  # int64, -1 where R = 0
+    nn_index: np.ndarray  # int64 index of the nearest candidate (lowest on ties), -1 if none
+    nn_distance: np.ndarray
+    nn2_distance: np.ndarray
+    gt_distance: np.ndarray
+    nn_mutual: np.ndarray  # bool: this query is (one of) its nearest neighbour's nearest queries
+
+
+def _augmented(descriptors: np.ndarray, *, query: bool) -> np.ndarray:
+    """[-2a, |a|^2, 1] for queries, [b, 1, |b|^2] for candidates, as float32."""
+    values = np.unpackbits(descriptors, axis=1) if descriptors.dtype == np.uint8 else descriptors
+    values = values.astype(np.float32, copy=False)
+    n, dims = values.shape
+    norms = np.einsum("ij,ij->i", values, values, dtype=np.float64).astype(np.float32)
+    out = np.empty((n, dims + 2), dtype=np.float32)
+    if query:
+        np.multiply(values, -2.0, out=out[:, :dims])
+        out[:, dims], out[:, dims + 1] = norms, 1.0
+    else:
+        out[:, :dims] = values
+        out[:, dims], out[:, dims + 1] = 1.0, norms
+    return out
+
+
+def distances(query_descriptors: np.ndarray, candidate_descriptors: np.ndarray) -> np.ndarray:
+    """Full (N, M) distance matrix (L2, or Hamming for uint8 packed bits), float64.
+
+    For lists of bounded size (the Bojanic tasks chunk their queries before calling).
+    """
+    binary = query_descriptors.dtype == np.uint8
+    squared = (
+        _augmented(query_descriptors, query=True) @ _augmented(candidate_descriptors, query=False).T
+    )
+    return _distance(squared, binary)
+
+
+def _distance(squared: np.ndarray, binary: bool) -> np.ndarray:
+    squared = np.maximum(squared, 0.0).astype(np.float64)
+    return squared if binary else np.sqrt(squared)
+
+
+def match_pair(
+    query_descriptors: np.ndarray, candidate_descriptors: np.ndarray, relevant: np.ndarray
+) -> PairMatches:
+    """Rank statistics and nearest neighbours of every query among the candidates.
+
+    Parameters
+    ----------
+    query_descriptors : ndarray, shape (N, D)
+        float (L2) or uint8 packed bits (Hamming).
+    candidate_descriptors : ndarray, shape (M, D)
+        Same kind as the queries.
+    relevant : ndarray of int, shape (N,)
+        Relevant candidate of each query, -1 where R = 0.
+
+    Returns
+    -------
+    PairMatches
+        better / ties as :func:`metricalc.rank_stats` on the distances (squared distances for L2,
+        which rank identically), nearest and second nearest distances, the distance to the
+        relevant candidate, and whether each query is one of the nearest queries of its nearest
+        neighbour (mutual nearest neighbours; equally near queries all count as mutual).
+    """
+    n, m = len(query_descriptors), len(candidate_descriptors)
+    binary = query_descriptors.dtype == np.uint8
+    better = np.full(n, -1, dtype=np.int64)
+    ties = np.full(n, -1, dtype=np.int64)
+    nn_index = np.full(n, -1, dtype=np.int64)
+    nn_sq = np.full(n, np.nan)
+    nn2_sq = np.full(n, np.nan)
+    gt_sq = np.full(n, np.nan)
+    if n == 0 or m == 0:
+        return PairMatches(better, ties, nn_index, nn_sq, nn2_sq, gt_sq, np.zeros(n, dtype=bool))
+    queries = _augmented(query_descriptors, query=True)
+    candidates_t = np.ascontiguousarray(_augmented(candidate_descriptors, query=False).T)
+    column_best = np.full(m, np.inf, dtype=np.float32)  # distance to each candidate's nearest query
+    step = max(1, GEMM_CHUNK_ELEMENTS // m)
+    for start in range(0, n, step):
+        rows = slice(start, min(n, start + step))
+        squared = queries[rows] @ candidates_t  # rounding may leave tiny negatives: rank-neutral
+        local = np.arange(squared.shape[0])
+        g = relevant[rows]
+        better[rows], ties[rows] = _kernels.rank_stats(squared, g)
+        gt_sq[rows] = np.where(g >= 0, squared[local, np.maximum(g, 0)], np.nan)
+        best = np.argmin(squared, axis=1)
+        nn_index[rows] = best
+        nn_sq[rows] = squared[local, best]
+        np.minimum(column_best, squared.min(axis=0), out=column_best)
+        if m > 1:
+            squared[local, best] = np.inf
+            nn2_sq[rows] = squared.min(axis=1)
+    nn_mutual = nn_sq <= column_best[nn_index]
+    return PairMatches(
+        better=better,
+        ties=ties,
+        nn_index=nn_index,
+        nn_distance=_distance(nn_sq, binary),
+        nn2_distance=_distance(nn2_sq, binary),
+        gt_distance=_distance(gt_sq, binary),
+        nn_mutual=nn_mutual,
+    )

@@ -1,0 +1,911 @@
+"""The DescriptorWorkbench metric set over a QueryCube (PROTOCOLS.md section 3, seed 000).
+
+Every metric of the DescriptorWorkbench set, under the seed's names, computed from a QueryCube
+(``metricalc.cube``): an :class:`xarray.Dataset` over ``descriptor`` x ``query`` with the query
+coordinates ``scene``, ``split`` and ``pair``. Every reduction is an xarray operation (masked
+sums, ``groupby`` over scenes and image pairs, ``xr.dot``), so a dask-backed cube (``open_cube(...,
+chunks=...)``) stays lazy until ``.compute()``; only the string coordinates that define the
+groups (``scene``, ``split``, ``pair``, a few bytes per query) are loaded.
+
+Besides the metric set (:func:`metric_set`, :func:`scene_metrics`) the module writes and reads
+the ``key=value;`` metadata strings of the DescriptorWorkbench database (:func:`format_metadata`,
+:func:`parse_metadata`, :func:`metadata_for`) and computes two matching metrics from the
+nearest-neighbour fields of the cube: the mean matching accuracy of D2-Net
+(:func:`matching_accuracy`) and the precision-recall curve of the ratio test
+(:func:`matching_pr_curve`). ``docs/metric_set.md`` lists every formula.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from metricalc.core._validate import TIE_POLICIES, check_choice
+from metricalc.core.confusion import counts_at_thresholds, precision
+from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
+from metricalc.errors import InvalidInputError
+
+__all__ = [
+    "BOJANIC_METRICS",
+    "MAP_METRICS",
+    "RANK_BINS",
+    "SCENE_KEYS",
+    "format_metadata",
+    "matching_accuracy",
+    "matching_pr_curve",
+    "metadata_for",
+    "metric_set",
+    "parse_metadata",
+    "scene_metrics",
+]
+
+RANK_BINS: tuple[tuple[str, float, float], ...] = (
+    ("1", 1, 1),
+    ("2", 2, 2),
+    ("3", 3, 3),
+    ("4", 4, 4),
+    ("5", 5, 5),
+    ("6-10", 6, 10),
+    ("11-20", 11, 20),
+    ("21-50", 21, 50),
+    ("51-100", 51, 100),
+    (">100", 101, math.inf),
+)
+"""Bins of the rank histogram: (label, lowest rank, highest rank). A rank r falls in the bin
+with ``upper(previous bin) < r <= upper(bin)``, so fractional ranks are binned too."""
+
+MAP_METRICS = (
+    "mean_precision",
+    "legacy_macro_precision_by_scene",
+    "true_map_micro",
+    "true_map_macro_by_scene",
+    "viewpoint_map",
+    "illumination_map",
+    "true_map_micro_including_zeros",
+    "true_map_macro_by_scene_including_zeros",
+)
+"""The mAP and legacy precision metrics of the set, in the order of the output."""
+
+BOJANIC_METRICS = (
+    "keypoint_verification_ap",
+    "verification_viewpoint_ap",
+    "verification_illumination_ap",
+    "keypoint_retrieval_ap",
+    "retrieval_viewpoint_ap",
+    "retrieval_illumination_ap",
+)
+"""Bojanic et al. APs: means over the ``sequence`` dim of the cube (all, ``v_*``, ``i_*``)."""
+
+BOJANIC_COUNTS = (
+    "retrieval_num_true_positives",
+    "retrieval_num_hard_negatives",
+    "retrieval_num_distractors",
+)
+"""Bojanic et al. retrieval counts: sums over the ``sequence`` dim."""
+
+SCENE_KEYS = ("true_map", "true_map_with_zeros", "query_count", "excluded_count")
+"""Per-scene keys of the metadata string, ``<scene>_<key>`` (as in the real export)."""
+
+_QUERY_VARS = ("better", "ties", "n_relevant", "ap")
+_GROUP_COORDS = ("scene", "split", "pair")
+_UNIT = "_pair_unit"  # scene + "/" + pair: one image pair (scene folder names cannot hold "/")
+
+
+# --------------------------------------------------------------------------------------------
+# Cube checks and small helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _prepare(cube: Any, needed: Iterable[str], what: str) -> xr.Dataset:
+    """Check the parts of the QueryCube schema ``what`` uses; return the cube with its grouping
+    coordinates loaded (NumPy strings) and the image-pair key ``_pair_unit`` added."""
+    if not isinstance(cube, xr.Dataset):
+        raise InvalidInputError(
+            f"{what}: cube must be an xarray.Dataset (a QueryCube); got {type(cube).__name__}"
+        )
+    missing_dims = [d for d in ("descriptor", "query") if d not in cube.dims]
+    if missing_dims:
+        raise InvalidInputError(
+            f"{what}: the cube has no dim(s) {missing_dims}; a QueryCube has dims descriptor and "
+            f"query (got {tuple(cube.dims)})"
+        )
+    missing = [v for v in needed if v not in cube.data_vars]
+    if missing:
+        raise InvalidInputError(
+            f"{what}: the cube lacks the variable(s) {missing}; expected the QueryCube schema "
+            "(metricalc.cube)"
+        )
+    for name in needed:
+        if cube[name].dims != ("descriptor", "query"):
+            raise InvalidInputError(
+                f"{what}: cube variable {name!r} has dims {cube[name].dims}; expected "
+                "('descriptor', 'query')"
+            )
+    coords = {}
+    for name in _GROUP_COORDS:
+        if name not in cube.coords or cube[name].dims != ("query",):
+            raise InvalidInputError(
+                f"{what}: the cube lacks the coordinate {name!r} on dim 'query'; expected "
+                "scene, split and pair coordinates (metricalc.cube)"
+            )
+        # grouping needs the labels in memory (dask cannot group by a lazy array); these are
+        # small string arrays, the data variables stay lazy
+        coords[name] = ("query", np.asarray(cube[name].values).astype(str))
+    unit = np.char.add(np.char.add(coords["scene"][1], "/"), coords["pair"][1])
+    coords[_UNIT] = ("query", unit)
+    return cube.assign_coords(coords)
+
+
+def _tie_policy(cube: xr.Dataset) -> str:
+    """The cube's tie policy (attrs ``tie_policy``, default ``"expected"``)."""
+    return check_choice(
+        "cube.attrs['tie_policy']", cube.attrs.get("tie_policy", "expected"), TIE_POLICIES
+    )
+
+
+def _ok(cube: xr.Dataset) -> xr.DataArray:
+    """True for descriptors whose evaluation succeeded (``status`` is not ``"error"``)."""
+    if "status" not in cube.data_vars:
+        return xr.DataArray(
+            np.ones(cube.sizes["descriptor"], bool),
+            dims="descriptor",
+            coords={"descriptor": cube["descriptor"]},
+        )
+    return cube["status"] != "error"
+
+
+def _ratio(numerator: xr.DataArray, denominator: xr.DataArray) -> xr.DataArray:
+    """numerator / denominator, NaN where the denominator is 0 (no division warning)."""
+    return numerator / denominator.where(denominator > 0)
+
+
+def _nanmean(values: xr.DataArray, dim: str) -> xr.DataArray:
+    """Mean over ``dim`` of the defined (non-NaN) values; NaN if there is none."""
+    return _ratio(values.sum(dim, skipna=True), values.notnull().sum(dim))
+
+
+def _group_sum(values: xr.DataArray, key: str) -> xr.DataArray:
+    """Sum of ``values`` within the groups of coordinate ``key`` (a new dim named ``key``).
+
+    ``groupby`` refuses an empty dim (a cube without queries, e.g. every descriptor failed);
+    that case gives an empty group dim here."""
+    (dim,) = values[key].dims
+    if values.sizes[dim] > 0:
+        return values.groupby(key).sum()
+    kept = [d for d in values.dims if d != dim]
+    coords = {d: values[d].values for d in kept if d in values.coords}
+    dtype = np.int64 if values.dtype == bool else values.dtype
+    shape = [values.sizes[d] for d in kept] + [0]
+    return xr.DataArray(
+        np.zeros(shape, dtype), dims=[*kept, key], coords={**coords, key: np.array([], str)}
+    )
+
+
+def _group_nanmean(values: xr.DataArray, key: str) -> xr.DataArray:
+    """Mean of the defined values within each group of coordinate ``key``."""
+    return _ratio(_group_sum(values.fillna(0), key), _group_sum(values.notnull(), key))
+
+
+def _partition(values: np.ndarray, sep: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``str.partition`` of every string (before, sep or "", after); empty input allowed."""
+    values = np.asarray(values).astype(str)
+    if values.size == 0:  # np.char.partition cannot size an empty array
+        empty = np.array([], str)
+        return empty, empty, empty
+    parts = np.char.partition(values, sep)
+    return parts[:, 0], parts[:, 1], parts[:, 2]
+
+
+def _unit_scene(units: np.ndarray) -> np.ndarray:
+    """Scene of each image-pair key ``scene/pair``."""
+    return _partition(units, "/")[0]
+
+
+def _pair_precision(cube: xr.Dataset) -> xr.DataArray:
+    """Legacy precision of every image pair: mean of ``nn_correct`` over the pair's queries
+    (over ``descriptor`` x ``_pair_unit``, with coordinate ``_unit_scene``)."""
+    correct = _group_sum(cube["nn_correct"] == 1, _UNIT)
+    counted = _group_sum(cube["nn_correct"] >= 0, _UNIT)
+    result = _ratio(correct, counted)
+    return result.assign_coords(_unit_scene=(_UNIT, _unit_scene(result[_UNIT].values)))
+
+
+def _ap_sums(cube: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """AP over R = 1 queries (NaN elsewhere), and the R = 1 and R = 0 masks."""
+    r1 = cube["n_relevant"] == 1
+    r0 = cube["n_relevant"] == 0
+    return cube["ap"].where(r1), r1, r0
+
+
+def _check_k(k: Any) -> list[int]:
+    values = [k] if isinstance(k, (int, np.integer)) else list(k)
+    if not values or any(
+        isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1
+        for v in values
+    ):
+        raise InvalidInputError(f"k must be a positive integer or a sequence of them; got {k!r}")
+    return sorted({int(v) for v in values})
+
+
+def _rank_histogram(
+    better: xr.DataArray, ties: xr.DataArray, r1: xr.DataArray, policy: str
+) -> xr.DataArray:
+    """Counts of R = 1 queries per rank bin (:data:`RANK_BINS`); under ``expected`` a tied query
+    spreads its unit weight evenly over its tied ranks b + 1 .. b + t + 1."""
+    edges = xr.DataArray([upper for _, _, upper in RANK_BINS[:-1]], dims="rank_bin")
+    if policy == "expected":
+        b, t = better.where(r1), ties.where(r1)
+        cumulative = np.minimum(np.maximum(edges - b, 0), t + 1) / (t + 1)  # P(rank <= edge)
+    else:
+        rank = rank_from_rank_stats(better, ties, policy=policy).where(r1)
+        cumulative = (rank <= edges).where(r1)
+    below = cumulative.sum("query", skipna=True)  # (descriptor, rank_bin): 9 cumulative counts
+    total = r1.sum("query").astype(np.float64).expand_dims(rank_bin=1, axis=-1)
+    cumulative = xr.concat([below, total], dim="rank_bin")
+    histogram = cumulative - cumulative.shift(rank_bin=1, fill_value=0.0)
+    labels = [label for label, _, _ in RANK_BINS]
+    return histogram.transpose("descriptor", "rank_bin").assign_coords(rank_bin=labels)
+
+
+def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
+    """The Bojanic et al. aggregates: NaN APs and zero counts without a ``sequence`` dim."""
+    if "sequence" not in cube.dims:
+        coords = {"descriptor": cube["descriptor"].values}
+        nan = xr.DataArray(
+            np.full(len(coords["descriptor"]), np.nan), dims="descriptor", coords=coords
+        )
+        zero = xr.zeros_like(nan, dtype=np.int64)
+        return {**dict.fromkeys(BOJANIC_METRICS, nan), **dict.fromkeys(BOJANIC_COUNTS, zero)}
+    needed = ("verification_ap", "retrieval_ap", *BOJANIC_COUNTS)
+    missing = [v for v in needed if v not in cube.data_vars]
+    if missing:
+        raise InvalidInputError(
+            f"metric_set: the cube has a 'sequence' dim but lacks {missing}; expected the "
+            "Bojanic variables of the QueryCube schema"
+        )
+    names = np.asarray(cube["sequence"].values).astype(str)
+    split = {
+        part: xr.DataArray(
+            np.char.startswith(names, prefix), dims="sequence", coords={"sequence": names}
+        )
+        for part, prefix in (("viewpoint", "v_"), ("illumination", "i_"))
+    }
+    out: dict[str, xr.DataArray] = {}
+    for task, prefix in (("verification_ap", "verification"), ("retrieval_ap", "retrieval")):
+        values = cube[task].assign_coords(sequence=names)
+        out[f"keypoint_{task}"] = _nanmean(values, "sequence")
+        for part, mask in split.items():
+            out[f"{prefix}_{part}_ap"] = _nanmean(values.where(mask), "sequence")
+    for name in BOJANIC_COUNTS:
+        out[name] = cube[name].sum("sequence").astype(np.int64)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The metric set
+# --------------------------------------------------------------------------------------------
+
+
+def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.Dataset:
+    r"""The DescriptorWorkbench metric set of every descriptor of a QueryCube.
+
+    With :math:`Q_1` the queries with one relevant item (``n_relevant == 1``), :math:`Q_0` those
+    without ground truth (``n_relevant == 0``; missing queries, -1, never count), :math:`s` the
+    scenes, :math:`p` the image pairs and :math:`AP_q` the cube's ``ap`` (tie policy of the
+    cube's attrs):
+
+    .. math::
+
+        \text{true\_map\_micro} = \frac{1}{|Q_1|}\sum_{q \in Q_1} AP_q, \qquad
+        \text{true\_map\_macro\_by\_scene} = \operatorname{mean}_s \frac{1}{|Q_1^s|}
+            \sum_{q \in Q_1^s} AP_q
+
+        \text{*\_including\_zeros}: |Q_1| \to |Q_1| + |Q_0| \text{ (R = 0 queries count AP 0)}
+
+        \text{mean\_precision} = \operatorname{mean}_p P_p, \quad
+        P_p = \frac{\#\{q \in p : \text{nn\_correct}_q = 1\}}{\#\{q \in p\}}, \quad
+        \text{legacy\_macro\_precision\_by\_scene} = \operatorname{mean}_s
+            \operatorname{mean}_{p \in s} P_p
+
+        \text{precision\_at\_k} = \text{recall\_at\_k} = HR@k, \quad
+        \text{ir\_precision\_at\_k} = HR@k / k, \quad
+        \text{r0\_rate} = \frac{|Q_0|}{|Q_1| + |Q_0|}
+
+    ``viewpoint_map`` / ``illumination_map`` are the micro mAP over the queries whose ``split``
+    is ``"viewpoint"`` / ``"illumination"``. ``precision_at_k`` is the seed's definition, a hit
+    rate (:func:`metricalc.hit_rate_at_k` with the cube's tie policy); the IR precision (hits / k,
+    :func:`metricalc.precision_at_k`) is ``ir_precision_at_k``. Means over scenes or pairs skip
+    the undefined ones (no query of that kind for the descriptor).
+
+    Parameters
+    ----------
+    cube : xarray.Dataset
+        A QueryCube (``metricalc.cube``). Uses ``better``, ``ties``, ``n_relevant``, ``ap``,
+        ``nn_correct`` (and ``status``, ``error``, ``processing_time_ms`` and the Bojanic
+        variables on ``(descriptor, sequence)`` when present).
+    k : int or sequence of int
+        Cut-offs of ``precision_at_k``, ``recall_at_k`` and ``ir_precision_at_k``.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``descriptor``: one variable per metric name (float64; the counts
+        ``total_queries_processed``, ``total_queries_excluded`` and
+        ``retrieval_num_*`` int64), ``rank_histogram`` over ``(descriptor, rank_bin)``
+        (counts of R = 1 queries per :data:`RANK_BINS` bin; a query tied over several ranks
+        under ``expected`` adds its share to each), and ``status`` / ``error`` when the cube has
+        them. attrs: the cube's attrs (protocol), ``tie_policy`` and ``k``. A descriptor with
+        status ``"error"`` gets NaN metrics and zero counts (``processing_time_ms`` and the
+        error string are kept). Without a ``sequence`` dim (no Bojanic results) the Bojanic APs
+        are NaN and their counts 0.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, metric_set
+    >>> m = metric_set(_example_cube())
+    >>> float(m.true_map_micro.sel(descriptor="sift"))   # APs 1 and 1/2 (R = 1), one R = 0 query
+    0.75
+    >>> float(m.true_map_micro_including_zeros.sel(descriptor="sift"))  # (1 + 1/2) / 3
+    0.5
+    >>> float(m.precision_at_1.sel(descriptor="sift")), float(m.r0_rate.sel(descriptor="sift"))
+    (0.5, 0.3333333333333333)
+    """
+    ks = _check_k(k)
+    cube = _prepare(cube, (*_QUERY_VARS, "nn_correct"), "metric_set")
+    policy = _tie_policy(cube)
+    ok = _ok(cube)
+    ap, r1, r0 = _ap_sums(cube)
+    n1, n0 = r1.sum("query"), r0.sum("query")
+    ap_sum = ap.sum("query", skipna=True)
+
+    by_scene_sum = _group_sum(ap.fillna(0), "scene")
+    by_scene_n1, by_scene_n0 = _group_sum(r1, "scene"), _group_sum(r0, "scene")
+    pair_precision = _pair_precision(cube)
+    scene_precision = _group_nanmean(pair_precision, "_unit_scene")
+
+    metrics: dict[str, xr.DataArray] = {
+        "mean_precision": _nanmean(pair_precision, _UNIT),
+        "legacy_macro_precision_by_scene": _nanmean(scene_precision, "_unit_scene"),
+        "true_map_micro": _ratio(ap_sum, n1),
+        "true_map_macro_by_scene": _nanmean(_ratio(by_scene_sum, by_scene_n1), "scene"),
+    }
+    for name, split in (("viewpoint_map", "viewpoint"), ("illumination_map", "illumination")):
+        in_split = cube["split"] == split
+        metrics[name] = _ratio(
+            ap.where(in_split).sum("query", skipna=True), (r1 & in_split).sum("query")
+        )
+    metrics["true_map_micro_including_zeros"] = _ratio(ap_sum, n1 + n0)
+    metrics["true_map_macro_by_scene_including_zeros"] = _nanmean(
+        _ratio(by_scene_sum, by_scene_n1 + by_scene_n0), "scene"
+    )
+
+    better = cube["better"].where(r1, -1)
+    ties = cube["ties"].where(r1, -1)
+    hits = hit_rate_at_k(better, ties, ks, policy=policy, dim="query")
+    ir = precision_at_k(better, ties, ks, policy=policy, dim="query")
+    for name, values in (("precision_at", hits), ("recall_at", hits), ("ir_precision_at", ir)):
+        for kk in ks:
+            metrics[f"{name}_{kk}"] = values.sel(k=kk, drop=True)
+
+    counts = {"total_queries_processed": n1, "total_queries_excluded": n0}
+    metrics["r0_rate"] = _ratio(n0, n1 + n0)
+    metrics.update(_bojanic(cube))
+    metrics["rank_histogram"] = _rank_histogram(better, ties, r1, policy)
+
+    out: dict[str, xr.DataArray] = {}
+    for name, values in metrics.items():
+        if name in BOJANIC_COUNTS:
+            out[name] = xr.where(ok, values, 0).astype(np.int64)
+        else:
+            out[name] = values.where(ok).astype(np.float64)
+    for name, values in counts.items():
+        out[name] = xr.where(ok, values, 0).astype(np.int64)
+    if "processing_time_ms" in cube.data_vars:
+        out["processing_time_ms"] = cube["processing_time_ms"].astype(np.float64)
+    else:
+        out["processing_time_ms"] = xr.full_like(ok, np.nan, dtype=np.float64)
+    for name in ("status", "error"):
+        if name in cube.data_vars:
+            out[name] = cube[name]
+    order = [*MAP_METRICS]
+    order += [
+        f"{name}_{kk}" for name in ("precision_at", "recall_at", "ir_precision_at") for kk in ks
+    ]
+    order += ["total_queries_processed", "total_queries_excluded", "r0_rate", "processing_time_ms"]
+    order += [*BOJANIC_METRICS, *BOJANIC_COUNTS, "rank_histogram"]
+    order += [n for n in ("status", "error") if n in out]
+    attrs = {**cube.attrs, "tie_policy": policy, "k": ks}
+    result = xr.Dataset({name: out[name] for name in order}, attrs=attrs)
+    return result.drop_vars([c for c in result.coords if c not in ("descriptor", "rank_bin")])
+
+
+def scene_metrics(cube: xr.Dataset) -> xr.Dataset:
+    r"""Per-scene metrics of every descriptor (the metadata's ``<scene>_*`` keys and more).
+
+    For scene :math:`s` with R = 1 queries :math:`Q_1^s` and R = 0 queries :math:`Q_0^s`:
+
+    .. math::
+
+        \text{true\_map} = \frac{1}{|Q_1^s|}\sum_{q \in Q_1^s} AP_q, \qquad
+        \text{true\_map\_with\_zeros} = \frac{1}{|Q_1^s| + |Q_0^s|}\sum_{q \in Q_1^s} AP_q
+
+    ``query_count`` = :math:`|Q_1^s|` (the seed's ``<scene>_query_count``: processed queries),
+    ``excluded_count`` = :math:`|Q_0^s|`, ``image_count`` = the distinct images of the scene in
+    the image pairs the descriptor has queries in (image 1 plus each target image: 6 for a full
+    HPatches scene), ``mean_precision`` = mean legacy precision of the scene's image pairs.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``(descriptor, scene)``; counts int64, the rest float64 (NaN where undefined and
+        for descriptors with status ``"error"``, whose counts are 0). attrs as the cube.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, scene_metrics
+    >>> s = scene_metrics(_example_cube()).sel(descriptor="sift", scene="i_x")
+    >>> int(s.query_count), int(s.excluded_count), int(s.image_count), float(s.true_map)
+    (2, 1, 2, 0.75)
+    """
+    cube = _prepare(cube, (*_QUERY_VARS, "nn_correct"), "scene_metrics")
+    ok = _ok(cube)
+    ap, r1, r0 = _ap_sums(cube)
+    ap_sum = _group_sum(ap.fillna(0), "scene")
+    n1, n0 = _group_sum(r1, "scene"), _group_sum(r0, "scene")
+    pair_precision = _pair_precision(cube)
+    scene_precision = _group_nanmean(pair_precision, "_unit_scene").rename(_unit_scene="scene")
+    floats = {
+        "true_map": _ratio(ap_sum, n1),
+        "true_map_with_zeros": _ratio(ap_sum, n1 + n0),
+        "mean_precision": scene_precision.reindex(scene=n1["scene"].values),
+    }
+    counts = {
+        "query_count": n1,
+        "excluded_count": n0,
+        "image_count": _image_count(cube).reindex(scene=n1["scene"].values, fill_value=0),
+    }
+    data = {name: v.where(ok).astype(np.float64) for name, v in floats.items()}
+    data.update({name: xr.where(ok, v, 0).astype(np.int64) for name, v in counts.items()})
+    order = (
+        "true_map",
+        "true_map_with_zeros",
+        "query_count",
+        "excluded_count",
+        "image_count",
+        "mean_precision",
+    )
+    result = xr.Dataset(
+        {n: data[n].transpose("descriptor", "scene") for n in order}, attrs=dict(cube.attrs)
+    )
+    return result.drop_vars([c for c in result.coords if c not in ("descriptor", "scene")])
+
+
+def _image_count(cube: xr.Dataset) -> xr.DataArray:
+    """Distinct images per (descriptor, scene) among the image pairs holding the descriptor's
+    queries: a (pair x image) incidence matrix, applied with ``xr.dot`` (stays lazy)."""
+    present = _group_sum(cube["n_relevant"] >= 0, _UNIT) > 0  # (descriptor, pair unit)
+    units = present[_UNIT].values.astype(str)
+    scene, _, pair = _partition(units, "/")
+    first, dash, second = _partition(pair, "-")
+    bad = (dash != "-") | (first == "") | (second == "")
+    if bad.any():
+        raise InvalidInputError(
+            f"scene_metrics: pair coordinate {pair[np.argmax(bad)]!r} (scene "
+            f"{scene[np.argmax(bad)]!r}) is not of the form 'a-b' (e.g. '1-3')"
+        )
+    keys_first = np.char.add(np.char.add(scene, "/"), first)
+    keys_second = np.char.add(np.char.add(scene, "/"), second)
+    images = np.unique(np.concatenate([keys_first, keys_second]))
+    incidence = np.zeros((units.size, images.size), np.int64)
+    rows = np.arange(units.size)
+    incidence[rows, np.searchsorted(images, keys_first)] = 1
+    incidence[rows, np.searchsorted(images, keys_second)] = 1
+    matrix = xr.DataArray(incidence, dims=(_UNIT, "_image"), coords={_UNIT: units})
+    used = xr.dot(present.astype(np.int64), matrix, dim=_UNIT) > 0  # (descriptor, image)
+    used = used.assign_coords(scene=("_image", _unit_scene(images)))
+    return _group_sum(used, "scene").astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# Metadata strings
+# --------------------------------------------------------------------------------------------
+
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|nan|inf)")
+
+
+def _parse_value(text: str) -> object:
+    """A metadata value: true/false -> bool, integer -> int, decimal/nan/inf -> float, else str."""
+    if text in ("true", "false"):
+        return text == "true"
+    if _INT.fullmatch(text):
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        return float(text)
+    return text
+
+
+def _format_value(key: str, value: object) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6f}"
+    if isinstance(value, str):
+        if ";" in value or "=" in value:
+            raise InvalidInputError(
+                f"format_metadata: the value of {key!r} ({value!r}) contains ';' or '=', which "
+                "the key=value; format cannot hold"
+            )
+        if not isinstance(_parse_value(value), str):
+            raise InvalidInputError(
+                f"format_metadata: the string value of {key!r} ({value!r}) would read back as "
+                f"{type(_parse_value(value)).__name__}; strings must not look like a number, "
+                "nan, inf, true or false"
+            )
+        return value
+    raise InvalidInputError(
+        f"format_metadata: the value of {key!r} has type {type(value).__name__}; expected "
+        "bool, int, float or str"
+    )
+
+
+def format_metadata(values: Mapping[str, object]) -> str:
+    """The DescriptorWorkbench metadata string: ``key=value;`` pairs sorted by key.
+
+    Floats are written with 6 decimals (``f"{v:.6f}"``, so NaN is ``nan``), ints as ints, bools
+    as ``true`` / ``false``, strings as they are; every pair ends with ``;`` (the real export
+    ends with one too). :func:`parse_metadata` reads it back: ``parse_metadata(format_metadata(x))
+    == x`` for ints, bools, strings and floats already rounded to 6 decimals.
+
+    Raises
+    ------
+    InvalidInputError
+        A key that is not a non-empty string or holds ``;`` / ``=``; a string value holding ``;``
+        or ``=``, or one that would read back as another type (``"12"``, ``"0.5"``, ``"true"``,
+        ``"nan"``); a value of another type.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import format_metadata
+    >>> format_metadata({"r0_rate": 0.094528, "success": True, "total_queries_processed": 101938,
+    ...                  "i_dome_true_map": 0.177321})
+    'i_dome_true_map=0.177321;r0_rate=0.094528;success=true;total_queries_processed=101938;'
+    """
+    if not isinstance(values, Mapping):
+        raise InvalidInputError(
+            f"format_metadata: values must be a mapping of str to values; got "
+            f"{type(values).__name__}"
+        )
+    parts = []
+    for key in values:
+        if not isinstance(key, str) or not key or ";" in key or "=" in key:
+            raise InvalidInputError(
+                f"format_metadata: key {key!r} must be a non-empty string without ';' or '='"
+            )
+    for key in sorted(values):
+        parts.append(f"{key}={_format_value(key, values[key])};")
+    return "".join(parts)
+
+
+def parse_metadata(text: str) -> dict[str, object]:
+    """Read a ``key=value;`` metadata string (the inverse of :func:`format_metadata`).
+
+    Values: ``true`` / ``false`` -> bool; an integer (``-?[0-9]+`` without leading zeros) -> int;
+    a decimal number, ``nan`` or ``inf`` (optionally negative) -> float; anything else -> str.
+    The final ``;`` is optional.
+
+    Raises
+    ------
+    InvalidInputError
+        A pair without ``=`` (or with a second ``=``), an empty key, an empty pair (``;;``) or a
+        key given twice; the message names the pair and its position.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import parse_metadata
+    >>> parse_metadata("experiment_name=sift_baseline;precision_at_1=0.171487;success=true;"
+    ...                "total_images=60;")
+    {'experiment_name': 'sift_baseline', 'precision_at_1': 0.171487, 'success': True, 'total_images': 60}
+    """  # noqa: E501
+    if not isinstance(text, str):
+        raise InvalidInputError(f"parse_metadata: text must be a str; got {type(text).__name__}")
+    body = text[:-1] if text.endswith(";") else text
+    if not body:
+        return {}
+    result: dict[str, object] = {}
+    for position, pair in enumerate(body.split(";"), start=1):
+        key, eq, value = pair.partition("=")
+        if not eq or not key or "=" in value:
+            raise InvalidInputError(
+                f"parse_metadata: pair {position} ({pair!r}) is not of the form key=value "
+                "(one '=', a non-empty key)"
+            )
+        if key in result:
+            raise InvalidInputError(
+                f"parse_metadata: key {key!r} occurs twice (again in pair {position})"
+            )
+        result[key] = _parse_value(value)
+    return result
+
+
+def _scalar(values: xr.Dataset, name: str, kind: type) -> Any:
+    return kind(values[name].values[()])
+
+
+def metadata_for(metrics: xr.Dataset, scenes: xr.Dataset, descriptor: str) -> dict[str, object]:
+    """The seed's metadata of one descriptor, ready for :func:`format_metadata`.
+
+    Keys (as in the DescriptorWorkbench export): ``true_map_micro``,
+    ``true_map_macro_by_scene``, ``precision_at_<k>``, ``recall_at_<k>`` (every ``k`` of the
+    metric set), ``r0_rate``, ``processing_time_ms`` (floats); ``total_queries_processed``,
+    ``total_queries_excluded`` (ints); and for every scene in which the descriptor has queries
+    (``query_count + excluded_count > 0``) ``<scene>_true_map``, ``<scene>_true_map_with_zeros``
+    (floats) and ``<scene>_query_count``, ``<scene>_excluded_count`` (ints).
+
+    Parameters
+    ----------
+    metrics : xarray.Dataset
+        From :func:`metric_set`.
+    scenes : xarray.Dataset
+        From :func:`scene_metrics` of the same cube.
+    descriptor : str
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, metadata_for, metric_set, scene_metrics
+    >>> cube = _example_cube()
+    >>> meta = metadata_for(metric_set(cube), scene_metrics(cube), "sift")
+    >>> meta["i_x_query_count"], meta["i_x_true_map"], meta["total_queries_excluded"]
+    (2, 0.75, 1)
+    """
+    for name, data in (("metrics", metrics), ("scenes", scenes)):
+        if not isinstance(data, xr.Dataset) or "descriptor" not in data.dims:
+            raise InvalidInputError(
+                f"metadata_for: {name} must be a Dataset over 'descriptor' (from "
+                f"{'metric_set' if name == 'metrics' else 'scene_metrics'})"
+            )
+        if descriptor not in data["descriptor"].values.tolist():
+            raise InvalidInputError(
+                f"metadata_for: descriptor {descriptor!r} is not in {name}; it has "
+                f"{data['descriptor'].values.tolist()}"
+            )
+    m = metrics.sel(descriptor=descriptor)
+    ks = sorted(
+        int(n.rsplit("_", 1)[1])
+        for n in m.data_vars
+        if re.fullmatch(r"precision_at_[0-9]+", str(n))
+    )
+    float_keys = [
+        "true_map_micro",
+        "true_map_macro_by_scene",
+        *(f"precision_at_{k}" for k in ks),
+        *(f"recall_at_{k}" for k in ks),
+        "r0_rate",
+        "processing_time_ms",
+    ]
+    int_keys = ["total_queries_processed", "total_queries_excluded"]
+    missing = [n for n in (*float_keys, *int_keys) if n not in m.data_vars]
+    missing += [n for n in SCENE_KEYS if n not in scenes.data_vars]
+    if missing:
+        raise InvalidInputError(
+            f"metadata_for: {missing} missing; pass the outputs of metric_set and scene_metrics"
+        )
+    out: dict[str, object] = {n: _scalar(m, n, float) for n in float_keys}
+    out.update({n: _scalar(m, n, int) for n in int_keys})
+    s = scenes.sel(descriptor=descriptor)[list(SCENE_KEYS)].compute()
+    for scene in s["scene"].values.tolist():
+        one = s.sel(scene=scene)
+        if int(one["query_count"]) + int(one["excluded_count"]) == 0:
+            continue
+        out[f"{scene}_true_map"] = float(one["true_map"])
+        out[f"{scene}_true_map_with_zeros"] = float(one["true_map_with_zeros"])
+        out[f"{scene}_query_count"] = int(one["query_count"])
+        out[f"{scene}_excluded_count"] = int(one["excluded_count"])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Matching metrics
+# --------------------------------------------------------------------------------------------
+
+
+def matching_accuracy(
+    cube: xr.Dataset, thresholds: Iterable[float] = range(1, 11), *, mutual: bool = False
+) -> xr.DataArray:
+    r"""Mean matching accuracy (MMA) at pixel thresholds, the D2-Net convention.
+
+    The matches of an image pair :math:`p` are its queries' nearest neighbours :math:`M_p`
+    (queries with a finite ``nn_error``; with ``mutual=True`` only those with ``nn_mutual == 1``,
+    mutual nearest neighbours). With :math:`e_q` the reprojection error ``nn_error`` (px):
+
+    .. math::
+
+        MMA(t) = \operatorname{mean}_p \frac{\#\{q \in M_p : e_q \le t\}}{|M_p|}
+
+    over the image pairs with at least one match (a pair without matches has no accuracy and is
+    left out).
+
+    Parameters
+    ----------
+    cube : xarray.Dataset
+        A QueryCube with ``nn_error`` (and ``nn_mutual`` for ``mutual=True``).
+    thresholds : iterable of float
+        Pixel thresholds :math:`t` (inclusive), default 1..10.
+    mutual : bool
+        Keep mutual nearest neighbours only.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``mma`` over ``(descriptor, threshold)``; NaN for descriptors with status ``"error"``.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, matching_accuracy
+    >>> mma = matching_accuracy(_example_cube(), [1, 3])   # errors 0.5, 2.0, 4.0 px
+    >>> mma.sel(descriptor="sift").values.round(4).tolist()
+    [0.3333, 0.6667]
+    """
+    values = np.asarray(list(thresholds), dtype=np.float64)
+    if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all():
+        raise InvalidInputError(
+            f"matching_accuracy: thresholds must be a non-empty sequence of finite numbers; got "
+            f"{values.tolist()}"
+        )
+    needed = (*_QUERY_VARS, "nn_error", *(("nn_mutual",) if mutual else ()))
+    cube = _prepare(cube, needed, "matching_accuracy")
+    error = cube["nn_error"]
+    matched = np.isfinite(error)
+    if mutual:
+        matched = matched & (cube["nn_mutual"] == 1)
+    threshold = xr.DataArray(values, dims="threshold", coords={"threshold": values})
+    accurate = (error <= threshold) & matched
+    per_pair = _ratio(_group_sum(accurate, _UNIT), _group_sum(matched, _UNIT))
+    mma = _nanmean(per_pair, _UNIT).where(_ok(cube))
+    mma = mma.transpose("descriptor", "threshold").rename("mma")
+    mma.attrs = {**cube.attrs, "mutual": int(mutual)}
+    return mma.drop_vars([c for c in mma.coords if c not in ("descriptor", "threshold")])
+
+
+def _ratio_score(cube: xr.Dataset) -> xr.DataArray:
+    """-(nn_distance / nn2_distance); the worst score -1 (ratio 1) where the ratio is undefined."""
+    nn, nn2 = cube["nn_distance"], cube["nn2_distance"]
+    defined = np.isfinite(nn) & np.isfinite(nn2) & (nn2 > 0)
+    return -(nn.where(defined) / nn2.where(defined)).fillna(1.0)
+
+
+def matching_pr_curve(cube: xr.Dataset) -> xr.Dataset:
+    r"""Precision-recall curve of nearest-neighbour matching under the ratio test.
+
+    A query's nearest neighbour is accepted when its ratio
+    :math:`\rho = \text{nn\_distance} / \text{nn2\_distance}` is at most a threshold; the score is
+    :math:`-\rho` (higher = more confident). An undefined ratio (``nn2_distance`` 0 or NaN: a
+    single candidate, or both distances 0; or no nearest neighbour) counts as :math:`\rho = 1`,
+    the worst score, accepted only at the loosest threshold. Over the queries present for the
+    descriptor (``n_relevant >= 0``), a match is correct when ``nn_correct == 1``; the counts come
+    from :func:`metricalc.counts_at_thresholds` (one threshold per distinct score):
+
+    .. math::
+
+        \text{precision}(c) = \frac{TP(c)}{TP(c) + FP(c)}, \qquad
+        \text{recall}(c) = \frac{TP(c)}{\#\{q : n\_relevant_q = 1\}}
+
+    so a match of a query with nothing relevant (R = 0) is a false positive, and recall is
+    measured against every matchable query.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``precision``, ``recall`` (float64) and ``tp``, ``fp`` (int64) over
+        ``(descriptor, threshold)``, ``n_matchable`` over ``descriptor``, and the coordinates
+        ``cutoff`` (score threshold :math:`-\rho`) and ``ratio`` (:math:`\rho`) over
+        ``(descriptor, threshold)``. Descriptors with fewer distinct scores than the longest
+        curve are padded by repeating their final point with ``cutoff`` NaN; a descriptor
+        without queries (or with status ``"error"``) has NaN precision and recall. The presence
+        masks are computed (the curve lengths depend on the data); the scores stay lazy.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, matching_pr_curve
+    >>> pr = matching_pr_curve(_example_cube()).sel(descriptor="sift")
+    >>> pr.ratio.values.tolist(), pr.precision.values.tolist(), pr.recall.values.tolist()
+    ([0.25, 0.5, 1.0], [1.0, 0.5, 0.3333333333333333], [0.5, 0.5, 0.5])
+    """
+    needed = (*_QUERY_VARS, "nn_correct", "nn_distance", "nn2_distance")
+    cube = _prepare(cube, needed, "matching_pr_curve")
+    ok = _ok(cube)
+    present = np.asarray((cube["n_relevant"] >= 0).values)
+    y_true = cube["nn_correct"] == 1
+    y_score = _ratio_score(cube)
+    curves = []
+    for i in range(cube.sizes["descriptor"]):
+        keep = np.flatnonzero(present[i])
+        if keep.size == 0:
+            curves.append(None)
+            continue
+        counts = counts_at_thresholds(
+            y_true.isel(descriptor=i, query=keep).drop_vars(list(y_true.coords)),
+            y_score.isel(descriptor=i, query=keep).drop_vars(list(y_score.coords)),
+            dim="query",
+        )
+        curves.append(counts[["tp", "fp"]].reset_coords("cutoff"))
+    length = max((c.sizes["threshold"] for c in curves if c is not None), default=0)
+    padded = []
+    for curve in curves:
+        if curve is None:
+            curve = xr.Dataset(
+                {
+                    "tp": ("threshold", np.zeros(length, np.int64)),
+                    "fp": ("threshold", np.zeros(length, np.int64)),
+                    "cutoff": ("threshold", np.full(length, np.nan)),
+                }
+            )
+        else:
+            extra = length - curve.sizes["threshold"]
+            curve = xr.Dataset(
+                {
+                    "tp": curve["tp"].pad(threshold=(0, extra), mode="edge"),
+                    "fp": curve["fp"].pad(threshold=(0, extra), mode="edge"),
+                    "cutoff": curve["cutoff"].pad(threshold=(0, extra), constant_values=np.nan),
+                }
+            )
+        padded.append(curve)
+    index = pd.Index(cube["descriptor"].values, name="descriptor")
+    combined = xr.concat(padded, dim=index) if padded else xr.Dataset()
+    n_matchable = (cube["n_relevant"] == 1).sum("query")
+    n_matchable = n_matchable.drop_vars([c for c in n_matchable.coords if c != "descriptor"])
+    tp, fp = combined["tp"].astype(np.int64), combined["fp"].astype(np.int64)
+    result = xr.Dataset(
+        {
+            "precision": precision({"tp": tp, "fp": fp}).where(ok),
+            "recall": _ratio(tp, n_matchable).where(ok),
+            "tp": tp,
+            "fp": fp,
+            "n_matchable": xr.where(ok, n_matchable, 0).astype(np.int64),
+        },
+        coords={"cutoff": combined["cutoff"], "ratio": -combined["cutoff"]},
+        attrs={**cube.attrs, "score": "-(nn_distance / nn2_distance); undefined ratio -> 1"},
+    )
+    return result.transpose("descriptor", "threshold")
+
+
+# --------------------------------------------------------------------------------------------
+# A tiny cube for the examples
+# --------------------------------------------------------------------------------------------
+
+
+def _example_cube() -> xr.Dataset:
+    """One descriptor ("sift"), one scene ("i_x"), one pair ("1-2"), three queries: R = 1 at
+    rank 1 and rank 2, and one R = 0 query (for the docstring examples)."""
+    one = {"dims": ("descriptor", "query")}
+    return xr.Dataset(
+        {
+            "better": (one["dims"], np.array([[0, 1, -1]], np.int64)),
+            "ties": (one["dims"], np.array([[0, 0, -1]], np.int64)),
+            "n_relevant": (one["dims"], np.array([[1, 1, 0]], np.int8)),
+            "ap": (one["dims"], np.array([[1.0, 0.5, np.nan]])),
+            "nn_correct": (one["dims"], np.array([[1, 0, 0]], np.int8)),
+            "nn_distance": (one["dims"], np.array([[1.0, 2.0, 1.0]])),
+            "nn2_distance": (one["dims"], np.array([[4.0, 2.0, 2.0]])),
+            "nn_error": (one["dims"], np.array([[0.5, 2.0, 4.0]])),
+            "nn_mutual": (one["dims"], np.array([[1, 0, 1]], np.int8)),
+            "processing_time_ms": ("descriptor", np.array([5.0])),
+            "status": ("descriptor", np.array(["ok"], dtype=object)),
+            "error": ("descriptor", np.array([""], dtype=object)),
+        },
+        coords={
+            "descriptor": ["sift"],
+            "scene": ("query", np.array(["i_x"] * 3, dtype=object)),
+            "split": ("query", np.array(["illumination"] * 3, dtype=object)),
+            "pair": ("query", np.array(["1-2"] * 3, dtype=object)),
+        },
+        attrs={"tie_policy": "expected", "ap_method": "ir", "tau_px": 3.0},
+    )

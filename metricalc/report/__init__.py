@@ -1,0 +1,1 @@
+"""Rendering: figures (and, with the report issue, tables and the HTML report)."""

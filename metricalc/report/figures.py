@@ -1,0 +1,90 @@
+"""Seaborn figures of a metric set. Each function takes ``ax=None`` and returns the Axes.
+
+Figures are built on :class:`matplotlib.figure.Figure` (no pyplot state, any backend), and
+:func:`save_figure` writes PNG and SVG atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import seaborn as sns
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+MAP_COLUMNS = {
+    "true_map_micro": "all scenes",
+    "viewpoint_map": "viewpoint (v_*)",
+    "illumination_map": "illumination (i_*)",
+}
+
+
+def _axes(ax: Axes | None, size: tuple[float, float] = (7.0, 4.0)) -> Axes:
+    return ax if ax is not None else Figure(figsize=size, layout="constrained").subplots()
+
+
+def plot_map_by_split(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
+    """Bars of true mAP (micro) per descriptor: all scenes, viewpoint and illumination."""
+    ax = _axes(ax)
+    table = (
+        metrics[list(MAP_COLUMNS)]
+        .to_dataframe()
+        .reset_index()
+        .melt(
+            id_vars="descriptor", value_vars=list(MAP_COLUMNS), var_name="split", value_name="mAP"
+        )
+    )
+    table["split"] = table["split"].map(MAP_COLUMNS)
+    sns.barplot(data=table, x="descriptor", y="mAP", hue="split", ax=ax)
+    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, title=None)
+    ax.set_ylim(0, 1)
+    ax.set_title("True mAP (R = 1 queries) by scene type")
+    return ax
+
+
+def plot_rank_histogram(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
+    """Share of R = 1 queries per rank bin of the relevant item, one line per descriptor."""
+    ax = _axes(ax)
+    counts = metrics["rank_histogram"]
+    share = counts / counts.sum("rank_bin")
+    table = share.to_dataframe(name="share").reset_index()
+    sns.pointplot(data=table, x="rank_bin", y="share", hue="descriptor", ax=ax)
+    ax.set_xlabel("rank of the relevant keypoint")
+    ax.set_ylabel("share of queries")
+    ax.set_title("Rank histogram")
+    return ax
+
+
+def plot_scene_map(scenes: xr.Dataset, ax: Axes | None = None) -> Axes:
+    """Heatmap of the per-scene true mAP (descriptor x scene)."""
+    n_scenes = scenes.sizes.get("scene", 1)
+    ax = _axes(ax, size=(max(6.0, 0.45 * n_scenes + 2), 0.5 * scenes.sizes["descriptor"] + 2))
+    table = scenes["true_map"].to_pandas()
+    sns.heatmap(
+        pd.DataFrame(table), annot=n_scenes <= 12, fmt=".2f", vmin=0, vmax=1, ax=ax, cmap="viridis"
+    )
+    ax.set_title("True mAP per scene")
+    return ax
+
+
+def save_figure(ax: Axes, path: str | Path) -> list[Path]:
+    """Save the figure of ``ax`` as ``<path>.png`` and ``<path>.svg`` (atomic); return the paths."""
+    stem = Path(path).with_suffix("")
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for suffix in (".png", ".svg"):
+        target = stem.with_suffix(suffix)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
+        os.close(fd)
+        try:
+            ax.figure.savefig(tmp, dpi=120)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        written.append(target)
+    return written

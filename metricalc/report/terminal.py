@@ -1,0 +1,51 @@
+"""Metric tables in the terminal (rich)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import xarray as xr
+from rich.console import Console
+from rich.table import Table
+
+TABLE_METRICS = (
+    ("true_map_micro", "mAP"),
+    ("true_map_macro_by_scene", "mAP macro"),
+    ("viewpoint_map", "mAP v"),
+    ("illumination_map", "mAP i"),
+    ("precision_at_1", "HR@1"),
+    ("precision_at_5", "HR@5"),
+    ("keypoint_verification_ap", "verif AP"),
+    ("keypoint_retrieval_ap", "retr AP"),
+    ("r0_rate", "R=0 rate"),
+    ("total_queries_processed", "queries"),
+)
+"""(metric name, column header) of the default terminal table; rates shown in percent."""
+
+
+def _cell(name: str, value: float) -> str:
+    if not math.isfinite(value):
+        return "-"
+    if name.startswith("total_"):
+        return f"{int(value):,}"
+    return f"{100 * value:.1f}"
+
+
+def print_metric_table(
+    metrics: xr.Dataset, *, title: str = "", console: Console | None = None
+) -> None:
+    """Print one row per descriptor with the main metrics (percent) of a metric set."""
+    table = Table(title=title or None)
+    table.add_column("descriptor", no_wrap=True)
+    shown = [(n, h) for n, h in TABLE_METRICS if n in metrics]
+    for _, header in shown:
+        table.add_column(header, justify="right")
+    for d in metrics["descriptor"].values.tolist():
+        row = metrics.sel(descriptor=d)
+        status = str(row["status"].values) if "status" in row else "ok"
+        cells = [_cell(n, float(row[n].values)) for n, _ in shown]
+        table.add_row(d if status == "ok" else f"{d} (error)", *cells)
+    if console is None:  # a pipe or a log file gets a table as wide as a terminal would show
+        console = Console() if sys.stdout.isatty() else Console(width=120)
+    console.print(table)

@@ -1,0 +1,78 @@
+"""Figures, terminal tables and metric-set exports."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
+from rich.console import Console
+
+from metricalc.export import metric_set_to_dict, write_metric_set
+from metricalc.report.figures import (
+    plot_map_by_split,
+    plot_rank_histogram,
+    plot_scene_map,
+    save_figure,
+)
+from metricalc.report.terminal import print_metric_table
+
+DESCRIPTORS = ["sift", "orb"]
+
+
+def metrics() -> xr.Dataset:
+    bins = ["1", "2", ">2"]
+    return xr.Dataset(
+        {
+            "true_map_micro": ("descriptor", [0.7, np.nan]),
+            "viewpoint_map": ("descriptor", [0.6, 0.4]),
+            "illumination_map": ("descriptor", [0.8, 0.5]),
+            "total_queries_processed": ("descriptor", [1200, 900]),
+            "status": ("descriptor", ["ok", "error"]),
+            "rank_histogram": (("descriptor", "rank_bin"), [[6.0, 2.0, 2.0], [1.0, 1.0, 2.0]]),
+        },
+        coords={"descriptor": DESCRIPTORS, "rank_bin": bins},
+    )
+
+
+def scenes() -> xr.Dataset:
+    return xr.Dataset(
+        {"true_map": (("descriptor", "scene"), [[0.5, 0.9], [0.2, 0.3]])},
+        coords={"descriptor": DESCRIPTORS, "scene": ["i_a", "v_b"]},
+    )
+
+
+def test_figures_draw_the_metric_values(tmp_path):
+    ax = plot_map_by_split(metrics())
+    assert isinstance(ax, Axes)
+    heights = sorted(round(p.get_height(), 3) for p in ax.patches if p.get_height() > 0)
+    assert heights == [0.4, 0.5, 0.6, 0.7, 0.8]  # the NaN bar is not drawn
+    ax = plot_rank_histogram(metrics())
+    shares = np.concatenate([line.get_ydata() for line in ax.lines if len(line.get_ydata()) == 3])
+    np.testing.assert_allclose(sorted(shares), sorted([0.6, 0.2, 0.2, 0.25, 0.25, 0.5]))
+    ax = plot_scene_map(scenes())
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["i_a", "v_b"]
+    written = save_figure(ax, tmp_path / "figures" / "scene_map")
+    assert [p.suffix for p in written] == [".png", ".svg"]
+    assert all(p.stat().st_size > 0 for p in written)
+    assert not [p for p in (tmp_path / "figures").iterdir() if p.name.startswith(".")]
+
+
+def test_terminal_table_shows_percentages_and_errors():
+    console = Console(width=120, record=True)
+    print_metric_table(metrics(), title="demo", console=console)
+    text = console.export_text()
+    assert "70.0" in text and "1,200" in text
+    assert "orb (error)" in text
+
+
+def test_exports_write_csv_and_json_with_null_for_nan(tmp_path):
+    as_dict = metric_set_to_dict(metrics())
+    assert as_dict["orb"]["true_map_micro"] is None
+    assert as_dict["sift"]["rank_histogram"] == {"1": 6.0, "2": 2.0, ">2": 2.0}
+    csv_path, json_path = write_metric_set(metrics(), tmp_path / "metrics")
+    assert json.loads(json_path.read_text())["sift"]["viewpoint_map"] == 0.6
+    header = csv_path.read_text().splitlines()[0].split(",")
+    assert header[0] == "descriptor" and "true_map_micro" in header
+    assert "rank_histogram" not in header  # not one value per descriptor
