@@ -63,7 +63,7 @@ def run_demo(
     started = time.perf_counter()
     out = Path(out)
     sequences = make_synthetic_dataset(
-        out / "benchmark", scenes=QUICK_SCENES if quick else None, seed=seed
+        out / "benchmark", scenes=QUICK_SCENES if quick else None, seed=seed, progress=progress
     )
     result = DemoResult(cubes={}, metrics={})
     for mode, locked in (("locked", LOCKED_DETECTOR), ("native", None)):

@@ -65,6 +65,7 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.sequences import Sequence, load_sequences
+from metricalc.progress import progress_bar
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -499,6 +500,7 @@ def make_synthetic_dataset(
     scenes: Iterable[str] | str | None = None,
     seed: int = 0,
     size: int = DEFAULT_SIZE,
+    progress: bool = False,
 ) -> list[Sequence]:
     """Write (or reuse) the synthetic HPatches-style benchmark in ``root`` and load it.
 
@@ -518,6 +520,8 @@ def make_synthetic_dataset(
         byte-identical files.
     size : int
         Bound on the longer image side in pixels (>= 32); larger photographs are shrunk.
+    progress : bool
+        Show a progress bar over the scenes to write.
 
     Returns
     -------
@@ -581,12 +585,14 @@ def make_synthetic_dataset(
         key=lambda scene: (scene[2:], scene),
     )
     photographs: dict[str, np.ndarray] = {}
-    for scene in todo:
-        name = scene[2:]
-        if name not in photographs:
-            photographs = {name: load_photograph(name, size=size)}
-        images, homographies = _generate(scene, photographs[name], seed)
-        files = _write_scene(root / scene, images, homographies)
-        manifest["scenes"][scene] = {"scene": scene, "photograph": name, "files": files}
-        _write_manifest(root, manifest)
+    with progress_bar("benchmark scenes", total=len(todo), enabled=progress) as advance:
+        for scene in todo:
+            name = scene[2:]
+            if name not in photographs:
+                photographs = {name: load_photograph(name, size=size)}
+            images, homographies = _generate(scene, photographs[name], seed)
+            files = _write_scene(root / scene, images, homographies)
+            manifest["scenes"][scene] = {"scene": scene, "photograph": name, "files": files}
+            _write_manifest(root, manifest)
+            advance()
     return load_sequences(root, scenes=wanted)
