@@ -8,12 +8,40 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 import metricalc
 from metricalc.core._validate import TIE_POLICIES
+from metricalc.errors import InvalidInputError
 
 
 def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _cutoffs(text: str) -> tuple[int, ...]:
+    """``--k 1,5,10`` -> (1, 5, 10); anything else is a usage error (exit 2, no traceback)."""
+    try:
+        values = tuple(int(part) for part in _names(text))
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1,5,10; got {text!r}")
+    return values
+
+
+def _same_keypoints(features: dict, locked: str) -> None:
+    """Bring-your-own features marked --locked must share their keypoints across descriptors."""
+    names = list(features)
+    for name in names[1:]:
+        for scene, images in features[names[0]].items():
+            for k, reference in images.items():
+                other = features[name].get(scene, {}).get(k)
+                if other is None or not np.array_equal(other.keypoints, reference.keypoints):
+                    raise InvalidInputError(
+                        f"--locked {locked}: descriptor {name!r} does not have the keypoints of "
+                        f"{names[0]!r} for scene {scene!r} image {k}"
+                    )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -35,15 +63,21 @@ def _make_dataset(args: argparse.Namespace) -> int:
 
 def _keypoints_eval(args: argparse.Namespace) -> int:
     from metricalc import cube as cubes
-    from metricalc.keypoints.evaluate import evaluate
+    from metricalc.keypoints.evaluate import check_protocol, evaluate
     from metricalc.keypoints.features import extract, load_features
     from metricalc.keypoints.sequences import load_sequences
 
+    check_protocol(tau=args.tau, border=args.border)
+    if args.out.is_dir():
+        raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
     sequences = load_sequences(args.data)
     descriptors = _names(args.descriptors) if args.descriptors else None
     if args.features:
         features = load_features(args.features, descriptors=descriptors)
         keypoints = "external"
+        if args.locked:
+            _same_keypoints(features, args.locked)
+            keypoints = f"locked:{args.locked}"
     else:
         features = extract(
             sequences,
@@ -66,6 +100,11 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
         dataset=str(args.data),
         progress=not args.no_progress,
     )
+    if cube.sizes["query"] == 0:
+        raise InvalidInputError(
+            f"no queries: every keypoint lies within --border {args.border:g} px of its image edge"
+            " (or no descriptor could be evaluated)"
+        )
     cubes.save(cube, args.out)
     failed = [
         str(d) for d, s in zip(cube.descriptor.values, cube.status.values, strict=True) if s != "ok"
@@ -86,7 +125,7 @@ def _metrics(args: argparse.Namespace) -> int:
     from metricalc.report.terminal import print_metric_table
 
     cube = cubes.open_cube(args.cube)
-    metrics = metric_set(cube, k=tuple(int(k) for k in _names(args.k)))
+    metrics = metric_set(cube, k=args.k)
     if args.json:
         print(json.dumps(metric_set_to_dict(metrics), indent=2))
     else:
@@ -142,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     metrics = verbs.add_parser("metrics", help="the DescriptorWorkbench metric set of a cube")
     metrics.add_argument("cube", type=Path)
     metrics.add_argument("--json", action="store_true", help="descriptor -> {metric -> value}")
-    metrics.add_argument("--k", default="1,5,10", help="cut-offs of the @k metrics")
+    metrics.add_argument("--k", type=_cutoffs, default=(1, 5, 10), help="cut-offs, e.g. 1,5,10")
     metrics.set_defaults(run=_metrics)
     return parser
 

@@ -236,8 +236,11 @@ def _check_k(k: Any) -> list[int]:
 def _rank_histogram(
     better: xr.DataArray, ties: xr.DataArray, r1: xr.DataArray, policy: str
 ) -> xr.DataArray:
-    """Counts of R = 1 queries per rank bin (:data:`RANK_BINS`); under ``expected`` a tied query
-    spreads its unit weight evenly over its tied ranks b + 1 .. b + t + 1."""
+    """Counts of R = 1 queries (with rank statistics) per rank bin (:data:`RANK_BINS`).
+
+    Under ``expected`` a tied query spreads its unit weight evenly over its tied ranks
+    b + 1 .. b + t + 1.
+    """
     edges = xr.DataArray([upper for _, _, upper in RANK_BINS[:-1]], dims="rank_bin")
     if policy == "expected":
         b, t = better.where(r1), ties.where(r1)
@@ -396,7 +399,8 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
     counts = {"total_queries_processed": n1, "total_queries_excluded": n0}
     metrics["r0_rate"] = _ratio(n0, n1 + n0)
     metrics.update(_bojanic(cube))
-    metrics["rank_histogram"] = _rank_histogram(better, ties, r1, policy)
+    # queries brought with an AP only (better = -1) have no rank to put in a bin
+    metrics["rank_histogram"] = _rank_histogram(better, ties, r1 & (better >= 0), policy)
 
     out: dict[str, xr.DataArray] = {}
     for name, values in metrics.items():
@@ -698,15 +702,16 @@ def metadata_for(metrics: xr.Dataset, scenes: xr.Dataset, descriptor: str) -> di
         raise InvalidInputError(
             f"metadata_for: {missing} missing; pass the outputs of metric_set and scene_metrics"
         )
-    out: dict[str, object] = {n: _scalar(m, n, float) for n in float_keys}
+    # floats rounded to the 6 decimals of the string, so parse(format(x)) == x holds
+    out: dict[str, object] = {n: round(_scalar(m, n, float), 6) for n in float_keys}
     out.update({n: _scalar(m, n, int) for n in int_keys})
     s = scenes.sel(descriptor=descriptor)[list(SCENE_KEYS)].compute()
     for scene in s["scene"].values.tolist():
         one = s.sel(scene=scene)
         if int(one["query_count"]) + int(one["excluded_count"]) == 0:
             continue
-        out[f"{scene}_true_map"] = float(one["true_map"])
-        out[f"{scene}_true_map_with_zeros"] = float(one["true_map_with_zeros"])
+        out[f"{scene}_true_map"] = round(float(one["true_map"]), 6)
+        out[f"{scene}_true_map_with_zeros"] = round(float(one["true_map_with_zeros"]), 6)
         out[f"{scene}_query_count"] = int(one["query_count"])
         out[f"{scene}_excluded_count"] = int(one["excluded_count"])
     return out

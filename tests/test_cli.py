@@ -115,3 +115,17 @@ def test_no_verb_prints_help():
     result = run()
     assert result.returncode == 0
     assert "usage: metricalc" in result.stdout
+
+
+def test_bad_cutoffs_are_a_usage_error(tmp_path):
+    result = run("metrics", str(tmp_path / "cube.nc"), "--k", "a")
+    assert result.returncode == 2
+    assert "expected positive integers" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_eval_refuses_bad_protocol_and_directory_output_before_any_work(tmp_path):
+    result = run("keypoints", "eval", "--data", str(tmp_path), "--out", str(tmp_path / "c.nc"),
+                 "--tau", "-1")  # fmt: skip
+    assert result.returncode == 2 and "tau must be a non-negative" in result.stderr
+    result = run("keypoints", "eval", "--data", str(tmp_path), "--out", str(tmp_path))
+    assert result.returncode == 2 and "is a directory" in result.stderr

@@ -179,3 +179,13 @@ def test_match_pair_equals_brute_force_across_chunks(monkeypatch):
     np.testing.assert_allclose(m.nn2_distance, np.sort(d, axis=1)[:, 1])
     nearest_query = d.min(axis=0)  # a query is mutual if it is among its NN's nearest queries
     np.testing.assert_array_equal(m.nn_mutual, d.min(1) <= nearest_query[d.argmin(1)])
+
+
+def test_nn_error_of_a_query_projected_outside_image_b_is_still_measured():
+    # (250, 100) projects to (260, 105): outside the 40 px border of B, so R = 0, but its
+    # nearest neighbour (at (60, 105)) is a match whose error is 200 px, not undefined
+    queries = Feat([[250, 100]], np.array([[0, 0]], np.float32))
+    candidates = Feat([[60, 105]], np.array([[0, 0]], np.float32))
+    r = evaluate_pair(queries, candidates, SHIFT, SHAPE, SHAPE, border=40.0)
+    assert r["n_relevant"].tolist() == [0]
+    assert r["nn_error"].tolist() == pytest.approx([200.0])

@@ -781,3 +781,34 @@ def test_cube_without_queries() -> None:
     assert scene_metrics(empty).sizes == {"descriptor": 3, "scene": 0}
     assert np.isnan(matching_accuracy(empty, [1]).values).all()
     assert matching_pr_curve(empty).sizes["threshold"] == 0
+
+
+def test_metadata_for_round_trips_through_the_metadata_string():
+    from metricalc.keypoints import Features, evaluate
+
+    class Scene:
+        name, split = "v_x", "viewpoint"
+
+        def homography(self, k):
+            return np.eye(3)
+
+        def shape(self, k):
+            return (200, 200)
+
+    rng = np.random.default_rng(3)
+    points = rng.uniform(45, 155, (30, 2))
+    images = {k: Features(points, rng.random((30, 8)).astype(np.float32)) for k in range(1, 7)}
+    cube = evaluate([Scene()], {"d": {"v_x": images}}, keypoints="external", bojanic=False)
+    values = metadata_for(mc.metric_set(cube), mc.scene_metrics(cube), "d")
+    assert 0 < values["true_map_micro"] < 1  # random descriptors: a real, unrounded mean
+    assert mc.parse_metadata(mc.format_metadata(values)) == values
+
+
+def test_rank_histogram_skips_queries_without_rank_statistics():
+    table = pd.DataFrame(
+        {"descriptor": ["d"] * 3, "scene": ["i_a"] * 3, "query": [0, 1, 2], "ap": [1.0, 0.5, 0.25]}
+    )
+    cube = mc.cube.from_dataframe(table)
+    histogram = mc.metric_set(cube)["rank_histogram"].sel(descriptor="d")
+    assert float(histogram.sum()) == 0.0  # AP-only queries have no rank to bin
+    assert float(mc.metric_set(cube).true_map_micro.sel(descriptor="d")) == pytest.approx(1.75 / 3)

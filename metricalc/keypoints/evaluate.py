@@ -108,6 +108,15 @@ def _descriptor_cube(
     )
 
 
+def check_protocol(*, tau: float, border: float) -> None:
+    """Refuse a ground-truth tolerance or border that is not a finite, non-negative pixel count."""
+    for name, value in (("tau", tau), ("border", border)):
+        if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+            raise InvalidInputError(
+                f"{name} must be a non-negative number of pixels; got {value!r}"
+            )
+
+
 def _distance_kind(features: Mapping[str, Mapping[str, Mapping[int, Any]]]) -> str:
     kinds = {
         "hamming" if image.descriptors.dtype == np.uint8 else "l2"
@@ -171,6 +180,7 @@ def evaluate(
     """
     check_choice("tie_policy", tie_policy, TIE_POLICIES)
     check_choice("y0", y0, Y0_POLICIES)
+    check_protocol(tau=tau, border=border)
     if not sequences:
         raise InvalidInputError("no sequences to evaluate")
     if not features:

@@ -94,7 +94,8 @@ class GroundTruth:
     relevant : ndarray of int64, shape (N,)
         Index of the relevant candidate, -1 where R = 0.
     projected : ndarray, shape (N, 2)
-        Projection of each query into image B (NaN where undefined).
+        Projection of each query into image B, also where it falls outside B (NaN only where
+        |w| < 1e-12): matching accuracy measures a match's error against it.
     distance : ndarray, shape (N,)
         Pixel distance from the projection to the nearest candidate (NaN where there is none).
     """
@@ -168,8 +169,8 @@ def ground_truth(
     """
     if not np.isfinite(tau) or tau < 0:
         raise InvalidInputError(f"tau must be a non-negative number of pixels; got {tau!r}")
-    projected, defined = project(H, queries)
-    projected[defined & ~inside(projected, shape_b, border)] = np.nan
-    index, distance = nearest(projected, candidates)
+    projected, _ = project(H, queries)
+    target = np.where(inside(projected, shape_b, border)[:, None], projected, np.nan)
+    index, distance = nearest(target, candidates)
     relevant = np.where(distance <= tau, index, -1)
     return GroundTruth(relevant=relevant, projected=projected, distance=distance)
