@@ -7,21 +7,36 @@ import pytest
 
 import metricalc as mc
 from metricalc.core import _kernels
-from metricalc.keypoints.bojanic import _retrieval_ap, _slots, scene_tasks
+from metricalc.keypoints.bojanic import _retrieval_ap, scene_tasks
+from metricalc.keypoints.geometry import ground_truth
+
+
+def slots_of(positive: np.ndarray) -> np.ndarray:
+    """Columns of each row's True entries, padded with -1."""
+    width = max(int(positive.sum(axis=1).max()), 1)
+    out = np.full((len(positive), width), -1)
+    for r, row in enumerate(positive):
+        cols = np.flatnonzero(row)
+        out[r, : cols.size] = cols
+    return out
 
 
 @pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic"])
 @pytest.mark.parametrize("y0", ["negative", "ignore"])
 def test_retrieval_ap_from_rank_stats_equals_sorting_ap(policy, y0):
     rng = np.random.default_rng(1)
-    rows, n = 300, 60
-    distance = rng.integers(0, 12, (rows, n)).astype(float)  # heavy ties
-    label = rng.choice([-1, 0], size=(rows, n)).astype(np.int8)
-    for r in range(rows):  # one to five correspondences per list
-        label[r, rng.choice(n, size=rng.integers(1, 6), replace=False)] = 1
-    ours = _retrieval_ap(distance, label, policy, y0)
-    score = -distance if y0 == "negative" else np.where(label == 0, -np.inf, -distance)
-    expected = mc.average_precision(label == 1, score, method="ir", ties=policy)
+    rows, n, n_hard = 300, 60, 45  # columns 0..44: images 2..6; 45..59: distractors
+    distance = rng.integers(0, 12, (rows, n)).astype(np.float32)  # heavy ties
+    positive = np.zeros((rows, n), bool)
+    for r in range(rows):  # one to five correspondences per list, among the image columns
+        positive[r, rng.choice(n_hard, size=rng.integers(1, 6), replace=False)] = True
+    ours = _retrieval_ap(distance, slots_of(positive), slice(0, n_hard), policy, y0)
+    score = -distance.astype(float)
+    if y0 == "ignore":
+        hard = np.zeros_like(positive)
+        hard[:, :n_hard] = ~positive[:, :n_hard]
+        score[hard] = -np.inf
+    expected = mc.average_precision(positive, score, method="ir", ties=policy)
     np.testing.assert_allclose(ours, expected, rtol=1e-12)
 
 
@@ -30,13 +45,10 @@ def test_precision_sum_from_rank_stats_step_policy_equals_sklearn_convention():
     distance = rng.integers(0, 5, (200, 30)).astype(float)
     relevant = rng.random((200, 30)) < 0.15
     relevant[:, 0] = True
-    slots = _slots(relevant)
-    better = np.stack(
-        [_kernels.rank_stats(distance, slots[:, t])[0] for t in range(slots.shape[1])], 1
-    )
-    ties = np.stack(
-        [_kernels.rank_stats(distance, slots[:, t])[1] for t in range(slots.shape[1])], 1
-    )
+    slots = slots_of(relevant)
+    stats = [_kernels.rank_stats(distance, slots[:, t]) for t in range(slots.shape[1])]
+    better = np.stack([b for b, _ in stats], 1)
+    ties = np.stack([t for _, t in stats], 1)
     own = np.take_along_axis(distance, np.maximum(slots, 0), axis=1)
     total = _kernels.precision_sum_from_rank_stats(better, ties, own, slots >= 0, "step")
     expected = mc.average_precision(relevant, -distance, method="step")
@@ -92,3 +104,38 @@ def test_scene_tasks_hand_case():
         Scene(), features, distractor, tau=3.0, border=40.0, tie_policy="expected", y0="ignore"
     )
     assert ignore["retrieval_ap"] == pytest.approx(result["retrieval_ap"])  # y = 0 never ahead
+
+
+@pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic"])
+def test_verification_ap_equals_the_ap_of_the_explicit_pooled_list(policy, monkeypatch):
+    monkeypatch.setattr(_kernels, "CHUNK_ELEMENTS", 200)  # many chunks of references
+    rng = np.random.default_rng(4)
+    base = rng.uniform(45, 155, (25, 2))
+    images = {1: Feat(base, rng.integers(0, 4, (25, 3)).astype(np.float32))}
+    for k in range(2, 7):  # a jittered subset of the reference points plus new ones
+        keep = rng.random(25) < 0.7
+        points = np.vstack([base[keep] + rng.normal(0, 1.0, (keep.sum(), 2)),
+                            rng.uniform(45, 155, (5, 2))])  # fmt: skip
+        images[k] = Feat(points, rng.integers(0, 4, (len(points), 3)).astype(np.float32))
+    distractor = rng.integers(0, 4, (7, 3)).astype(np.float32)
+    result = scene_tasks(
+        Scene(), images, distractor, tau=3.0, border=40.0, tie_policy=policy, y0="negative"
+    )
+    # the explicit pooled list: every (reference, candidate) pair of the verified references
+    labels, scores, verified = [], [], np.zeros(25, bool)
+    rel = {k: ground_truth(base, images[k].keypoints, np.eye(3), (200, 200)).relevant
+           for k in range(2, 7)}  # fmt: skip
+    for k in range(2, 7):
+        verified |= rel[k] >= 0
+    for i in np.flatnonzero(verified):
+        for k in range(2, 7):
+            d = ((images[k].descriptors - images[1].descriptors[i]) ** 2).sum(1)
+            labels.append(np.arange(len(d)) == rel[k][i])
+            scores.append(-d)
+        labels.append(np.zeros(len(distractor), bool))
+        scores.append(-((distractor - images[1].descriptors[i]) ** 2).sum(1))
+    expected = mc.average_precision(
+        np.concatenate(labels), np.concatenate(scores), method="ir", ties=policy
+    )
+    assert result["verification_ap"] == pytest.approx(expected, rel=1e-12)
+    assert result["retrieval_num_true_positives"] == int(np.concatenate(labels).sum())

@@ -7,7 +7,12 @@ import pytest
 
 import metricalc as mc
 from metricalc.keypoints.geometry import ground_truth, inside, nearest, project
-from metricalc.keypoints.matching import distances, match_pair
+from metricalc.keypoints.matching import (
+    match_pair,
+    prepare_candidates,
+    prepare_queries,
+    squared_distances,
+)
 from metricalc.keypoints.pairs import evaluate_pair
 
 SHIFT = np.array([[1.0, 0.0, 10.0], [0.0, 1.0, 5.0], [0.0, 0.0, 1.0]])  # translation (10, 5)
@@ -158,7 +163,8 @@ def test_hamming_distances_and_ties():
         [0.0],
         [1.0],
     )
-    np.testing.assert_array_equal(distances(query, candidates), [[3, 1, 3, 0]])
+    hamming = squared_distances(prepare_queries(query), prepare_candidates(candidates))
+    np.testing.assert_array_equal(hamming, [[3, 1, 3, 0]])
 
 
 def test_match_pair_equals_brute_force_across_chunks(monkeypatch):

@@ -58,16 +58,22 @@ def _augmented(descriptors: np.ndarray, *, query: bool) -> np.ndarray:
     return out
 
 
-def distances(query_descriptors: np.ndarray, candidate_descriptors: np.ndarray) -> np.ndarray:
-    """Full (N, M) distance matrix (L2, or Hamming for uint8 packed bits), float64.
+def prepare_queries(descriptors: np.ndarray) -> np.ndarray:
+    """Query side of the augmented product: ``[-2a, |a|^2, 1]`` (float32, one row per query)."""
+    return _augmented(descriptors, query=True)
 
-    For lists of bounded size (the Bojanic tasks chunk their queries before calling).
+
+def prepare_candidates(descriptors: np.ndarray) -> np.ndarray:
+    """Candidate side, transposed once: ``[b, 1, |b|^2]^T`` (float32, one column per candidate)."""
+    return np.ascontiguousarray(_augmented(descriptors, query=False).T)
+
+
+def squared_distances(queries: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Squared L2 (or Hamming) distances of prepared queries to prepared candidates, float32.
+
+    One BLAS product; tiny negative values from rounding are left in place (they rank as 0 would).
     """
-    binary = query_descriptors.dtype == np.uint8
-    squared = (
-        _augmented(query_descriptors, query=True) @ _augmented(candidate_descriptors, query=False).T
-    )
-    return _distance(squared, binary)
+    return queries @ candidates
 
 
 def _distance(squared: np.ndarray, binary: bool) -> np.ndarray:
@@ -107,13 +113,13 @@ def match_pair(
     gt_sq = np.full(n, np.nan)
     if n == 0 or m == 0:
         return PairMatches(better, ties, nn_index, nn_sq, nn2_sq, gt_sq, np.zeros(n, dtype=bool))
-    queries = _augmented(query_descriptors, query=True)
-    candidates_t = np.ascontiguousarray(_augmented(candidate_descriptors, query=False).T)
+    queries = prepare_queries(query_descriptors)
+    candidates_t = prepare_candidates(candidate_descriptors)
     column_best = np.full(m, np.inf, dtype=np.float32)  # distance to each candidate's nearest query
     step = max(1, GEMM_CHUNK_ELEMENTS // m)
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
-        squared = queries[rows] @ candidates_t  # rounding may leave tiny negatives: rank-neutral
+        squared = squared_distances(queries[rows], candidates_t)
         local = np.arange(squared.shape[0])
         g = relevant[rows]
         better[rows], ties[rows] = _kernels.rank_stats(squared, g)
