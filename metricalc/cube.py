@@ -933,12 +933,18 @@ def _generic_sentinel(dtype: np.dtype) -> Any:
     return ""
 
 
+MERGED_ATTRS = ("distance",)
+"""Protocol attrs that describe the descriptors rather than the comparison: cubes that differ in
+them combine, and the result says ``"mixed"`` (an L2 and a Hamming descriptor evaluated in
+separate runs are as comparable as in one run)."""
+
+
 def _check_protocols(cubes: Sequence[xr.Dataset]) -> None:
     first = _plain_attrs(cubes[0].attrs)
     for i, cube in enumerate(cubes[1:], start=1):
         other = _plain_attrs(cube.attrs)
         for name in PROTOCOL_ATTRS:
-            if first[name] != other[name]:
+            if name not in MERGED_ATTRS and first[name] != other[name]:
                 raise InvalidInputError(
                     f"cannot combine cubes with different protocols: attr {name!r} is "
                     f"{first[name]!r} in cube 0 but {other[name]!r} in cube {i}"
@@ -1170,6 +1176,9 @@ def combine(cubes: Sequence[xr.Dataset]) -> xr.Dataset:
             if version not in versions:
                 versions.append(version)
     attrs["metricalc_version"] = ", ".join(versions)
+    for name in MERGED_ATTRS:
+        values = {str(_plain(cube.attrs[name])) for cube in cubes}
+        attrs[name] = values.pop() if len(values) == 1 else "mixed"
 
     coords: dict[str, Any] = {DESCRIPTOR: (DESCRIPTOR, np.array(descriptors, dtype=str))}
     for name, field in QUERY_COORDS.items():
@@ -1206,7 +1215,7 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str]) -> None:
     The cube is validated first, written to a temporary file next to ``path`` and renamed over
     it (:func:`os.replace`), so ``path`` never holds a half-written cube. Strings are stored as
     variable-length UTF-8 (netCDF-4 ``string``, readable by netCDF-C, h5py and xarray); numeric
-    variables are gzip-compressed (level 4, shuffle). Lazy (dask) cubes are written chunk by
+    variables are gzip-compressed (level 1, shuffle). Lazy (dask) cubes are written chunk by
     chunk.
 
     Examples

@@ -430,6 +430,16 @@ def test_combine_refuses_different_protocols(cube):
         qc.combine([cube, native])
 
 
+def test_combine_merges_the_distance_of_descriptors_from_separate_runs(cube):
+    assert cube.attrs["distance"] != "hamming"
+    binary = make_cube(scenes=("v_c",), attrs={**ATTRS, "distance": "hamming"})
+    both = qc.combine([cube, binary])
+    assert both.attrs["distance"] == "mixed"
+    assert (
+        qc.combine([cube, make_cube(scenes=("v_c",))]).attrs["distance"] == cube.attrs["distance"]
+    )
+
+
 def test_combine_refuses_conflicting_duplicates_and_accepts_identical_ones(cube):
     again = qc.combine([cube, cube, make_cube()])
     xr.testing.assert_identical(again, cube)  # identical duplicates: no change, no time added
