@@ -12,12 +12,10 @@ next to the size of the full distance matrix, which the chunked evaluation never
 
 from __future__ import annotations
 
-import time
-import tracemalloc
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from timing import best_time, peak_bytes
 
 from metricalc.keypoints.pairs import evaluate_pair
 
@@ -26,15 +24,6 @@ from metricalc.keypoints.pairs import evaluate_pair
 class Features:
     keypoints: np.ndarray
     descriptors: np.ndarray
-
-
-def best_time(fn: Callable[[], object], repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -50,10 +39,8 @@ def main() -> None:
 
     gemm = best_time(lambda: desc_a @ desc_b.T)
     ours = best_time(lambda: evaluate_pair(a, b, H, size, size, tau=3.0, border=40.0))
-    tracemalloc.start()
+    peak = peak_bytes(lambda: evaluate_pair(a, b, H, size, size, tau=3.0, border=40.0))
     result = evaluate_pair(a, b, H, size, size, tau=3.0, border=40.0)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
 
     queries = len(result["x"])
     print(f"{'measure':<46} {'time':>10}   {'reference':<24} {'ratio':>7}   target")

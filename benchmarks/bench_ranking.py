@@ -18,32 +18,12 @@ from __future__ import annotations
 
 import argparse
 import time
-import tracemalloc
-from collections.abc import Callable
 
 import numpy as np
 from sklearn.metrics import average_precision_score
+from timing import best_time, peak_bytes
 
 import metricalc as mc
-
-
-def best_time(fn: Callable[[], object], repeat: int = 5) -> float:
-    """Smallest wall time of ``repeat`` calls, in seconds."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def peak_bytes(fn: Callable[[], object]) -> int:
-    """Peak memory allocated while ``fn`` runs (result included)."""
-    tracemalloc.start()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak
 
 
 def sklearn_loop_seconds(d: np.ndarray, g: np.ndarray, n_timed: int) -> float:
