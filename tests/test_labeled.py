@@ -695,3 +695,10 @@ def test_dim_errors_at_k(stats, function, lazy):
         function(better, ties, 1, dim="not_a_dim")
     with pytest.raises(mc.InvalidInputError, match="dim"):
         function(better.values, ties.values, 1, dim="query")
+
+
+def test_lazy_inputs_with_no_samples_give_the_empty_result():
+    empty = xr.DataArray(np.zeros((2, 0), int), dims=("descriptor", "query")).chunk()
+    result = mc.hit_rate_at_k(empty, empty, [1, 5], dim="query")
+    assert result.dims == ("descriptor", "k")
+    assert np.isnan(result.values).all()  # no query with a relevant item: undefined

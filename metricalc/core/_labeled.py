@@ -114,8 +114,11 @@ def apply_kernel(
     like = next(
         v for k, v in named.items() if isinstance(v, xr.DataArray) and (k in core or not core)
     )  # a DataArray that defines the dims of NumPy companions
+    empty = sample_dim is not None and like.sizes[sample_dim] == 0
     values = []
     for name, value in named.items():
+        if empty and is_lazy(value):  # dask cannot map over a zero-length core dim; nothing to load
+            value = value.compute()
         if (
             isinstance(value, xr.DataArray)
             and name not in core
