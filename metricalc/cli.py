@@ -133,6 +133,61 @@ def _metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _patches_eval(args: argparse.Namespace) -> int:
+    from metricalc.patches import evaluate_files
+    from metricalc.patches.folder import evaluate_folder
+    from metricalc.report.terminal import print_frame
+
+    if args.benchmarks:
+        done = evaluate_folder(args.benchmarks, args.results, ap_method=args.ap_method)
+        for path, message in done.errors:
+            print(f"metricalc: {path.name}: {message}", file=sys.stderr)
+        if args.json:
+            payload = {
+                "files": done.files.to_dict(orient="records"),
+                "groups": done.groups().to_dict(orient="records"),
+                "errors": [{"file": str(p), "error": m} for p, m in done.errors],
+            }
+            print(json.dumps(payload, indent=2))
+        else:
+            print_frame(done.files, title=f"{args.results} ({args.ap_method} AP)")
+            print_frame(done.groups(), title="groups")
+        return 1 if done.errors else 0
+    if not (args.benchmark and args.labels):
+        raise InvalidInputError(
+            "give --benchmark and --labels with a .results file, or --benchmarks DIR"
+        )
+    ds = evaluate_files(args.benchmark, args.labels, args.results, ap_method=args.ap_method)
+    values = {
+        "patch_retrieval_map": float(ds.patch_retrieval_map),
+        "image_retrieval_map": float(ds.image_retrieval_map),
+        "n_queries": int(ds.n_queries),
+    }
+    if args.json:
+        print(json.dumps(values))
+    else:
+        print(
+            f"patch retrieval mAP {100 * values['patch_retrieval_map']:.2f}   "
+            f"image retrieval mAP {100 * values['image_retrieval_map']:.2f}   "
+            f"queries {values['n_queries']}"
+        )
+    return 0
+
+
+def _patches_compute(args: argparse.Namespace) -> int:
+    from metricalc.patches import read_benchmark, write_results
+    from metricalc.patches.compute import compute_results, load_descriptor_pool
+
+    benchmark = read_benchmark(args.benchmark)
+    pool = load_descriptor_pool(args.descriptors, benchmark.pool)
+    results = compute_results(
+        args.benchmark, pool, distance=args.distance, progress=not args.no_progress
+    )
+    write_results(args.out, benchmark.pool, results)
+    print(f"wrote {args.out}: {len(results)} queries, top 51 by {args.distance}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``metricalc`` command, one sub-command per verb."""
     parser = argparse.ArgumentParser(
@@ -177,6 +232,24 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--no-progress", action="store_true", help="no progress bars")
     ev.set_defaults(run=_keypoints_eval)
+
+    patches = verbs.add_parser("patches", help="the HPatches patch and image retrieval benchmark")
+    patch_verbs = patches.add_subparsers(dest="patches_verb", metavar="VERB", required=True)
+    pe = patch_verbs.add_parser("eval", help="patch and image retrieval mAP of .results files")
+    pe.add_argument("--benchmark", type=Path, help="a .benchmark file")
+    pe.add_argument("--labels", type=Path, help="its .labels file")
+    pe.add_argument("--benchmarks", type=Path, help="a folder of .benchmark/.labels files")
+    pe.add_argument("--results", type=Path, required=True, help=".results file (or folder)")
+    pe.add_argument("--ap-method", choices=metricalc.AP_METHODS, default="vlfeat")
+    pe.add_argument("--json", action="store_true", help="print JSON")
+    pe.set_defaults(run=_patches_eval)
+    pc = patch_verbs.add_parser("compute", help="top-51 .results from a descriptor pool")
+    pc.add_argument("--benchmark", type=Path, required=True)
+    pc.add_argument("--descriptors", type=Path, required=True, help="DIR/<seq>/<img>.csv or .npy")
+    pc.add_argument("--out", type=Path, required=True, help=".results file to write")
+    pc.add_argument("--distance", choices=("l2", "l1"), default="l2")
+    pc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pc.set_defaults(run=_patches_compute)
 
     metrics = verbs.add_parser("metrics", help="the DescriptorWorkbench metric set of a cube")
     metrics.add_argument("cube", type=Path)

@@ -129,3 +129,82 @@ def test_eval_refuses_bad_protocol_and_directory_output_before_any_work(tmp_path
     assert result.returncode == 2 and "tau must be a non-negative" in result.stderr
     result = run("keypoints", "eval", "--data", str(tmp_path), "--out", str(tmp_path))
     assert result.returncode == 2 and "is a directory" in result.stderr
+
+
+RETRIEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpatches-eccv2016-retrieval"
+
+
+def write_oracle_results(name: str, out: Path) -> Path:
+    """Each query first, then the rest of its cluster, then other patches of the cluster's
+    images, then the rest: patch and image mAP = 1."""
+    from metricalc.patches import read_benchmark, read_labels, write_results
+
+    benchmark = read_benchmark(RETRIEVAL / f"{name}.benchmark")
+    labels = read_labels(RETRIEVAL / f"{name}.labels")
+    others = [s for cluster in labels.clusters for s in cluster]
+    lists = []
+    for query, cluster in zip(benchmark.queries, labels.clusters, strict=True):
+        images = {s.rsplit(".", 1)[0] for s in cluster}
+        rest = [s for s in others if s not in cluster]
+        rest.sort(key=lambda s: s.rsplit(".", 1)[0] not in images)  # same images first (stable)
+        ranked = [query, *[s for s in cluster if s != query], *rest][:51]
+        lists.append(ranked)
+    path = out / f"{name}.results"
+    write_results(path, benchmark.pool, lists)
+    return path
+
+
+def test_patches_eval_of_an_oracle_results_file(tmp_path):
+    results = write_oracle_results("train_example", tmp_path)
+    out = run("patches", "eval", "--benchmark", str(RETRIEVAL / "train_example.benchmark"),
+              "--labels", str(RETRIEVAL / "train_example.labels"), "--results", str(results),
+              "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    values = json.loads(out.stdout)
+    assert values == {"patch_retrieval_map": 1.0, "image_retrieval_map": 1.0, "n_queries": 50}
+
+
+def test_patches_eval_of_a_folder_continues_past_a_broken_file(tmp_path):
+    write_oracle_results("train_example", tmp_path)
+    (tmp_path / "train_easy_5s_00.results").write_text("not,a,valid,header\n")
+    out = run("patches", "eval", "--benchmarks", str(RETRIEVAL), "--results", str(tmp_path),
+              "--json")  # fmt: skip
+    assert out.returncode == 1
+    payload = json.loads(out.stdout)
+    assert [f["file"] for f in payload["files"]] == ["train_example"]
+    assert payload["files"][0]["patch_retrieval_map"] == 1.0
+    assert "train_easy_5s_00.results" in payload["errors"][0]["file"]
+    assert "train_easy_5s_00" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_patches_compute_then_eval(tmp_path):
+    import numpy as np
+
+    from metricalc.patches import read_benchmark, read_labels, read_results
+
+    benchmark = read_benchmark(RETRIEVAL / "train_example.benchmark")
+    labels = read_labels(RETRIEVAL / "train_example.labels")
+    rows: dict[str, int] = {}
+    for signature in [s for cluster in labels.clusters for s in cluster]:
+        image, index = signature.rsplit(".", 1)
+        rows[image] = max(rows.get(image, 0), int(index) + 1)
+    rng = np.random.default_rng(0)
+    for image in benchmark.pool:
+        sequence, name = image.split(".")
+        (tmp_path / "desc" / sequence).mkdir(parents=True, exist_ok=True)
+        np.save(tmp_path / "desc" / sequence / f"{name}.npy",
+                rng.random((rows.get(image, 1), 8), dtype=np.float32))  # fmt: skip
+    out = tmp_path / "train_example.results"
+    result = run(
+        "patches", "compute", "--benchmark", str(RETRIEVAL / "train_example.benchmark"),
+        "--descriptors", str(tmp_path / "desc"), "--out", str(out), "--no-progress",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lists = read_results(out).results
+    assert len(lists) == 50 and all(len(r) == 51 for r in lists)
+    assert [r[0] for r in lists] == list(benchmark.queries)
+    scored = run("patches", "eval", "--benchmark", str(RETRIEVAL / "train_example.benchmark"),
+                 "--labels", str(RETRIEVAL / "train_example.labels"), "--results", str(out),
+                 "--json")  # fmt: skip
+    values = json.loads(scored.stdout)
+    assert 0 <= values["patch_retrieval_map"] < 0.5  # random descriptors: far from the oracle

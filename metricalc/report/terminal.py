@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
+import pandas as pd
 import xarray as xr
 from rich.console import Console
 from rich.table import Table
@@ -22,6 +23,11 @@ TABLE_METRICS = (
     ("total_queries_processed", "queries"),
 )
 """(metric name, column header) of the default terminal table; rates shown in percent."""
+
+
+def _console() -> Console:
+    """The terminal's console; a pipe or a log file gets a table as wide as a terminal shows."""
+    return Console() if sys.stdout.isatty() else Console(width=120)
 
 
 def _cell(name: str, value: float) -> str:
@@ -46,6 +52,20 @@ def print_metric_table(
         status = str(row["status"].values) if "status" in row else "ok"
         cells = [_cell(n, float(row[n].values)) for n, _ in shown]
         table.add_row(d if status == "ok" else f"{d} (error)", *cells)
-    if console is None:  # a pipe or a log file gets a table as wide as a terminal would show
-        console = Console() if sys.stdout.isatty() else Console(width=120)
-    console.print(table)
+    (console or _console()).print(table)
+
+
+def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None = None) -> None:
+    """Print a table (one row per frame row); float columns named ``*_map`` in percent."""
+    table = Table(title=title or None)
+    for column in frame.columns:
+        table.add_column(str(column), justify="left" if frame[column].dtype == object else "right")
+    for _, row in frame.iterrows():
+        cells = []
+        for column, value in row.items():
+            if str(column).endswith("_map") and isinstance(value, float):
+                cells.append(f"{100 * value:.2f}" if math.isfinite(value) else "-")
+            else:
+                cells.append("-" if value is None else str(value))
+        table.add_row(*cells)
+    (console or _console()).print(table)

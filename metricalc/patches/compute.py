@@ -1,0 +1,868 @@
+"""Producing HPatches retrieval ``.results``: a pool of descriptors and every query's top 51.
+
+A ``.benchmark`` file names a pool of patch-images (``seq.img``, line 1) and one query patch
+``seq.img.idx`` per line. :func:`load_descriptor_pool` reads the descriptors of every pool
+patch-image (HPatches layout ``DIR/<seq>/<img>.csv``, one row per patch, or ``DIR/<seq>/<img>.npy``,
+N x D) into one :class:`DescriptorPool`; :func:`compute_results` ranks, for every query, the whole
+pool by descriptor distance and keeps the query followed by its 50 nearest other patches;
+:func:`write_results` writes them as a ``.results`` file (PROTOCOLS.md section 6).
+
+Distances, for a query :math:`a` and a pool patch :math:`b` of dimension :math:`D`:
+
+.. math::
+
+    d_{L2}(a, b)^2 = \\|a - b\\|^2 = [-2a, \\|a\\|^2, 1] \\cdot [b, 1, \\|b\\|^2],
+    \\qquad d_{L1}(a, b) = \\sum_{j=1}^{D} |a_j - b_j|
+
+L2 ranks by the squared distance (same order), from one float32 BLAS GEMM per block of distances
+with the augmented matrices above; the result is exact for integer or dyadic descriptors of
+moderate size, and otherwise carries a rounding error of about
+:math:`10^{-7}(\\|a\\|^2 + \\|b\\|^2)`, so two patches whose distances differ by less than that
+may be ranked as exact arithmetic would not. L1 has no GEMM form; it is accumulated dimension by
+dimension with NumPy broadcasting over cache-sized tiles (in threads), about ten times slower
+than L2 (``benchmarks/bench_patches.py`` prints the ratio).
+
+The distances come in blocks of up to :data:`QUERY_CHUNK` queries by a slice of the pool, so the
+pool goes through the GEMM once (per query chunk) and the memory is one block, never the full
+matrix. No row is ever sorted. Each query keeps a *limit*: the 50th smallest distance among the
+candidates it has found so far. A patch of a later block at that distance or more ranks after
+50 patches already found (ties go to the lower pool row, and earlier blocks hold lower rows), so
+a block's candidates are its values strictly below the limit: one comparison pass over the block,
+then a sort of the few hits (at most 50 kept per query and block). In the first block the limit
+is still infinite and a bound is used instead: with the columns dealt into ``G`` interleaved
+groups (column ``j`` in group ``j mod G``), the 51st smallest group minimum has at least 51
+columns, so 50 besides the query, at or below it. For random-like data a query collects about
+:math:`50 (1 + \\ln B)` candidates over ``B`` blocks; the last step sorts those by (distance,
+pool row) and keeps 50.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from metricalc.errors import InvalidInputError
+from metricalc.progress import progress_bar
+
+__all__ = [
+    "DISTANCES",
+    "N_NEIGHBOURS",
+    "DescriptorPool",
+    "compute_results",
+    "load_descriptor_pool",
+    "write_results",
+]
+
+N_NEIGHBOURS = 50
+"""Pool patches listed after the query on each ``.results`` line (51 signatures in all)."""
+
+DISTANCES: tuple[str, ...] = ("l2", "l1")
+"""Distances :func:`compute_results` accepts."""
+
+CHUNK_ELEMENTS = 1 << 25
+"""Distances computed at once (128 MiB of float32): a block of up to :data:`QUERY_CHUNK` queries
+by ``CHUNK_ELEMENTS // queries`` pool patches. 4,000 queries x 300,000 patches x 128 dims then
+take 38 blocks, the pool streamed through the GEMM once, far below 2 GiB."""
+
+QUERY_CHUNK = 4096
+"""Queries per block; more queries are processed in several passes over the pool."""
+
+MIN_BLOCK_COLUMNS = 1024
+"""Fewest pool patches per block (when :data:`QUERY_CHUNK` is large against the chunk)."""
+
+GROUPS = 512
+"""Interleaved column groups whose minima bound the 51st smallest distance of a query's first
+block of distances."""
+
+COMPARE_ELEMENTS = 1 << 24
+"""Distances compared with their limits at once (a 16 MiB mask)."""
+
+CANDIDATE_ELEMENTS = 1 << 22
+"""Most candidates sorted at once: a batch with more (many tied distances) is split by rows."""
+
+L1_BLOCK_COLUMNS = 4096
+"""Pool columns per L1 block; with :data:`L1_BLOCK_QUERIES` queries the block fits in L2 cache."""
+
+L1_BLOCK_QUERIES = 32
+"""Queries per L1 block."""
+
+MAX_THREADS = 4
+"""Upper bound on the threads selecting neighbours (row blocks) and computing L1 distances
+(column blocks); the L2 GEMM uses BLAS's own threads."""
+
+_IMAGES = frozenset(["ref"] + [f"{kind}{i}" for kind in "eht" for i in range(1, 6)])
+_SEQUENCE = re.compile(r"[^.,\s/\\]+")
+_INDEX = re.compile(r"[0-9]+")
+
+
+# -- names -----------------------------------------------------------------------------------------
+
+
+def _patch_image_problem(name: object) -> str | None:
+    if not isinstance(name, str):
+        return f"not a str but {type(name).__name__}"
+    parts = name.split(".")
+    if len(parts) != 2:
+        return f"{len(parts)} dot-separated parts instead of 2"
+    if not _SEQUENCE.fullmatch(parts[0]):  # no dot, comma, whitespace or path separator
+        return "an empty or invalid sequence name"
+    if parts[1] not in _IMAGES:
+        return f"unknown image {parts[1]!r}"
+    return None
+
+
+def _check_names(names: Sequence[str], what: str) -> tuple[str, ...]:
+    if isinstance(names, str):
+        raise InvalidInputError(f"{what}: expected a sequence of patch-image names, got a str")
+    names = tuple(names)
+    if not names:
+        raise InvalidInputError(f"{what}: expected at least one patch-image, got none")
+    seen: dict[str, int] = {}
+    for position, name in enumerate(names, start=1):
+        problem = _patch_image_problem(name)
+        if problem:
+            raise InvalidInputError(
+                f"{what}, entry {position}: expected a patch-image 'seq.img' (img one of ref, "
+                f"e1..e5, h1..h5, t1..t5), got {name!r} ({problem})"
+            )
+        if name in seen:
+            raise InvalidInputError(
+                f"{what}, entry {position}: patch-image {name!r} repeats entry {seen[name]}; "
+                "expected each patch-image once"
+            )
+        seen[name] = position
+    return names
+
+
+# -- the pool --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class DescriptorPool:
+    """The descriptors of every patch of a pool of patch-images, in one float32 matrix.
+
+    Attributes
+    ----------
+    names : tuple of str
+        The patch-images ``seq.img``, in pool order (the ``.benchmark`` header).
+    descriptors : ndarray of float32, shape (M, D)
+        The patches of every patch-image, concatenated in pool order; C-contiguous.
+    offsets : ndarray of int64, shape (len(names) + 1,)
+        Patch-image ``i`` holds rows ``offsets[i]:offsets[i + 1]``; ``offsets[-1] == M``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pool = DescriptorPool.from_arrays(
+    ...     ["a.ref", "a.e1"], [np.zeros((3, 4)), np.ones((2, 4))]
+    ... )
+    >>> pool.descriptors.shape, pool.offsets.tolist()
+    ((5, 4), [0, 3, 5])
+    >>> pool.row("a.e1.1"), pool.signature(4)
+    (4, 'a.e1.1')
+    """
+
+    names: tuple[str, ...]
+    descriptors: np.ndarray
+    offsets: np.ndarray
+    _position: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        names = _check_names(self.names, "pool")
+        descriptors, offsets = self.descriptors, np.asarray(self.offsets)
+        if (
+            not isinstance(descriptors, np.ndarray)
+            or descriptors.ndim != 2
+            or descriptors.dtype != np.float32
+            or not descriptors.flags.c_contiguous
+        ):
+            raise InvalidInputError(
+                "descriptors: expected a C-contiguous float32 matrix (M x D), got "
+                f"{type(descriptors).__name__} {getattr(descriptors, 'shape', '')}"
+            )
+        if (
+            offsets.shape != (len(names) + 1,)
+            or offsets.dtype.kind not in "iu"
+            or offsets[0] != 0
+            or offsets[-1] != len(descriptors)
+            or np.any(np.diff(offsets) < 0)
+        ):
+            raise InvalidInputError(
+                f"offsets: expected {len(names) + 1} non-decreasing integers from 0 to "
+                f"{len(descriptors)}, got {offsets!r}"
+            )
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "offsets", offsets.astype(np.int64))
+        object.__setattr__(self, "_position", {name: i for i, name in enumerate(names)})
+
+    @classmethod
+    def from_arrays(
+        cls, names: Sequence[str], arrays: Sequence[np.ndarray], *, sources: Sequence[str] = ()
+    ) -> DescriptorPool:
+        """Build a pool from one (N_i x D) array per patch-image, checking every array.
+
+        Each array must be 2-D, real, finite, with the same D as the first (N_i may be 0).
+        ``sources`` optionally names where each array came from, for the error messages.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> DescriptorPool.from_arrays(["s.ref"], [np.eye(2)]).descriptors.dtype
+        dtype('float32')
+        """
+        names = _check_names(names, "pool")
+        arrays = list(arrays)
+        if len(arrays) != len(names):
+            raise InvalidInputError(
+                f"arrays: expected one array per patch-image ({len(names)}), got {len(arrays)}"
+            )
+        sources = list(sources) or [f"patch-image {name!r}" for name in names]
+        checked: list[np.ndarray] = []
+        for name, array, source in zip(names, arrays, sources, strict=True):
+            checked.append(_checked_matrix(np.asarray(array), source, name))
+            first, last = checked[0], checked[-1]
+            if last.shape[1] != first.shape[1]:
+                raise InvalidInputError(
+                    f"{source}: {last.shape[1]} values per patch, but {sources[0]} has "
+                    f"{first.shape[1]}; every patch-image of the pool needs the same descriptor "
+                    "dimension"
+                )
+        counts = [len(a) for a in checked]
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        descriptors = np.ascontiguousarray(np.concatenate(checked, axis=0), dtype=np.float32)
+        return cls(names, descriptors, offsets)
+
+    @property
+    def n_patches(self) -> int:
+        """Number of pool patches M (rows of :attr:`descriptors`)."""
+        return int(self.offsets[-1])
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Number of patches of each patch-image, in pool order."""
+        return np.diff(self.offsets)
+
+    def row(self, signature: str) -> int:
+        """Pool row of the patch ``seq.img.idx``.
+
+        Raises
+        ------
+        InvalidInputError
+            If the signature is malformed, its patch-image is not in the pool, or ``idx`` is not
+            below the patch-image's number of patches (the message names both).
+        """
+        image, index = _split_signature(signature)
+        position = self._position.get(image)
+        if position is None:
+            raise InvalidInputError(
+                f"signature {signature!r}: patch-image {image!r} is not in the pool"
+            )
+        count = int(self.offsets[position + 1] - self.offsets[position])
+        if index >= count:
+            raise InvalidInputError(
+                f"signature {signature!r}: patch index {index} is out of range; patch-image "
+                f"{image!r} has {count} patches (indices 0..{count - 1})"
+            )
+        return int(self.offsets[position]) + index
+
+    def signature(self, row: int) -> str:
+        """The signature ``seq.img.idx`` of pool row ``row``."""
+        return self.signatures(np.array([row]))[0]
+
+    def signatures(self, rows: np.ndarray) -> list[str]:
+        """Signatures of the pool rows ``rows`` (any shape), flattened in C order."""
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n_patches):
+            raise InvalidInputError(
+                f"rows: expected pool rows in 0..{self.n_patches - 1}, got "
+                f"{rows.min()}..{rows.max()}"
+            )
+        image = np.searchsorted(self.offsets, rows, side="right") - 1
+        index = rows - self.offsets[image]
+        names = self.names
+        return [f"{names[i]}.{j}" for i, j in zip(image.tolist(), index.tolist(), strict=True)]
+
+
+def _split_signature(signature: object) -> tuple[str, int]:
+    """``seq.img.idx`` -> (``seq.img``, idx), checking the form."""
+    if not isinstance(signature, str):
+        raise InvalidInputError(f"signature: expected a str, got {type(signature).__name__}")
+    image, _, index = signature.rpartition(".")
+    problem = _patch_image_problem(image) if image else "no '.idx' part"
+    if problem is None and not _INDEX.fullmatch(index):
+        problem = f"patch index {index!r} is not a non-negative integer"
+    if problem:
+        raise InvalidInputError(
+            f"expected a signature 'seq.img.idx' (idx an integer >= 0), got {signature!r} "
+            f"({problem})"
+        )
+    return image, int(index)
+
+
+def _checked_matrix(array: np.ndarray, source: str, name: str) -> np.ndarray:
+    if array.ndim != 2 or array.dtype.kind not in "fiu":
+        raise InvalidInputError(
+            f"{source}: expected an N x D matrix of real numbers (one row per patch of "
+            f"{name!r}), got {array.dtype} of shape {array.shape}"
+        )
+    with np.errstate(over="ignore"):  # beyond float32 range: inf, reported below
+        values = array.astype(np.float32, copy=False)
+    if values.shape[1] == 0:
+        raise InvalidInputError(f"{source}: expected at least one value per patch, got 0")
+    finite = np.isfinite(values).all(axis=1)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise InvalidInputError(
+            f"{source}, row {row + 1}: expected {values.shape[1]} finite float32 values "
+            "(a short row, an empty field, NaN, inf or a value beyond float32 range?)"
+        )
+    return values
+
+
+def _read_csv(path: Path, name: str) -> np.ndarray:
+    try:  # a blank line is a row of NaN and a value beyond float32 range is inf: both reported
+        with np.errstate(over="ignore"):
+            frame = pd.read_csv(
+                path, header=None, dtype=np.float32, engine="c", skip_blank_lines=False
+            )
+    except pd.errors.EmptyDataError:
+        raise InvalidInputError(
+            f"{path}: empty file; expected one row of comma-separated floats per patch of {name!r}"
+        ) from None
+    except (ValueError, pd.errors.ParserError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InvalidInputError(
+            f"{path}: expected one row of comma-separated floats per patch of {name!r} ({reason})"
+        ) from None
+    return frame.to_numpy(dtype=np.float32)
+
+
+def _read_npy(path: Path, name: str) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise InvalidInputError(
+            f"{path}: expected a NumPy .npy file holding an N x D matrix for {name!r} ({error})"
+        ) from None
+    if not isinstance(array, np.ndarray):
+        raise InvalidInputError(f"{path}: expected a .npy array for {name!r}, got an archive")
+    return array
+
+
+def load_descriptor_pool(
+    directory: str | os.PathLike[str], pool: Sequence[str], *, progress: bool = False
+) -> DescriptorPool:
+    """Read the descriptors of every patch-image of ``pool`` from ``directory``.
+
+    Parameters
+    ----------
+    directory : str or path-like
+        HPatches descriptor layout: ``directory/<seq>/<img>.npy`` (an N x D real matrix) or
+        ``directory/<seq>/<img>.csv`` (N rows of D comma-separated floats, no header). When both
+        exist the ``.npy`` is read.
+    pool : sequence of str
+        The patch-images ``seq.img`` (the ``.benchmark`` header), in order; each must exist.
+    progress : bool, default False
+        Show a progress bar over the patch-images.
+
+    Returns
+    -------
+    DescriptorPool
+        Rows concatenated in pool order, as float32.
+
+    Raises
+    ------
+    InvalidInputError
+        On a malformed or repeated pool name, a missing patch-image (naming it and both paths
+        tried), an unreadable file, a non-finite value (naming file and row), or a descriptor
+        dimension different from the first patch-image's.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     (Path(tmp) / "s").mkdir()
+    ...     np.save(Path(tmp) / "s" / "ref.npy", np.zeros((3, 2)))
+    ...     _ = (Path(tmp) / "s" / "e1.csv").write_text("1,2\\n3,4\\n")
+    ...     pool = load_descriptor_pool(tmp, ["s.ref", "s.e1"])
+    >>> pool.descriptors.tolist()[-1], pool.counts.tolist()
+    ([3.0, 4.0], [3, 2])
+    """
+    directory = Path(directory)
+    names = _check_names(pool, "pool")
+    if not directory.is_dir():
+        raise InvalidInputError(f"directory: {directory} is not a folder of descriptors")
+    arrays, sources = [], []
+    with progress_bar("reading descriptors", total=len(names), enabled=progress) as advance:
+        for position, name in enumerate(names, start=1):
+            sequence, image = name.split(".")
+            npy, csv = directory / sequence / f"{image}.npy", directory / sequence / f"{image}.csv"
+            if npy.is_file():
+                arrays.append(_read_npy(npy, name))
+                sources.append(str(npy))
+            elif csv.is_file():
+                arrays.append(_read_csv(csv, name))
+                sources.append(str(csv))
+            else:
+                raise InvalidInputError(
+                    f"patch-image {name!r} (pool entry {position}) has no descriptors: neither "
+                    f"{npy} nor {csv} exists"
+                )
+            advance()
+    return DescriptorPool.from_arrays(names, arrays, sources=sources)
+
+
+# -- the benchmark file ----------------------------------------------------------------------------
+
+
+def _read_benchmark(path: Path) -> tuple[list[str], list[str]]:
+    """(pool header, query signatures) of a ``.benchmark`` file; only the layout is checked."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(f"{path}: expected UTF-8 text ({error})") from None
+    except OSError as error:
+        raise InvalidInputError(f"{path}: cannot read the benchmark file ({error})") from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the final newline
+    if not lines or not lines[0].strip():
+        raise InvalidInputError(f"{path}, line 1: expected the pool of patch-images, got nothing")
+    header = [name.strip() for name in lines[0].split(",")]
+    queries = []
+    for number, line in enumerate(lines[1:], start=2):
+        query = line.strip()
+        if not query or "," in query:
+            raise InvalidInputError(
+                f"{path}, line {number}: expected one query signature 'seq.img.idx', got {line!r}"
+            )
+        queries.append(query)
+    if not queries:
+        raise InvalidInputError(f"{path}: expected query signatures after line 1, got none")
+    return header, queries
+
+
+# -- distances and selection -----------------------------------------------------------------------
+
+
+def _augmented(values: np.ndarray, *, query: bool) -> np.ndarray:
+    """``[-2a, |a|^2, 1]`` (queries) or ``[b, 1, |b|^2]`` (pool), float32, one row per patch."""
+    n, dims = values.shape
+    norms = np.einsum("ij,ij->i", values, values, dtype=np.float64)
+    if norms.size and norms.max() > float(np.finfo(np.float32).max) / 4:
+        raise InvalidInputError(
+            f"descriptors: squared norm {norms.max():.3g} overflows float32 L2 distances; "
+            "expected descriptors of moderate magnitude (rescale them)"
+        )
+    out = np.empty((n, dims + 2), dtype=np.float32)
+    if query:
+        np.multiply(values, -2.0, out=out[:, :dims])
+        out[:, dims], out[:, dims + 1] = norms, 1.0
+    else:
+        out[:, :dims] = values
+        out[:, dims], out[:, dims + 1] = 1.0, norms
+    return out
+
+
+def _l1_distances(
+    queries: np.ndarray, pool_t: np.ndarray, out: np.ndarray, executor: ThreadPoolExecutor
+) -> None:
+    """``out[i, j] = sum_d |queries[i, d] - pool_t[d, j]|``, by cache-sized tiles in threads."""
+    n, m = out.shape
+
+    def tile(corner: tuple[int, int]) -> None:
+        first, start = corner
+        q = queries[first : first + L1_BLOCK_QUERIES]
+        columns = pool_t[:, start : start + L1_BLOCK_COLUMNS]
+        acc = np.zeros((len(q), columns.shape[1]), dtype=np.float32)
+        tmp = np.empty_like(acc)
+        for d in range(q.shape[1]):
+            np.subtract(q[:, d, None], columns[d], out=tmp)
+            np.abs(tmp, out=tmp)
+            acc += tmp
+        out[first : first + len(q), start : start + columns.shape[1]] = acc
+
+    corners = [
+        (first, start)
+        for start in range(0, m, L1_BLOCK_COLUMNS)
+        for first in range(0, n, L1_BLOCK_QUERIES)
+    ]
+    list(executor.map(tile, corners))
+
+
+def _group_bound(dist: np.ndarray, k: int) -> np.ndarray | float:
+    """Per row of ``dist``, a value with at least ``k + 1`` columns at or below it.
+
+    Column ``j`` is in group ``j mod G``; the (k+1)-th smallest of the ``G`` group minima is such
+    a value (each of k + 1 groups has a column at or below it), found from one pass of minima over
+    ``dist`` and a partition of ``G`` values per row. Infinite when there are no more than ``k``
+    groups (the block has ``k`` columns or fewer).
+    """
+    n, m = dist.shape
+    groups = min(m, GROUPS)
+    if groups <= k:
+        return np.inf
+    length, tail = divmod(m, groups)
+    body = groups * length
+    minima = dist[:, :body].reshape(n, length, groups).min(axis=1)
+    if tail:
+        np.minimum(minima[:, :tail], dist[:, body:], out=minima[:, :tail])
+    return np.partition(minima, k, axis=1)[:, k]
+
+
+def _block_candidates(
+    dist: np.ndarray, exclude: np.ndarray, limit: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a block of distances, its ``k`` best (value, column) pairs below a limit.
+
+    Parameters
+    ----------
+    dist : ndarray of float32, shape (n, m)
+        Distances of n queries to m pool columns (finite); read, not changed.
+    exclude : ndarray of int, shape (n,)
+        Column of each query's own patch in the block, -1 if elsewhere; never returned.
+    limit : ndarray of float32, shape (n,)
+        Only values strictly below the row's limit count. Where it is infinite the row's own bound
+        is used instead (:func:`_group_bound`: k columns besides the query at or below it).
+
+    Returns
+    -------
+    rows, columns, values : ndarray
+        Flat, sorted by (row, value, column), at most ``k`` per row.
+    """
+    n, m = dist.shape
+    bound = np.nextafter(limit, np.float32(-np.inf))  # value <= bound  <=>  value < limit
+    open_rows = np.isinf(limit)
+    if open_rows.all():
+        bound[:] = _group_bound(dist, k)
+    elif open_rows.any():
+        bound[open_rows] = _group_bound(dist[open_rows], k)
+    step = max(1, COMPARE_ELEMENTS // m)
+    mask = np.empty(min(step, n) * m, dtype=bool)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for first in range(0, n, step):
+        _batch_candidates(dist, exclude, bound, k, slice(first, min(n, first + step)), mask, found)
+    rows, columns, values = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    return rows, columns, values
+
+
+def _batch_candidates(
+    dist: np.ndarray,
+    exclude: np.ndarray,
+    bound: np.ndarray,
+    k: int,
+    rows: slice,
+    mask: np.ndarray,
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> None:
+    """Append the ``k`` best pairs at or below ``bound`` of each row of ``dist[rows]`` to ``found``.
+
+    ``mask`` is a bool buffer of at least the batch's size. A batch with more than
+    :data:`CANDIDATE_ELEMENTS` candidates (many tied distances) is split in two.
+    """
+    m = dist.shape[1]
+    part = dist[rows]
+    size = part.size
+    np.less_equal(part, bound[rows, None], out=mask[:size].reshape(-1, m))
+    positions = np.flatnonzero(mask[:size])  # increasing: by row, then column
+    if len(positions) > CANDIDATE_ELEMENTS and rows.stop - rows.start > 1:
+        middle = (rows.start + rows.stop) // 2
+        del positions
+        _batch_candidates(dist, exclude, bound, k, slice(rows.start, middle), mask, found)
+        _batch_candidates(dist, exclude, bound, k, slice(middle, rows.stop), mask, found)
+        return
+    values = np.ravel(part)[positions]
+    row, column = np.divmod(positions, m)
+    keep = column != exclude[rows][row]
+    row, column, values = row[keep], column[keep], values[keep]
+    order = _row_value_order(row, values)
+    row, column, values = row[order], column[order], values[order]
+    best = _rank_in_row(row) < k
+    found.append((row[best] + rows.start, column[best], values[best]))
+
+
+def _row_value_order(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Stable order by (row, value) of rows in ``0..2**32 - 1`` and float32 values (no NaN).
+
+    One stable argsort of a 64-bit key: the row, then the value's bits made to sort as unsigned
+    integers (sign bit flipped for positives, all bits for negatives; -0.0 counted as +0.0), so
+    equal values keep their input order. Several times faster than ``np.lexsort``.
+    """
+    bits = (values + np.float32(0.0)).view(np.uint32)  # -0.0 + 0.0 = +0.0
+    bits = np.where(bits >> 31 != 0, ~bits, bits | np.uint32(0x80000000))
+    key = (rows.astype(np.uint64) << np.uint64(32)) | bits.astype(np.uint64)
+    return np.argsort(key, kind="stable")
+
+
+def _rank_in_row(rows: np.ndarray) -> np.ndarray:
+    """Position of each entry within its run of equal values of the sorted array ``rows``."""
+    index = np.arange(len(rows))
+    starts = np.ones(len(rows), dtype=bool)
+    np.not_equal(rows[1:], rows[:-1], out=starts[1:])
+    return index - np.maximum.accumulate(np.where(starts, index, 0))
+
+
+class _Selection:
+    """The running top ``k`` of a range of queries over successive blocks of pool columns.
+
+    Candidates of each block are kept (at most ``k`` per query and block); ``best`` holds the
+    ``k`` smallest candidate values so far, whose largest is the limit for later blocks: a later
+    column at that distance or more ranks after ``k`` patches already found (ties go to the lower
+    row). For random-like data a query gathers about ``k (1 + ln B)`` candidates over ``B`` blocks.
+    """
+
+    def __init__(self, first: int, own_rows: np.ndarray, k: int) -> None:
+        self.first, self.own_rows, self.k, self.n = first, own_rows, k, len(own_rows)
+        self.best = np.full((len(own_rows), k), np.inf, dtype=np.float32)
+        self.found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, dist: np.ndarray, start: int) -> None:
+        """Take the candidates of ``dist``, the distances to pool rows ``start:start + m``."""
+        n, m = dist.shape
+        exclude = self.own_rows - start
+        exclude[(exclude < 0) | (exclude >= m)] = -1
+        rows, columns, values = _block_candidates(dist, exclude, self.best.max(axis=1), self.k)
+        if rows.size:
+            self.found.append((rows, columns + start, values))
+            fresh = np.full((n, self.k), np.inf, dtype=np.float32)
+            fresh[rows, _rank_in_row(rows)] = values
+            merged = np.concatenate([self.best, fresh], axis=1)
+            self.best = np.partition(merged, self.k - 1, axis=1)[:, : self.k]
+
+    def result(self) -> np.ndarray:
+        """Pool rows of the ``k`` nearest patches of each query, by (distance, pool row)."""
+        rows, columns, values = (np.concatenate(parts) for parts in zip(*self.found, strict=True))
+        keep = values <= self.best.max(axis=1)[rows]  # the k-th best value found: drop the rest
+        rows, columns, values = rows[keep], columns[keep], values[keep]
+        order = _row_value_order(rows, values)  # stable: ties stay in block, then column order
+        rows, columns = rows[order], columns[order]
+        first = np.searchsorted(rows, np.arange(self.n))
+        return columns[first[:, None] + np.arange(self.k)]
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+
+def compute_results(
+    benchmark_path: str | os.PathLike[str],
+    pool: DescriptorPool,
+    *,
+    distance: str = "l2",
+    progress: bool = False,
+) -> list[list[str]]:
+    """Every query's ``.results`` line: the query, then its 50 nearest other pool patches.
+
+    Parameters
+    ----------
+    benchmark_path : str or path-like
+        A ``.benchmark`` file: line 1 the pool of patch-images, then one query ``seq.img.idx``
+        per line. Its header must equal ``pool.names`` (same patch-images, same order).
+    pool : DescriptorPool
+        Descriptors of the pool (:func:`load_descriptor_pool`); at least 51 patches.
+    distance : {"l2", "l1"}, default "l2"
+        Euclidean distance (ranked by its square, one float32 GEMM per block) or L1
+        (:math:`\\sum_j |a_j - b_j|`, accumulated by broadcasting; about ten times slower).
+    progress : bool, default False
+        Show a progress bar over the blocks of distances.
+
+    Returns
+    -------
+    list of list of str
+        Per query, in file order, 51 signatures: the query as written in the file, then the 50
+        pool patches nearest to it by increasing distance (the query's own row excluded; other
+        patches at distance 0 included), ties broken by the lower pool row.
+
+    Raises
+    ------
+    InvalidInputError
+        On an unreadable or malformed benchmark file, a header different from the pool, a query
+        whose patch-image is not in the pool or whose index is out of range (naming file, line,
+        signature and the patch-image's number of patches), a pool of fewer than 51 patches,
+        descriptors too large for float32 distances, or an unknown distance.
+
+    Notes
+    -----
+    Distances are computed in blocks of up to :data:`QUERY_CHUNK` queries by ``W`` pool patches,
+    ``W = CHUNK_ELEMENTS // queries`` (128 MiB), so the pool is streamed through the GEMM once
+    per query chunk; each block's candidates are selected in threads (rows split between them).
+    Memory: the augmented (L2) or transposed (L1) pool, M x (D + 2) float32, one block, and a
+    few hundred candidates per query: about 0.3 GiB for 4,000 queries x 300,000 patches x 128
+    dimensions (many tied distances can add up to 50 candidates per query and block). L2
+    distances carry float32 rounding (see the module notes): near-ties closer than about 1e-7
+    of the squared norms may be ordered differently from exact arithmetic.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> pool = DescriptorPool.from_arrays(["s.ref"], [np.arange(60.0)[:, None]])
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "x.benchmark"
+    ...     _ = path.write_text("s.ref\\ns.ref.10\\n")
+    ...     results = compute_results(path, pool)
+    >>> len(results[0]), results[0][:5]
+    (51, ['s.ref.10', 's.ref.9', 's.ref.11', 's.ref.8', 's.ref.12'])
+    """
+    if distance not in DISTANCES:
+        raise InvalidInputError(f"distance: expected one of {DISTANCES}, got {distance!r}")
+    if not isinstance(pool, DescriptorPool):
+        raise InvalidInputError(f"pool: expected a DescriptorPool, got {type(pool).__name__}")
+    path = Path(benchmark_path)
+    header, queries = _read_benchmark(path)
+    if header != list(pool.names):
+        raise InvalidInputError(f"{path}, line 1: {_header_difference(header, pool.names)}")
+    m, n, k = pool.n_patches, len(queries), N_NEIGHBOURS
+    if m <= k:
+        raise InvalidInputError(
+            f"pool: {m} patches; expected at least {k + 1} (the query and {k} others per "
+            "results line)"
+        )
+    query_rows = np.empty(n, dtype=np.int64)
+    for number, query in enumerate(queries, start=2):
+        try:
+            query_rows[number - 2] = pool.row(query)
+        except InvalidInputError as error:
+            raise InvalidInputError(f"{path}, line {number}: {error}") from None
+
+    chunk = min(n, QUERY_CHUNK)
+    width = min(m, max(MIN_BLOCK_COLUMNS, CHUNK_ELEMENTS // chunk))
+    buffer = np.empty(chunk * width, dtype=np.float32)
+    neighbours = np.empty((n, k), dtype=np.int64)
+    threads = min(MAX_THREADS, os.cpu_count() or 1)
+    total = -(-n // chunk) * -(-m // width)
+    with (
+        ThreadPoolExecutor(threads) as executor,
+        progress_bar(f"ranking {path.name}", total=total, enabled=progress) as advance,
+    ):
+        fill = _distance_filler(pool, query_rows, distance, executor)
+        for first in range(0, n, chunk):
+            last = min(n, first + chunk)
+            cuts = np.linspace(first, last, threads + 1).astype(int).tolist()
+            parts = [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+            selections = [_Selection(a, query_rows[a:b].copy(), k) for a, b in parts]
+            for start in range(0, m, width):
+                stop = min(m, start + width)
+                dist = buffer[: (last - first) * (stop - start)].reshape(last - first, -1)
+                fill(first, last, start, stop, dist)
+                tasks = [
+                    (s, dist[s.first - first : s.first - first + s.n], start) for s in selections
+                ]
+                list(executor.map(lambda task: task[0].add(*task[1:]), tasks))
+                advance()
+            for selection in selections:
+                neighbours[selection.first : selection.first + selection.n] = selection.result()
+    names = pool.signatures(neighbours)
+    return [[query, *names[i * k : (i + 1) * k]] for i, query in enumerate(queries)]
+
+
+def _distance_filler(
+    pool: DescriptorPool, query_rows: np.ndarray, distance: str, executor: ThreadPoolExecutor
+) -> Callable[[int, int, int, int, np.ndarray], None]:
+    """``fill(first, last, start, stop, out)``: distances of queries ``first:last`` to pool rows
+    ``start:stop`` into ``out``."""
+    queries = pool.descriptors[query_rows]
+    if distance == "l2":
+        pool_augmented = _augmented(pool.descriptors, query=False)
+        queries_augmented = _augmented(queries, query=True)
+
+        def fill(first: int, last: int, start: int, stop: int, out: np.ndarray) -> None:
+            np.matmul(queries_augmented[first:last], pool_augmented[start:stop].T, out=out)
+
+    else:
+        largest = float(np.abs(pool.descriptors).max())
+        if 2 * largest * pool.descriptors.shape[1] > float(np.finfo(np.float32).max):
+            raise InvalidInputError(
+                f"descriptors: values up to {largest:.3g} overflow float32 L1 distances; "
+                "expected descriptors of moderate magnitude (rescale them)"
+            )
+        pool_t = np.ascontiguousarray(pool.descriptors.T)
+
+        def fill(first: int, last: int, start: int, stop: int, out: np.ndarray) -> None:
+            _l1_distances(queries[first:last], pool_t[:, start:stop], out, executor)
+
+    return fill
+
+
+def _header_difference(header: Sequence[str], names: Sequence[str]) -> str:
+    for position, (got, expected) in enumerate(zip(header, names, strict=False), start=1):
+        if got != expected:
+            return (
+                f"pool entry {position} is {got!r} but the descriptor pool has {expected!r}; "
+                "expected the descriptor pool loaded from this header"
+            )
+    return (
+        f"the header lists {len(header)} patch-images but the descriptor pool has {len(names)}; "
+        "expected the descriptor pool loaded from this header"
+    )
+
+
+def write_results(
+    path: str | os.PathLike[str],
+    pool_header: Sequence[str],
+    results: Sequence[Sequence[str]],
+) -> Path:
+    """Write a ``.results`` file atomically (a temporary file in the same folder, then rename).
+
+    Line 1 is ``pool_header`` joined by commas (the ``.benchmark`` header), then one line of 51
+    comma-separated signatures per query (the query first), as :func:`compute_results` returns.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    InvalidInputError
+        On a malformed pool header, or a results line that is not 51 well-formed signatures
+        (naming the results index and the file line it would have been); nothing is written then.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> row = [f"s.ref.{i}" for i in range(51)]
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     text = write_results(Path(tmp) / "x.results", ["s.ref"], [row]).read_text()
+    >>> text.splitlines()[0], text.splitlines()[1].split(",")[:2]
+    ('s.ref', ['s.ref.0', 's.ref.1'])
+    """
+    path = Path(path)
+    header = _check_names(pool_header, "pool_header")
+    lines = [",".join(header)]
+    for i, row in enumerate(results):
+        where = f"results[{i}] (line {i + 2})"
+        if isinstance(row, str) or len(row) != N_NEIGHBOURS + 1:
+            got = "a str" if isinstance(row, str) else f"{len(row)}"
+            raise InvalidInputError(
+                f"{where}: expected {N_NEIGHBOURS + 1} signatures (the query, then "
+                f"{N_NEIGHBOURS} others), got {got}"
+            )
+        for signature in row:
+            try:
+                _split_signature(signature)
+            except InvalidInputError as error:
+                raise InvalidInputError(f"{where}: {error}") from None
+        lines.append(",".join(row))
+    data = "\n".join(lines) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
