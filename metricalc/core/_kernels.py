@@ -89,6 +89,34 @@ def count_true(mask: np.ndarray) -> np.ndarray:
     return np.add.reduce(mask.view(np.uint8), axis=-1, dtype=_count_dtype(mask.shape[-1]))
 
 
+def augmented_operand(values: np.ndarray, *, query: bool) -> np.ndarray:
+    """One side of the squared-distance product, float32, one row per vector.
+
+    ``[-2a, |a|^2, 1]`` for queries and ``[b, 1, |b|^2]`` for candidates, so that one matrix
+    product gives ``|a|^2 + |b|^2 - 2 a.b = |a - b|^2`` with no extra pass.
+
+    Raises
+    ------
+    InvalidInputError
+        If a squared norm would overflow float32.
+    """
+    n, dims = values.shape
+    norms = np.einsum("ij,ij->i", values, values, dtype=np.float64)
+    if norms.size and norms.max() > float(np.finfo(np.float32).max) / 4:
+        raise InvalidInputError(
+            f"descriptors: squared norm {norms.max():.3g} overflows float32 L2 distances; "
+            "expected descriptors of moderate magnitude (rescale them)"
+        )
+    out = np.empty((n, dims + 2), dtype=np.float32)
+    if query:
+        np.multiply(values, -2.0, out=out[:, :dims])
+        out[:, dims], out[:, dims + 1] = norms, 1.0
+    else:
+        out[:, :dims] = values
+        out[:, dims], out[:, dims + 1] = 1.0, norms
+    return out
+
+
 def _count_dtype(n: int) -> type[np.integer]:
     return np.int32 if n < np.iinfo(np.int32).max else np.int64
 

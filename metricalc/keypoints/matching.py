@@ -43,19 +43,9 @@ class PairMatches:
 
 
 def _augmented(descriptors: np.ndarray, *, query: bool) -> np.ndarray:
-    """[-2a, |a|^2, 1] for queries, [b, 1, |b|^2] for candidates, as float32."""
+    """:func:`~metricalc.core._kernels.augmented_operand` of descriptors, bits unpacked first."""
     values = np.unpackbits(descriptors, axis=1) if descriptors.dtype == np.uint8 else descriptors
-    values = values.astype(np.float32, copy=False)
-    n, dims = values.shape
-    norms = np.einsum("ij,ij->i", values, values, dtype=np.float64).astype(np.float32)
-    out = np.empty((n, dims + 2), dtype=np.float32)
-    if query:
-        np.multiply(values, -2.0, out=out[:, :dims])
-        out[:, dims], out[:, dims + 1] = norms, 1.0
-    else:
-        out[:, :dims] = values
-        out[:, dims], out[:, dims + 1] = 1.0, norms
-    return out
+    return _kernels.augmented_operand(values.astype(np.float32, copy=False), query=query)
 
 
 def prepare_queries(descriptors: np.ndarray) -> np.ndarray:

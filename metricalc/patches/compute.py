@@ -41,7 +41,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,7 +49,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from metricalc.core._kernels import augmented_operand
 from metricalc.errors import InvalidInputError
+from metricalc.patches import files
 from metricalc.progress import progress_bar
 
 __all__ = [
@@ -456,25 +457,6 @@ def _read_benchmark(path: Path) -> tuple[list[str], list[str]]:
 # -- distances and selection -----------------------------------------------------------------------
 
 
-def _augmented(values: np.ndarray, *, query: bool) -> np.ndarray:
-    """``[-2a, |a|^2, 1]`` (queries) or ``[b, 1, |b|^2]`` (pool), float32, one row per patch."""
-    n, dims = values.shape
-    norms = np.einsum("ij,ij->i", values, values, dtype=np.float64)
-    if norms.size and norms.max() > float(np.finfo(np.float32).max) / 4:
-        raise InvalidInputError(
-            f"descriptors: squared norm {norms.max():.3g} overflows float32 L2 distances; "
-            "expected descriptors of moderate magnitude (rescale them)"
-        )
-    out = np.empty((n, dims + 2), dtype=np.float32)
-    if query:
-        np.multiply(values, -2.0, out=out[:, :dims])
-        out[:, dims], out[:, dims + 1] = norms, 1.0
-    else:
-        out[:, :dims] = values
-        out[:, dims], out[:, dims + 1] = 1.0, norms
-    return out
-
-
 def _l1_distances(
     queries: np.ndarray, pool_t: np.ndarray, out: np.ndarray, executor: ThreadPoolExecutor
 ) -> None:
@@ -774,8 +756,8 @@ def _distance_filler(
     ``start:stop`` into ``out``."""
     queries = pool.descriptors[query_rows]
     if distance == "l2":
-        pool_augmented = _augmented(pool.descriptors, query=False)
-        queries_augmented = _augmented(queries, query=True)
+        pool_augmented = augmented_operand(pool.descriptors, query=False)
+        queries_augmented = augmented_operand(queries, query=True)
 
         def fill(first: int, last: int, start: int, stop: int, out: np.ndarray) -> None:
             np.matmul(queries_augmented[first:last], pool_augmented[start:stop].T, out=out)
@@ -813,7 +795,8 @@ def write_results(
     pool_header: Sequence[str],
     results: Sequence[Sequence[str]],
 ) -> Path:
-    """Write a ``.results`` file atomically (a temporary file in the same folder, then rename).
+    """Check that every line holds the query and its 50 neighbours, then write the ``.results``
+    file with :func:`metricalc.patches.write_results` (atomic: temporary file, then rename).
 
     Line 1 is ``pool_header`` joined by commas (the ``.benchmark`` header), then one line of 51
     comma-separated signatures per query (the query first), as :func:`compute_results` returns.
@@ -839,9 +822,7 @@ def write_results(
     >>> text.splitlines()[0], text.splitlines()[1].split(",")[:2]
     ('s.ref', ['s.ref.0', 's.ref.1'])
     """
-    path = Path(path)
     header = _check_names(pool_header, "pool_header")
-    lines = [",".join(header)]
     for i, row in enumerate(results):
         where = f"results[{i}] (line {i + 2})"
         if isinstance(row, str) or len(row) != N_NEIGHBOURS + 1:
@@ -855,14 +836,4 @@ def write_results(
                 _split_signature(signature)
             except InvalidInputError as error:
                 raise InvalidInputError(f"{where}: {error}") from None
-        lines.append(",".join(row))
-    data = "\n".join(lines) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return files.write_results(path, header, results)
