@@ -34,3 +34,71 @@ def random_cases(seed: int, count: int, *, large: tuple[int, ...] = (10_000, 100
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+# ---------------------------------------------------------------------------------------------
+# Headless Chromium for the tests of HTML pages (reports, inspect)
+# ---------------------------------------------------------------------------------------------
+
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "chrome")
+"""Executable names looked up on PATH (Debian's package installs /usr/bin/chromium)."""
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # the tests may run as root
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",  # the machine has no network: no background requests
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_executable() -> str | None:
+    """``$METRICALC_CHROMIUM`` if set, else the first Chromium found on PATH, else None."""
+    import os
+    import shutil
+
+    chosen = os.environ.get("METRICALC_CHROMIUM")
+    if chosen:
+        return chosen
+    for name in CHROMIUM_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Chromium driven by Playwright; the test is skipped, saying why, without one.
+
+    ``.ci/run`` installs Debian's ``chromium``; Playwright drives that binary
+    (``executable_path``), so no browser download is needed.
+    """
+    executable = chromium_executable()
+    if executable is None:
+        pytest.skip(
+            "no Chromium found (install Debian's 'chromium' package, or set METRICALC_CHROMIUM "
+            "to a Chromium binary): the HTML page cannot be opened in a browser"
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (pip install '.[test]')")
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser page (its own context: no state shared between tests)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
