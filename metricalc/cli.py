@@ -49,6 +49,16 @@ def _demo(args: argparse.Namespace) -> int:
 
     result = run_demo(args.out, quick=args.quick, seed=args.seed, progress=not args.no_progress)
     print(f"wrote {len(result.files)} files to {args.out} in {result.seconds:.1f} s")
+    print(f"report: {result.report}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from metricalc.report.builder import build
+
+    report = build(args.study, out=args.out, progress=not args.no_progress)
+    print(f"wrote {len(report.files)} files to {report.out}")
+    print(f"report: {report.html}")
     return 0
 
 
@@ -256,6 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("--json", action="store_true", help="descriptor -> {metric -> value}")
     metrics.add_argument("--k", type=_cutoffs, default=(1, 5, 10), help="cut-offs, e.g. 1,5,10")
     metrics.set_defaults(run=_metrics)
+
+    report = verbs.add_parser(
+        "report", help="render a study (reports/<study>.yaml): tables, tests, figures, HTML"
+    )
+    report.add_argument("study", type=Path, help="study specification (YAML)")
+    report.add_argument("--out", type=Path, help="output folder (default: reports/<study>/)")
+    report.add_argument("--no-progress", action="store_true", help="no progress bars")
+    report.set_defaults(run=_report)
     return parser
 
 

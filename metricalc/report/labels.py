@@ -62,9 +62,7 @@ METRICS: Mapping[str, MetricInfo] = {
         "mAP (scenes)", "scene-averaged mAP", test=("ap", None, "scene")
     ),
     "viewpoint_map": MetricInfo("mAP v", "viewpoint mAP", test=("ap", "viewpoint", None)),
-    "illumination_map": MetricInfo(
-        "mAP i", "illumination mAP", test=("ap", "illumination", None)
-    ),
+    "illumination_map": MetricInfo("mAP i", "illumination mAP", test=("ap", "illumination", None)),
     "true_map_micro_including_zeros": MetricInfo("mAP (R=0 as 0)", "mAP including R=0 queries"),
     "true_map_macro_by_scene_including_zeros": MetricInfo(
         "mAP (scenes, R=0 as 0)", "scene-averaged mAP including R=0 queries"

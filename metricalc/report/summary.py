@@ -260,9 +260,10 @@ def cd_groups(ranking: xr.Dataset) -> list[list[str]]:
     groups, reached = [], 0
     for start in range(len(order)):
         end = start
-        while end + 1 < len(order) and not different[
-            np.ix_(order[start : end + 2], order[start : end + 2])
-        ].any():
+        while (
+            end + 1 < len(order)
+            and not different[np.ix_(order[start : end + 2], order[start : end + 2])].any()
+        ):
             end += 1
         if end > start and end > reached:
             groups.append([systems[i] for i in order[start : end + 1]])
@@ -295,7 +296,7 @@ def describe_ranking(
     n_units = int(ranking["n_units"]) if "n_units" in ranking else 0
     listed = ", ".join(f"{display_name(systems[i], names)} {ranks[i]:.2f}" for i in order)
     text = (
-        f"{phrase}: Friedman test over {n_units:,} {units} and {len(systems)} systems, "
+        f"Ranking on {phrase}: Friedman test over {n_units:,} {units} and {len(systems)} systems, "
         f"chi-square = {statistic:.2f}, {format_p(friedman_p, alpha=alpha)}. "
         f"Average ranks (1 = best): {listed}."
     )

@@ -1,0 +1,219 @@
+"""The significance tests of a study: one :func:`metricalc.stats.compare` (and optionally one
+:func:`metricalc.stats.rank_systems`) per table column that can be tested on per-query values.
+
+A column's test comes from :data:`metricalc.report.labels.METRICS` (``test``: the cube metric,
+the split, and the coarsest pairing unit the column needs: scene-averaged mAP pairs by scene).
+The study's ``pair_by`` is used unless the column needs a coarser unit.
+
+Baselines: ``None`` compares all pairs of systems; a system name compares every other system
+against it; with several labelled cubes, a *label* (``baseline: native``) compares each
+descriptor under every other label against the same descriptor under that label
+(``sift (locked)`` vs ``sift (native)``): one :func:`~metricalc.stats.compare` call per
+descriptor without correction, then one correction over all those comparisons of the column
+(``multipletests`` with the study's method), so the family is the column's comparisons as for
+the other baselines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from metricalc.errors import InvalidInputError
+from metricalc.report.data import system_name
+from metricalc.report.labels import PAIR_BY_ORDER, metric_info
+from metricalc.report.study import TestSpec
+
+__all__ = ["ColumnTests", "correct_family", "run_tests", "systems_of"]
+
+
+@dataclass
+class ColumnTests:
+    """The test results of one table column (None where not run, with the reason in ``notes``)."""
+
+    column: str
+    comparison: xr.Dataset | None = None
+    ranking: xr.Dataset | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def systems_of(cubes: Mapping[str, xr.Dataset]) -> list[str]:
+    """System names of labelled cubes, in label then descriptor order, failed ones included."""
+    return [
+        system_name(str(d), label)
+        for label, cube in cubes.items()
+        for d in cube["descriptor"].values.tolist()
+    ]
+
+
+def _source(cubes: Mapping[str, xr.Dataset]) -> Any:
+    """What compare / rank_systems take: the cube itself, or the mapping of labelled cubes."""
+    return cubes[""] if list(cubes) == [""] else dict(cubes)
+
+
+def _pair_by(study_pair_by: str, needed: str | None) -> str:
+    if needed is None:
+        return study_pair_by
+    return PAIR_BY_ORDER[max(PAIR_BY_ORDER.index(study_pair_by), PAIR_BY_ORDER.index(needed))]
+
+
+def _has_metric(cube: xr.Dataset, metric: str) -> bool:
+    if metric.startswith("hit@"):
+        return "better" in cube.data_vars and "ties" in cube.data_vars
+    return metric in cube.data_vars
+
+
+def correct_family(comparison: xr.Dataset, *, correction: str, alpha: float) -> xr.Dataset:
+    """Recompute ``pvalue_corrected`` and ``reject`` of a Dataset of comparisons as one family:
+    ``statsmodels.stats.multitest.multipletests(pvalue, alpha, method=...)`` with the method
+    passed explicitly (``"none"``: corrected = raw). NaN p-values stay NaN and never reject."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(comparison["pvalue"].values, dtype=np.float64)
+    corrected = p.copy()
+    finite = np.isfinite(p)
+    if correction != "none" and finite.any():
+        corrected[finite] = multipletests(p[finite], alpha=alpha, method=correction)[1]
+    reject = np.where(np.isfinite(corrected), corrected < alpha, False)
+    out = comparison.assign(
+        pvalue_corrected=("comparison", corrected), reject=("comparison", reject)
+    )
+    out.attrs = {**comparison.attrs, "correction": correction, "alpha": alpha}
+    return out
+
+
+def _concat_comparisons(parts: list[xr.Dataset]) -> xr.Dataset:
+    frame = pd.concat([part.to_dataframe() for part in parts])
+    data = {str(name): ("comparison", frame[name].to_numpy()) for name in frame.columns}
+    coords = xr.Coordinates.from_pandas_multiindex(frame.index, "comparison")
+    return xr.Dataset(data, coords=coords, attrs=dict(parts[0].attrs))
+
+
+def _by_label(
+    cubes: Mapping[str, xr.Dataset], baseline_label: str, options: dict[str, Any]
+) -> xr.Dataset:
+    from metricalc.stats import compare
+
+    common = [
+        str(d)
+        for d in cubes[baseline_label]["descriptor"].values.tolist()
+        if all(str(d) in c["descriptor"].values.tolist() for c in cubes.values())
+    ]
+    if not common:
+        raise InvalidInputError(
+            f"baseline {baseline_label!r}: no descriptor is present under every label"
+        )
+    parts = []
+    for d in common:
+        subset = {label: cube.sel(descriptor=[d]) for label, cube in cubes.items()}
+        parts.append(
+            compare(
+                subset,
+                baseline=system_name(d, baseline_label),
+                **{**options, "correction": "none"},
+            )
+        )
+    return correct_family(
+        _concat_comparisons(parts), correction=options["correction"], alpha=options["alpha"]
+    )
+
+
+def run_tests(
+    cubes: Mapping[str, xr.Dataset],
+    columns: list[str],
+    *,
+    tests: TestSpec,
+    baseline: str | None,
+    advance: Callable[[], None] = lambda: None,
+) -> dict[str, ColumnTests]:
+    """Compare (and rank) the systems of ``cubes`` on every testable column.
+
+    Parameters
+    ----------
+    cubes : mapping of str to QueryCube
+        By label (``{"": cube}`` for one cube).
+    columns : list of str
+        Table columns; those without a per-query test get a note.
+    tests : TestSpec
+        Test, correction, alpha, pairing unit, CI level, resamples, seed, and whether to rank.
+    baseline : str or None
+        A system name, a label (several cubes), or None (all pairs).
+    advance : callable
+        Called once per column (progress bar).
+
+    Returns
+    -------
+    dict of str to ColumnTests
+        One entry per column. Data-dependent refusals of the tests (fewer than 5 paired units,
+        all differences zero, ...) become notes; a baseline that names no system is an error.
+    """
+    from metricalc.stats import compare, rank_systems
+
+    systems = systems_of(cubes)
+    labels = [label for label in cubes if label]
+    by_label = baseline is not None and len(cubes) > 1 and baseline in labels
+    if baseline is not None and not by_label and baseline not in systems:
+        extra = f" or a label ({', '.join(labels)})" if labels else ""
+        raise InvalidInputError(
+            f"baseline: {baseline!r} is not a system of the data; expected one of {systems}{extra}"
+        )
+    source = _source(cubes)
+    results = {}
+    for column in columns:
+        result = ColumnTests(column)
+        results[column] = result
+        info = metric_info(column)
+        if info.test is None:
+            result.notes.append(f"{info.label}: not tested (no per-query values in the cube)")
+            advance()
+            continue
+        metric, split, needed = info.test
+        if not all(_has_metric(cube, metric) for cube in cubes.values()):
+            result.notes.append(f"{info.label}: not tested (the cube has no {metric!r})")
+            advance()
+            continue
+        pair_by = _pair_by(tests.pair_by, needed)
+        options = {
+            "metric": metric,
+            "pair_by": pair_by,
+            "split": split,
+            "alpha": tests.alpha,
+            "correction": tests.correction,
+        }
+        try:
+            if by_label:
+                result.comparison = _by_label(
+                    cubes,
+                    str(baseline),
+                    {
+                        **options,
+                        "test": tests.test,
+                        "seed": tests.seed,
+                        "n_resamples": tests.n_resamples,
+                        "confidence_level": tests.confidence_level,
+                    },
+                )
+            else:
+                result.comparison = compare(
+                    source,
+                    test=tests.test,
+                    baseline=baseline,
+                    seed=tests.seed,
+                    n_resamples=tests.n_resamples,
+                    confidence_level=tests.confidence_level,
+                    **options,
+                )
+        except InvalidInputError as error:
+            result.notes.append(f"{info.label}: not tested ({error})")
+        if tests.rank and len(systems) >= 3:
+            try:
+                result.ranking = rank_systems(source, **options)
+            except InvalidInputError as error:
+                result.notes.append(f"{info.label}: not ranked ({error})")
+        advance()
+    return results

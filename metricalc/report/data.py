@@ -1,0 +1,186 @@
+"""The data of a study: its cubes, by label, and what the report computes from them.
+
+:func:`load_cubes` turns the ``data`` of a :class:`~metricalc.report.study.Study` into QueryCubes
+(one per label; a single cube has the label ``""``). Data sources are looked up in
+:data:`DATA_LOADERS`; a later part adds its own with :func:`register_data_loader` (the experiment
+tags of issue 6 replace the placeholder loader of ``"experiment"``).
+
+:func:`system_name` names a descriptor of a labelled cube ``"<descriptor> (<label>)"``, the naming
+of :func:`metricalc.stats.compare` for a mapping of cubes; :func:`summary_metrics` and
+:func:`combined` put the per-label results side by side over those system names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from metricalc import cube as cubes
+from metricalc.errors import InvalidInputError
+from metricalc.report.study import DataSpec
+
+__all__ = [
+    "DATA_LOADERS",
+    "combined",
+    "load_cubes",
+    "register_data_loader",
+    "summary_metrics",
+    "system_name",
+]
+
+DataLoader = Callable[[DataSpec, Path, bool], dict[str, xr.Dataset]]
+"""``loader(spec, out, progress) -> {label: QueryCube}``."""
+
+
+def system_name(descriptor: str, label: str) -> str:
+    """``descriptor`` for the unlabelled cube, ``"<descriptor> (<label>)"`` otherwise.
+
+    Examples
+    --------
+    >>> system_name("sift", ""), system_name("sift", "native")
+    ('sift', 'sift (native)')
+    """
+    return f"{descriptor} ({label})" if label else descriptor
+
+
+def _load_cube_files(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
+    return {label: cubes.open_cube(path) for label, path in spec.cubes.items()}
+
+
+def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
+    from metricalc.keypoints.evaluate import evaluate
+    from metricalc.keypoints.features import extract
+    from metricalc.keypoints.sequences import load_sequences
+    from metricalc.keypoints.synthetic import make_synthetic_dataset
+
+    if spec.dataset == "synthetic":
+        root = spec.root or out / "benchmark"
+        sequences = make_synthetic_dataset(
+            root, scenes=spec.scenes, seed=spec.seed, progress=progress
+        )
+        name = "metricalc synthetic"
+    else:
+        sequences = load_sequences(spec.dataset, scenes=spec.scenes)
+        name = spec.dataset
+    result = {}
+    for label, mode in spec.keypoints.items():
+        locked = mode.partition(":")[2] or None
+        features = extract(
+            sequences, spec.descriptors, locked=locked, border=spec.border, progress=progress
+        )
+        result[label] = evaluate(
+            sequences,
+            features,
+            keypoints=mode,
+            tau=spec.tau,
+            border=spec.border,
+            tie_policy=spec.tie_policy,
+            bojanic=spec.bojanic,
+            seed=spec.seed,
+            dataset=name,
+            progress=progress,
+        )
+    return result
+
+
+def _experiment_not_yet(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
+    raise InvalidInputError(
+        f"data.experiment: {spec.experiment!r}: experiment tags as report data arrive with "
+        "issue 6 (metricalc.experiment), which is not built yet; give data.cube or "
+        "data.dataset instead"
+    )
+
+
+DATA_LOADERS: dict[str, DataLoader] = {
+    "cube": _load_cube_files,
+    "dataset": _load_dataset,
+    "experiment": _experiment_not_yet,
+}
+"""Data loaders by :attr:`DataSpec.kind`."""
+
+
+def register_data_loader(kind: str, loader: DataLoader) -> None:
+    """Make ``loader`` load the study data of ``kind`` (e.g. ``"experiment"``, issue 6)."""
+    if not callable(loader):
+        raise InvalidInputError(f"register_data_loader: loader must be callable; got {loader!r}")
+    DATA_LOADERS[kind] = loader
+
+
+def load_cubes(spec: DataSpec, *, out: Path, progress: bool = False) -> dict[str, xr.Dataset]:
+    """The cubes of a study's data, by label (``{"": cube}`` for one cube)."""
+    loader = DATA_LOADERS.get(spec.kind)
+    if loader is None:
+        raise InvalidInputError(
+            f"data: no loader for {spec.kind!r}; known: {', '.join(DATA_LOADERS)}"
+        )
+    loaded = loader(spec, Path(out), progress)
+    for label, cube in loaded.items():
+        if cube.sizes.get("descriptor", 0) == 0:
+            where = f" {label!r}" if label else ""
+            raise InvalidInputError(f"data: the cube{where} has no descriptors")
+    return loaded
+
+
+def _renamed(ds: xr.Dataset | xr.DataArray, label: str) -> Any:
+    names = [system_name(str(d), label) for d in ds["descriptor"].values.tolist()]
+    return ds.assign_coords(descriptor=names)
+
+
+def combined(parts: Mapping[str, xr.Dataset | xr.DataArray], *, pad: str = "") -> Any:
+    """Per-label results side by side over system names (:func:`system_name`).
+
+    ``pad`` names a dim whose length may differ between labels (curve thresholds); shorter
+    parts are padded by repeating their last point. Attrs come from the first part, and attrs
+    whose values differ between parts are joined (``"locked:sift, native"``).
+    """
+    items = [_renamed(part, label) for label, part in parts.items()]
+    if pad and items:
+        length = max(item.sizes.get(pad, 0) for item in items)
+        items = [
+            item.pad({pad: (0, length - item.sizes[pad])}, mode="edge")
+            if 0 < item.sizes.get(pad, 0) < length
+            else item
+            for item in items
+        ]
+    result = xr.concat(items, dim="descriptor", join="outer", combine_attrs="drop")
+    attrs: dict[Any, Any] = {}
+    for part in parts.values():
+        for key, value in part.attrs.items():
+            if key not in attrs:
+                attrs[key] = value
+            elif isinstance(attrs[key], str) and str(value) not in attrs[key].split(", "):
+                attrs[key] = f"{attrs[key]}, {value}"
+    result.attrs = attrs
+    return result
+
+
+def summary_metrics(cube: xr.Dataset) -> xr.Dataset:
+    """The metric set of a cube: :func:`metricalc.metric_set` for keypoint cubes; for a
+    patch-retrieval cube (no ``nn_correct``; contract A) the means over queries of ``ap``
+    (``patch_retrieval_map``) and ``image_ap`` (``image_retrieval_map``), NaN skipped."""
+    from metricalc.metrics import metric_set
+
+    if "nn_correct" in cube.data_vars:
+        return metric_set(cube)
+    if "ap" not in cube.data_vars:
+        raise InvalidInputError(
+            "data: the cube has neither the keypoint variables (nn_correct) nor 'ap'; expected "
+            "a QueryCube"
+        )
+    out = {"patch_retrieval_map": cube["ap"].mean("query", skipna=True)}
+    if "image_ap" in cube.data_vars:
+        out["image_retrieval_map"] = cube["image_ap"].mean("query", skipna=True)
+    values = xr.Dataset(out).drop_vars(
+        [c for c in cube.coords if c != "descriptor"], errors="ignore"
+    )
+    if "status" in cube.data_vars:
+        values = values.where(cube["status"] != "error").assign(status=cube["status"])
+    values = values.assign(
+        total_queries_processed=(cube["ap"].notnull().sum("query")).astype(np.int64)
+    )
+    values.attrs = dict(cube.attrs)
+    return values
