@@ -28,6 +28,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.report.data import system_name
 from metricalc.report.labels import PAIR_BY_ORDER, metric_info
 from metricalc.report.study import TestSpec
+from metricalc.report.tables import comparison_from_frame
 
 __all__ = ["ColumnTests", "correct_family", "run_tests", "systems_of"]
 
@@ -89,9 +90,7 @@ def correct_family(comparison: xr.Dataset, *, correction: str, alpha: float) -> 
 
 def _concat_comparisons(parts: list[xr.Dataset]) -> xr.Dataset:
     frame = pd.concat([part.to_dataframe() for part in parts])
-    data = {str(name): ("comparison", frame[name].to_numpy()) for name in frame.columns}
-    coords = xr.Coordinates.from_pandas_multiindex(frame.index, "comparison")
-    return xr.Dataset(data, coords=coords, attrs=dict(parts[0].attrs))
+    return comparison_from_frame(frame, parts[0].attrs)
 
 
 def _by_label(

@@ -386,14 +386,13 @@ def load_study(path: str | Path) -> Study:
 
     Examples
     --------
-    >>> import pathlib, tempfile
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> (folder / "s.yaml").write_text("data: {dataset: synthetic}\\ntests: {alpha: 2}\\n")
-    44
-    >>> load_study(folder / "s.yaml")
+    The same checks on a parsed spec (:func:`study_from_dict`):
+
+    >>> study_from_dict({"data": {"dataset": "synthetic"}, "tests": {"alpha": 2}},
+    ...                 source="reports/x.yaml")
     Traceback (most recent call last):
     ...
-    metricalc.errors.InvalidInputError: .../s.yaml: tests.alpha: expected a number in (0, 0.5]; got 2
+    metricalc.errors.InvalidInputError: reports/x.yaml: tests.alpha: expected a number in (0, 0.5]; got 2
     """  # noqa: E501
     path = Path(path)
     if not path.is_file():

@@ -28,7 +28,15 @@ from metricalc.report.labels import (
     metric_info,
 )
 
-__all__ = ["CORRECTION_NAMES", "DEFAULT_COLUMNS", "TEST_NAMES", "Table", "row_letter"]
+__all__ = [
+    "CORRECTION_NAMES",
+    "DEFAULT_COLUMNS",
+    "TEST_NAMES",
+    "Table",
+    "comparison_from_frame",
+    "comparison_pairs",
+    "row_letter",
+]
 
 DEFAULT_COLUMNS = (
     "true_map_micro",
@@ -100,6 +108,39 @@ def _attr_text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def comparison_from_frame(
+    frame: pd.DataFrame, attrs: Mapping[str, Any] | None = None
+) -> xr.Dataset:
+    """A Dataset in the layout of :func:`metricalc.stats.compare` from its long table.
+
+    ``frame`` has one row per comparison, indexed by (or with columns) ``descriptor`` and
+    ``baseline``; every other column becomes a variable over the ``comparison`` dim (the
+    inverse of ``compare(...).to_dataframe()``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"descriptor": ["orb"], "baseline": ["sift"], "mean_diff": [-0.1]})
+    >>> ds = comparison_from_frame(frame, {"metric": "ap"})
+    >>> float(ds.sel(descriptor="orb", baseline="sift").mean_diff)
+    -0.1
+    """
+    if {"descriptor", "baseline"} <= set(frame.columns):
+        frame = frame.set_index(["descriptor", "baseline"])
+    if list(frame.index.names) != ["descriptor", "baseline"]:
+        raise InvalidInputError(
+            "comparison_from_frame: expected columns or index levels descriptor and baseline; "
+            f"got index {list(frame.index.names)} and columns {list(frame.columns)}"
+        )
+    index = pd.MultiIndex.from_arrays(
+        [frame.index.get_level_values(0).astype(str), frame.index.get_level_values(1).astype(str)],
+        names=["descriptor", "baseline"],
+    )
+    data = {str(name): ("comparison", frame[name].to_numpy(copy=True)) for name in frame.columns}
+    coords = xr.Coordinates.from_pandas_multiindex(index, "comparison")
+    return xr.Dataset(data, coords=coords, attrs=dict(attrs or {}))
 
 
 def comparison_pairs(comparison: xr.Dataset, what: str) -> list[tuple[str, str]]:
