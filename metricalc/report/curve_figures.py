@@ -7,10 +7,10 @@ returns the Axes; one line per descriptor, labelled with its display name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
-import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.axes import Axes
@@ -31,24 +31,38 @@ def _check(data: object, needed: tuple[str, ...], what: str, source: str) -> Non
             raise InvalidInputError(f"{what}: {missing} missing; expected the output of {source}")
 
 
-def _curve_table(
-    curves: xr.Dataset, x: str, y: str, names: Mapping[str, str] | None
-) -> pd.DataFrame:
-    """Long table (descriptor, x, y) of the defined points of every descriptor's curve, padded
-    points (repeats of the final point) included only once."""
-    frames = []
-    for d in curves["descriptor"].values.tolist():
-        one = curves.sel(descriptor=d)
-        xs, ys = np.asarray(one[x].values, float), np.asarray(one[y].values, float)
-        keep = np.isfinite(xs) & np.isfinite(ys)
-        if "cutoff" in one.coords:  # padding repeats the last point with cutoff NaN
-            cutoff = np.asarray(one["cutoff"].values, float)
-            last = np.flatnonzero(~np.isnan(cutoff))
-            keep &= np.arange(xs.size) <= (last[-1] if last.size else -1)
-        frames.append(
-            pd.DataFrame({"descriptor": display_name(str(d), names), x: xs[keep], y: ys[keep]})
-        )
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[x, y])
+def _points(curves: xr.Dataset, descriptor: Any, x: str, y: str) -> tuple[np.ndarray, ...]:
+    """The defined points of one descriptor's curve; the padding (repeats of the final point,
+    marked by a NaN ``cutoff``) is left out."""
+    one = curves.sel(descriptor=descriptor)
+    xs, ys = np.asarray(one[x].values, float), np.asarray(one[y].values, float)
+    keep = np.isfinite(xs) & np.isfinite(ys)
+    if "cutoff" in one.coords:
+        defined = np.flatnonzero(~np.isnan(np.asarray(one["cutoff"].values, float)))
+        keep &= np.arange(xs.size) <= (defined[-1] if defined.size else -1)
+    return xs[keep], ys[keep]
+
+
+def _draw_lines(
+    ax: Axes,
+    curves: xr.Dataset | xr.DataArray,
+    points: Any,
+    names: Mapping[str, str] | None,
+    *,
+    legend: Callable[[str], str] | None = None,
+    **style: Any,
+) -> dict[str, Any]:
+    """One line per descriptor in seaborn's palette (label ``legend(display name)``, gid
+    ``curve:<descriptor>``); returns the colour of each descriptor."""
+    descriptors = [str(d) for d in curves["descriptor"].values.tolist()]
+    colours = dict(zip(descriptors, sns.color_palette(n_colors=len(descriptors)), strict=True))
+    for d in descriptors:
+        xs, ys = points(d)
+        label = legend(d) if legend is not None else display_name(d, names)
+        ax.plot(xs, ys, color=colours[d], label=label, gid=f"curve:{d}", **style)
+    if descriptors:
+        ax.legend(title=None, loc="lower right")
+    return colours
 
 
 def plot_pr_curves(
@@ -60,10 +74,9 @@ def plot_pr_curves(
     """
     _check(pr, ("precision", "recall"), "plot_pr_curves", "metricalc.matching_pr_curve")
     ax = _axes(ax, size=(6.0, 4.5))
-    table = _curve_table(pr, "recall", "precision", names)
-    sns.lineplot(
-        data=table, x="recall", y="precision", hue="descriptor", estimator=None, sort=False, ax=ax
-    )
+    _draw_lines(ax, pr, lambda d: _points(pr, d, "recall", "precision"), names)
+    ax.set_xlabel("recall")
+    ax.set_ylabel("precision")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
     ax.set_title("Ratio-test precision-recall")
@@ -75,38 +88,35 @@ def plot_roc(
 ) -> Axes:
     """ROC graph of the ratio-test classifier (seed 003): TPR (y) against FPR (x), one curve
     per descriptor, the chance diagonal dashed, and each descriptor's Youden point (maximal
-    J = TPR - FPR) marked and labelled with J and its ratio threshold.
+    J = TPR - FPR) marked; the legend gives J and its ratio threshold.
 
     ``roc`` is :func:`metricalc.matching_roc_curve` of a cube.
     """
     needed = ("fpr", "tpr", "best_fpr", "best_tpr", "best_j", "best_ratio")
     _check(roc, needed, "plot_roc", "metricalc.matching_roc_curve")
     ax = _axes(ax, size=(5.5, 5.0))
-    table = _curve_table(roc, "fpr", "tpr", names)
-    sns.lineplot(data=table, x="fpr", y="tpr", hue="descriptor", estimator=None, sort=False, ax=ax)
+
+    def legend(d: str) -> str:
+        one = roc.sel(descriptor=d)
+        j, ratio = float(one["best_j"]), float(one["best_ratio"])
+        name = display_name(d, names)
+        return f"{name} (J = {j:.2f} at ratio {ratio:.2f})" if np.isfinite(j) else name
+
+    colours = _draw_lines(ax, roc, lambda d: _points(roc, d, "fpr", "tpr"), names, legend=legend)
     ax.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1, gid="chance")
-    palette = {line.get_label(): line.get_color() for line in ax.get_lines()}
     for d in roc["descriptor"].values.tolist():
         one = roc.sel(descriptor=d)
         x, y = float(one["best_fpr"]), float(one["best_tpr"])
         if not (np.isfinite(x) and np.isfinite(y)):
             continue
-        name = display_name(str(d), names)
         ax.plot(
             [x],
             [y],
             marker="o",
             markersize=8,
-            color=palette.get(name, "black"),
+            color=colours[str(d)],
             linestyle="none",
             gid=f"youden:{d}",
-        )
-        ax.annotate(
-            f"{name}: J = {float(one['best_j']):.2f} (ratio {float(one['best_ratio']):.2f})",
-            (x, y),
-            xytext=(8, -12),
-            textcoords="offset points",
-            fontsize=8,
         )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
@@ -125,18 +135,16 @@ def plot_mma(
     if not isinstance(mma, xr.DataArray) or "threshold" not in mma.dims:
         raise InvalidInputError("plot_mma: expected the DataArray of metricalc.matching_accuracy")
     ax = _axes(ax, size=(6.0, 4.5))
-    frames = [
-        pd.DataFrame(
-            {
-                "descriptor": display_name(str(d), names),
-                "threshold (px)": mma["threshold"].values,
-                "MMA (%)": 100 * np.asarray(mma.sel(descriptor=d).values, float),
-            }
-        )
-        for d in mma["descriptor"].values.tolist()
-    ]
-    table = pd.concat(frames, ignore_index=True).dropna()
-    sns.lineplot(data=table, x="threshold (px)", y="MMA (%)", hue="descriptor", marker="o", ax=ax)
+    thresholds = np.asarray(mma["threshold"].values, float)
+
+    def points(d: str) -> tuple[np.ndarray, np.ndarray]:
+        values = 100 * np.asarray(mma.sel(descriptor=d).values, float)
+        keep = np.isfinite(values)
+        return thresholds[keep], values[keep]
+
+    _draw_lines(ax, mma, points, names, marker="o")
+    ax.set_xlabel("threshold (px)")
+    ax.set_ylabel("MMA (%)")
     ax.set_ylim(0, 100)
     ax.set_title("Mean matching accuracy")
     return ax
