@@ -234,8 +234,8 @@ def cd_groups(ranking: xr.Dataset) -> list[list[str]]:
     """Groups of systems not significantly different by the critical difference.
 
     Systems sorted by average rank; a group is a maximal run of consecutive systems no two of
-    which are ``nemenyi_different`` (|rank difference| > CD). Runs contained in another run and
-    single systems are left out: these are the bars of a critical-difference diagram.
+    which are ``nemenyi_different`` (absolute rank difference > CD). Runs contained in another
+    run and single systems are left out: these are the bars of a critical-difference diagram.
 
     Examples
     --------
