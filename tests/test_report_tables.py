@@ -241,14 +241,18 @@ def test_letters_mark_significantly_better_systems():
 def test_default_columns_skip_absent_and_all_nan_metrics():
     t = Table(metric_set())
     assert t.columns == ["true_map_micro", "viewpoint_map", "illumination_map"]
-    patch = xr.Dataset(
+    patch = xr.Dataset(  # a patch-retrieval cube's metric set: no hit rates
         {
-            "patch_retrieval_map": ("descriptor", [0.5, 0.6]),
+            "true_map_micro": ("descriptor", [0.5, 0.6]),
+            "precision_at_1": ("descriptor", [np.nan, np.nan]),
             "image_retrieval_map": ("descriptor", [0.7, 0.8]),
         },
         coords={"descriptor": ["a", "b"]},
     )
-    assert Table(patch).columns == ["patch_retrieval_map", "image_retrieval_map"]
+    assert Table(patch).columns == ["true_map_micro", "image_retrieval_map"]
+    own = xr.Dataset({"my_score": ("descriptor", [2.5, 3.0])}, coords={"descriptor": ["a", "b"]})
+    assert Table(own).columns == ["my_score"]  # no default column: every column with a value
+    assert [row[0].text for row in Table(own).cells] == ["2.5", "3.0"]  # not a rate
     chosen = Table(metric_set(), columns=["keypoint_verification_ap", "true_map_micro"])
     assert [row[0].text for row in chosen.cells] == [""] * 4  # chosen all-NaN: dashes
     assert "--" in chosen.to_latex()

@@ -98,7 +98,14 @@ class _FigureJob:
 
 
 def _has(cubes: Mapping[str, xr.Dataset], names: tuple[str, ...]) -> bool:
-    return all(all(n in cube.data_vars for n in names) for cube in cubes.values())
+    """Every cube has every variable of ``names`` with at least one value (not a sentinel)."""
+
+    def known(values: xr.DataArray) -> bool:
+        if np.issubdtype(values.dtype, np.floating):
+            return bool(np.isfinite(values).any())
+        return bool((values >= 0).any())
+
+    return all(n in c.data_vars and known(c[n]) for c in cubes.values() for n in names)
 
 
 def _figure_jobs(
@@ -119,7 +126,6 @@ def _figure_jobs(
     names = study.names
     wanted = set(study.figures)
     jobs: list[_FigureJob] = []
-    keypoint_cube = _has(cubes, ("nn_correct",))
     ratio_test = _has(cubes, ("nn_correct", "nn_distance", "nn2_distance"))
 
     def skip(figure: str, reason: str) -> None:
@@ -151,7 +157,7 @@ def _figure_jobs(
     else:
         skip("map_by_split", "no viewpoint / illumination mAP in the metric set")
         skip("split_scatter", "no viewpoint / illumination mAP in the metric set")
-    if keypoint_cube and "scene_map" in wanted:
+    if _has(cubes, ("ap",)) and "scene_map" in wanted:
         scenes = combined({label: scene_metrics(c) for label, c in cubes.items()})
         jobs.append(
             _FigureJob(
@@ -161,9 +167,10 @@ def _figure_jobs(
                 lambda: figures.plot_scene_map(scenes),
             )
         )
-    elif not keypoint_cube:
-        skip("scene_map", "the cube has no keypoint results")
-    if "rank_histogram" in metrics and "rank_histogram" in wanted:
+    elif not _has(cubes, ("ap",)):
+        skip("scene_map", "the cube has no AP values")
+    ranked = "rank_histogram" in metrics and float(metrics["rank_histogram"].sum()) > 0
+    if ranked and "rank_histogram" in wanted:
         jobs.append(
             _FigureJob(
                 "rank_histogram",
@@ -172,8 +179,8 @@ def _figure_jobs(
                 lambda: figures.plot_rank_histogram(metrics),
             )
         )
-    elif "rank_histogram" not in metrics:
-        skip("rank_histogram", "the metric set has no rank histogram")
+    elif not ranked:
+        skip("rank_histogram", "no query has rank statistics")
     if ratio_test:
         if "pr_curves" in wanted:
             pr = combined(

@@ -159,28 +159,22 @@ def combined(parts: Mapping[str, xr.Dataset | xr.DataArray], *, pad: str = "") -
 
 
 def summary_metrics(cube: xr.Dataset) -> xr.Dataset:
-    """The metric set of a cube: :func:`metricalc.metric_set` for keypoint cubes; for a
-    patch-retrieval cube (no ``nn_correct``; contract A) the means over queries of ``ap``
-    (``patch_retrieval_map``) and ``image_ap`` (``image_retrieval_map``), NaN skipped."""
+    """The metric set of a cube (:func:`metricalc.metric_set`), plus ``image_retrieval_map``
+    (mean ``image_ap`` over the queries that have one) for a patch-retrieval cube (contract A).
+
+    On a patch-retrieval cube the mAP columns of the metric set are the patch retrieval mAP
+    (all queries, viewpoint and illumination sequences); its keypoint-only metrics are NaN, and
+    the table leaves them out.
+    """
     from metricalc.metrics import metric_set
 
-    if "nn_correct" in cube.data_vars:
-        return metric_set(cube)
-    if "ap" not in cube.data_vars:
-        raise InvalidInputError(
-            "data: the cube has neither the keypoint variables (nn_correct) nor 'ap'; expected "
-            "a QueryCube"
-        )
-    out = {"patch_retrieval_map": cube["ap"].mean("query", skipna=True)}
+    metrics = metric_set(cube)
     if "image_ap" in cube.data_vars:
-        out["image_retrieval_map"] = cube["image_ap"].mean("query", skipna=True)
-    values = xr.Dataset(out).drop_vars(
-        [c for c in cube.coords if c != "descriptor"], errors="ignore"
-    )
-    if "status" in cube.data_vars:
-        values = values.where(cube["status"] != "error").assign(status=cube["status"])
-    values = values.assign(
-        total_queries_processed=(cube["ap"].notnull().sum("query")).astype(np.int64)
-    )
-    values.attrs = dict(cube.attrs)
-    return values
+        image_ap = cube["image_ap"].where(cube["image_ap"] >= 0)
+        mean = image_ap.sum("query") / image_ap.notnull().sum("query").where(lambda n: n > 0)
+        if "status" in cube.data_vars:
+            mean = mean.where(cube["status"] != "error")
+        metrics["image_retrieval_map"] = mean.drop_vars(
+            [c for c in mean.coords if c != "descriptor"]
+        ).astype(np.float64)
+    return metrics

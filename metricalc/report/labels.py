@@ -80,7 +80,6 @@ METRICS: Mapping[str, MetricInfo] = {
     "keypoint_retrieval_ap": MetricInfo("retr. AP", "keypoint retrieval AP"),
     "r0_rate": MetricInfo("R=0 rate", "R=0 rate", higher_is_better=False),
     "total_queries_processed": MetricInfo("queries", "processed queries", kind="count"),
-    "patch_retrieval_map": MetricInfo("patch mAP", "patch retrieval mAP", test=("ap", None, None)),
     "image_retrieval_map": MetricInfo(
         "image mAP", "image retrieval mAP", test=("image_ap", None, None)
     ),

@@ -47,9 +47,10 @@ DEFAULT_COLUMNS = (
     "precision_at_5",
     "keypoint_verification_ap",
     "keypoint_retrieval_ap",
+    "image_retrieval_map",
 )
-"""Columns of a table when none are chosen (those absent or all-NaN in the metric set are left
-out, so a patch-retrieval summary keeps its own columns)."""
+"""Columns of a table when none are chosen; those absent or all-NaN in the metric set are left
+out (a keypoint cube has no ``image_retrieval_map``, a patch-retrieval cube no hit rates)."""
 
 TEST_NAMES = {
     "wilcoxon": "Wilcoxon signed-rank test",
