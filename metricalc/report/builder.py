@@ -157,7 +157,12 @@ def _figure_jobs(
     else:
         skip("map_by_split", "no viewpoint / illumination mAP in the metric set")
         skip("split_scatter", "no viewpoint / illumination mAP in the metric set")
-    if _has(cubes, ("ap",)) and "scene_map" in wanted:
+    paired_images = all(
+        np.char.find(c["pair"].values.astype(str), "-").min() >= 0
+        for c in cubes.values()
+        if c.sizes["query"]
+    )
+    if _has(cubes, ("ap",)) and paired_images and "scene_map" in wanted:
         scenes = combined({label: scene_metrics(c) for label, c in cubes.items()})
         jobs.append(
             _FigureJob(
@@ -167,8 +172,8 @@ def _figure_jobs(
                 lambda: figures.plot_scene_map(scenes),
             )
         )
-    elif not _has(cubes, ("ap",)):
-        skip("scene_map", "the cube has no AP values")
+    elif not (_has(cubes, ("ap",)) and paired_images):
+        skip("scene_map", "the cube has no image pairs (e.g. patch retrieval) or no AP values")
     ranked = "rank_histogram" in metrics and float(metrics["rank_histogram"].sum()) > 0
     if ranked and "rank_histogram" in wanted:
         jobs.append(
