@@ -155,7 +155,7 @@ def _random_query_cube(
     return qc.new_cube(list(quality), coords, arrays, attrs=attrs)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def make_query_cube():
     """The builder of a random QueryCube of known descriptor quality (``_random_query_cube``)."""
     return _random_query_cube

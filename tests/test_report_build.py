@@ -18,24 +18,32 @@ from statsmodels.stats.multitest import multipletests
 
 from metricalc import cube as qc
 from metricalc import stats
-from metricalc.report.builder import Section, build, register_section
+from metricalc.errors import InvalidInputError
+from metricalc.report.builder import SECTION_HOOKS, Section, build, register_section
+from metricalc.report.labels import escape_html
 from metricalc.report.study import study_from_dict
 
 QUALITY = {"good": 0.9, "a&b <i>x</i>": 0.5, "poor_one": 0.1}
 NAMES = {"good": "Good <b>1</b>"}
 
 
-@pytest.fixture
-def study_dir(tmp_path, make_query_cube) -> Path:
-    qc.save(make_query_cube(QUALITY, seed=1), tmp_path / "cube.nc")
-    (tmp_path / "mine.yaml").write_text(
+def write_study(folder: Path, make_query_cube, text: str = "") -> Path:
+    qc.save(make_query_cube(QUALITY, seed=1), folder / "cube.nc")
+    (folder / "mine.yaml").write_text(
         "title: Random systems\n"
         "data: {cube: cube.nc}\n"
         "names: {good: 'Good <b>1</b>'}\n"
         "baseline: good\n"
-        "tests: {n_resamples: 999}\n"
+        "tests: {n_resamples: 999}\n" + text
     )
-    return tmp_path
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, make_query_cube):
+    """One full report (every figure), shared by the tests that read it."""
+    folder = write_study(tmp_path_factory.mktemp("study"), make_query_cube)
+    return folder, build(folder / "mine.yaml")
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -43,8 +51,8 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def test_build_writes_every_output_consistent_with_direct_stats_calls(study_dir):
-    report = build(study_dir / "mine.yaml")
+def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
+    study_dir, report = built
     out = study_dir / "mine"
     assert report.out == out and report.html == out / "report.html"
     for name in ("report.html", "tables.tex", "tables.md", "table.csv", "comparisons.csv",
@@ -88,19 +96,8 @@ def test_build_writes_every_output_consistent_with_direct_stats_calls(study_dir)
         assert (out / "figures" / f"{stem}.svg").is_file()
 
 
-def test_html_report_in_headless_chromium(study_dir, page, tmp_path):
-    class Hook:
-        def __call__(self, report):
-            return Section("extra", "Extra <section>", "<p id='extra'>from a hook</p>")
-
-    hook = Hook()
-    register_section(hook)
-    try:
-        report = build(study_dir / "mine.yaml", out=tmp_path / "out")
-    finally:
-        from metricalc.report.builder import SECTION_HOOKS
-
-        SECTION_HOOKS.remove(hook)
+def test_html_report_in_headless_chromium(built, page, tmp_path):
+    _, report = built
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
     page.goto(report.html.as_uri())
@@ -118,11 +115,29 @@ def test_html_report_in_headless_chromium(study_dir, page, tmp_path):
     assert all(w > 0 for w in widths), widths
     assert all(url.startswith(("file:", "data:")) for url in requested), requested
     assert page.locator("ul.sentences li").count() == len(report.sentences) > 0
-    assert page.locator("#extra").inner_text() == "from a hook"
-    assert "Extra <section>" in page.locator("#section-extra h2").inner_text()
     shot = tmp_path / "report.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sections_from_hooks_are_added_to_the_page(tmp_path, make_query_cube):
+    folder = write_study(tmp_path, make_query_cube, "figures: [roc]\noutputs: [html]\n")
+
+    def hook(report):
+        systems = ", ".join(escape_html(s) for s in report.table.systems)
+        return Section("extra", "Extra <section>", f"<p id='extra'>{systems}</p>")
+
+    register_section(hook)
+    try:
+        report = build(folder / "mine.yaml")
+    finally:
+        SECTION_HOOKS.remove(hook)
+    page = report.html.read_text()
+    assert "<h2>Extra &lt;section&gt;</h2>" in page
+    assert "<p id='extra'>good, a&amp;b &lt;i&gt;x&lt;/i&gt;, poor_one</p>" in page
+    assert report.files == [report.html]
+    with pytest.raises(InvalidInputError, match="must be callable"):
+        register_section("not a hook")
 
 
 def test_label_baseline_pairs_each_descriptor_and_corrects_one_family(tmp_path, make_query_cube):
@@ -209,7 +224,8 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_report_verb_renders_a_study_and_reports_spec_errors(study_dir):
+def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_query_cube):
+    study_dir = write_study(tmp_path, make_query_cube, "figures: [forest]\n")
     result = run("report", "mine.yaml", "--no-progress", cwd=study_dir)
     assert result.returncode == 0, result.stderr
     html = study_dir / "mine" / "report.html"
