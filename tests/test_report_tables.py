@@ -60,6 +60,17 @@ def metric_set() -> xr.Dataset:
     )
 
 
+COMPARE_ATTRS = {
+    "metric": "ap",
+    "pair_by": "query",
+    "test": "wilcoxon",
+    "correction": "holm",
+    "alpha": 0.05,
+    "split": "",
+    "confidence_level": 0.95,
+}
+
+
 def comparison(rows: list[tuple], **attrs) -> xr.Dataset:
     """(descriptor, baseline, mean_diff, reject, pvalue_corrected) rows -> a compare Dataset."""
     frame = pd.DataFrame(
@@ -88,16 +99,7 @@ def comparison(rows: list[tuple], **attrs) -> xr.Dataset:
             for d, b, diff, reject, p in rows
         ]
     )
-    base = {
-        "metric": "ap",
-        "pair_by": "query",
-        "test": "wilcoxon",
-        "correction": "holm",
-        "alpha": 0.05,
-        "split": "",
-        "confidence_level": 0.95,
-    }
-    return comparison_from_frame(frame, {**base, **attrs})
+    return comparison_from_frame(frame, {**COMPARE_ATTRS, **attrs})
 
 
 def mapped_comparisons() -> dict[str, xr.Dataset]:
@@ -420,6 +422,34 @@ def test_sentence_settings_follow_the_attrs():
     assert len(summarize(mapped_comparisons()["true_map_micro"])) == 6
     with pytest.raises(InvalidInputError, match="no comparison of 'sift' against 'orb'"):
         describe_comparison(hit, "sift", "orb")
+
+
+def test_letters_and_sentences_follow_the_direction_of_the_test():
+    # many small wins of sift against a few large losses: the ranks favour sift, the mean orb
+    frame = comparison([("orb", "sift", 0.001, True, 0.0001)]).to_dataframe()
+    frame["rank_biserial"] = -0.22
+    for test, winner in (("wilcoxon", "sift"), ("ttest", "orb"), ("randomization", "orb")):
+        ds = comparison_from_frame(frame, {**COMPARE_ATTRS, "test": test})
+        metrics = xr.Dataset(
+            {"true_map_micro": ("descriptor", [0.5, 0.6])}, coords={"descriptor": ["sift", "orb"]}
+        )
+        t = Table(metrics, {"true_map_micro": ds})
+        letters = {s: row[0].letters for s, row in zip(t.systems, t.cells, strict=True)}
+        # rows: a = sift, b = orb
+        assert letters == (
+            {"sift": "b", "orb": ""} if winner == "sift" else {"sift": "", "orb": "a"}
+        )
+        sentence = describe_comparison(ds, "orb", "sift")
+        assert sentence.startswith(f"{winner} > ")
+        if test == "wilcoxon":
+            assert sentence == (
+                "sift > orb on mAP by the Wilcoxon signed-rank test (p < 0.001 after Holm, small "
+                "effect), although the mean difference favours orb: -0.1 points (sift minus "
+                "orb), 95% CI [-2.1, 1.9] (rank-biserial r = 0.22; 500 paired queries)."
+            )
+    frame["wins"], frame["losses"] = 100, 300  # the sign test counts wins and losses
+    ds = comparison_from_frame(frame, {**COMPARE_ATTRS, "test": "sign"})
+    assert describe_comparison(ds, "orb", "sift").startswith("sift > orb on mAP by the sign test")
 
 
 def test_effect_size_thresholds():

@@ -26,7 +26,7 @@ from metricalc.report.labels import (
     format_p,
     is_fraction_metric,
 )
-from metricalc.report.tables import comparison_pairs
+from metricalc.report.tables import TEST_NAMES, comparison_pairs, comparison_row, direction
 
 __all__ = [
     "EFFECT_THRESHOLDS",
@@ -107,14 +107,6 @@ def _bound(value: float, fraction: bool, decimals: int) -> str:
     return f"{100 * value:.{decimals}f}" if fraction else f"{value:.{decimals + 2}f}"
 
 
-def _row(comparison: xr.Dataset, i: int) -> dict[str, Any]:
-    return {
-        str(name): variable.values[i]
-        for name, variable in comparison.data_vars.items()
-        if variable.dims == ("comparison",)
-    }
-
-
 def describe_comparison(
     comparison: xr.Dataset,
     descriptor: str,
@@ -129,9 +121,11 @@ def describe_comparison(
     Wording rules:
 
     - significant (``reject``: corrected p < alpha): ``"A > B on <metric>: +d points, 95% CI
-      [lo, hi], <test> p ... <correction>, <size> effect (...)"`` with A the system the mean
-      difference favours, d = mean(A - B) and its bootstrap CI (points = percentage points, for
-      metrics in [0, 1]);
+      [lo, hi], <test> p ... <correction>, <size> effect (...)"`` with A the system the test
+      favours (:func:`~metricalc.report.tables.direction`), d = mean(A - B) and its bootstrap
+      CI (points = percentage points, for metrics in [0, 1]); when a rank or sign test and the
+      mean difference disagree, ``"A > B on <metric> by the <test> (p ..., <size> effect),
+      although the mean difference favours B: d points (A minus B), ..."``;
     - otherwise: ``"No significant difference between A and B on <metric>: d points (A minus
       B), ..."`` in the Dataset's order (A = descriptor, B = baseline);
     - the p-value is the corrected one, printed by :func:`~metricalc.report.labels.format_p`;
@@ -160,7 +154,7 @@ def describe_comparison(
             f"describe_comparison: no comparison of {descriptor!r} against {baseline!r}; the "
             f"Dataset has {pairs}"
         )
-    row = _row(comparison, pairs.index((descriptor, baseline)))
+    row = comparison_row(comparison, pairs.index((descriptor, baseline)))
     attrs = comparison.attrs
     metric = str(attrs.get("metric", "ap"))
     test = str(attrs.get("test", "wilcoxon"))
@@ -170,34 +164,38 @@ def describe_comparison(
     a, b = display_name(descriptor, names), display_name(baseline, names)
     diff, low, high = (float(row[k]) for k in ("mean_diff", "ci_low", "ci_high"))
     effect_name, effect, word = effect_size(row, test)
-    direction = diff if diff != 0 else float(row.get("median_diff", 0.0))
     significant = bool(row["reject"])
-    if significant and direction < 0:  # the baseline wins: report winner minus loser
+    if significant and direction(row, test) < 0:  # the baseline wins: winner minus loser
         a, b, diff, low, high, effect = b, a, -diff, -high, -low, -effect
     level = float(attrs.get("confidence_level", 0.95))
     p = format_p(float(row["pvalue_corrected"]), alpha=float(attrs.get("alpha", 0.05)))
-    correction = CORRECTION_WORDS.get(str(attrs.get("correction", "holm")), "")
-    test_word = TEST_WORDS.get(test, test)
-    if significant:
-        head = f"{a} > {b} on {phrase}: {_difference(diff, fraction, decimals)}{unit}"
-    else:
-        head = (
-            f"No significant difference between {a} and {b} on {phrase}: "
-            f"{_difference(diff, fraction, decimals)}{unit} ({a} minus {b})"
-        )
+    corrected = f"{p} {CORRECTION_WORDS.get(str(attrs.get('correction', 'holm')), '')}"
+    tested = f"{TEST_WORDS.get(test, test)} {corrected}"
+    ci = (
+        f"{100 * level:g}% CI [{_bound(low, fraction, decimals)}, "
+        f"{_bound(high, fraction, decimals)}]"
+    )
+    difference = f"{_difference(diff, fraction, decimals)}{unit}"
     n = int(row.get("n", 0))
-    units = UNIT_WORDS.get(str(attrs.get("pair_by", "query")), "paired units")
-    counted = f"{n:,} {units}"
+    counted = f"{n:,} {UNIT_WORDS.get(str(attrs.get('pair_by', 'query')), 'paired units')}"
     dropped = int(row.get("n_dropped", 0))
     if dropped:
         counted += f", {dropped:,} unpaired left out"
     effect_text = f"{EFFECT_NAMES[effect_name]} = {effect:.2f}" if math.isfinite(effect) else ""
     details = "; ".join(t for t in (effect_text, counted) if t)
-    return (
-        f"{head}, {100 * level:g}% CI [{_bound(low, fraction, decimals)}, "
-        f"{_bound(high, fraction, decimals)}], {test_word} {p} {correction}, {word} effect "
-        f"({details})."
-    )
+    if not significant:
+        return (
+            f"No significant difference between {a} and {b} on {phrase}: {difference} "
+            f"({a} minus {b}), {ci}, {tested}, {word} effect ({details})."
+        )
+    if diff < 0:  # a rank or sign test and the mean difference disagree: say so
+        return (
+            f"{a} > {b} on {phrase} by the {TEST_NAMES.get(test, test)} ({corrected}, "
+            f"{word} effect), "
+            f"although the mean difference favours {b}: {difference} ({a} minus {b}), {ci} "
+            f"({details})."
+        )
+    return f"{a} > {b} on {phrase}: {difference}, {ci}, {tested}, {word} effect ({details})."
 
 
 def summarize(

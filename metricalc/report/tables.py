@@ -4,7 +4,8 @@
 ``descriptor``) as LaTeX (booktabs), Markdown, CSV and HTML. Rows get letters a, b, c, ... in row
 order; a cell carries, as superscripts, the letters of the systems that row is significantly
 better than in that column, read from the :func:`metricalc.stats.compare` Dataset given for the
-column (``reject`` at the corrected alpha, and the mean difference in the row's favour). The best
+column (``reject`` at the corrected alpha, and the effect the test found in the row's favour,
+:func:`direction`). The best
 value of a column is bold and the second best underlined. docs/report.md shows an example.
 """
 
@@ -35,6 +36,8 @@ __all__ = [
     "Table",
     "comparison_from_frame",
     "comparison_pairs",
+    "comparison_row",
+    "direction",
     "row_letter",
 ]
 
@@ -111,6 +114,46 @@ def _attr_text(value: Any) -> str:
     return str(value)
 
 
+MEAN_TESTS = ("ttest", "randomization")
+"""Tests of the mean difference; the other tests (Wilcoxon, sign, McNemar) test ranks or signs."""
+
+
+def direction(values: Mapping[str, Any], test: str) -> float:
+    """The sign of the effect a test found (+1: the descriptor is better, -1: the baseline, 0:
+    none), from one comparison's values.
+
+    The paired t-test and the randomization test test the mean difference: its sign. The
+    Wilcoxon test ranks the differences: the sign of the matched-pairs rank-biserial r (the
+    share of the rank sum on the positive side minus the negative side). The sign and McNemar
+    tests count wins and losses: the sign of wins - losses. Where that is 0 or missing, the mean
+    and then the median difference decide. The mean difference can disagree with a rank or sign
+    test (many small wins against a few large losses); the table's letters and the sentences
+    follow the test.
+
+    Examples
+    --------
+    >>> direction({"mean_diff": 0.001, "rank_biserial": -0.22}, "wilcoxon")
+    -1.0
+    >>> direction({"mean_diff": 0.001, "rank_biserial": -0.22}, "ttest")
+    1.0
+    >>> direction({"mean_diff": -0.2, "wins": 30, "losses": 10}, "sign")
+    1.0
+    """
+
+    def sign(name: str) -> float:
+        value = float(values.get(name, math.nan))
+        return float(np.sign(value)) if math.isfinite(value) else 0.0
+
+    if test in MEAN_TESTS:
+        first = sign("mean_diff")
+    elif test == "wilcoxon":
+        first = sign("rank_biserial")
+    else:
+        wins, losses = float(values.get("wins", math.nan)), float(values.get("losses", math.nan))
+        first = float(np.sign(wins - losses)) if math.isfinite(wins - losses) else 0.0
+    return first or sign("mean_diff") or sign("median_diff")
+
+
 def comparison_from_frame(
     frame: pd.DataFrame, attrs: Mapping[str, Any] | None = None
 ) -> xr.Dataset:
@@ -142,6 +185,15 @@ def comparison_from_frame(
     data = {str(name): ("comparison", frame[name].to_numpy(copy=True)) for name in frame.columns}
     coords = xr.Coordinates.from_pandas_multiindex(index, "comparison")
     return xr.Dataset(data, coords=coords, attrs=dict(attrs or {}))
+
+
+def comparison_row(comparison: xr.Dataset, i: int) -> dict[str, Any]:
+    """The values of comparison ``i`` of a compare Dataset: ``{variable: value}``."""
+    return {
+        str(name): variable.values[i]
+        for name, variable in comparison.data_vars.items()
+        if variable.dims == ("comparison",)
+    }
 
 
 def comparison_pairs(comparison: xr.Dataset, what: str) -> list[tuple[str, str]]:
@@ -180,7 +232,8 @@ class Table:
     comparisons : mapping of str to xarray.Dataset, optional
         Column name -> :func:`metricalc.stats.compare` Dataset of that column's metric. A row
         carries the letter of system ``x`` in that column when the comparison of the two has
-        ``reject`` True (corrected p < alpha) and a mean difference in the row's favour.
+        ``reject`` True (corrected p < alpha) and the effect the test found is in the row's
+        favour (:func:`direction`).
     columns : sequence of str, optional
         Metric names in order; default :data:`DEFAULT_COLUMNS` minus those absent or all-NaN. A
         chosen column must exist (all-NaN columns then show dashes).
@@ -341,15 +394,16 @@ class Table:
         if comparison is None:
             return [""] * len(self.systems)
         sign = 1.0 if metric_info(column).higher_is_better else -1.0
+        test = str(comparison.attrs.get("test", "wilcoxon"))
         position = {s: i for i, s in enumerate(self.systems)}
         beaten: list[set[int]] = [set() for _ in self.systems]
         pairs = comparison_pairs(comparison, f"comparisons[{column!r}]")
-        reject = np.asarray(comparison["reject"].values, dtype=bool)
-        diff = sign * np.asarray(comparison["mean_diff"].values, dtype=np.float64)
-        for (d, b), rejected, delta in zip(pairs, reject, diff, strict=True):
-            if not rejected or not math.isfinite(delta) or delta == 0:
+        for i, (d, b) in enumerate(pairs):
+            row = comparison_row(comparison, i)
+            favours = sign * direction(row, test)
+            if not bool(row["reject"]) or favours == 0:
                 continue
-            winner, loser = (d, b) if delta > 0 else (b, d)
+            winner, loser = (d, b) if favours > 0 else (b, d)
             beaten[position[winner]].add(position[loser])
         return ["".join(self.letters[j] for j in sorted(s)) for s in beaten]
 
