@@ -16,6 +16,7 @@ the other baselines.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,13 +25,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from metricalc.core.ranking import hit_rate_at_k
 from metricalc.errors import InvalidInputError
 from metricalc.report.data import system_name
 from metricalc.report.labels import PAIR_BY_ORDER, metric_info
 from metricalc.report.study import TestSpec
 from metricalc.report.tables import comparison_from_frame
 
-__all__ = ["ColumnTests", "correct_family", "run_tests", "systems_of"]
+__all__ = ["ColumnTests", "correct_family", "run_tests", "systems_of", "with_test_metric"]
 
 
 @dataclass
@@ -63,10 +65,44 @@ def _pair_by(study_pair_by: str, needed: str | None) -> str:
     return PAIR_BY_ORDER[max(PAIR_BY_ORDER.index(study_pair_by), PAIR_BY_ORDER.index(needed))]
 
 
+_PRECISION_AT = re.compile(r"precision_at_([1-9][0-9]*)")
+
+
 def _has_metric(cube: xr.Dataset, metric: str) -> bool:
-    if metric.startswith("hit@"):
+    if metric.startswith("hit@") or _PRECISION_AT.fullmatch(metric):
         return "better" in cube.data_vars and "ties" in cube.data_vars
     return metric in cube.data_vars
+
+
+def with_test_metric(cube: xr.Dataset, metric: str) -> xr.Dataset:
+    r"""The cube with the per-query values of ``metric`` added when they are derived.
+
+    ``precision_at_K`` (the metric set's hit rate at K) becomes, per query with a relevant item
+    (R = 1 and rank statistics), its hit probability under the cube's tie policy:
+    :func:`metricalc.hit_rate_at_k` of that query alone, so the mean over queries is the table's
+    value (under ``expected`` a query tied across rank K counts
+    :math:`\mathrm{clip}(K - b, 0, t + 1) / (t + 1)`); NaN for the other queries. Any other
+    metric leaves the cube as it is.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube
+    >>> with_test_metric(_example_cube(), "precision_at_1")["precision_at_1"].values.tolist()
+    [[1.0, 0.0, nan]]
+    """
+    match = _PRECISION_AT.fullmatch(metric)
+    if match is None or metric in cube.data_vars:
+        return cube
+    better = np.asarray(cube["better"].values)
+    ties = np.asarray(cube["ties"].values)
+    ranked = (np.asarray(cube["n_relevant"].values) == 1) & (better >= 0)
+    values = hit_rate_at_k(
+        np.where(ranked, better, -1)[..., None],
+        np.where(ranked, ties, -1)[..., None],
+        int(match.group(1)),
+        policy=str(cube.attrs.get("tie_policy", "expected")),
+    )
+    return cube.assign({metric: (("descriptor", "query"), np.asarray(values, np.float64))})
 
 
 def correct_family(comparison: xr.Dataset, *, correction: str, alpha: float) -> xr.Dataset:
@@ -161,7 +197,6 @@ def run_tests(
         raise InvalidInputError(
             f"baseline: {baseline!r} is not a system of the data; expected one of {systems}{extra}"
         )
-    source = _source(cubes)
     results = {}
     for column in columns:
         result = ColumnTests(column)
@@ -177,6 +212,8 @@ def run_tests(
             advance()
             continue
         pair_by = _pair_by(tests.pair_by, needed)
+        ready = {label: with_test_metric(cube, metric) for label, cube in cubes.items()}
+        source = _source(ready)
         options = {
             "metric": metric,
             "pair_by": pair_by,
@@ -187,7 +224,7 @@ def run_tests(
         try:
             if by_label:
                 result.comparison = _by_label(
-                    cubes,
+                    ready,
                     str(baseline),
                     {
                         **options,
