@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from metricalc import cube as qc
+from metricalc.metrics import metric_set
+from metricalc.report.analysis import with_test_metric
 from metricalc.errors import InvalidInputError
 from metricalc.report import data as report_data
 from metricalc.report.study import FIGURES, OUTPUTS, demo_study, load_study, study_from_dict
@@ -138,3 +141,18 @@ def test_experiment_tags_arrive_with_issue_6_and_plug_in_through_a_loader(tmp_pa
         report_data.register_data_loader("experiment", original)
     with pytest.raises(InvalidInputError, match="must be callable"):
         report_data.register_data_loader("experiment", "not a function")
+
+
+@pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic", "workbench"])
+def test_derived_hit_values_average_to_the_metric_set(make_query_cube, policy):
+    cube = make_query_cube({"a": 0.7, "b": 0.2}, seed=4)
+    cube = cube.assign_attrs(tie_policy=policy)
+    metrics = metric_set(cube, k=(1, 5))
+    for k in (1, 5):
+        values = with_test_metric(cube, f"precision_at_{k}")[f"precision_at_{k}"]
+        r1 = cube.n_relevant.values == 1
+        assert np.isnan(values.values[~r1]).all() and np.isfinite(values.values[r1]).all()
+        np.testing.assert_allclose(
+            values.mean("query", skipna=True).values, metrics[f"precision_at_{k}"].values
+        )
+    assert with_test_metric(cube, "ap") is cube
