@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from metricalc import cube as qc
-from metricalc.metrics import metric_set
-from metricalc.report.analysis import with_test_metric
 from metricalc.errors import InvalidInputError
+from metricalc.metrics import metric_set
 from metricalc.report import data as report_data
+from metricalc.report.analysis import with_test_metric
 from metricalc.report.study import FIGURES, OUTPUTS, demo_study, load_study, study_from_dict
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
