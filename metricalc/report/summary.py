@@ -93,18 +93,21 @@ def effect_size(values: Mapping[str, Any], test: str) -> tuple[str, float, str]:
     return name, value, word
 
 
-def _difference(value: float, fraction: bool, decimals: int) -> str:
+def _number(value: float, decimals: int, *, plus: bool = False) -> str:
+    """``value`` with ``decimals`` decimals (``+`` for positive values when ``plus``); a value
+    that rounds to zero prints without a sign ("0.0", never "-0.0")."""
     if not math.isfinite(value):
         return "n/a"
-    if fraction:
-        return f"{100 * value:+.{decimals}f}"
-    return f"{value:+.{decimals + 2}f}"
+    text = f"{value:{'+' if plus else ''}.{decimals}f}"
+    return text.lstrip("+-") if float(text) == 0 else text
+
+
+def _difference(value: float, fraction: bool, decimals: int) -> str:
+    return _number(100 * value if fraction else value, decimals + (0 if fraction else 2), plus=True)
 
 
 def _bound(value: float, fraction: bool, decimals: int) -> str:
-    if not math.isfinite(value):
-        return "n/a"
-    return f"{100 * value:.{decimals}f}" if fraction else f"{value:.{decimals + 2}f}"
+    return _number(100 * value if fraction else value, decimals + (0 if fraction else 2))
 
 
 def describe_comparison(
@@ -181,7 +184,9 @@ def describe_comparison(
     dropped = int(row.get("n_dropped", 0))
     if dropped:
         counted += f", {dropped:,} unpaired left out"
-    effect_text = f"{EFFECT_NAMES[effect_name]} = {effect:.2f}" if math.isfinite(effect) else ""
+    effect_text = (
+        f"{EFFECT_NAMES[effect_name]} = {_number(effect, 2)}" if math.isfinite(effect) else ""
+    )
     details = "; ".join(t for t in (effect_text, counted) if t)
     if not significant:
         return (
