@@ -115,6 +115,8 @@ def _figure_jobs(
     tests: dict[str, ColumnTests],
     notes: list[str],
 ) -> list[_FigureJob]:
+    """The figures the study asks for that its data can show (a note for each that cannot).
+    Curves are computed when a figure is drawn."""
     from metricalc.metrics import (
         matching_accuracy,
         matching_pr_curve,
@@ -124,143 +126,81 @@ def _figure_jobs(
     from metricalc.report import curve_figures, figures, stats_figures
 
     names = study.names
-    wanted = set(study.figures)
-    jobs: list[_FigureJob] = []
-    ratio_test = _has(cubes, ("nn_correct", "nn_distance", "nn2_distance"))
 
-    def skip(figure: str, reason: str) -> None:
-        if figure in wanted:
-            notes.append(f"figure {figure} skipped: {reason}")
+    def per_label(compute: Callable[[xr.Dataset], Any], pad: str = "") -> Any:
+        return combined({label: compute(c) for label, c in cubes.items()}, pad=pad)
 
     split_maps = ("true_map_micro", "viewpoint_map", "illumination_map")
-    if all(m in metrics and np.isfinite(metrics[m].values).any() for m in split_maps):
-        if "map_by_split" in wanted:
-            jobs.append(
-                _FigureJob(
-                    "map_by_split",
-                    "mAP by scene type",
-                    "True mAP (R = 1 queries) of every system over all scenes, viewpoint (v_*) "
-                    "and illumination (i_*) scenes.",
-                    lambda: figures.plot_map_by_split(metrics),
-                )
-            )
-        if "split_scatter" in wanted:
-            jobs.append(
-                _FigureJob(
-                    "split_scatter",
-                    "Viewpoint vs illumination mAP",
-                    "Each system's viewpoint mAP (x) against its illumination mAP (y); the "
-                    "dashed diagonal marks equal values.",
-                    lambda: figures.plot_split_scatter(metrics, names=names),
-                )
-            )
-    else:
-        skip("map_by_split", "no viewpoint / illumination mAP in the metric set")
-        skip("split_scatter", "no viewpoint / illumination mAP in the metric set")
-    paired_images = all(
+    by_split = all(m in metrics and np.isfinite(metrics[m].values).any() for m in split_maps)
+    image_pairs = all(
         np.char.find(c["pair"].values.astype(str), "-").min() >= 0
         for c in cubes.values()
         if c.sizes["query"]
     )
-    if _has(cubes, ("ap",)) and paired_images and "scene_map" in wanted:
-        scenes = combined({label: scene_metrics(c) for label, c in cubes.items()})
-        jobs.append(
-            _FigureJob(
-                "scene_map",
-                "mAP per scene",
-                "True mAP of every system (rows) in every scene (columns).",
-                lambda: figures.plot_scene_map(scenes),
-            )
-        )
-    elif not (_has(cubes, ("ap",)) and paired_images):
-        skip("scene_map", "the cube has no image pairs (e.g. patch retrieval) or no AP values")
     ranked = "rank_histogram" in metrics and float(metrics["rank_histogram"].sum()) > 0
-    if ranked and "rank_histogram" in wanted:
-        jobs.append(
-            _FigureJob(
-                "rank_histogram",
-                "Rank histogram",
-                "Share of R = 1 queries by the rank of their relevant keypoint.",
-                lambda: figures.plot_rank_histogram(metrics),
-            )
-        )
-    elif not ranked:
-        skip("rank_histogram", "no query has rank statistics")
-    if ratio_test:
-        if "pr_curves" in wanted:
-            pr = combined(
-                {label: matching_pr_curve(c) for label, c in cubes.items()}, pad="threshold"
-            )
-            jobs.append(
-                _FigureJob(
-                    "pr_curves",
-                    "Ratio-test precision-recall",
-                    "Precision against recall of nearest-neighbour matching as the ratio-test "
-                    "threshold varies (recall over all matchable queries).",
-                    lambda: curve_figures.plot_pr_curves(pr, names=names),
-                )
-            )
-        if "roc" in wanted:
-            roc = combined(
-                {label: matching_roc_curve(c) for label, c in cubes.items()}, pad="threshold"
-            )
-            jobs.append(
-                _FigureJob(
-                    "roc",
-                    "ROC graph of the ratio test",
-                    "True against false positive rate of the ratio-test match classifier; the "
-                    "dashed diagonal is chance. Each system's point of maximal Youden J "
-                    "(J = TPR - FPR, its height above the diagonal) is marked with its ratio.",
-                    lambda: curve_figures.plot_roc(roc, names=names),
-                )
-            )
-    else:
-        skip("pr_curves", "the cube has no nearest-neighbour distances")
-        skip("roc", "the cube has no nearest-neighbour distances")
-    if _has(cubes, ("nn_error",)) and "mma" in wanted:
-        mma = combined({label: matching_accuracy(c) for label, c in cubes.items()})
-        jobs.append(
-            _FigureJob(
-                "mma",
-                "Mean matching accuracy",
-                "Share of nearest-neighbour matches within each pixel threshold, averaged over "
-                "image pairs (D2-Net convention).",
-                lambda: curve_figures.plot_mma(mma, names=names),
-            )
-        )
-    elif "mma" in wanted and not _has(cubes, ("nn_error",)):
-        skip("mma", "the cube has no reprojection errors (nn_error)")
+    ratio_test = _has(cubes, ("nn_correct", "nn_distance", "nn2_distance"))
+    no_split = "no viewpoint / illumination mAP in the metric set"
+    no_ratio = "the cube has no nearest-neighbour distances"
+    general = [  # name, available, why not, title, caption, draw
+        ("map_by_split", by_split, no_split, "mAP by scene type",
+         "True mAP (R = 1 queries) of every system over all scenes, viewpoint (v_*) and "
+         "illumination (i_*) scenes.",
+         lambda: figures.plot_map_by_split(metrics)),
+        ("split_scatter", by_split, no_split, "Viewpoint vs illumination mAP",
+         "Each system's viewpoint mAP (x) against its illumination mAP (y); the dashed diagonal "
+         "marks equal values.",
+         lambda: figures.plot_split_scatter(metrics, names=names)),
+        ("scene_map", image_pairs and _has(cubes, ("ap",)),
+         "the cube has no image pairs (e.g. patch retrieval) or no AP values", "mAP per scene",
+         "True mAP of every system (rows) in every scene (columns).",
+         lambda: figures.plot_scene_map(per_label(scene_metrics))),
+        ("rank_histogram", ranked, "no query has rank statistics", "Rank histogram",
+         "Share of R = 1 queries by the rank of their relevant keypoint.",
+         lambda: figures.plot_rank_histogram(metrics)),
+        ("pr_curves", ratio_test, no_ratio, "Ratio-test precision-recall",
+         "Precision against recall of nearest-neighbour matching as the ratio-test threshold "
+         "varies (recall over all matchable queries).",
+         lambda: curve_figures.plot_pr_curves(
+             per_label(matching_pr_curve, "threshold"), names=names)),
+        ("roc", ratio_test, no_ratio, "ROC graph of the ratio test",
+         "True against false positive rate of the ratio-test match classifier; the dashed "
+         "diagonal is chance. Each system's point of maximal Youden J (J = TPR - FPR, its "
+         "height above the diagonal) is marked; the legend gives J and its ratio.",
+         lambda: curve_figures.plot_roc(per_label(matching_roc_curve, "threshold"), names=names)),
+        ("mma", _has(cubes, ("nn_error",)), "the cube has no reprojection errors (nn_error)",
+         "Mean matching accuracy",
+         "Share of nearest-neighbour matches within each pixel threshold, averaged over image "
+         "pairs (D2-Net convention).",
+         lambda: curve_figures.plot_mma(per_label(matching_accuracy), names=names)),
+    ]  # fmt: skip
+    jobs: list[_FigureJob] = []
+    for name, available, reason, title, caption, draw in general:
+        if name not in study.figures:
+            continue
+        if available:
+            jobs.append(_FigureJob(name, title, caption, draw))
+        else:
+            notes.append(f"figure {name} skipped: {reason}")
     for column, result in tests.items():
         info = metric_info(column)
-        if result.comparison is not None and "forest" in wanted:
-            comparison = result.comparison
-            jobs.append(
-                _FigureJob(
-                    f"forest_{column}",
-                    f"Differences in {info.phrase}",
-                    f"Mean paired difference in {info.phrase} (descriptor minus baseline) with "
-                    "its bootstrap confidence interval; filled points are significant after the "
-                    "correction.",
-                    lambda c=comparison, p=info.phrase: stats_figures.plot_forest(
-                        c, names=names, metric_phrase=p
-                    ),
-                    group=info.label,
-                )
-            )
-        if result.ranking is not None and "cd_diagram" in wanted:
-            ranking = result.ranking
-            jobs.append(
-                _FigureJob(
-                    f"cd_{column}",
-                    f"Critical difference diagram, {info.phrase}",
-                    "Average ranks (1 = best) over the paired units; bars join systems whose "
-                    "ranks differ by less than the Nemenyi critical difference (CD).",
-                    lambda r=ranking, p=info.phrase: stats_figures.plot_cd_diagram(
-                        r, names=names, metric_phrase=p
-                    ),
-                    group=info.label,
-                )
-            )
+        per_column = [  # figure kind, stem, Dataset, title, caption, plot
+            ("forest", "forest", result.comparison, f"Differences in {info.phrase}",
+             f"Mean paired difference in {info.phrase} (descriptor minus baseline) with its "
+             "bootstrap confidence interval; filled points are significant after the correction.",
+             stats_figures.plot_forest),
+            ("cd_diagram", "cd", result.ranking, f"Critical difference diagram, {info.phrase}",
+             "Average ranks (1 = best) over the paired units; bars join systems whose ranks "
+             "differ by less than the Nemenyi critical difference (CD).",
+             stats_figures.plot_cd_diagram),
+        ]  # fmt: skip
+        for kind, stem, data, title, caption, plot in per_column:
+            if data is None or kind not in study.figures:
+                continue
+
+            def draw(plot: Any = plot, data: xr.Dataset = data, phrase: str = info.phrase) -> Any:
+                return plot(data, names=names, metric_phrase=phrase)
+
+            jobs.append(_FigureJob(f"{stem}_{column}", title, caption, draw, group=info.label))
     return jobs
 
 

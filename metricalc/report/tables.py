@@ -216,6 +216,25 @@ def comparison_pairs(comparison: xr.Dataset, what: str) -> list[tuple[str, str]]
     return [(str(d), str(b)) for d, b in index]
 
 
+_MARKUP = {  # format: (dash, best, second, letters)
+    "latex": ("--", r"\textbf{{{}}}", r"\underline{{{}}}", r"\textsuperscript{{{}}}"),
+    "markdown": ("&ndash;", "**{}**", "<u>{}</u>", "<sup>{}</sup>"),
+    "html": ("&ndash;", "<strong>{}</strong>", "<u>{}</u>", "<sup>{}</sup>"),
+}
+
+
+def _markup(cell: Cell, style: str, escape: Callable[[str], str]) -> str:
+    """A cell in one output format: a dash for no value, else the (escaped) number, bold or
+    underlined by its mark, then its letters as a superscript."""
+    dash, best, second, letters = _MARKUP[style]
+    if not cell.text:
+        return dash
+    text = escape(cell.text)
+    if cell.mark:
+        text = (best if cell.mark == "best" else second).format(text)
+    return text + (letters.format(cell.letters) if cell.letters else "")
+
+
 def _number(text: str) -> float:
     """The printed number of a cell (NaN for a dash)."""
     return float(text.replace(",", "")) if text else math.nan
@@ -499,16 +518,7 @@ class Table:
         r"""A ``table`` environment with a booktabs ``tabular`` (``\usepackage{booktabs}``)."""
 
         def cell(c: Cell) -> str:
-            if not c.text:
-                return "--"
-            text = c.text.replace(",", "{,}")
-            if c.mark == "best":
-                text = rf"\textbf{{{text}}}"
-            elif c.mark == "second":
-                text = rf"\underline{{{text}}}"
-            if c.letters:
-                text += rf"\textsuperscript{{{c.letters}}}"
-            return text
+            return _markup(c, "latex", lambda text: text.replace(",", "{,}"))
 
         lines = [
             r"\begin{table}[t]",
@@ -530,11 +540,7 @@ class Table:
         """A pipe table (bold ``**``, underline ``<u>``, letters ``<sup>``) after a caption line."""
 
         def cell(c: Cell) -> str:
-            if not c.text:
-                return "&ndash;"
-            text = f"**{c.text}**" if c.mark == "best" else c.text
-            text = f"<u>{text}</u>" if c.mark == "second" else text
-            return text + (f"<sup>{c.letters}</sup>" if c.letters else "")
+            return _markup(c, "markdown", str)
 
         lines = [
             f"Table: {escape_markdown(self.caption)}",
@@ -551,16 +557,7 @@ class Table:
         """A ``<table class="results">`` with caption, ``<strong>``, ``<u>`` and ``<sup>``."""
 
         def cell(c: Cell) -> str:
-            if not c.text:
-                return "<td>&ndash;</td>"
-            text = escape_html(c.text)
-            if c.mark == "best":
-                text = f"<strong>{text}</strong>"
-            elif c.mark == "second":
-                text = f"<u>{text}</u>"
-            if c.letters:
-                text += f"<sup>{escape_html(c.letters)}</sup>"
-            return f'<td class="{c.mark or "plain"}">{text}</td>'
+            return f'<td class="{c.mark or "plain"}">{_markup(c, "html", escape_html)}</td>'
 
         head = "".join(f'<th scope="col">{escape_html(h)}</th>' for h in self.headers())
         rows = []
