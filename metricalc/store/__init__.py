@@ -1,0 +1,1 @@
+"""The results database: SQLite experiments, results and per-scene rows; exports; imports."""
