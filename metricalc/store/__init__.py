@@ -1,1 +1,45 @@
-"""The results database: SQLite experiments, results and per-scene rows; exports; imports."""
+"""The results database: experiments, results and per-scene rows in one SQLite file.
+
+``record_experiment`` writes one run (its config, versions, timings, status, the metric set and
+per-scene metrics); ``list_experiments``, ``get_experiment`` and ``to_dataframe`` read them back;
+``export_table`` writes a table as CSV, JSON or Parquet; ``read_workbench`` / ``import_workbench``
+bring in a DescriptorWorkbench export. ``docs/store.md`` describes the schema, the migrations
+and the concurrency rules.
+"""
+
+from metricalc.store.database import BUSY_TIMEOUT_S, DEFAULT_DB, DatabaseBusyError, open_db
+from metricalc.store.exports import FORMATS, export_table, to_dataframe
+from metricalc.store.metadata import SCENE_KEYS, format_metadata, metadata_for, parse_metadata
+from metricalc.store.records import (
+    COLUMN_SOURCES,
+    STATUSES,
+    Experiment,
+    get_experiment,
+    library_versions,
+    list_experiments,
+    record_experiment,
+)
+from metricalc.store.schema import SCHEMA_VERSION, SEED_COLUMNS
+
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "COLUMN_SOURCES",
+    "DEFAULT_DB",
+    "FORMATS",
+    "SCENE_KEYS",
+    "SCHEMA_VERSION",
+    "SEED_COLUMNS",
+    "STATUSES",
+    "DatabaseBusyError",
+    "Experiment",
+    "export_table",
+    "format_metadata",
+    "get_experiment",
+    "library_versions",
+    "list_experiments",
+    "metadata_for",
+    "open_db",
+    "parse_metadata",
+    "record_experiment",
+    "to_dataframe",
+]

@@ -1,4 +1,4 @@
-"""DescriptorWorkbench metadata strings: ``key=value;`` pairs sorted by key (PROTOCOLS.md section 3).
+"""DescriptorWorkbench metadata strings: ``key=value;`` pairs sorted by key (PROTOCOLS.md 3).
 
 DescriptorWorkbench keeps every metric of a result in the ``metadata`` text column of its results
 table. :func:`format_metadata` writes that format, :func:`parse_metadata` reads it back
@@ -226,4 +226,3 @@ def metadata_for(
         out[f"{scene}_query_count"] = int(one["query_count"])
         out[f"{scene}_excluded_count"] = int(one["excluded_count"])
     return out
-
