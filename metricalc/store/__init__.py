@@ -20,26 +20,40 @@ from metricalc.store.records import (
     record_experiment,
 )
 from metricalc.store.schema import SCHEMA_VERSION, SEED_COLUMNS
+from metricalc.store.workbench import (
+    MAP_TOLERANCE,
+    WORKBENCH_BENCHMARK,
+    WorkbenchExport,
+    import_workbench,
+    read_workbench,
+    write_cube,
+)
 
 __all__ = [
     "BUSY_TIMEOUT_S",
     "COLUMN_SOURCES",
     "DEFAULT_DB",
     "FORMATS",
+    "MAP_TOLERANCE",
     "SCENE_KEYS",
     "SCHEMA_VERSION",
     "SEED_COLUMNS",
     "STATUSES",
+    "WORKBENCH_BENCHMARK",
     "DatabaseBusyError",
     "Experiment",
+    "WorkbenchExport",
     "export_table",
     "format_metadata",
     "get_experiment",
+    "import_workbench",
     "library_versions",
     "list_experiments",
     "metadata_for",
     "open_db",
     "parse_metadata",
+    "read_workbench",
     "record_experiment",
     "to_dataframe",
+    "write_cube",
 ]

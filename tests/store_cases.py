@@ -1,0 +1,93 @@
+"""Inputs shared by the tests of metricalc.store: a random QueryCube built from a long table (so
+that expected values can be computed from the table with pandas, independently of metric_set),
+and the real DescriptorWorkbench export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+import metricalc as mc
+
+WORKBENCH = Path(__file__).parents[2] / "shared" / "data" / "descriptorworkbench-export"
+PERFORMANCE = WORKBENCH / "descriptor_performance_analysis.csv"
+SUMMARY = WORKBENCH / "experiment_summary_full.csv"
+
+DESCRIPTORS = ("sift", "orb", "brief")
+SCENES = ("i_a", "i_b", "v_c", "v_d")
+
+
+def real(path: Path) -> Path:
+    """``path`` if the real export is there, else skip the test saying where it was looked for."""
+    if not path.exists():
+        pytest.skip(f"real DescriptorWorkbench export not available at {path}")
+    return path
+
+
+def long_table(seed: int = 0, *, queries: int = 25) -> pd.DataFrame:
+    """Per-query results of three descriptors on four scenes (two pairs each): random ranks,
+    about 20 % of the queries without a relevant item (better = ties = -1)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in DESCRIPTORS:
+        for s in SCENES:
+            for pair in ("1-2", "1-3"):
+                for q in range(queries):
+                    relevant = rng.random() < 0.8
+                    better = int(rng.integers(0, 20)) if relevant else -1
+                    ties = int(rng.integers(0, 3)) if relevant else -1
+                    rows.append(
+                        {
+                            "descriptor": d,
+                            "scene": s,
+                            "pair": pair,
+                            "query": q,
+                            "better": better,
+                            "ties": ties,
+                            "nn_correct": int(relevant and better == 0),
+                            "processing_time_ms": 100.0 + DESCRIPTORS.index(d),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def make_cube(seed: int = 0, *, broken: bool = False) -> xr.Dataset:
+    """The QueryCube of :func:`long_table`; with ``broken``, a fourth descriptor that failed."""
+    cube = mc.cube.from_dataframe(long_table(seed), attrs={"keypoints": "locked:sift"})
+    if broken:
+        failed = mc.cube.error_record("broken", "RuntimeError: no keypoints", attrs=cube.attrs)
+        cube = mc.cube.combine([cube, failed])
+    return cube
+
+
+def expected_ap(better: int, ties: int) -> float:
+    """AP of one relevant item under the 'expected' tie policy (mean of 1/r over tied ranks)."""
+    return sum(1 / r for r in range(better + 1, better + ties + 2)) / (ties + 1)
+
+
+def expected_summaries(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per descriptor (micro, macro mAP) and per (descriptor, scene) (true_map, with zeros,
+    query and excluded counts), computed from the long table with pandas."""
+    t = table.copy()
+    t["r1"] = t["better"] >= 0
+    t["ap"] = [
+        expected_ap(b, k) if b >= 0 else np.nan for b, k in zip(t.better, t.ties, strict=True)
+    ]
+    per_scene = t.groupby(["descriptor", "scene"]).agg(
+        ap_sum=("ap", "sum"), query_count=("r1", "sum"), n=("r1", "size")
+    )
+    per_scene["excluded_count"] = per_scene["n"] - per_scene["query_count"]
+    per_scene["true_map"] = per_scene["ap_sum"] / per_scene["query_count"]
+    per_scene["true_map_with_zeros"] = per_scene["ap_sum"] / per_scene["n"]
+    micro = t.groupby("descriptor")["ap"].mean()  # NaN (R = 0) skipped
+    macro = per_scene["true_map"].groupby("descriptor").mean()
+    split_micro = {
+        name: t[t.scene.str.startswith(prefix)].groupby("descriptor")["ap"].mean()
+        for name, prefix in (("viewpoint_map", "v_"), ("illumination_map", "i_"))
+    }
+    per_descriptor = pd.DataFrame({"true_map_micro": micro, "true_map_macro": macro, **split_micro})
+    return per_descriptor, per_scene
