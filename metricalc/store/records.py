@@ -9,6 +9,7 @@ it back. ``docs/store.md`` describes the tables.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import math
 import os
@@ -157,12 +158,19 @@ def _timings(timings: Any) -> dict[str, float]:
 def library_versions() -> dict[str, str]:
     """Versions of metricalc, Python, SQLite and the installed libraries metricalc uses.
 
+    Looked up once per process (reading package metadata takes milliseconds per package).
+
     Examples
     --------
     >>> from metricalc.store import library_versions
     >>> sorted(library_versions())[:3]
     ['dask', 'h5netcdf', 'h5py']
     """
+    return dict(_detected_versions())
+
+
+@functools.cache
+def _detected_versions() -> tuple[tuple[str, str], ...]:
     import metricalc
 
     out = {
@@ -175,7 +183,7 @@ def library_versions() -> dict[str, str]:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
-    return out
+    return tuple(out.items())
 
 
 def _versions(versions: Any) -> dict[str, str]:
