@@ -4,6 +4,8 @@ and the real DescriptorWorkbench export."""
 
 from __future__ import annotations
 
+import csv
+import re
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +93,34 @@ def expected_summaries(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     }
     per_descriptor = pd.DataFrame({"true_map_micro": micro, "true_map_macro": macro, **split_micro})
     return per_descriptor, per_scene
+
+
+def tampered_copy(tmp_path: Path) -> tuple[Path, dict[int, set[str]]]:
+    """The real export with four edits; returns the file and the checks that must fail by
+    line. Line 20 is changed within the tolerance and must not be reported."""
+    with real(PERFORMANCE).open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    header = rows[0]
+    macro, meta = header.index("true_map_macro"), header.index("metadata")
+    rows[5 - 1][macro] = repr(float(rows[5 - 1][macro]) + 3e-6)
+    rows[20 - 1][macro] = repr(float(rows[20 - 1][macro]) + 3e-7)
+    text = rows[10 - 1][meta]
+    old = re.search(r"v_wall_true_map=([0-9.]+);", text)[1]
+    rows[10 - 1][meta] = text.replace(
+        f"v_wall_true_map={old};", f"v_wall_true_map={float(old) + 0.01:.6f};"
+    )
+    text = rows[30 - 1][meta]
+    old = re.search(r"i_dome_query_count=([0-9]+);", text)[1]
+    rows[30 - 1][meta] = text.replace(
+        f"i_dome_query_count={old};", f"i_dome_query_count={int(old) + 1};"
+    )
+    path = tmp_path / "tampered.csv"
+    with path.open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(rows)
+    expected = {
+        5: {"true_map_macro"},
+        10: {"true_map_macro", "true_map_micro", "true_map_micro_with_zeros"},
+        # one more query of weight m_dome moves the micro mAPs by ~(m_dome - micro) / 1e5
+        30: {"total_queries_processed", "true_map_micro", "true_map_micro_with_zeros"},
+    }
+    return path, expected

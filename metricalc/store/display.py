@@ -8,11 +8,12 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from metricalc.report.terminal import _console
 from metricalc.store.records import Experiment
-from metricalc.store.workbench import WorkbenchExport
+from metricalc.store.workbench import CHECK_COLUMNS, WorkbenchExport
 
 __all__ = ["print_experiment", "print_experiments", "print_import"]
 
@@ -28,6 +29,12 @@ RESULT_TABLE = (
     ("processing_time_ms", "time ms"),
 )
 """(results column, header) of ``metricalc db show``; rates in percent."""
+
+
+def _say(console: Console, text: str) -> None:
+    """One line of plain text (no rich markup: configs hold brackets), never wrapped, so that
+    it can be piped and searched."""
+    console.print(text, soft_wrap=True, highlight=False, markup=False)
 
 
 def _cell(value: Any, percent: bool) -> str:
@@ -46,9 +53,9 @@ def print_experiments(frame: pd.DataFrame, *, console: Console | None = None) ->
     for row in frame.itertuples(index=False):
         status = row.status if row.status == "ok" else f"{row.status}: {row.error[:60]}"
         table.add_row(
-            row.benchmark,
-            row.tag,
-            status,
+            escape(row.benchmark),
+            escape(row.tag),
+            escape(status),
             str(row.descriptors),
             row.config_hash[:12],
             row.updated_at[:19].replace("T", " "),
@@ -61,20 +68,23 @@ def print_experiment(
 ) -> None:
     """Header, config and one row per descriptor of an experiment (and its scenes)."""
     console = console or _console()
-    console.print(f"[bold]{experiment.benchmark} / {experiment.tag}[/bold]  id {experiment.id}")
-    console.print(
-        f"status: {experiment.status}" + (f" ({experiment.error})" * bool(experiment.error))
+    _say(console, f"{experiment.benchmark} / {experiment.tag}  (id {experiment.id})")
+    _say(
+        console,
+        f"status: {experiment.status}" + (f" ({experiment.error})" * bool(experiment.error)),
     )
-    console.print(
-        f"config {experiment.config_hash}: {json.dumps(experiment.config, sort_keys=True)}"
+    _say(
+        console, f"config {experiment.config_hash}: {json.dumps(experiment.config, sort_keys=True)}"
     )
-    console.print(
+    _say(
+        console,
         f"metricalc {experiment.metricalc_version}; created {experiment.created_at}, "
-        f"updated {experiment.updated_at}"
+        f"updated {experiment.updated_at}",
     )
     if experiment.timings:
-        console.print(
-            "timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in experiment.timings.items())
+        _say(
+            console,
+            "timings: " + ", ".join(f"{k} {v:.3f} s" for k, v in experiment.timings.items()),
         )
     table = Table()
     table.add_column("descriptor", no_wrap=True)
@@ -84,7 +94,7 @@ def print_experiment(
     for row in experiment.results.itertuples(index=False):
         label = row.descriptor if row.status == "ok" else f"{row.descriptor} ({row.status})"
         cells = [_cell(getattr(row, c), c != "processing_time_ms") for c, _ in shown]
-        table.add_row(label, *cells)
+        table.add_row(escape(label), *cells)
     console.print(table)
     if scenes and len(experiment.scenes):
         per_scene = Table(title="per scene")
@@ -94,8 +104,8 @@ def print_experiment(
             )
         for row in experiment.scenes.itertuples(index=False):
             per_scene.add_row(
-                row.descriptor,
-                row.scene,
+                escape(row.descriptor),
+                escape(row.scene),
                 _cell(row.true_map, True),
                 _cell(row.true_map_with_zeros, True),
                 str(row.query_count),
@@ -109,29 +119,22 @@ def print_import(export: WorkbenchExport, db: str, *, console: Console | None = 
     console = console or _console()
     tags = export.tags
     span = f"{tags[0]} .. {tags[-1]}" if len(tags) > 1 else (tags[0] if tags else "-")
-    console.print(f"imported {len(export.rows)} row(s) of {export.path} into {db} ({span})")
+    _say(console, f"imported {len(export.rows)} row(s) of {export.path} into {db} ({span})")
     if export.checked_rows == 0:
-        console.print("no per-scene metadata in this file: nothing to recompute")
+        _say(console, "no per-scene metadata in this file: nothing to recompute")
         return
     failed = export.mismatches
     bad_rows = failed["line"].nunique()
     checks = ", ".join(dict.fromkeys(export.checks["check"]))
-    console.print(
+    _say(
+        console,
         f"recomputed from the scenes of {export.checked_rows} row(s) ({checks}; mAP tolerance "
         f"{export.tolerance:g}, counts exact): {export.checked_rows - bad_rows} match, "
-        f"{bad_rows} do not"
+        f"{bad_rows} do not",
     )
     if len(failed):
         table = Table(title="rows that do not match")
-        for column in (
-            "line",
-            "experiment_id",
-            "descriptor",
-            "check",
-            "file",
-            "recomputed",
-            "difference",
-        ):
+        for column in CHECK_COLUMNS[:7]:
             table.add_column(
                 column, justify="left" if column in ("descriptor", "check") else "right"
             )
@@ -139,7 +142,7 @@ def print_import(export: WorkbenchExport, db: str, *, console: Console | None = 
             table.add_row(
                 str(row.line),
                 str(row.experiment_id),
-                row.descriptor,
+                escape(row.descriptor),
                 row.check,
                 f"{row.file:.9g}",
                 f"{row.recomputed:.9g}",

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -116,13 +117,15 @@ def _format(path: Path, format: str | None) -> str:
     return format
 
 
-def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """``frame`` as Parquet (pyarrow), written to a temporary file and renamed."""
+@contextmanager
+def atomic_path(path: Path) -> Iterator[str]:
+    """A temporary file name next to ``path`` to write to; renamed over ``path`` when the block
+    ends without an error, removed otherwise (so ``path`` is never half-written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        frame.to_parquet(tmp, engine="pyarrow", index=False)
+        yield tmp
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -167,7 +170,8 @@ def export_table(
         raise InvalidInputError(f"table must be one of {list(FRAME_TABLES)}; got {table!r}")
     frame = to_dataframe(db, table, benchmark=benchmark, tags=tags)
     if format == "parquet":
-        _write_parquet(frame, target)
+        with atomic_path(target) as tmp:
+            frame.to_parquet(tmp, engine="pyarrow", index=False)
     else:
         _atomic_write(target, frame_text(frame, format))
     return target

@@ -25,7 +25,7 @@ import pandas as pd
 
 from metricalc.errors import InvalidInputError
 from metricalc.store import _codec
-from metricalc.store.schema import SEED_COLUMNS
+from metricalc.store.schema import SCENE_COLUMNS, SEED_COLUMNS
 
 __all__ = ["FRAME_TABLES", "read_frame"]
 
@@ -112,15 +112,7 @@ def _results(
 
 
 def _scenes(connection: sqlite3.Connection, where: str, params: list[Any]) -> pd.DataFrame:
-    names = (
-        "scene",
-        "true_map",
-        "true_map_with_zeros",
-        "query_count",
-        "excluded_count",
-        "image_count",
-        "mean_precision",
-    )
+    names = SCENE_COLUMNS
     query = (
         f"SELECT e.benchmark, e.tag, r.descriptor, {', '.join('s.' + c for c in names)} "
         "FROM scenes s JOIN results r ON r.id = s.result_id "

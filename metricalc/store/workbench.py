@@ -35,7 +35,6 @@ import csv
 import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,6 +46,7 @@ import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.store.database import open_db, transaction
+from metricalc.store.exports import atomic_path
 from metricalc.store.metadata import SCENE_KEYS, parse_metadata
 from metricalc.store.records import _experiment_row, _ResultRow, _write
 from metricalc.store.schema import SEED_COLUMNS
@@ -123,6 +123,20 @@ CHECKS = (
 )
 """What is recomputed from the scenes (the mAPs against the file's columns, the counts against
 the metadata's totals), each where the file has it."""
+
+CHECK_COLUMNS = (
+    "line",
+    "experiment_id",
+    "descriptor",
+    "check",
+    "file",
+    "recomputed",
+    "difference",
+    "tolerance",
+    "n_scenes",
+    "ok",
+)
+"""Columns of :attr:`WorkbenchExport.checks`."""
 
 _INTEGER_COLUMNS = frozenset(("total_matches", "total_keypoints"))
 _SUFFIXES = tuple(f"_{key}" for key in sorted(SCENE_KEYS, key=len, reverse=True))
@@ -406,19 +420,7 @@ def _checks(rows: list[_Row], tolerance: float) -> tuple[pd.DataFrame, dict[int,
                     "ok": ok,
                 }
             )
-    columns = [
-        "line",
-        "experiment_id",
-        "descriptor",
-        "check",
-        "file",
-        "recomputed",
-        "difference",
-        "tolerance",
-        "n_scenes",
-        "ok",
-    ]
-    frame = pd.DataFrame.from_records(records, columns=columns)
+    frame = pd.DataFrame.from_records(records, columns=list(CHECK_COLUMNS))
     frame["ok"] = frame["ok"].astype(bool)
     return frame, recomputed_by_line
 
@@ -577,15 +579,8 @@ def write_cube(cube: xr.Dataset, path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     if target.is_dir():
         raise InvalidInputError(f"cube path {target} is a directory; expected a file name (.nc)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(target) as tmp:
         cube.to_netcdf(tmp, engine="h5netcdf")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return target
 
 
