@@ -425,13 +425,21 @@ def _checks(rows: list[_Row], tolerance: float) -> tuple[pd.DataFrame, dict[int,
     return frame, recomputed_by_line
 
 
-def _status(row: _Row, failed: pd.DataFrame) -> tuple[str, str]:
+def _failed_by_line(checks: pd.DataFrame) -> dict[int, list[dict[str, Any]]]:
+    """The failed checks of each file line (one pass over the checks)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for record in checks[~checks["ok"]].to_dict("records"):
+        out.setdefault(int(record["line"]), []).append(record)
+    return out
+
+
+def _status(row: _Row, failed: list[dict[str, Any]]) -> tuple[str, str]:
     """(status, error) of a row: ``error`` if the workbench says it failed, ``mismatch`` if a
     check failed, else ``ok``."""
     problems = [
-        f"{r.check}: file {r.file:.9g}, recomputed {r.recomputed:.9g} from {r.n_scenes} scenes "
-        f"(|difference| {abs(r.difference):.3g} > {r.tolerance:g})"
-        for r in failed.itertuples()
+        f"{r['check']}: file {r['file']:.9g}, recomputed {r['recomputed']:.9g} from "
+        f"{r['n_scenes']} scenes (|difference| {abs(r['difference']):.3g} > {r['tolerance']:g})"
+        for r in failed
     ]
     if row.meta.get("success") is False:
         return "error", "; ".join(["DescriptorWorkbench reported success=false", *problems])
@@ -460,6 +468,7 @@ def _cube(
     rows = [row for row in rows if row.scenes]
     if not rows:
         return None
+    failed = _failed_by_line(checks)
     labels = _labels(rows)
     scenes = sorted({s for row in rows for s in row.scenes})
     column = {s: j for j, s in enumerate(scenes)}
@@ -490,7 +499,7 @@ def _cube(
         )
     data["status"] = (
         "descriptor",
-        np.array([_status(r, checks[(checks.line == r.line) & ~checks.ok])[0] for r in rows]),
+        np.array([_status(r, failed.get(r.line, []))[0] for r in rows]),
     )
     splits = [
         "viewpoint" if s.startswith("v_") else "illumination" if s.startswith("i_") else "other"
@@ -685,9 +694,9 @@ def import_workbench(
     if not isinstance(tag_prefix, str):
         raise InvalidInputError(f"tag_prefix must be a string; got {tag_prefix!r}")
     planned = []
+    failed = _failed_by_line(export.checks)
     for row in export.rows:
-        failed = export.mismatches[export.mismatches.line == row.line]
-        status = _status(row, failed)
+        status = _status(row, failed.get(row.line, []))
         config = {"source": export.path.name, **row.config}
         experiment = _experiment_row(
             tag=f"{tag_prefix}{row.experiment_id}",
