@@ -64,7 +64,8 @@ WORKBENCH_BENCHMARK = "descriptorworkbench"
 """The benchmark name of imported experiments."""
 
 MAP_TOLERANCE = 5e-7
-"""Largest accepted |file - recomputed| of an mAP: half a unit of the metadata's 6th decimal."""
+"""Largest accepted ``abs(file - recomputed)`` of an mAP: half a unit of the metadata's 6th
+decimal (each per-scene value is rounded to 6 decimals; a mean keeps that bound)."""
 
 _SLACK = 1e-12  # floating-point error of the recomputation itself
 
@@ -536,7 +537,7 @@ def read_workbench(
         ``metadata`` column, like ``experiment_summary_full.csv``, is read but has no cube and
         nothing to check).
     tolerance : float
-        Largest accepted |file - recomputed| of an mAP (default :data:`MAP_TOLERANCE`, the
+        Largest accepted ``abs(file - recomputed)`` of an mAP (default :data:`MAP_TOLERANCE`, the
         rounding bound of the metadata's 6 decimals).
 
     Returns
