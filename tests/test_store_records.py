@@ -158,12 +158,29 @@ def test_upsert_replaces_and_keeps_id_and_creation_time(tmp_path, metrics, scene
     assert list_experiments(db).tag.tolist() == ["other", "run"]
 
 
+def test_descriptor_failures_without_a_message(tmp_path, metrics):
+    quiet = metrics.assign(error=("descriptor", ["", "", "", ""]))
+    record(tmp_path / "r.sqlite", metrics=quiet.drop_vars("error"), tag="no-error-var")
+    record(tmp_path / "r.sqlite", metrics=quiet, tag="empty-error")
+    for tag in ("no-error-var", "empty-error"):
+        row = get_experiment(tmp_path / "r.sqlite", tag).results.set_index("descriptor")
+        assert row.loc["broken", "status"] == "error"
+        assert row.loc["broken", "error"] == "(no error message was recorded)"
+        assert row.loc["sift", "error"] == ""
+    bad = metrics.assign(status=("descriptor", ["ok", "ok", "ok", "failed"]))
+    with pytest.raises(InvalidInputError, match="metrics descriptor 'broken': status must be"):
+        record(tmp_path / "r.sqlite", metrics=bad)
+
+
 def test_failed_run_without_metrics(tmp_path):
     db = tmp_path / "r.sqlite"
     record(db, status="error", error="cv2.error: out of memory", timings={"export": 0.5})
     listed = list_experiments(db)
     assert listed.status.tolist() == ["error"] and listed.descriptors.tolist() == [0]
     assert listed.error.tolist() == ["cv2.error: out of memory"]
+    failed = get_experiment(db, "run")
+    assert failed.metric_set().sizes["descriptor"] == 0
+    assert failed.scene_metrics().sizes == {"descriptor": 0, "scene": 0}
 
 
 def test_config_hash_is_canonical(tmp_path):

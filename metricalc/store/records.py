@@ -77,6 +77,7 @@ _LIBRARIES = (
     "dask",
 )
 _FLAT_KEY = re.compile(r"(?P<name>.+)\[(?P<dim>[^=\[\]]+)=(?P<label>[^\[\]]*)\]")
+_NO_MESSAGE = "(no error message was recorded)"
 _EXTRA_RESERVED = frozenset((*RESULT_COLUMNS, "benchmark", "tag"))
 
 
@@ -301,7 +302,10 @@ def _metric_values(metrics: xr.Dataset, descriptors: list[str]) -> tuple[dict, d
             else [""] * len(descriptors)
         )
         for d, s, e in zip(descriptors, metrics["status"].values.tolist(), errors, strict=True):
-            status[d] = _status(str(s), str(e), f"metrics descriptor {d!r}: ")
+            s, e = str(s), "" if e is None else str(e)
+            if s != "ok" and not e.strip():
+                e = _NO_MESSAGE  # a failure reported without a message is still recorded
+            status[d] = _status(s, e, f"metrics descriptor {d!r}: ")
     return columns, extra, status
 
 
