@@ -229,8 +229,13 @@ def _number(value: Any) -> float | int | None:
     return value if math.isfinite(value) else None
 
 
+def _str(value: Any) -> str:
+    """A label or status as text (netCDF may give bytes)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _labels(data: xr.Dataset, dim: str, what: str) -> list[str]:
-    labels = [str(v.decode() if isinstance(v, bytes) else v) for v in data[dim].values.tolist()]
+    labels = [_str(v) for v in data[dim].values.tolist()]
     if any(not label for label in labels) or len(set(labels)) != len(labels):
         raise InvalidInputError(
             f"{what}: the {dim!r} labels must be unique non-empty strings; got {labels}"
@@ -288,7 +293,7 @@ def _metric_values(metrics: xr.Dataset, descriptors: list[str]) -> tuple[dict, d
             continue
         dim = str(variable.dims[1])
         labels = (
-            [str(v) for v in variable[dim].values.tolist()]
+            [_str(v) for v in variable[dim].values.tolist()]
             if dim in variable.coords
             else [str(i) for i in range(variable.shape[1])]
         )
@@ -302,7 +307,7 @@ def _metric_values(metrics: xr.Dataset, descriptors: list[str]) -> tuple[dict, d
             else [""] * len(descriptors)
         )
         for d, s, e in zip(descriptors, metrics["status"].values.tolist(), errors, strict=True):
-            s, e = str(s), "" if e is None else str(e)
+            s, e = _str(s), "" if e is None else _str(e)
             if s != "ok" and not e.strip():
                 e = _NO_MESSAGE  # a failure reported without a message is still recorded
             status[d] = _status(s, e, f"metrics descriptor {d!r}: ")

@@ -602,6 +602,7 @@ def write_cube(cube: xr.Dataset, path: str | os.PathLike[str]) -> Path:
 def _result_row(
     row: _Row, status: tuple[str, str], recomputed: dict[str, float] | None
 ) -> _ResultRow:
+    """The ``results`` row (and scene rows) of one file row (docs/store.md, "What is stored")."""
     columns: dict[str, float | None] = {}
     extra: dict[str, Any] = {}
     for column, value in row.values.items():
@@ -622,7 +623,9 @@ def _result_row(
         value = row.meta.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             extra.setdefault(key, value)
-    scenes = [(s, m, z, q, e, None, None) for s, (m, z, q, e) in row.scenes.items()]
+    scenes = [
+        (s, _finite(m), _finite(z), q, e, None, None) for s, (m, z, q, e) in row.scenes.items()
+    ]
     columns = {k: _finite(v) for k, v in columns.items()}
     extra = {k: _finite(v) if isinstance(v, float) else v for k, v in extra.items()}
     return _ResultRow(
