@@ -33,13 +33,12 @@ from metricalc.core.ranking import (
 )
 from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricWarning
 from metricalc.metrics import (
-    format_metadata,
     matching_accuracy,
     matching_pr_curve,
     metric_set,
-    parse_metadata,
     scene_metrics,
 )
+from metricalc.store.metadata import format_metadata, parse_metadata
 
 try:
     __version__ = version("metricalc")
@@ -78,6 +77,7 @@ __all__ = [
     "roc_auc",
     "roc_curve",
     "scene_metrics",
+    "store",
     "tnr",
     "tpr",
     "youden_j",
@@ -85,7 +85,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image)."""
-    if name == "keypoints":
-        return import_module("metricalc.keypoints")
+    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image), and
+    ``metricalc.store`` (the results database) likewise."""
+    if name in ("keypoints", "store"):
+        return import_module(f"metricalc.{name}")
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")
