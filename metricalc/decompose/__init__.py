@@ -1,0 +1,43 @@
+"""Decomposable and compound decomposable metrics (PROTOCOLS.md section 8, seed 004).
+
+A composed task (detection = localization, then classification given localization) is a chain of
+stages. :func:`decompose` counts every stage along the confidence threshold and gives the factor
+precision and recall curves, whose products are the composed curve (:func:`verify` checks the
+identity); :func:`factor_ap`, :func:`what_if` and the monotonicity checks say which stage limits
+the composed AP.
+"""
+
+from metricalc.decompose.ap import curve_average_precision, factor_ap
+from metricalc.decompose.chain import DEFAULT_STAGES, Verification, decompose, factor_curves, verify
+from metricalc.decompose.monotone import (
+    compound_monotonicity,
+    improvement_check,
+    monotonicity_check,
+    random_improvement,
+)
+from metricalc.decompose.whatif import (
+    compound,
+    nanmean,
+    perfect_stage_curves,
+    what_if,
+    what_if_table,
+)
+
+__all__ = [
+    "DEFAULT_STAGES",
+    "Verification",
+    "compound",
+    "compound_monotonicity",
+    "curve_average_precision",
+    "decompose",
+    "factor_ap",
+    "factor_curves",
+    "improvement_check",
+    "monotonicity_check",
+    "nanmean",
+    "perfect_stage_curves",
+    "random_improvement",
+    "verify",
+    "what_if",
+    "what_if_table",
+]
