@@ -167,22 +167,54 @@ def _runs_from_counts(
 # --------------------------------------------------------------------------------------------
 
 
+POINT_CHUNK = 1 << 21
+"""Upsampled boundary points walked at once (bounds the temporary memory of rasterization)."""
+
+
 def _polygon_toggles(
     coords: np.ndarray, vertex_offsets: np.ndarray, h: np.ndarray, w: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Toggle positions (column-major) of every polygon, and the polygon of each.
 
     ``coords`` holds (x, y) rows of all polygons; polygon p owns rows
-    ``vertex_offsets[p]:vertex_offsets[p + 1]``; ``h``, ``w`` its image size.
+    ``vertex_offsets[p]:vertex_offsets[p + 1]``; ``h``, ``w`` its image size. Polygons are
+    walked in chunks of about :data:`POINT_CHUNK` upsampled points.
     """
-    n_poly = h.size
-    k = np.diff(vertex_offsets)
-    poly_of_vertex = np.repeat(np.arange(n_poly), k)
     # C's (int) truncates toward zero
     x = np.trunc(SCALE * coords[:, 0] + 0.5).astype(np.int64)
     y = np.trunc(SCALE * coords[:, 1] + 0.5).astype(np.int64)
     following = np.arange(x.size) + 1
     following[vertex_offsets[1:] - 1] = vertex_offsets[:-1]
+    points = np.maximum(np.abs(x[following] - x), np.abs(y[following] - y)) + 1
+    per_polygon = np.add.reduceat(points, vertex_offsets[:-1]) if x.size else points
+    reach = np.cumsum(per_polygon)
+    toggles, owners = [], []
+    lo = 0
+    while lo < h.size:
+        done = int(reach[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(reach, done + POINT_CHUNK, side="right")))
+        a, b = vertex_offsets[lo], vertex_offsets[hi]
+        t, o = _walk(x[a:b], y[a:b], following[a:b] - a, vertex_offsets[lo : hi + 1] - a,
+                     h[lo:hi], w[lo:hi])
+        toggles.append(t)
+        owners.append(o + lo)
+        lo = hi
+    if not toggles:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(toggles), np.concatenate(owners)
+
+
+def _walk(
+    x: np.ndarray,
+    y: np.ndarray,
+    following: np.ndarray,
+    vertex_offsets: np.ndarray,
+    h: np.ndarray,
+    w: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """COCO's boundary walk of a few polygons (upsampled integer vertices): the toggles."""
+    n_poly = h.size
+    poly_of_vertex = np.repeat(np.arange(n_poly), np.diff(vertex_offsets))
     xs, ys, xe, ye = x, y, x[following], y[following]
     dx, dy = np.abs(xe - xs), np.abs(ys - ye)
     along_x = dx >= dy
@@ -198,24 +230,24 @@ def _polygon_toggles(
     edge = np.repeat(np.arange(x.size), n_points)
     d = np.arange(edge.size) - np.repeat(np.cumsum(n_points) - n_points, n_points)
     t = np.where(flip[edge], steps[edge] - d, d)
-    walk = t.astype(np.float64)
-    rounded_y = np.trunc(ys[edge] + slope[edge] * walk + 0.5).astype(np.int64)
-    rounded_x = np.trunc(xs[edge] + slope[edge] * walk + 0.5).astype(np.int64)
-    u = np.where(along_x[edge], t + xs[edge], rounded_x)
-    v = np.where(along_x[edge], rounded_y, t + ys[edge])
+    horizontal = along_x[edge]
+    # the coordinate that is not stepped is rounded as C does: (int)(start + slope * t + .5)
+    rounded = np.trunc(
+        np.where(horizontal, ys[edge], xs[edge]) + slope[edge] * t.astype(np.float64) + 0.5
+    ).astype(np.int64)
+    u = np.where(horizontal, t + xs[edge], rounded)
+    v = np.where(horizontal, rounded, t + ys[edge])
     poly = poly_of_vertex[edge]
     # crossings of pixel-column centres along the boundary walk of each polygon
-    step = (poly[1:] == poly[:-1]) & (u[1:] != u[:-1])
-    j = np.flatnonzero(step) + 1
+    j = np.flatnonzero((poly[1:] == poly[:-1]) & (u[1:] != u[:-1])) + 1
     column = np.where(u[j] < u[j - 1], u[j], u[j] - 1).astype(np.float64)
     column = (column + 0.5) / SCALE - 0.5
     owner = poly[j]
     keep = (np.floor(column) == column) & (column >= 0) & (column <= w[owner] - 1)
+    j, column, owner = j[keep], column[keep], owner[keep]
     row = (np.minimum(v[j], v[j - 1]).astype(np.float64) + 0.5) / SCALE - 0.5
     row = np.ceil(np.clip(row, 0, h[owner]))
-    j_keep = keep
-    toggles = column[j_keep].astype(np.int64) * h[owner[j_keep]] + row[j_keep].astype(np.int64)
-    return toggles, owner[j_keep]
+    return column.astype(np.int64) * h[owner] + row.astype(np.int64), owner
 
 
 def _runs_from_toggles(
