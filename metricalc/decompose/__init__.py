@@ -8,7 +8,14 @@ the composed AP.
 """
 
 from metricalc.decompose.ap import curve_average_precision, factor_ap
-from metricalc.decompose.chain import DEFAULT_STAGES, Verification, decompose, factor_curves, verify
+from metricalc.decompose.chain import (
+    DEFAULT_STAGES,
+    Verification,
+    decompose,
+    factor_curves,
+    stack_chains,
+    verify,
+)
 from metricalc.decompose.monotone import (
     compound_monotonicity,
     improvement_check,
@@ -37,7 +44,17 @@ __all__ = [
     "nanmean",
     "perfect_stage_curves",
     "random_improvement",
+    "stack_chains",
     "verify",
     "what_if",
     "what_if_table",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The detection instance loads on first use (it imports the detection package)."""
+    if name in ("decompose_detection", "detection_chains", "DetectionDecomposition"):
+        from metricalc.decompose import detection
+
+        return getattr(detection, name)
+    raise AttributeError(f"module 'metricalc.decompose' has no attribute {name!r}")

@@ -35,7 +35,14 @@ from metricalc.core._validate import (
 from metricalc.core.confusion import counts_at_thresholds, precision
 from metricalc.errors import InvalidInputError
 
-__all__ = ["DEFAULT_STAGES", "Verification", "decompose", "factor_curves", "verify"]
+__all__ = [
+    "DEFAULT_STAGES",
+    "Verification",
+    "decompose",
+    "factor_curves",
+    "stack_chains",
+    "verify",
+]
 
 DEFAULT_STAGES = ("L", "C|L", "S|C,L")
 """Stage names used when ``stages`` is not given (the first K of them; more stages need names)."""
@@ -295,7 +302,7 @@ def decompose(
                 f"found_at has shape {reached.shape}; expected {(*batch, 'm', k)} (one row per "
                 "ground-truth item, one column per stage)"
             )
-        rising = np.diff(reached, axis=-1) > 0
+        rising = reached[..., 1:] > reached[..., :-1]
         if rising.any():
             where = first_index(rising)
             raise InvalidInputError(
@@ -372,6 +379,85 @@ def factor_curves(counts: xr.Dataset, *, zero_division: ZeroDivision = "nan") ->
     )
     order = [d for d in counts["tp"].dims if d not in (STAGE, THRESHOLD)]
     return curves.transpose(*order, STAGE, THRESHOLD)
+
+
+COUNT_VARIABLES = ("n_selected", "tp", "fp", "found")
+"""Counts along ``threshold``; padding a chain repeats their final value."""
+
+
+def stack_chains(
+    chains: Sequence[xr.Dataset],
+    dim: str,
+    *,
+    coords: Any = None,
+    zero_division: ZeroDivision = "nan",
+) -> xr.Dataset:
+    """Stack chains of different lengths along a new leading dim ``dim``.
+
+    The counts of every chain are padded to the longest threshold dim by repeating their final
+    point (cutoff NaN), which adds nothing to any AP, and the curves are recomputed.
+
+    Parameters
+    ----------
+    chains : sequence of xarray.Dataset
+        Outputs of :func:`decompose` with the same stages and the same other dims.
+    dim : str
+        Name of the new dim.
+    coords : array-like, optional
+        Its coordinate values.
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose, stack_chains
+    >>> a = decompose([0.9, 0.8], [[1, 1], [1, 0]], 2)
+    >>> b = decompose([0.5], [[0, 0]], 1)
+    >>> both = stack_chains([a, b], "category", coords=["cat", "dog"])
+    >>> both.tp.sel(stage="C|L").values.tolist()
+    [[1, 1], [0, 0]]
+    """
+    if not chains:
+        raise InvalidInputError("stack_chains needs at least one chain")
+    first = chains[0]
+    for i, chain in enumerate(chains[1:], 1):
+        if chain[STAGE].values.tolist() != first[STAGE].values.tolist() or any(
+            chain[v].dims != first[v].dims for v in ("tp", "n_ground_truth")
+        ):
+            raise InvalidInputError(
+                f"chain {i} has stages {chain[STAGE].values.tolist()} and dims "
+                f"{chain['tp'].dims}; expected those of chain 0 ({first[STAGE].values.tolist()}, "
+                f"{first['tp'].dims})"
+            )
+    length = max(chain.sizes[THRESHOLD] for chain in chains)
+
+    def pad(values: np.ndarray, fill: float | None) -> np.ndarray:
+        extra = length - values.shape[-1]
+        widths = [(0, 0)] * (values.ndim - 1) + [(0, extra)]
+        if fill is None:
+            return np.pad(values, widths, mode="edge")
+        return np.pad(values, widths, constant_values=fill)
+
+    data = {}
+    for name in COUNT_VARIABLES:
+        dims = first[name].dims
+        data[name] = ((dim, *dims), np.stack([pad(c[name].values, None) for c in chains]))
+    data["n_ground_truth"] = (
+        (dim, *first["n_ground_truth"].dims),
+        np.stack([c["n_ground_truth"].values for c in chains]),
+    )
+    cutoff = np.stack([pad(c["cutoff"].values, np.nan) for c in chains])
+    other = {
+        k: v for k, v in first.coords.items() if k not in ("cutoff", STAGE) and THRESHOLD not in v.dims
+    }
+    counts = xr.Dataset(
+        data,
+        coords={
+            **other,
+            STAGE: first[STAGE].values,
+            "cutoff": ((dim, *first["cutoff"].dims), cutoff),
+            **({dim: coords} if coords is not None else {}),
+        },
+    )
+    return factor_curves(counts, zero_division=zero_division)
 
 
 # --------------------------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def make_coco_dataset(
     wrong = rng.random(source.size) < wrong_class_rate
     det_category[wrong] = rng.integers(0, n_categories, int(wrong.sum()))
     det_image = image_of[source]
-    score = np.clip(0.3 + 0.6 * quality + rng.normal(0, 0.15, source.size), 0.01, 1.0)
+    score = 1 / (1 + np.exp(-(4 * quality - 1.5 + rng.normal(0, 0.7, source.size))))
     n_fp = rng.poisson(false_positives_per_image, n_images)
     fp_image = np.repeat(np.arange(n_images), n_fp)
     fp_side = np.exp(rng.uniform(np.log(6), np.log(200), fp_image.size))
