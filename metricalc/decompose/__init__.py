@@ -11,6 +11,7 @@ from metricalc.decompose.ap import curve_average_precision, factor_ap
 from metricalc.decompose.chain import (
     DEFAULT_STAGES,
     Verification,
+    chain_counts,
     decompose,
     factor_curves,
     stack_chains,
@@ -33,6 +34,7 @@ from metricalc.decompose.whatif import (
 __all__ = [
     "DEFAULT_STAGES",
     "Verification",
+    "chain_counts",
     "compound",
     "compound_monotonicity",
     "curve_average_precision",

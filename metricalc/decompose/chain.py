@@ -38,6 +38,7 @@ from metricalc.errors import InvalidInputError
 __all__ = [
     "DEFAULT_STAGES",
     "Verification",
+    "chain_counts",
     "decompose",
     "factor_curves",
     "stack_chains",
@@ -48,6 +49,9 @@ DEFAULT_STAGES = ("L", "C|L", "S|C,L")
 """Stage names used when ``stages`` is not given (the first K of them; more stages need names)."""
 
 STAGE, THRESHOLD = "stage", "threshold"
+
+COUNT_VARIABLES = ("n_selected", "tp", "fp", "found")
+"""Counts along ``threshold``; padding a chain repeats their final value."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,15 +174,13 @@ def _found_counts(found_at: np.ndarray, cutoff: np.ndarray) -> np.ndarray:
     return found
 
 
-def _ratio(
-    numerator: xr.DataArray, denominator: xr.DataArray, zero_division: ZeroDivision
-) -> xr.DataArray:
+def _ratio(numerator: np.ndarray, denominator: np.ndarray, zero_division: ZeroDivision) -> Any:
     """numerator / denominator (one division, float64), ``zero_division`` where it is 0."""
     undefined = denominator == 0
     if zero_division == "warn":
         warn_undefined("a decomposition ratio", int(undefined.sum()), zero_division)
-    value = numerator / xr.where(undefined, 1, denominator)
-    return xr.where(undefined, fill_value(zero_division), value).astype(np.float64)
+    value = numerator / np.where(undefined, 1, denominator)
+    return np.where(undefined, fill_value(zero_division), value).astype(np.float64)
 
 
 def decompose(
@@ -266,6 +268,33 @@ def decompose(
     ([1.0, 0.5, 0.3333333333333333, 0.5], [1.0, 0.5, 0.3333333333333333, 0.5])
     """
     policy = check_zero_division(zero_division)
+    counts = chain_counts(
+        confidence,
+        outcomes,
+        n_ground_truth,
+        stages=stages,
+        counted=counted,
+        found_at=found_at,
+        batch_dims=batch_dims,
+        coords=coords,
+    )
+    return factor_curves(counts, zero_division=policy)
+
+
+def chain_counts(
+    confidence: Any,
+    outcomes: Any,
+    n_ground_truth: Any,
+    *,
+    stages: Sequence[str] | None = None,
+    counted: Any = None,
+    found_at: Any = None,
+    batch_dims: Sequence[str] = (),
+    coords: Mapping[Hashable, Any] | None = None,
+) -> xr.Dataset:
+    """The counts of :func:`decompose` alone (``n_selected``, ``tp``, ``fp``, ``found``,
+    ``n_ground_truth``, coordinate ``cutoff``), for chains assembled later with
+    :func:`stack_chains`; arguments as :func:`decompose`."""
     scores = _as_float("confidence", confidence, allow_neg_inf=True)
     passed = _as_bool("outcomes", outcomes)
     if scores.ndim < 1 or passed.ndim != scores.ndim + 1:
@@ -327,7 +356,7 @@ def decompose(
         },
         coords={STAGE: names, "cutoff": ([*dims, THRESHOLD], cutoff), **dict(coords or {})},
     )
-    return factor_curves(counts, zero_division=policy)
+    return counts
 
 
 def factor_curves(counts: xr.Dataset, *, zero_division: ZeroDivision = "nan") -> xr.Dataset:
@@ -352,37 +381,35 @@ def factor_curves(counts: xr.Dataset, *, zero_division: ZeroDivision = "nan") ->
         ``product_recall``, ``precision`` and ``recall`` added.
     """
     policy = check_zero_division(zero_division)
-    missing = [
-        v for v in ("n_selected", "tp", "fp", "found", "n_ground_truth") if v not in counts
-    ]
+    missing = [v for v in (*COUNT_VARIABLES, "n_ground_truth") if v not in counts]
     if missing:
         raise InvalidInputError(
             f"counts lacks {missing}; expected the Dataset of metricalc.decompose.decompose"
         )
-    tp, found, G = counts["tp"], counts["found"], counts["n_ground_truth"]
-    factor_precision = precision(counts[["tp", "fp"]], zero_division=policy)
-    previous_found = found.shift({STAGE: 1}, fill_value=1)
-    previous_G = G.shift({STAGE: 1}, fill_value=1)
+    # NumPy in the layout (..., stage, threshold): ratios of aligned arrays need no xarray
+    # alignment (the non-index ``cutoff`` coordinate would be compared at every operation)
+    counts = counts.transpose(..., STAGE, THRESHOLD)
+    tp, fp, found = (counts[v].values for v in ("tp", "fp", "found"))
+    n_selected = counts["n_selected"].values
+    G = counts["n_ground_truth"].values[..., None]  # (..., stage, 1)
+    factor_precision = precision({"tp": tp, "fp": fp}, zero_division=policy)
+    previous_found = np.concatenate([np.ones_like(found[..., :1, :]), found[..., :-1, :]], -2)
+    previous_G = np.concatenate([np.ones_like(G[..., :1, :]), G[..., :-1, :]], axis=-2)
     factor_recall = _ratio(found * previous_G, previous_found * G, policy)
-    last_tp, last_found, last_G = (v.isel({STAGE: -1}, drop=True) for v in (tp, found, G))
     composed_precision = precision(
-        {"tp": last_tp, "fp": counts["n_selected"] - last_tp}, zero_division=policy
+        {"tp": tp[..., -1, :], "fp": n_selected - tp[..., -1, :]}, zero_division=policy
     )
-    composed_recall = _ratio(last_found, last_G, policy)
-    curves = counts.assign(
-        factor_precision=factor_precision,
-        factor_recall=factor_recall,
-        product_precision=factor_precision.prod(STAGE, skipna=False),
-        product_recall=factor_recall.prod(STAGE, skipna=False),
-        precision=composed_precision,
-        recall=composed_recall,
+    composed_recall = _ratio(found[..., -1, :], G[..., -1, :], policy)
+    staged = counts["tp"].dims
+    flat = counts["n_selected"].dims
+    return counts.assign(
+        factor_precision=(staged, factor_precision),
+        factor_recall=(staged, factor_recall),
+        product_precision=(flat, np.prod(factor_precision, axis=-2)),
+        product_recall=(flat, np.prod(factor_recall, axis=-2)),
+        precision=(flat, composed_precision),
+        recall=(flat, composed_recall),
     )
-    order = [d for d in counts["tp"].dims if d not in (STAGE, THRESHOLD)]
-    return curves.transpose(*order, STAGE, THRESHOLD)
-
-
-COUNT_VARIABLES = ("n_selected", "tp", "fp", "found")
-"""Counts along ``threshold``; padding a chain repeats their final value."""
 
 
 def stack_chains(
@@ -400,7 +427,8 @@ def stack_chains(
     Parameters
     ----------
     chains : sequence of xarray.Dataset
-        Outputs of :func:`decompose` with the same stages and the same other dims.
+        Outputs of :func:`decompose` or :func:`chain_counts` with the same stages and the
+        same other dims.
     dim : str
         Name of the new dim.
     coords : array-like, optional

@@ -47,7 +47,7 @@ import xarray as xr
 from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import factor_ap
-from metricalc.decompose.chain import Verification, decompose, stack_chains, verify
+from metricalc.decompose.chain import Verification, chain_counts, stack_chains, verify
 from metricalc.decompose.whatif import compound, what_if, what_if_table
 from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.evaluate import (
@@ -306,7 +306,7 @@ def detection_chains(
             advance()
             members = np.flatnonzero((dt.category == c) & stages.predicted)
             chains.append(
-                decompose(
+                chain_counts(
                     np.broadcast_to(dt.score[members], (thresholds.size, members.size)),
                     stages.outcomes[:, members, :],
                     np.int64(n_ground_truth[c]),

@@ -452,7 +452,7 @@ def encode_rle(masks: Masks) -> list[dict[str, Any]]:
     >>> m = masks_from_segmentations([{"size": [4, 5], "counts": [5, 3, 12]}], np.array([4]),
     ...                              np.array([5]), where=["a"])
     >>> encode_rle(m)
-    [{'size': [4, 5], 'counts': '535'}]
+    [{'size': [4, 5], 'counts': '53<'}]
     """
     n = masks.n
     runs = np.diff(masks.offsets)
