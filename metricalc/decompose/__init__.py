@@ -7,7 +7,7 @@ identity); :func:`factor_ap`, :func:`what_if` and the monotonicity checks say wh
 the composed AP.
 """
 
-from metricalc.decompose.ap import curve_average_precision, factor_ap
+from metricalc.decompose.ap import curve_average_precision, factor_ap, interpolated_precision
 from metricalc.decompose.chain import (
     DEFAULT_STAGES,
     Verification,
@@ -16,6 +16,12 @@ from metricalc.decompose.chain import (
     factor_curves,
     stack_chains,
     verify,
+)
+from metricalc.decompose.keypoints import (
+    DetectorDescriptorSection,
+    detector_or_descriptor,
+    keypoint_chains,
+    matching_identity,
 )
 from metricalc.decompose.monotone import (
     compound_monotonicity,
@@ -33,15 +39,23 @@ from metricalc.decompose.whatif import (
 
 __all__ = [
     "DEFAULT_STAGES",
+    "DetectorDescriptorSection",
+    "DetectionDecomposition",
     "Verification",
     "chain_counts",
     "compound",
     "compound_monotonicity",
     "curve_average_precision",
     "decompose",
+    "decompose_detection",
+    "detection_chains",
+    "detector_or_descriptor",
     "factor_ap",
     "factor_curves",
     "improvement_check",
+    "interpolated_precision",
+    "keypoint_chains",
+    "matching_identity",
     "monotonicity_check",
     "nanmean",
     "perfect_stage_curves",

@@ -20,7 +20,7 @@ from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.chain import STAGE
 from metricalc.errors import InvalidInputError
 
-__all__ = ["curve_average_precision", "factor_ap"]
+__all__ = ["curve_average_precision", "factor_ap", "interpolated_precision"]
 
 ENVELOPE_METHODS = ("voc11", "coco101")
 """Methods that average the interpolated precision :math:`\\max\\{P_n : R_n \\ge t\\}`; AP under
@@ -38,7 +38,7 @@ def _previous_defined(defined: np.ndarray) -> np.ndarray:
 
 
 def _interpolated(P: np.ndarray, R: np.ndarray, defined: np.ndarray, levels: np.ndarray) -> Any:
-    """Mean over recall levels t of max{P_n : R_n >= t} (0 where no point reaches t).
+    """max{P_n : R_n >= t} at each recall level t (0 where no point reaches t), rows x levels.
 
     Points sorted by decreasing recall give the running maximum of precision; the number of
     points with R >= t comes from one stable sort of the levels (ascending, placed first) with
@@ -57,7 +57,7 @@ def _interpolated(P: np.ndarray, R: np.ndarray, defined: np.ndarray, levels: np.
     below = position[:, : levels.size] - np.arange(levels.size)
     reaching = n - below
     value = np.take_along_axis(best, np.maximum(reaching - 1, 0), axis=-1)
-    return np.where(reaching > 0, value, 0.0).mean(axis=-1)
+    return np.where(reaching > 0, value, 0.0)
 
 
 def _curve_ap_kernel(precision: np.ndarray, recall: np.ndarray, *, method: str) -> np.ndarray:
@@ -74,7 +74,7 @@ def _curve_ap_kernel(precision: np.ndarray, recall: np.ndarray, *, method: str) 
     defined = ~np.isnan(P) & ~np.isnan(R)
     if method in ENVELOPE_METHODS:
         levels = COCO101_RECALLS if method == "coco101" else VOC11_RECALLS
-        ap = _interpolated(P, R, defined, levels)
+        ap = _interpolated(P, R, defined, levels).mean(axis=-1)
     else:
         previous = _previous_defined(defined)
         has_previous = previous >= 0
@@ -182,3 +182,57 @@ def factor_ap(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     )
     result.attrs["method"] = method
     return result.drop_vars([c for c in result.coords if c not in result.dims], errors="ignore")
+
+
+def _interpolation_kernel(precision: np.ndarray, recall: np.ndarray, *, levels: np.ndarray) -> Any:
+    P, R = as_numbers("precision", precision), as_numbers("recall", recall)
+    batch, n = P.shape[:-1], P.shape[-1]
+    P, R = P.reshape(-1, max(n, 1))[:, :n], R.reshape(-1, max(n, 1))[:, :n]
+    defined = ~np.isnan(P) & ~np.isnan(R)
+    values = _interpolated(P, R, defined, levels) if n else np.zeros((P.shape[0], levels.size))
+    values[np.isnan(R).all(axis=-1)] = np.nan
+    return values.reshape(*batch, levels.size)
+
+
+def interpolated_precision(
+    precision: Any, recall: Any, *, levels: Any = COCO101_RECALLS, dim: str = "threshold"
+) -> xr.DataArray:
+    r"""Interpolated precision :math:`p(t) = \max\{P_n : R_n \ge t\}` at recall levels t.
+
+    The curve ``coco101`` averages (0 where no point reaches t, NaN for a curve whose recall is
+    undefined everywhere); averaging it over categories gives the PR curve COCO plots.
+
+    Parameters
+    ----------
+    precision, recall : DataArray
+        Curve points along ``dim``.
+    levels : array-like
+        Recall levels (default COCO's 101).
+
+    Returns
+    -------
+    xarray.DataArray
+        ``dim`` replaced by ``recall_level``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from metricalc.decompose import interpolated_precision
+    >>> P = xr.DataArray([1.0, 0.5, 0.667], dims="threshold")
+    >>> R = xr.DataArray([0.5, 0.5, 1.0], dims="threshold")
+    >>> interpolated_precision(P, R, levels=[0.0, 0.5, 0.75]).values.tolist()
+    [1.0, 1.0, 0.667]
+    """
+    grid = np.asarray(levels, dtype=np.float64)
+    if grid.ndim != 1 or grid.size == 0 or (np.diff(grid) <= 0).any():
+        raise InvalidInputError(f"levels must be increasing recall levels; got {grid.tolist()}")
+    values = apply_kernel(
+        _interpolation_kernel,
+        {"precision": precision, "recall": recall},
+        core=("precision", "recall"),
+        dim=dim,
+        output_core_dims=[["recall_level"]],
+        output_sizes={"recall_level": grid.size},
+        kwargs={"levels": grid},
+    )
+    return values.assign_coords(recall_level=grid)
