@@ -121,7 +121,10 @@ def what_if(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     -------
     xarray.Dataset
         ``ap`` (the composed curve :math:`P_D, R_D`), ``ap_if_perfect`` over ``stage`` and
-        ``gain = ap_if_perfect - ap``, with the batch dims of ``curves``.
+        ``gain = ap_if_perfect - ap``, with the batch dims of ``curves``. A chain whose
+        what-if curve is undefined at every point (no prediction passes the remaining stages,
+        so no factor of theirs is defined) gets AP 0 where its composed AP is defined, so that
+        compound means cover the same chains.
 
     Examples
     --------
@@ -135,6 +138,9 @@ def what_if(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     ap = curve_average_precision(curves["precision"], curves["recall"], method=method)
     perfect = perfect_stage_curves(curves)
     if_perfect = curve_average_precision(perfect["precision"], perfect["recall"], method=method)
+    # no prediction reaches the remaining stages anywhere: nothing succeeds, AP 0 (not NaN,
+    # which would drop the chain from a compound mean the composed AP keeps)
+    if_perfect = xr.where(if_perfect.isnull() & ap.notnull(), 0.0, if_perfect)
     if_perfect = if_perfect.rename({PERFECT: STAGE})
     result = xr.Dataset({"ap": ap, "ap_if_perfect": if_perfect, "gain": if_perfect - ap})
     result.attrs["method"] = method
