@@ -39,8 +39,8 @@ from metricalc.decompose.whatif import (
 
 __all__ = [
     "DEFAULT_STAGES",
-    "DetectorDescriptorSection",
     "DetectionDecomposition",
+    "DetectorDescriptorSection",
     "Verification",
     "chain_counts",
     "compound",

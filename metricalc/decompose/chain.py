@@ -474,7 +474,9 @@ def stack_chains(
     )
     cutoff = np.stack([pad(c["cutoff"].values, np.nan) for c in chains])
     other = {
-        k: v for k, v in first.coords.items() if k not in ("cutoff", STAGE) and THRESHOLD not in v.dims
+        k: v
+        for k, v in first.coords.items()
+        if k not in ("cutoff", STAGE) and THRESHOLD not in v.dims
     }
     counts = xr.Dataset(
         data,

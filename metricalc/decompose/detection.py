@@ -129,7 +129,10 @@ def _coco_stages(
     if mask_thresholds is not None:
         t_index, d_index = np.nonzero(correct)
         iou = mask_iou(
-            prep.dt_masks, prep.gt_masks, d_index, matched[t_index, d_index],
+            prep.dt_masks,
+            prep.gt_masks,
+            d_index,
+            matched[t_index, d_index],
             np.zeros(d_index.size, bool),
         )
         good = np.zeros(correct.shape, bool)

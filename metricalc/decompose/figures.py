@@ -56,8 +56,13 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
     for stage in curves[STAGE].values.tolist():
         one = factors.sel({STAGE: stage})
         frames.append(
-            pd.DataFrame({"recall": one["recall_level"].values, "precision": one.values,
-                          "curve": f"factor {stage}"})
+            pd.DataFrame(
+                {
+                    "recall": one["recall_level"].values,
+                    "precision": one.values,
+                    "curve": f"factor {stage}",
+                }
+            )
         )
     composed = interpolated_precision(curves["precision"], curves["recall"])
     product = interpolated_precision(curves["product_precision"], curves["product_recall"])
@@ -67,8 +72,9 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
         other = [d for d in values.dims if d != "recall_level"]
         one = values.mean(other, skipna=True) if other else values
         frames.append(
-            pd.DataFrame({"recall": one["recall_level"].values, "precision": one.values,
-                          "curve": label})
+            pd.DataFrame(
+                {"recall": one["recall_level"].values, "precision": one.values, "curve": label}
+            )
         )
     table = pd.concat(frames, ignore_index=True)
     style = {label: (4, 2) if label == PRODUCT else "" for label in table["curve"].unique()}

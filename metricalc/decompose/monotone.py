@@ -85,8 +85,13 @@ def improvement_check(
     gain = after - before
     holds = ~is_improved | (gain >= -TOLERANCE) | gain.isnull()
     result = xr.Dataset(
-        {"ap_before": before, "ap_after": after, "gain": gain, "improved": is_improved,
-         "holds": holds}
+        {
+            "ap_before": before,
+            "ap_after": after,
+            "gain": gain,
+            "improved": is_improved,
+            "holds": holds,
+        }
     )
     result.attrs["method"] = method
     return result
@@ -241,8 +246,9 @@ def compound_monotonicity(
     eye = np.eye(n, dtype=bool)
     changes = np.full((*values.shape[:-1], n), np.inf)
     for share in shares:
-        raised = np.where(eye, values[..., None, :] + share * (1 - values[..., None, :]),
-                          values[..., None, :])  # (..., n arguments, n values)
+        raised = np.where(
+            eye, values[..., None, :] + share * (1 - values[..., None, :]), values[..., None, :]
+        )  # (..., n arguments, n values)
         change = np.asarray(function(raised), dtype=np.float64) - base[..., None]
         changes = np.minimum(changes, change)
     changes = np.where(np.isnan(values), np.nan, changes)

@@ -125,8 +125,11 @@ def _box(source: str, where: str, value: Any) -> list[float]:
         or value[2] < 0
         or value[3] < 0
     ):
-        raise _fail(source, where, f"bbox must be [x, y, w, h] with finite numbers, w, h >= 0; "
-                    f"got {value!r}")
+        raise _fail(
+            source,
+            where,
+            f"bbox must be [x, y, w, h] with finite numbers, w, h >= 0; got {value!r}",
+        )
     return [float(v) for v in value]
 
 
@@ -149,8 +152,12 @@ def _unique_ids(source: str, items: list[dict[str, Any]], key: str) -> np.ndarra
     if (counts > 1).any():
         repeated = int(values[counts > 1][0])
         first = [i for i, v in enumerate(ids) if v == repeated][:2]
-        raise _fail(source, key, f"id {repeated} is used twice ({key}[{first[0]}] and "
-                    f"{key}[{first[1]}]); ids must be unique")
+        raise _fail(
+            source,
+            key,
+            f"id {repeated} is used twice ({key}[{first[0]}] and "
+            f"{key}[{first[1]}]); ids must be unique",
+        )
     return array
 
 
@@ -166,8 +173,11 @@ def _index_of(
         known = sorted_ids[position] == values
     if not known.all():
         i = int(np.flatnonzero(~known)[0])
-        raise _fail(source, f"{where}[{i}]", f"{what} {int(values[i])} is not in the ground "
-                    f"truth's {what.split('_')[0]}s")
+        raise _fail(
+            source,
+            f"{where}[{i}]",
+            f"{what} {int(values[i])} is not in the ground truth's {what.split('_')[0]}s",
+        )
     return position.astype(np.int64)
 
 
@@ -206,8 +216,11 @@ def load_ground_truth(data: str | os.PathLike[str] | Mapping[str, Any]) -> CocoG
     for i, image in enumerate(images):
         h, w = image.get("height"), image.get("width")
         if not (_integer(h) and _integer(w) and h > 0 and w > 0):
-            raise _fail(source, f"images[{i}]", f"height and width must be positive integers; "
-                        f"got {h!r} and {w!r}")
+            raise _fail(
+                source,
+                f"images[{i}]",
+                f"height and width must be positive integers; got {h!r} and {w!r}",
+            )
         sizes.append((h, w))
     category_ids = _unique_ids(source, categories, "categories")
     names = [str(c.get("name", c["id"])) for c in categories]
@@ -241,16 +254,14 @@ def load_ground_truth(data: str | os.PathLike[str] | Mapping[str, Any]) -> CocoG
         crowd[i] = bool(flag)
         segmentations.append(ann.get("segmentation"))
     image_index = _index_of(source, "annotations", sorted_images, image_of, "image_id")
-    category_index = _index_of(source, "annotations", sorted_categories, category_of,
-                               "category_id")
+    category_index = _index_of(source, "annotations", sorted_categories, category_of, "category_id")
     return CocoGroundTruth(
         source=source,
         image_ids=sorted_images,
         heights=size_array[:, 0],
         widths=size_array[:, 1],
         category_ids=sorted_categories,
-        category_names=np.asarray(names, dtype=str)[category_order]
-        if names else np.zeros(0, str),
+        category_names=np.asarray(names, dtype=str)[category_order] if names else np.zeros(0, str),
         ann_ids=ann_ids,
         image=image_index,
         category=category_index,
@@ -309,8 +320,12 @@ def load_detections(
         if box is not None and not (isinstance(box, list) and len(box) == 0 and not from_box):
             boxes[i] = _box(source, where, box)
         elif from_box:
-            raise _fail(source, where, "has no bbox, but the first result has one (COCO reads "
-                        "all results as box results then)")
+            raise _fail(
+                source,
+                where,
+                "has no bbox, but the first result has one (COCO reads "
+                "all results as box results then)",
+            )
         if "segmentation" in result:
             segmentations.append(result["segmentation"])
         elif from_box:  # loadRes: the box as a polygon

@@ -64,7 +64,20 @@ COCO_AREA_RANGES: Mapping[str, tuple[float, float]] = {
     "large": (96.0**2, 1e5**2),
 }
 """Area ranges (pixels, inclusive bounds) by label, in COCO's order."""
-COCO_STATS = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+COCO_STATS = (
+    "AP",
+    "AP50",
+    "AP75",
+    "APs",
+    "APm",
+    "APl",
+    "AR1",
+    "AR10",
+    "AR100",
+    "ARs",
+    "ARm",
+    "ARl",
+)
 """Names of ``COCOeval.stats`` in order."""
 
 

@@ -135,14 +135,18 @@ def _decode_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.
     negative = (c[last] & 0x10) != 0
     x = np.where(negative, x - (np.int64(1) << (5 * (k[last] + 1))), x)
     # counts per string, then COCO's delta: count m (m > 2) is stored minus count m - 2
-    per_string = np.bincount(np.repeat(np.arange(lengths.size), lengths)[last], minlength=lengths.size)
+    per_string = np.bincount(
+        np.repeat(np.arange(lengths.size), lengths)[last], minlength=lengths.size
+    )
     owner = np.repeat(np.arange(lengths.size), per_string)
     first = np.concatenate([[0], np.cumsum(per_string)[:-1]])
     index = np.arange(x.size) - np.repeat(first, per_string)
     klass = np.where(index == 0, 0, np.where(index % 2 == 1, 1, 2))
     order = np.lexsort((index, klass, owner))
     key_sorted = owner[order] * 3 + klass[order]
-    group_start = np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]) if x.size else key_sorted
+    group_start = (
+        np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]) if x.size else key_sorted
+    )
     counts = np.empty_like(x)
     counts[order] = _segment_cumsum(x[order], group_start)
     return counts, owner, index
@@ -194,8 +198,9 @@ def _polygon_toggles(
         done = int(reach[lo - 1]) if lo else 0
         hi = max(lo + 1, int(np.searchsorted(reach, done + POINT_CHUNK, side="right")))
         a, b = vertex_offsets[lo], vertex_offsets[hi]
-        t, o = _walk(x[a:b], y[a:b], following[a:b] - a, vertex_offsets[lo : hi + 1] - a,
-                     h[lo:hi], w[lo:hi])
+        t, o = _walk(
+            x[a:b], y[a:b], following[a:b] - a, vertex_offsets[lo : hi + 1] - a, h[lo:hi], w[lo:hi]
+        )
         toggles.append(t)
         owners.append(o + lo)
         lo = hi
@@ -403,7 +408,9 @@ def masks_from_segmentations(
             try:
                 counts, local, index = _decode_strings(items)
             except ValueError as error:
-                raise InvalidInputError(f"{where[item_owner[0]]} or a later mask: {error}") from None
+                raise InvalidInputError(
+                    f"{where[item_owner[0]]} or a later mask: {error}"
+                ) from None
         else:
             lengths = [len(c) for c in items]
             counts = np.fromiter((v for c in items for v in c), dtype=np.int64, count=sum(lengths))
@@ -494,7 +501,10 @@ def encode_rle(masks: Masks) -> list[dict[str, Any]]:
     chars_per_mask = np.bincount(mask_of, weights=n_chars, minlength=n).astype(np.int64)
     ends = np.cumsum(chars_per_mask)
     return [
-        {"size": [int(masks.height[i]), int(masks.width[i])], "counts": flat[ends[i] - chars_per_mask[i] : ends[i]]}
+        {
+            "size": [int(masks.height[i]), int(masks.width[i])],
+            "counts": flat[ends[i] - chars_per_mask[i] : ends[i]],
+        }
         for i in range(n)
     ]
 
@@ -532,7 +542,8 @@ def mask_iou(
     .. math::
 
         IoU = \frac{|D \cap G|}{|D \cup G|}, \qquad
-        IoU_{crowd} = \frac{|D \cap G|}{|D|} \;\text{(crowd regions)}, \qquad 0 \text{ if } D \cap G = \emptyset
+        IoU_{crowd} = \frac{|D \cap G|}{|D|} \;\text{(crowd regions)}, \qquad
+        IoU = 0 \text{ if } D \cap G = \emptyset
 
     The intersection is summed over the runs of D from the coverage of G at each run's ends
     (one binary search per run end), in chunks of about ``chunk`` run ends.

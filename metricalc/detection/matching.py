@@ -97,9 +97,7 @@ def greedy_match(
                 continue
             g = gt[lo:hi]
             available = ~taken[:, :, g] | crowd[lo:hi]
-            candidate = np.where(
-                available & qualifies[None, :, lo:hi], key[:, None, lo:hi], -1
-            )
+            candidate = np.where(available & qualifies[None, :, lo:hi], key[:, None, lo:hi], -1)
             d = dt[lo:hi]
             starts = np.flatnonzero(np.concatenate([[True], d[1:] != d[:-1]]))
             best = np.maximum.reduceat(candidate, starts, axis=2)  # (A, T, detections)

@@ -205,9 +205,7 @@ def make_coco_dataset(
         {"id": int(image_ids[i]), "height": int(heights[i]), "width": int(widths[i])}
         for i in listing
     ]
-    categories = [
-        {"id": int(c), "name": f"class{j}"} for j, c in enumerate(category_ids)
-    ]
+    categories = [{"id": int(c), "name": f"class{j}"} for j, c in enumerate(category_ids)]
     rng.shuffle(categories)
     return {"images": images, "categories": categories, "annotations": annotations}, results
 
