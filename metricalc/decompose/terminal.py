@@ -35,6 +35,23 @@ def identity_line(check: Verification) -> str:
     )
 
 
+STAT_MEANING = {
+    "AP": "precision, IoU 0.50:0.95, all areas, 100 detections",
+    "AP50": "precision, IoU 0.50, all areas, 100 detections",
+    "AP75": "precision, IoU 0.75, all areas, 100 detections",
+    "APs": "precision, IoU 0.50:0.95, small (< 32^2 px), 100 detections",
+    "APm": "precision, IoU 0.50:0.95, medium (32^2 to 96^2 px), 100 detections",
+    "APl": "precision, IoU 0.50:0.95, large (> 96^2 px), 100 detections",
+    "AR1": "recall, IoU 0.50:0.95, all areas, 1 detection",
+    "AR10": "recall, IoU 0.50:0.95, all areas, 10 detections",
+    "AR100": "recall, IoU 0.50:0.95, all areas, 100 detections",
+    "ARs": "recall, IoU 0.50:0.95, small, 100 detections",
+    "ARm": "recall, IoU 0.50:0.95, medium, 100 detections",
+    "ARl": "recall, IoU 0.50:0.95, large, 100 detections",
+}
+"""What each of the 12 COCO stats averages (per image and category for the detections)."""
+
+
 def print_detection(result: Any, *, console: Console | None = None) -> None:
     """Standard COCO metrics, factor APs, composed AP, identity check and what-if table."""
     out = console or _console()
@@ -42,8 +59,9 @@ def print_detection(result: Any, *, console: Console | None = None) -> None:
     stats = Table(title=f"COCO {result.evaluation.attrs['iou_type']} evaluation")
     stats.add_column("metric")
     stats.add_column("value", justify="right")
+    stats.add_column("average of")
     for name, value in result.stats.items():
-        stats.add_row(name, _number(value))
+        stats.add_row(name, _number(value), STAT_MEANING.get(name, ""))
     out.print(stats)
     ious = result.curves["iou"].values
     span = f"IoU {ious[0]:.2f}" if ious.size == 1 else f"IoU {ious[0]:.2f}:{ious[-1]:.2f}"
