@@ -59,6 +59,8 @@ __all__ = [
     "average_precision",
     "counts_at_thresholds",
     "cube",
+    "decompose",
+    "detection",
     "f1",
     "format_metadata",
     "fpr",
@@ -85,7 +87,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image)."""
-    if name == "keypoints":
-        return import_module("metricalc.keypoints")
+    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image), and
+    ``metricalc.decompose`` and ``metricalc.detection`` likewise."""
+    if name in ("keypoints", "decompose", "detection"):
+        return import_module(f"metricalc.{name}")
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")

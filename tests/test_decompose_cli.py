@@ -73,3 +73,18 @@ def test_errors_exit_2_without_traceback(files, tmp_path):
     assert wrong.returncode == 2 and "image_id -5" in wrong.stderr
     usage = run("decompose", "detection", "--gt", "a", "--dt", "b", "--iou", "2")
     assert usage.returncode == 2 and "IoU thresholds" in usage.stderr
+
+
+def test_readme_example_runs():
+    """The first example of the README section runs as written (fenced ```py so that the core's
+    README test, which checks the names of the last ```python block, is not disturbed)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## Metric decomposition (issue 7)")[1].split("\n## ")[0]
+    block = re.findall(r"```py\n(.*?)```", section, flags=re.S)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["result"].verification.ok
+    assert list(namespace["result"].table.index) == ["L", "C|L"]

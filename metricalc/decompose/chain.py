@@ -500,9 +500,11 @@ class Verification:
     """Result of :func:`verify`: the largest deviation of the composed curve from the product."""
 
     precision_deviation: float
-    """max |P_D - prod_k P_k| over the points where every factor is defined."""
+    """Largest absolute difference of P_D and the product of the precision factors, over the
+    points where every factor is defined."""
     recall_deviation: float
-    """max |R_D - prod_k R_k| over the points where every factor is defined."""
+    """Largest absolute difference of R_D and the product of the recall factors, over the points
+    where every factor is defined."""
     points_checked: int
     """Curve points where precision and recall factors are all defined."""
     points_undefined: int
