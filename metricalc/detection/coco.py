@@ -117,20 +117,76 @@ def _integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _box(source: str, where: str, value: Any) -> list[float]:
-    if (
-        not isinstance(value, (list, tuple))
-        or len(value) != 4
-        or not all(_number(v) for v in value)
-        or value[2] < 0
-        or value[3] < 0
-    ):
-        raise _fail(
-            source,
-            where,
-            f"bbox must be [x, y, w, h] with finite numbers, w, h >= 0; got {value!r}",
+def _entry(where: str, i: int, ids: np.ndarray | None) -> str:
+    return f"{where}[{i}]" + (f" (id {ids[i]})" if ids is not None else "")
+
+
+def _integers(
+    source: str, values: list[Any], where: str, what: str, ids: np.ndarray | None = None
+) -> np.ndarray:
+    """Integers of one field of every entry, vectorized; the first bad entry is named."""
+    if all(type(v) is int for v in values):
+        return np.array(values, dtype=np.int64).reshape(len(values))
+    i = next(i for i, v in enumerate(values) if not _integer(v))
+    raise _fail(source, _entry(where, i, ids), f"{what} must be an integer; got {values[i]!r}")
+
+
+def _floats(
+    source: str,
+    values: list[Any],
+    where: str,
+    what: str,
+    ids: np.ndarray | None = None,
+    *,
+    minimum: float | None = None,
+) -> np.ndarray:
+    """Finite numbers (>= ``minimum``) of one field of every entry; the first bad one is named."""
+    array = None
+    if not any(type(v) is bool for v in values):
+        try:
+            array = np.array(values, dtype=np.float64).reshape(len(values))
+        except (TypeError, ValueError):
+            array = None
+    if array is not None:
+        bad = ~np.isfinite(array)
+        if minimum is not None:
+            bad |= array < minimum
+        if not bad.any():
+            return array
+        i = int(np.flatnonzero(bad)[0])
+    else:
+        i = next(i for i, v in enumerate(values) if not _number(v))
+    bound = "" if minimum is None else f" >= {minimum:g}"
+    raise _fail(
+        source, _entry(where, i, ids), f"{what} must be a finite number{bound}; got {values[i]!r}"
+    )
+
+
+def _boxes(source: str, values: list[Any], where: str, ids: np.ndarray | None = None) -> np.ndarray:
+    """[x, y, w, h] of every entry, vectorized; the first bad one is named."""
+    if not values:
+        return np.zeros((0, 4))
+    try:
+        array = np.array(values, dtype=np.float64)
+        ok = array.shape == (len(values), 4) and not any(type(v) is not list for v in values)
+    except (TypeError, ValueError):
+        ok = False
+    if ok:
+        bad = ~np.isfinite(array).all(axis=1) | (array[:, 2] < 0) | (array[:, 3] < 0)
+        if not bad.any():
+            return array
+        i = int(np.flatnonzero(bad)[0])
+    else:
+        i = next(
+            i
+            for i, v in enumerate(values)
+            if not (isinstance(v, (list, tuple)) and len(v) == 4 and all(_number(x) for x in v))
         )
-    return [float(v) for v in value]
+    raise _fail(
+        source,
+        _entry(where, i, ids),
+        f"bbox must be [x, y, w, h] with finite numbers, w, h >= 0; got {values[i]!r}",
+    )
 
 
 def _list_of_dicts(source: str, data: Any, key: str) -> list[dict[str, Any]]:
@@ -230,29 +286,22 @@ def load_ground_truth(data: str | os.PathLike[str] | Mapping[str, Any]) -> CocoG
     sorted_categories = category_ids[category_order]
     size_array = np.asarray(sizes, dtype=np.int64).reshape(-1, 2)[image_order]
     ann_ids = _unique_ids(source, annotations, "annotations")
-    n = len(annotations)
-    image_of = np.empty(n, np.int64)
-    category_of = np.empty(n, np.int64)
-    boxes = np.empty((n, 4), np.float64)
-    areas = np.empty(n, np.float64)
-    crowd = np.zeros(n, bool)
-    segmentations: list[Any] = []
-    for i, ann in enumerate(annotations):
-        where = f"annotations[{i}] (id {ann_ids[i]})"
-        image_id, category_id = ann.get("image_id"), ann.get("category_id")
-        if not (_integer(image_id) and _integer(category_id)):
-            raise _fail(source, where, "image_id and category_id must be integers")
-        image_of[i], category_of[i] = image_id, category_id
-        boxes[i] = _box(source, where, ann.get("bbox"))
-        area = ann.get("area")
-        if not _number(area) or area < 0:
-            raise _fail(source, where, f"area must be a finite number >= 0; got {area!r}")
-        areas[i] = area
-        flag = ann.get("iscrowd", 0)
-        if flag not in (0, 1) or isinstance(flag, float):
-            raise _fail(source, where, f"iscrowd must be 0 or 1; got {flag!r}")
-        crowd[i] = bool(flag)
-        segmentations.append(ann.get("segmentation"))
+    where = "annotations"
+    image_of = _integers(
+        source, [a.get("image_id") for a in annotations], where, "image_id", ann_ids
+    )
+    category_of = _integers(
+        source, [a.get("category_id") for a in annotations], where, "category_id", ann_ids
+    )
+    boxes = _boxes(source, [a.get("bbox") for a in annotations], where, ann_ids)
+    areas = _floats(source, [a.get("area") for a in annotations], where, "area", ann_ids, minimum=0)
+    flags = [a.get("iscrowd", 0) for a in annotations]
+    crowd = np.array([f in (0, 1) and type(f) is not float for f in flags], bool)
+    if not crowd.all():
+        i = int(np.flatnonzero(~crowd)[0])
+        raise _fail(source, _entry(where, i, ann_ids), f"iscrowd must be 0 or 1; got {flags[i]!r}")
+    crowd = np.array(flags, dtype=bool).reshape(len(flags))
+    segmentations = [a.get("segmentation") for a in annotations]
     image_index = _index_of(source, "annotations", sorted_images, image_of, "image_id")
     category_index = _index_of(source, "annotations", sorted_categories, category_of, "category_id")
     return CocoGroundTruth(
@@ -301,38 +350,31 @@ def load_detections(
         raise _fail(source, "top level", "expected a list of detection objects")
     n = len(raw)
     from_box = n > 0 and isinstance(raw[0].get("bbox"), list) and len(raw[0]["bbox"]) > 0
-    image_of = np.empty(n, np.int64)
-    category_of = np.empty(n, np.int64)
-    scores = np.empty(n, np.float64)
+    image_of = _integers(source, [r.get("image_id") for r in raw], "", "image_id")
+    category_of = _integers(source, [r.get("category_id") for r in raw], "", "category_id")
+    scores = _floats(source, [r.get("score") for r in raw], "", "score")
+    given = [r.get("bbox") for r in raw]
+    has_box = np.array([b is not None and b != [] for b in given], bool).reshape(n)
+    if from_box and not has_box.all():
+        i = int(np.flatnonzero(~has_box)[0])
+        raise _fail(
+            source,
+            f"[{i}]",
+            "has no bbox, but the first result has one (COCO reads "
+            "all results as box results then)",
+        )
     boxes = np.full((n, 4), np.nan)
+    if has_box.any():
+        boxes[has_box] = _boxes(source, [b for b in given if b is not None and b != []], "")
     segmentations: list[Any] = []
     for i, result in enumerate(raw):
-        where = f"[{i}]"
-        image_id, category_id = result.get("image_id"), result.get("category_id")
-        if not (_integer(image_id) and _integer(category_id)):
-            raise _fail(source, where, "image_id and category_id must be integers")
-        image_of[i], category_of[i] = image_id, category_id
-        score = result.get("score")
-        if not _number(score):
-            raise _fail(source, where, f"score must be a finite number; got {score!r}")
-        scores[i] = score
-        box = result.get("bbox")
-        if box is not None and not (isinstance(box, list) and len(box) == 0 and not from_box):
-            boxes[i] = _box(source, where, box)
-        elif from_box:
-            raise _fail(
-                source,
-                where,
-                "has no bbox, but the first result has one (COCO reads "
-                "all results as box results then)",
-            )
         if "segmentation" in result:
             segmentations.append(result["segmentation"])
         elif from_box:  # loadRes: the box as a polygon
             x, y, w, h = boxes[i]
             segmentations.append([[x, y, x, y + h, x + w, y + h, x + w, y]])
         else:
-            raise _fail(source, where, "needs a bbox or a segmentation")
+            raise _fail(source, f"[{i}]", "needs a bbox or a segmentation")
     image_index = _index_of(source, "", gt.image_ids, image_of, "image_id")
     category_index = _index_of(source, "", gt.category_ids, category_of, "category_id")
     area = boxes[:, 2] * boxes[:, 3] if from_box else np.full(n, np.nan)
