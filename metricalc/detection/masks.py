@@ -141,14 +141,11 @@ def _decode_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.
     owner = np.repeat(np.arange(lengths.size), per_string)
     first = np.concatenate([[0], np.cumsum(per_string)[:-1]])
     index = np.arange(x.size) - np.repeat(first, per_string)
-    klass = np.where(index == 0, 0, np.where(index % 2 == 1, 1, 2))
-    order = np.lexsort((index, klass, owner))
-    key_sorted = owner[order] * 3 + klass[order]
-    group_start = (
-        np.concatenate([[True], key_sorted[1:] != key_sorted[:-1]]) if x.size else key_sorted
-    )
-    counts = np.empty_like(x)
-    counts[order] = _segment_cumsum(x[order], group_start)
+    # counts 1, 3, 5, ... of each string accumulate their deltas, and so do counts 2, 4, ...
+    counts = x.copy()
+    for parity, first_index in ((1, 1), (0, 2)):
+        chosen = (index % 2 == parity) & (index >= first_index)
+        counts[chosen] = _segment_cumsum(x[chosen], index[chosen] == first_index)
     return counts, owner, index
 
 
@@ -271,12 +268,12 @@ def _runs_from_toggles(
 
 
 def _union(
-    start: np.ndarray, end: np.ndarray, owner: np.ndarray, n: int
+    start: np.ndarray, end: np.ndarray, owner: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted, disjoint runs of each mask from possibly overlapping runs (touching runs merge,
-    as COCO's merge does)."""
+    """Sorted, disjoint runs of each mask from possibly overlapping runs (the parts of a
+    multi-polygon; touching runs merge, as COCO's merge does)."""
     if start.size == 0:
-        return start, end, np.zeros(n + 1, np.int64)
+        return start, end, owner
     stride = int(end.max()) + 1
     order = np.lexsort((start, owner))
     start, end, owner = start[order], end[order], owner[order]
@@ -284,10 +281,7 @@ def _union(
     new = np.ones(start.size, bool)
     new[1:] = (owner[1:] != owner[:-1]) | (owner[1:] * stride + start[1:] > reach[:-1])
     first = np.flatnonzero(new)
-    merged_end = np.maximum.reduceat(end, first)
-    merged_owner = owner[first]
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(merged_owner, minlength=n))])
-    return start[first], merged_end, offsets
+    return start[first], np.maximum.reduceat(end, first), owner[first]
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,9 +389,10 @@ def masks_from_segmentations(
         h, w = heights[poly_owner_array], widths[poly_owner_array]
         toggles, owner = _polygon_toggles(np.concatenate(poly_coords), vertex_offsets, h, w)
         s, e, p = _runs_from_toggles(toggles, owner, len(poly_coords), h * w)
+        s, e, o = _union(s, e, poly_owner_array[p])  # unite the parts of each mask
         starts.append(s)
         ends.append(e)
-        owners.append(poly_owner_array[p])
+        owners.append(o)
     for items, item_owner, compressed in (
         (strings, string_owner, True),
         (list_counts, list_owner, False),
@@ -429,13 +424,12 @@ def masks_from_segmentations(
         starts.append(s)
         ends.append(e)
         owners.append(mask_index[o])
-    if starts:
-        start, end, offsets = _union(
-            np.concatenate(starts), np.concatenate(ends), np.concatenate(owners), n
-        )
-    else:
-        start = end = np.zeros(0, np.int64)
-        offsets = np.zeros(n + 1, np.int64)
+    # each part lists its masks' runs in order; a stable sort by mask interleaves the parts
+    owner = np.concatenate(owners) if owners else np.zeros(0, np.int64)
+    order = np.argsort(owner, kind="stable")
+    start = np.concatenate(starts)[order] if starts else np.zeros(0, np.int64)
+    end = np.concatenate(ends)[order] if ends else np.zeros(0, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))])
     return Masks(start=start, end=end, offsets=offsets, height=heights, width=widths)
 
 
