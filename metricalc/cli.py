@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -201,6 +202,18 @@ def _thresholds(text: str) -> tuple[float, ...]:
     return values
 
 
+def _show(args: argparse.Namespace, result: Any, printer: Any, writer: Any) -> None:
+    """Print a decomposition (``--json``: its ``to_dict()``) and write ``--out`` if given."""
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        printer(result)
+    if args.out:
+        written = writer(result, args.out)
+        stream = sys.stderr if args.json else sys.stdout
+        print(f"wrote {len(written)} files to {args.out}", file=stream)
+
+
 def _decompose_detection(args: argparse.Namespace) -> int:
     from metricalc.decompose.detection import decompose_detection
     from metricalc.decompose.terminal import print_detection, write_detection
@@ -218,14 +231,7 @@ def _decompose_detection(args: argparse.Namespace) -> int:
         method=args.ap_method,
         progress=not (args.no_progress or args.json),
     )
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        print_detection(result)
-    if args.out:
-        written = write_detection(result, args.out)
-        stream = sys.stderr if args.json else sys.stdout
-        print(f"wrote {len(written)} files to {args.out}", file=stream)
+    _show(args, result, print_detection, write_detection)
     return 0
 
 
@@ -237,14 +243,7 @@ def _decompose_keypoints(args: argparse.Namespace) -> int:
     section = detector_or_descriptor(
         cubes.open_cube(args.cube), confidence=args.confidence, method=args.ap_method
     )
-    if args.json:
-        print(json.dumps(section.to_dict(), indent=2))
-    else:
-        print_keypoints(section)
-    if args.out:
-        written = write_keypoints(section, args.out)
-        stream = sys.stderr if args.json else sys.stdout
-        print(f"wrote {len(written)} files to {args.out}", file=stream)
+    _show(args, section, print_keypoints, write_keypoints)
     return 0
 
 

@@ -127,10 +127,14 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
     out.print(identity_line(section.verification))
 
 
-def _figures(out: Path, drawings: dict[str, Any]) -> list[Path]:
+def _write(out: str | Path, summary: dict[str, Any], drawings: dict[str, Any]) -> list[Path]:
+    """``decomposition.json`` (atomic) and each figure as PNG and SVG into folder ``out``."""
     from metricalc.report.figures import save_figure
 
-    written: list[Path] = []
+    out = Path(out)
+    path = out / "decomposition.json"
+    _atomic_write(path, json.dumps(summary, indent=2))
+    written = [path]
     for name, ax in drawings.items():
         written += save_figure(ax, out / name)
     return written
@@ -140,35 +144,19 @@ def write_detection(result: Any, out: str | Path) -> list[Path]:
     """``decomposition.json`` and the figures (factor curves, what-if) into folder ``out``."""
     from metricalc.decompose.figures import plot_factor_curves, plot_what_if
 
-    out = Path(out)
-    summary = out / "decomposition.json"
-    _atomic_write(summary, json.dumps(result.to_dict(), indent=2))
-    return [
-        summary,
-        *_figures(
-            out,
-            {
-                "factor_curves": plot_factor_curves(result.curves),
-                "what_if": plot_what_if(result.table),
-            },
-        ),
-    ]
+    drawings = {
+        "factor_curves": plot_factor_curves(result.curves),
+        "what_if": plot_what_if(result.table),
+    }
+    return _write(out, result.to_dict(), drawings)
 
 
 def write_keypoints(section: Any, out: str | Path) -> list[Path]:
     """``decomposition.json`` and the figures (detector or descriptor, factor curves)."""
     from metricalc.decompose.figures import plot_factor_curves
 
-    out = Path(out)
-    summary = out / "decomposition.json"
-    _atomic_write(summary, json.dumps(section.to_dict(), indent=2))
-    return [
-        summary,
-        *_figures(
-            out,
-            {
-                "detector_or_descriptor": section.plot(),
-                "factor_curves": plot_factor_curves(section.chains),
-            },
-        ),
-    ]
+    drawings = {
+        "detector_or_descriptor": section.plot(),
+        "factor_curves": plot_factor_curves(section.chains),
+    }
+    return _write(out, section.to_dict(), drawings)
