@@ -294,7 +294,17 @@ def chain_counts(
 ) -> xr.Dataset:
     """The counts of :func:`decompose` alone (``n_selected``, ``tp``, ``fp``, ``found``,
     ``n_ground_truth``, coordinate ``cutoff``), for chains assembled later with
-    :func:`stack_chains`; arguments as :func:`decompose`."""
+    :func:`stack_chains`; arguments as :func:`decompose`.
+
+    Examples
+    --------
+    >>> from metricalc.decompose import chain_counts, factor_curves
+    >>> counts = chain_counts([0.9, 0.8], [[1, 1], [1, 0]], 2)
+    >>> sorted(counts.data_vars)
+    ['found', 'fp', 'n_ground_truth', 'n_selected', 'tp']
+    >>> factor_curves(counts).precision.values.tolist()
+    [1.0, 0.5]
+    """
     scores = _as_float("confidence", confidence, allow_neg_inf=True)
     passed = _as_bool("outcomes", outcomes)
     if scores.ndim < 1 or passed.ndim != scores.ndim + 1:
@@ -379,6 +389,18 @@ def factor_curves(counts: xr.Dataset, *, zero_division: ZeroDivision = "nan") ->
     xarray.Dataset
         ``counts`` with ``factor_precision``, ``factor_recall``, ``product_precision``,
         ``product_recall``, ``precision`` and ``recall`` added.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from metricalc.decompose import factor_curves
+    >>> counts = xr.Dataset({
+    ...     "n_selected": ("threshold", [2]), "tp": (("stage", "threshold"), [[2], [1]]),
+    ...     "fp": (("stage", "threshold"), [[0], [1]]),
+    ...     "found": (("stage", "threshold"), [[2], [1]]), "n_ground_truth": ("stage", [4, 4])})
+    >>> curves = factor_curves(counts)
+    >>> curves.factor_recall.values.ravel().tolist(), curves.recall.values.tolist()
+    ([0.5, 0.5], [0.25])
     """
     policy = check_zero_division(zero_division)
     missing = [v for v in (*COUNT_VARIABLES, "n_ground_truth") if v not in counts]

@@ -257,6 +257,17 @@ def detection_chains(
     xarray.Dataset
         The output of :func:`~metricalc.decompose.decompose` over ``(iou, category, stage,
         threshold)``, coordinate ``category_name``; attrs ``convention``, ``iou_type``.
+
+    Examples
+    --------
+    >>> from metricalc.decompose import detection_chains
+    >>> from metricalc.detection import load_detections, load_ground_truth
+    >>> from metricalc.detection.synthetic import make_coco_dataset
+    >>> gt_dict, dt_list = make_coco_dataset(n_images=5, n_categories=2, seed=0)
+    >>> gt = load_ground_truth(gt_dict)
+    >>> chains = detection_chains(gt, load_detections(dt_list, gt), iou_thresholds=[0.5])
+    >>> chains.factor_precision.dims
+    ('iou', 'category', 'stage', 'threshold')
     """
     check_choice("iou_type", iou_type, IOU_TYPES)
     check_choice("convention", convention, CONVENTIONS)

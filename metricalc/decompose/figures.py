@@ -49,6 +49,14 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
         one chain).
     ax : matplotlib Axes, optional
     title : str
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose
+    >>> from metricalc.decompose.figures import plot_factor_curves
+    >>> ax = plot_factor_curves(decompose([0.9, 0.8, 0.7], [[1, 1], [1, 0], [0, 0]], 2))
+    >>> [line.get_label() for line in ax.get_legend().get_lines()][:2]
+    ['factor L', 'factor C|L']
     """
     ax = _axes(ax)
     frames = []
@@ -98,6 +106,14 @@ def plot_what_if(table: pd.DataFrame, *, ax: Axes | None = None, title: str = ""
     table : pandas.DataFrame
         :func:`~metricalc.decompose.what_if_table` (index stage; columns ``ap``,
         ``ap_if_perfect``).
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose, what_if_table
+    >>> from metricalc.decompose.figures import plot_what_if
+    >>> ax = plot_what_if(what_if_table(decompose([0.9, 0.8], [[1, 1], [1, 0]], 2)))
+    >>> [label.get_text() for label in ax.get_xticklabels()]
+    ['now', 'perfect L', 'perfect C|L']
     """
     if not {"ap", "ap_if_perfect"} <= set(table.columns):
         raise InvalidInputError("plot_what_if needs the what_if_table (columns ap, ap_if_perfect)")
@@ -123,6 +139,14 @@ def plot_detector_or_descriptor(table: xr.Dataset, *, ax: Axes | None = None) ->
     ----------
     table : xarray.Dataset
         ``DetectorDescriptorSection.table`` (:func:`~metricalc.decompose.detector_or_descriptor`).
+
+    Examples
+    --------
+    >>> from metricalc.decompose import detector_or_descriptor
+    >>> from metricalc.metrics import _example_cube
+    >>> ax = detector_or_descriptor(_example_cube()).plot()
+    >>> ax.get_title()
+    'Detector or descriptor?'
     """
     needed = ("matching_ap", "ap_perfect_detector", "ap_perfect_descriptor")
     if any(v not in table for v in needed):

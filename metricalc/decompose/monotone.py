@@ -66,6 +66,14 @@ def improvement_check(
         Per chain: ``ap_before`` and ``ap_after`` (AP of the product of the factors),
         ``gain``, ``improved`` (every factor point is at least its original, where defined) and
         ``holds`` (not improved, or the gain is :math:`\ge -10^{-12}`).
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose, improvement_check, random_improvement
+    >>> d = decompose([0.9, 0.8, 0.7], [[1, 1], [1, 0], [0, 0]], 3)
+    >>> check = improvement_check(d, random_improvement(d, seed=1))
+    >>> bool(check.improved), bool(check.holds), float(check.gain) >= 0
+    (True, True, True)
     """
     check_choice("method", method, AP_METHODS)
     for name in ("factor_precision", "factor_recall"):
@@ -111,6 +119,14 @@ def random_improvement(
     -------
     xarray.Dataset
         ``factor_precision`` and ``factor_recall`` of the same shape as in ``curves``.
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose, random_improvement
+    >>> d = decompose([0.9, 0.8], [[1, 0], [1, 1]], 2)
+    >>> better = random_improvement(d, stages="C|L", seed=0)
+    >>> bool((better.factor_precision >= d.factor_precision).all())
+    True
     """
     rng = np.random.default_rng(seed)
     names = curves[STAGE].values.tolist()

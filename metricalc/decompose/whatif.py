@@ -31,7 +31,15 @@ PERFECT = "perfect"
 
 def nanmean(values: np.ndarray) -> np.ndarray:
     """Mean of the defined values along the last axis, NaN if none (COCO's mAP over categories
-    with ground truth): the default F of :func:`compound`."""
+    with ground truth): the default F of :func:`compound`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.decompose import nanmean
+    >>> nanmean(np.array([[0.2, np.nan, 0.4], [np.nan, np.nan, np.nan]])).round(3).tolist()
+    [0.3, nan]
+    """
     values = np.asarray(values, dtype=np.float64)
     defined = ~np.isnan(values)
     count = defined.sum(axis=-1)
@@ -94,6 +102,13 @@ def perfect_stage_curves(curves: xr.Dataset) -> xr.Dataset:
     xarray.Dataset
         ``precision`` and ``recall`` over a new leading dim ``perfect`` (one entry per stage,
         labelled by the stage names) and the dims of ``curves`` but ``stage``.
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose, perfect_stage_curves
+    >>> d = decompose([0.9, 0.8], [[1, 1], [1, 0]], 2)
+    >>> perfect_stage_curves(d).precision.sel(perfect="L").values.tolist()   # P_C|L alone
+    [1.0, 0.5]
     """
     stages = curves[STAGE]
     perfect = xr.DataArray(stages.values, dims=PERFECT, coords={PERFECT: stages.values})

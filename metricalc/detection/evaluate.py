@@ -114,6 +114,18 @@ def prepare(
 
     Detections read from mask results get their mask area, and their mask's box where they
     have none. Masks are decoded when ``masks`` is True (segm) or when the areas need them.
+
+    Examples
+    --------
+    >>> from metricalc.detection import load_detections, load_ground_truth, prepare
+    >>> gt = load_ground_truth({"images": [{"id": 1, "height": 8, "width": 8}],
+    ...                         "categories": [{"id": 1}], "annotations": []})
+    >>> rle = {"size": [8, 8], "counts": [9, 2, 6, 2, 45]}        # a 2 x 2 square at (1, 1)
+    >>> dt = load_detections([{"image_id": 1, "category_id": 1, "segmentation": rle,
+    ...                        "score": 0.5}], gt)
+    >>> ready = prepare(gt, dt)
+    >>> ready.dt.area.tolist(), ready.dt.bbox.tolist()
+    ([4.0], [[1.0, 1.0, 2.0, 2.0]])
     """
     need_dt_masks = masks or not dt.area_from_box
     with progress_bar("masks", total=2, enabled=progress and need_dt_masks) as advance:

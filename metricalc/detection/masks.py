@@ -555,6 +555,16 @@ def mask_iou(
     -------
     ndarray of float64
         One IoU per pair.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.detection.masks import mask_iou, masks_from_segmentations
+    >>> size = np.array([10, 10])
+    >>> a = masks_from_segmentations([[[0, 0, 4, 0, 4, 4, 0, 4]]] * 2, size, size, where=["a"] * 2)
+    >>> b = masks_from_segmentations([[[0, 0, 2, 0, 2, 4, 0, 4]]] * 2, size, size, where=["b"] * 2)
+    >>> mask_iou(a, b, np.array([0, 1]), np.array([0, 1]), np.array([False, True])).tolist()
+    [0.5, 0.5]
     """
     d = np.asarray(d, np.int64)
     g = np.asarray(g, np.int64)

@@ -26,7 +26,16 @@ def group_rank(
     image: np.ndarray, category: np.ndarray, score: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rank of every detection within its (image, category) by decreasing score, ties in file
-    order (COCO's mergesort); also the order that sorts detections by (image, category, rank)."""
+    order (COCO's mergesort); also the order that sorts detections by (image, category, rank).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.detection.matching import group_rank
+    >>> image, category = np.array([0, 0, 0, 1]), np.array([2, 2, 2, 2])
+    >>> group_rank(image, category, np.array([0.5, 0.9, 0.5, 0.1]))[0]
+    array([1, 0, 2, 0])
+    """
     order = np.lexsort((np.arange(score.size), -score, category, image))
     key = image[order] * (int(category.max(initial=0)) + 1) + category[order]
     start = np.ones(order.size, bool)
@@ -70,6 +79,19 @@ def greedy_match(
     -------
     ndarray of int64, shape (A, T, n_dt)
         Index of the matched ground truth, -1 where unmatched.
+
+    Examples
+    --------
+    Two detections (ranks 0 and 1) on one object: the first takes it, the second finds it taken.
+
+    >>> import numpy as np
+    >>> from metricalc.detection.iou import Pairs
+    >>> from metricalc.detection.matching import greedy_match
+    >>> pairs = Pairs(dt=np.array([0, 1]), gt=np.array([0, 0]), iou=np.array([0.6, 0.9]))
+    >>> greedy_match(pairs, n_dt=2, n_gt=1, dt_rank=np.array([0, 1]),
+    ...              gt_ignore=np.array([[False]]), gt_crowd=np.array([False]),
+    ...              thresholds=np.array([0.5, 0.7])).tolist()
+    [[[0, -1], [-1, 0]]]
     """
     n_areas, n_thresholds = gt_ignore.shape[0], thresholds.size
     matched = np.full((n_areas, n_thresholds, n_dt), -1, dtype=np.int64)
