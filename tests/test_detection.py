@@ -352,3 +352,17 @@ def test_bad_masks_are_named(segmentation, message):
                          gt)
     with pytest.raises(mc.InvalidInputError, match=message):
         evaluate(gt, dt, iou_type="segm")
+
+
+def test_ground_truth_id_zero_is_matched():
+    """pycocotools marks matches with annotation ids, so a ground truth with id 0 leaves its
+    detection unmatched (AP 0); metricalc matches by position (documented difference)."""
+    gt = {
+        "images": [{"id": 1, "height": 100, "width": 100}],
+        "categories": [{"id": 1}],
+        "annotations": [{"id": 0, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20],
+                         "area": 400, "iscrowd": 0}],
+    }
+    dt = [{"image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20], "score": 0.9}]
+    assert reference(gt, dt, "bbox").stats[0] == 0.0
+    assert ours(gt, dt, "bbox").stats.sel(metric="AP").item() == pytest.approx(1.0)
