@@ -58,6 +58,8 @@ __all__ = [
     "average_precision",
     "counts_at_thresholds",
     "cube",
+    "decompose",
+    "detection",
     "f1",
     "format_metadata",
     "fpr",
@@ -86,7 +88,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image), and
-    ``metricalc.store`` (the results database) likewise."""
-    if name in ("keypoints", "store"):
+    ``metricalc.store``, ``metricalc.decompose`` and ``metricalc.detection`` likewise."""
+    if name in ("keypoints", "store", "decompose", "detection"):
         return import_module(f"metricalc.{name}")
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")
