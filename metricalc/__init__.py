@@ -33,14 +33,13 @@ from metricalc.core.ranking import (
 )
 from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricWarning
 from metricalc.metrics import (
-    format_metadata,
     matching_accuracy,
     matching_pr_curve,
     matching_roc_curve,
     metric_set,
-    parse_metadata,
     scene_metrics,
 )
+from metricalc.store.metadata import format_metadata, parse_metadata
 
 try:
     __version__ = version("metricalc")
@@ -60,6 +59,8 @@ __all__ = [
     "average_precision",
     "counts_at_thresholds",
     "cube",
+    "decompose",
+    "detection",
     "f1",
     "format_metadata",
     "fpr",
@@ -80,6 +81,7 @@ __all__ = [
     "roc_auc",
     "roc_curve",
     "scene_metrics",
+    "store",
     "tnr",
     "tpr",
     "youden_j",
@@ -87,7 +89,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image)."""
-    if name == "keypoints":
-        return import_module("metricalc.keypoints")
+    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image), and
+    ``metricalc.store``, ``metricalc.decompose`` and ``metricalc.detection`` likewise."""
+    if name in ("keypoints", "store", "decompose", "detection"):
+        return import_module(f"metricalc.{name}")
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")

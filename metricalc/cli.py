@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -198,6 +199,147 @@ def _patches_compute(args: argparse.Namespace) -> int:
     return 0
 
 
+def _db_list(args: argparse.Namespace) -> int:
+    from metricalc.store import list_experiments
+    from metricalc.store.display import print_experiments
+    from metricalc.store.exports import frame_text
+
+    frame = list_experiments(args.db, benchmark=args.benchmark)
+    if args.json:
+        print(frame_text(frame, "json"), end="")
+    else:
+        print_experiments(frame)
+    return 0
+
+
+def _db_show(args: argparse.Namespace) -> int:
+    from metricalc.store import get_experiment
+    from metricalc.store.display import print_experiment
+    from metricalc.store.exports import frame_text
+
+    experiment = get_experiment(args.db, args.tag, benchmark=args.benchmark)
+    if args.json:
+        header = {
+            k: v for k, v in vars(experiment).items() if k not in ("results", "scenes")
+        }
+        results = json.loads(frame_text(experiment.results, "json"))
+        scenes = json.loads(frame_text(experiment.scenes, "json"))
+        print(json.dumps({**header, "results": results, "scenes": scenes}, indent=1))
+    else:
+        print_experiment(experiment, scenes=args.scenes)
+    return 0
+
+
+def _db_export(args: argparse.Namespace) -> int:
+    from metricalc.store import export_table, to_dataframe
+    from metricalc.store.exports import frame_text
+
+    if args.out is None:
+        if args.format == "parquet":
+            raise InvalidInputError("--format parquet writes a binary file: give --out FILE")
+        frame = to_dataframe(args.db, args.table, benchmark=args.benchmark, tags=args.tag)
+        sys.stdout.write(frame_text(frame, args.format))
+        return 0
+    export_table(
+        args.db,
+        args.out,
+        format=args.format,
+        table=args.table,
+        benchmark=args.benchmark,
+        tags=args.tag,
+    )
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _db_import_workbench(args: argparse.Namespace) -> int:
+    from metricalc.store.display import print_import
+    from metricalc.store.workbench import import_workbench, read_workbench, write_cube
+
+    export = read_workbench(args.file, tolerance=args.tolerance)
+    if args.out is not None and export.cube is None:
+        raise InvalidInputError(
+            f"--out {args.out}: {args.file} has no per-scene metadata, so there is no cube to write"
+        )
+    export = import_workbench(
+        export, db=args.db, tag_prefix=args.tag_prefix, overwrite=args.overwrite
+    )
+    if args.out is not None:
+        write_cube(export.cube, args.out)
+    if args.json:
+        payload = {
+            "file": str(export.path),
+            "db": str(args.db),
+            "rows": len(export.rows),
+            "checked_rows": export.checked_rows,
+            "tolerance": export.tolerance,
+            "tags": list(export.tags),
+            "mismatches": export.mismatches.to_dict(orient="records"),
+        }
+        print(json.dumps(payload, indent=1))
+    else:
+        print_import(export, str(args.db))
+        if args.out is not None:
+            print(f"wrote {args.out}")
+    return 1 if len(export.mismatches) else 0
+def _thresholds(text: str) -> tuple[float, ...]:
+    """``--iou 0.5,0.75`` -> (0.5, 0.75); anything else is a usage error."""
+    try:
+        values = tuple(float(part) for part in _names(text))
+    except ValueError:
+        values = ()
+    if not values or any(not 0 <= v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"expected IoU thresholds in [0, 1] like 0.5,0.75; got {text!r}"
+        )
+    return values
+
+
+def _show(args: argparse.Namespace, result: Any, printer: Any, writer: Any) -> None:
+    """Print a decomposition (``--json``: its ``to_dict()``) and write ``--out`` if given."""
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        printer(result)
+    if args.out:
+        written = writer(result, args.out)
+        stream = sys.stderr if args.json else sys.stdout
+        print(f"wrote {len(written)} files to {args.out}", file=stream)
+
+
+def _decompose_detection(args: argparse.Namespace) -> int:
+    from metricalc.decompose.detection import decompose_detection
+    from metricalc.decompose.terminal import print_detection, write_detection
+    from metricalc.detection import load_detections, load_ground_truth
+
+    gt = load_ground_truth(args.gt)
+    dt = load_detections(args.dt, gt)
+    result = decompose_detection(
+        gt,
+        dt,
+        iou_type=args.iou_type,
+        convention=args.convention,
+        iou_thresholds=args.iou,
+        mask_iou_threshold=args.mask_iou,
+        method=args.ap_method,
+        progress=not (args.no_progress or args.json),
+    )
+    _show(args, result, print_detection, write_detection)
+    return 0
+
+
+def _decompose_keypoints(args: argparse.Namespace) -> int:
+    from metricalc import cube as cubes
+    from metricalc.decompose.keypoints import detector_or_descriptor
+    from metricalc.decompose.terminal import print_keypoints, write_keypoints
+
+    section = detector_or_descriptor(
+        cubes.open_cube(args.cube), confidence=args.confidence, method=args.ap_method
+    )
+    _show(args, section, print_keypoints, write_keypoints)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``metricalc`` command, one sub-command per verb."""
     parser = argparse.ArgumentParser(
@@ -266,6 +408,35 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("--json", action="store_true", help="descriptor -> {metric -> value}")
     metrics.add_argument("--k", type=_cutoffs, default=(1, 5, 10), help="cut-offs, e.g. 1,5,10")
     metrics.set_defaults(run=_metrics)
+    _add_db_verbs(verbs)
+
+    decompose = verbs.add_parser(
+        "decompose", help="metric decomposition: factor curves, identity check, what-if"
+    )
+    decompose_verbs = decompose.add_subparsers(dest="decompose_verb", metavar="VERB", required=True)
+    dd = decompose_verbs.add_parser("detection", help="COCO detection / instance segmentation")
+    dd.add_argument("--gt", type=Path, required=True, help="COCO ground-truth JSON")
+    dd.add_argument("--dt", type=Path, required=True, help="COCO results JSON (a list)")
+    dd.add_argument("--iou-type", choices=("bbox", "segm"), default="bbox")
+    dd.add_argument("--convention", choices=("coco", "decompovision"), default="coco",
+                    help="coco: one-to-one greedy matching, IoU >= t (default); decompovision: "
+                    "no one-to-one matching, IoU > t")
+    dd.add_argument("--iou", type=_thresholds, help="IoU thresholds, e.g. 0.5,0.75 (default "
+                    "0.50:0.95 for coco, 0.5 for decompovision)")
+    dd.add_argument("--mask-iou", type=float, help="mask IoU threshold of S|C,L (segm)")
+    dd.add_argument("--ap-method", choices=metricalc.AP_METHODS, default="coco101")
+    dd.add_argument("--json", action="store_true", help="print JSON (stats + decomposition)")
+    dd.add_argument("--out", type=Path, help="folder for decomposition.json and the figures")
+    dd.add_argument("--no-progress", action="store_true", help="no progress bars")
+    dd.set_defaults(run=_decompose_detection)
+    dk = decompose_verbs.add_parser("keypoints", help="keypoint matching: detector or descriptor?")
+    dk.add_argument("cube", type=Path, help="a QueryCube (.nc)")
+    dk.add_argument("--confidence", choices=("distance", "ratio"), default="distance",
+                    help="confidence of a match: -NN distance or -ratio test value")
+    dk.add_argument("--ap-method", choices=metricalc.AP_METHODS, default="coco101")
+    dk.add_argument("--json", action="store_true", help="print JSON")
+    dk.add_argument("--out", type=Path, help="folder for decomposition.json and the figures")
+    dk.set_defaults(run=_decompose_keypoints)
 
     report = verbs.add_parser(
         "report", help="render a study (reports/<study>.yaml): tables, tests, figures, HTML"
@@ -275,6 +446,50 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--no-progress", action="store_true", help="no progress bars")
     report.set_defaults(run=_report)
     return parser
+
+
+def _add_db_verbs(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc db list | show | export | import-workbench`` (the results database)."""
+    from metricalc.store.database import DEFAULT_DB
+    from metricalc.store.exports import FORMATS
+    from metricalc.store.frames import FRAME_TABLES
+    from metricalc.store.workbench import MAP_TOLERANCE
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db", type=Path, default=DEFAULT_DB, help=f"database file (default {DEFAULT_DB})"
+    )
+    db = verbs.add_parser("db", help="the results database: list, show, export, import")
+    db_verbs = db.add_subparsers(dest="db_verb", metavar="VERB", required=True)
+    listing = db_verbs.add_parser("list", parents=[common], help="the recorded experiments")
+    listing.add_argument("--benchmark", help="only this benchmark")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(run=_db_list)
+    show = db_verbs.add_parser("show", parents=[common], help="one experiment and its results")
+    show.add_argument("tag")
+    show.add_argument("--benchmark", help="needed when several benchmarks have the tag")
+    show.add_argument("--scenes", action="store_true", help="also the per-scene rows")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(run=_db_show)
+    export = db_verbs.add_parser("export", parents=[common], help="a table as CSV, JSON, Parquet")
+    export.add_argument("--format", choices=FORMATS, required=True)
+    export.add_argument("--out", type=Path, help="file to write (default: stdout, csv/json)")
+    export.add_argument("--table", choices=FRAME_TABLES, default="results")
+    export.add_argument("--benchmark", help="only this benchmark")
+    export.add_argument("--tag", action="append", help="only this tag (repeatable)")
+    export.set_defaults(run=_db_export)
+    wb = db_verbs.add_parser(
+        "import-workbench", parents=[common], help="import a DescriptorWorkbench export CSV"
+    )
+    wb.add_argument("file", type=Path)
+    wb.add_argument("--out", type=Path, help="write the descriptor x scene cube (.nc)")
+    wb.add_argument("--tag-prefix", default="dw-", help="tags are <prefix><experiment_id>")
+    wb.add_argument("--overwrite", action="store_true", help="replace clashing earlier imports")
+    wb.add_argument(
+        "--tolerance", type=float, default=MAP_TOLERANCE, help="largest |file - recomputed| mAP"
+    )
+    wb.add_argument("--json", action="store_true", help="print JSON")
+    wb.set_defaults(run=_db_import_workbench)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

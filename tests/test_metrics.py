@@ -38,14 +38,12 @@ import metricalc as mc
 from metricalc.errors import InvalidInputError
 from metricalc.metrics import (
     RANK_BINS,
-    format_metadata,
     matching_accuracy,
     matching_pr_curve,
-    metadata_for,
     metric_set,
-    parse_metadata,
     scene_metrics,
 )
+from metricalc.store.metadata import format_metadata, metadata_for, parse_metadata
 
 DATA = Path(__file__).parents[2] / "shared" / "data" / "descriptorworkbench-export"
 NAN = np.nan

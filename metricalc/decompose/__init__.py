@@ -1,0 +1,76 @@
+"""Decomposable and compound decomposable metrics (PROTOCOLS.md section 8, seed 004).
+
+A composed task (detection = localization, then classification given localization) is a chain of
+stages. :func:`decompose` counts every stage along the confidence threshold and gives the factor
+precision and recall curves, whose products are the composed curve (:func:`verify` checks the
+identity); :func:`factor_ap`, :func:`what_if` and the monotonicity checks say which stage limits
+the composed AP.
+"""
+
+from metricalc.decompose.ap import curve_average_precision, factor_ap, interpolated_precision
+from metricalc.decompose.chain import (
+    DEFAULT_STAGES,
+    Verification,
+    chain_counts,
+    decompose,
+    factor_curves,
+    stack_chains,
+    verify,
+)
+from metricalc.decompose.keypoints import (
+    DetectorDescriptorSection,
+    detector_or_descriptor,
+    keypoint_chains,
+    matching_identity,
+)
+from metricalc.decompose.monotone import (
+    compound_monotonicity,
+    improvement_check,
+    monotonicity_check,
+    random_improvement,
+)
+from metricalc.decompose.whatif import (
+    compound,
+    nanmean,
+    perfect_stage_curves,
+    what_if,
+    what_if_table,
+)
+
+__all__ = [
+    "DEFAULT_STAGES",
+    "DetectionDecomposition",
+    "DetectorDescriptorSection",
+    "Verification",
+    "chain_counts",
+    "compound",
+    "compound_monotonicity",
+    "curve_average_precision",
+    "decompose",
+    "decompose_detection",
+    "detection_chains",
+    "detector_or_descriptor",
+    "factor_ap",
+    "factor_curves",
+    "improvement_check",
+    "interpolated_precision",
+    "keypoint_chains",
+    "matching_identity",
+    "monotonicity_check",
+    "nanmean",
+    "perfect_stage_curves",
+    "random_improvement",
+    "stack_chains",
+    "verify",
+    "what_if",
+    "what_if_table",
+]
+
+
+def __getattr__(name: str) -> object:
+    """The detection instance loads on first use (it imports the detection package)."""
+    if name in ("decompose_detection", "detection_chains", "DetectionDecomposition"):
+        from metricalc.decompose import detection
+
+        return getattr(detection, name)
+    raise AttributeError(f"module 'metricalc.decompose' has no attribute {name!r}")

@@ -1,0 +1,459 @@
+"""Decomposition of object detection and instance segmentation (seed 004, PROTOCOLS.md 8).
+
+Per category c and IoU threshold t, the detections of class c form a chain
+
+- **L** (localization): the box overlaps some ground truth of *any* class with IoU >= t;
+- **C|L** (classification given localization): the detection is correct for class c;
+- **S|C,L** (segmentation, ``segm`` only): its mask overlaps the ground truth its box found
+  with mask IoU >= the mask threshold.
+
+Two conventions say what "correct" and "found" mean:
+
+``"coco"`` (default)
+    COCO's evaluation rules: the ``max_det`` best detections per image and category,
+    one-to-one greedy matching by confidence, crowd regions as ignore regions. C|L: the
+    detection is matched to a class-c ground truth (a COCO true positive; matched detections
+    always pass L). Detections COCO ignores (matched to a crowd region) do not count. Recall
+    counts ground-truth objects of class c: found through L by any detection of any class with
+    IoU >= t, through C|L by their matched detection. So the composed curve at threshold t is
+    COCO's precision-recall curve of class c (without COCO's tiny epsilon), and the composed
+    AP agrees with COCO's per-category AP when no two scores tie.
+``"decompovision"``
+    The code of the DecompoVision study, documented as such: no one-to-one matching and strict
+    ``IoU > t``; every detection counts (no ``max_det``), crowd regions are left out. C|L: some
+    ground truth of class c overlaps with IoU > t. Recall counts *detections* (several
+    detections of one object all count, so recall factors can exceed 1): detections of any
+    class that overlap a class-c object through L, those of class c through C|L. S|C,L compares
+    the mask with the first (file order) class-c ground truth the box overlaps, mask IoU > the
+    mask threshold (their default 0.25, measured there inside the detection's box; here over the
+    whole image). Default IoU threshold 0.5. Curve points are the distinct confidences of class
+    c (their code also evaluates at the confidences of other classes, where the composed curve
+    does not move).
+
+The standard COCO evaluation (:func:`metricalc.detection.evaluate`) is computed next to the
+decomposition; for ``segm`` it matches by mask IoU alone, which is not the composed task above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from metricalc.core._validate import check_choice
+from metricalc.core.ranking import AP_METHODS
+from metricalc.decompose.ap import factor_ap
+from metricalc.decompose.chain import Verification, chain_counts, stack_chains, verify
+from metricalc.decompose.whatif import compound, what_if, what_if_table
+from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
+from metricalc.detection.evaluate import (
+    COCO_AREA_RANGES,
+    COCO_IOU_THRESHOLDS,
+    Prepared,
+    coco_stats,
+    evaluate,
+    prepare,
+)
+from metricalc.detection.iou import Pairs, overlapping_pairs
+from metricalc.detection.masks import mask_iou
+from metricalc.detection.matching import COCO_IOU_CAP, greedy_match
+from metricalc.errors import InvalidInputError
+from metricalc.progress import progress_bar
+
+__all__ = [
+    "CONVENTIONS",
+    "DetectionDecomposition",
+    "decompose_detection",
+    "detection_chains",
+]
+
+CONVENTIONS = ("coco", "decompovision")
+DECOMPOVISION_IOU = 0.5
+DECOMPOVISION_MASK_IOU = 0.25
+
+
+def _segment_max(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """max of ``values`` per ``index`` (-inf where none)."""
+    out = np.full(size, -np.inf)
+    np.maximum.at(out, index, values)
+    return out
+
+
+@dataclass(frozen=True)
+class _Stages:
+    """Per IoU threshold and detection: stage outcomes and whether it counts; recall side."""
+
+    outcomes: np.ndarray  # (T, n_dt, S) bool
+    counted: np.ndarray  # (T, n_dt) bool
+    predicted: np.ndarray  # (n_dt,) bool: detections that are predictions at all
+    gt_items: np.ndarray | None  # COCO: (T, n_gt, S) found_at; else None
+    gt_counted: np.ndarray  # (n_gt,) ground truth counted in G
+    det_items: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # decompovision recall side
+
+
+def _coco_stages(
+    prep: Prepared,
+    pairs: Pairs,
+    thresholds: np.ndarray,
+    mask_thresholds: np.ndarray | None,
+    max_det: int,
+) -> _Stages:
+    gt, dt = prep.gt, prep.dt
+    limit = np.minimum(thresholds, COCO_IOU_CAP)
+    low, high = COCO_AREA_RANGES["all"]
+    gt_ignored = gt.iscrowd | (gt.area < low) | (gt.area > high)
+    same = dt.category[pairs.dt] == gt.category[pairs.gt]
+    matched = greedy_match(
+        pairs.select(same),
+        n_dt=dt.n,
+        n_gt=gt.n,
+        dt_rank=prep.rank,
+        gt_ignore=gt_ignored[None, :],
+        gt_crowd=gt.iscrowd,
+        thresholds=thresholds,
+    )[0]
+    hit = matched >= 0
+    safe = np.maximum(matched, 0)
+    dt_out = (dt.area < low) | (dt.area > high)
+    ignored = np.where(hit, gt_ignored[safe] if gt.n else False, dt_out[None, :])
+    kept = prep.rank < max_det
+    best_iou = np.zeros(dt.n)
+    np.maximum.at(best_iou, pairs.dt, pairs.iou)
+    localized = best_iou[None, :] >= limit[:, None]
+    correct = hit & ~ignored
+    stages = [localized, correct]
+    if mask_thresholds is not None:
+        t_index, d_index = np.nonzero(correct)
+        iou = mask_iou(
+            prep.dt_masks,
+            prep.gt_masks,
+            d_index,
+            matched[t_index, d_index],
+            np.zeros(d_index.size, bool),
+        )
+        good = np.zeros(correct.shape, bool)
+        good[t_index, d_index] = iou >= np.minimum(mask_thresholds, COCO_IOU_CAP)[t_index]
+        stages.append(good)
+    outcomes = np.stack(stages, axis=-1)
+    # recall side: objects of class c, reached at the best confidence that reaches them
+    n_t = thresholds.size
+    found = np.full((n_t, gt.n, len(stages)), -np.inf)
+    score = dt.score
+    for t in range(n_t):
+        close = pairs.iou >= limit[t]
+        found[t, :, 0] = _segment_max(pairs.gt[close], score[pairs.dt[close]], gt.n)
+        for s in range(1, len(stages)):
+            d = np.flatnonzero(outcomes[t, :, : s + 1].all(axis=-1) & kept)
+            found[t, matched[t, d], s] = score[d]
+    return _Stages(
+        outcomes=outcomes,
+        counted=kept[None, :] & ~ignored,
+        predicted=kept,
+        gt_items=found,
+        gt_counted=~gt_ignored,
+        det_items=None,
+    )
+
+
+def _decompovision_stages(
+    prep: Prepared, pairs: Pairs, thresholds: np.ndarray, mask_thresholds: np.ndarray | None
+) -> _Stages:
+    gt, dt = prep.gt, prep.dt
+    n_cat = gt.category_ids.size
+    pair_class = gt.category[pairs.gt]
+    same = dt.category[pairs.dt] == pair_class
+    best_iou = np.zeros(dt.n)
+    np.maximum.at(best_iou, pairs.dt, pairs.iou)
+    best_same = np.zeros(dt.n)
+    np.maximum.at(best_same, pairs.dt[same], pairs.iou[same])
+    localized = best_iou[None, :] > thresholds[:, None]
+    correct = best_same[None, :] > thresholds[:, None]
+    stages = [localized, correct]
+    if mask_thresholds is not None:
+        good = np.zeros(correct.shape, bool)
+        for t in range(thresholds.size):
+            over = same & (pairs.iou > thresholds[t])
+            d, g = pairs.dt[over], pairs.gt[over]
+            first = np.full(dt.n, gt.n)
+            np.minimum.at(first, d, g)  # the first class-c ground truth in file order
+            chosen = np.flatnonzero(first < gt.n)
+            iou = mask_iou(
+                prep.dt_masks, prep.gt_masks, chosen, first[chosen], np.zeros(chosen.size, bool)
+            )
+            good[t, chosen] = iou > mask_thresholds[t]
+        stages.append(good)
+    outcomes = np.stack(stages, axis=-1)
+    # recall side: detections overlapping an object of class c, by (detection, class)
+    key = pairs.dt * n_cat + pair_class
+    unique, inverse = np.unique(key, return_inverse=True)
+    best = np.zeros(unique.size)
+    np.maximum.at(best, inverse, pairs.iou)
+    det_of, class_of = np.divmod(unique, n_cat)
+    return _Stages(
+        outcomes=outcomes,
+        counted=np.ones(correct.shape, bool),
+        predicted=np.ones(dt.n, bool),
+        gt_items=None,
+        gt_counted=~gt.iscrowd,
+        det_items=(det_of, class_of, best),
+    )
+
+
+def _recall_items(
+    stages: _Stages, prep: Prepared, c: int, thresholds: np.ndarray, convention: str
+) -> np.ndarray:
+    """found_at (T, m, S) of category c."""
+    gt, dt = prep.gt, prep.dt
+    if convention == "coco":
+        members = np.flatnonzero((gt.category == c) & stages.gt_counted)
+        return stages.gt_items[:, members, :]
+    det_of, class_of, best = stages.det_items
+    rows = np.flatnonzero(class_of == c)
+    d = det_of[rows]
+    reach = best[rows][None, :] > thresholds[:, None]  # (T, m): overlaps a class-c object
+    own = dt.category[d] == c
+    passed = [reach]
+    for s in range(1, stages.outcomes.shape[-1]):
+        passed.append(reach & own[None, :] & stages.outcomes[:, d, : s + 1].all(axis=-1))
+    return np.where(np.stack(passed, axis=-1), dt.score[d][None, :, None], -np.inf)
+
+
+def detection_chains(
+    gt: CocoGroundTruth,
+    dt: CocoDetections,
+    *,
+    iou_type: str = "bbox",
+    convention: str = "coco",
+    iou_thresholds: Sequence[float] | None = None,
+    mask_iou_threshold: float | None = None,
+    max_det: int = 100,
+    progress: bool = False,
+    prepared: Prepared | None = None,
+) -> xr.Dataset:
+    """The decomposition chains of a detection (or instance segmentation) result.
+
+    Parameters
+    ----------
+    gt, dt : CocoGroundTruth, CocoDetections
+        From :func:`~metricalc.detection.load_ground_truth` and
+        :func:`~metricalc.detection.load_detections`.
+    iou_type : {"bbox", "segm"}
+        ``segm`` adds the stage S|C,L.
+    convention : {"coco", "decompovision"}
+        Matching rules (module docstring).
+    iou_thresholds : sequence of float, optional
+        Box IoU thresholds t (default COCO's 0.50:0.05:0.95; DecompoVision's 0.5).
+    mask_iou_threshold : float, optional
+        Mask IoU threshold of S|C,L (default: t itself; DecompoVision's 0.25).
+    max_det : int
+        Detections kept per image and category (``coco`` only).
+
+    Returns
+    -------
+    xarray.Dataset
+        The output of :func:`~metricalc.decompose.decompose` over ``(iou, category, stage,
+        threshold)``, coordinate ``category_name``; attrs ``convention``, ``iou_type``.
+
+    Examples
+    --------
+    >>> from metricalc.decompose import detection_chains
+    >>> from metricalc.detection import load_detections, load_ground_truth
+    >>> from metricalc.detection.synthetic import make_coco_dataset
+    >>> gt_dict, dt_list = make_coco_dataset(n_images=5, n_categories=2, seed=0)
+    >>> gt = load_ground_truth(gt_dict)
+    >>> chains = detection_chains(gt, load_detections(dt_list, gt), iou_thresholds=[0.5])
+    >>> chains.factor_precision.dims
+    ('iou', 'category', 'stage', 'threshold')
+    """
+    check_choice("iou_type", iou_type, IOU_TYPES)
+    check_choice("convention", convention, CONVENTIONS)
+    default = COCO_IOU_THRESHOLDS if convention == "coco" else [DECOMPOVISION_IOU]
+    thresholds = np.asarray(default if iou_thresholds is None else iou_thresholds, np.float64)
+    if thresholds.ndim != 1 or thresholds.size == 0 or ((thresholds < 0) | (thresholds > 1)).any():
+        raise InvalidInputError(
+            f"iou_thresholds must be numbers in [0, 1]; got {np.asarray(iou_thresholds).tolist()}"
+        )
+    segm = iou_type == "segm"
+    mask_thresholds = None
+    if segm:
+        if mask_iou_threshold is None:
+            mask = thresholds if convention == "coco" else np.full(thresholds.size, 0.25)
+        else:
+            if not 0 <= float(mask_iou_threshold) <= 1:
+                raise InvalidInputError(
+                    f"mask_iou_threshold must be in [0, 1]; got {mask_iou_threshold!r}"
+                )
+            mask = np.full(thresholds.size, float(mask_iou_threshold))
+        mask_thresholds = mask
+    if isinstance(max_det, bool) or not isinstance(max_det, int) or max_det < 1:
+        raise InvalidInputError(f"max_det must be a positive integer; got {max_det!r}")
+    prep = prepared or prepare(gt, dt, masks=segm, progress=progress)
+    if segm and prep.gt_masks is None:
+        prep = prepare(gt, dt, masks=True, progress=progress)
+    gt, dt = prep.gt, prep.dt
+    coco = convention == "coco"
+    crowd_iou = gt.iscrowd if coco else np.zeros(gt.n, bool)
+    pairs = overlapping_pairs(
+        dt.image,
+        gt.image,
+        crowd_iou,
+        dt_box=dt.bbox,
+        gt_box=gt.bbox,
+        keep_dt=prep.rank < max_det if coco else None,
+    )
+    if not coco:
+        pairs = pairs.select(~gt.iscrowd[pairs.gt])
+    if coco:
+        stages = _coco_stages(prep, pairs, thresholds, mask_thresholds, max_det)
+    else:
+        stages = _decompovision_stages(prep, pairs, thresholds, mask_thresholds)
+    names = ["L", "C|L", "S|C,L"][: stages.outcomes.shape[-1]]
+    n_cat = gt.category_ids.size
+    n_ground_truth = np.bincount(gt.category[stages.gt_counted], minlength=n_cat)
+    chains = []
+    with progress_bar("decomposing", total=n_cat, enabled=progress) as advance:
+        for c in range(n_cat):
+            advance()
+            members = np.flatnonzero((dt.category == c) & stages.predicted)
+            chains.append(
+                chain_counts(
+                    np.broadcast_to(dt.score[members], (thresholds.size, members.size)),
+                    stages.outcomes[:, members, :],
+                    np.int64(n_ground_truth[c]),
+                    stages=names,
+                    counted=stages.counted[:, members],
+                    found_at=_recall_items(stages, prep, c, thresholds, convention),
+                    batch_dims=("iou",),
+                    coords={"iou": thresholds},
+                )
+            )
+    curves = stack_chains(chains, "category", coords=gt.category_ids)
+    curves = curves.assign_coords(category_name=("category", gt.category_names))
+    curves.attrs.update(convention=convention, iou_type=iou_type, max_det=max_det if coco else 0)
+    if mask_thresholds is not None:
+        curves = curves.assign_coords(mask_iou=("iou", mask_thresholds))
+    return curves.transpose("iou", "category", "stage", "threshold")
+
+
+@dataclass(frozen=True, eq=False)
+class DetectionDecomposition:
+    """Standard COCO evaluation and the decomposition of one detection result."""
+
+    evaluation: xr.Dataset
+    """The standard evaluation (:func:`metricalc.detection.evaluate`)."""
+    curves: xr.Dataset
+    """Chains over (iou, category, stage, threshold) (:func:`detection_chains`)."""
+    aps: xr.Dataset
+    """:func:`~metricalc.decompose.factor_ap` per (iou, category)."""
+    what_if: xr.Dataset
+    """:func:`~metricalc.decompose.what_if` per (iou, category)."""
+    table: pd.DataFrame
+    """The what-if table, mean over IoU thresholds and categories (compound AP)."""
+    verification: Verification
+    method: str
+
+    @property
+    def stats(self) -> dict[str, float]:
+        """The 12 COCO stats by name."""
+        return coco_stats(self.evaluation)
+
+    def composed_ap(self) -> float:
+        """Mean composed AP over IoU thresholds and categories with ground truth."""
+        return float(compound(self.aps["ap"]))
+
+    def factor_ap(self) -> dict[str, float]:
+        """Mean factor AP per stage over IoU thresholds and categories."""
+        means = compound(self.aps["factor_ap"], dims=("iou", "category"))
+        return dict(zip(means["stage"].values.tolist(), means.values.tolist(), strict=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary: ``stats`` (the 12 COCO values by name) next to the
+        decomposition (composed and factor APs, identity check, what-if rows)."""
+
+        def clean(value: float) -> float | None:
+            return float(value) if np.isfinite(value) else None
+
+        return {
+            "stats": {k: clean(v) for k, v in self.stats.items()},
+            "decomposition": {
+                "convention": self.curves.attrs["convention"],
+                "iou_type": self.curves.attrs["iou_type"],
+                "ap_method": self.method,
+                "iou_thresholds": [float(t) for t in self.curves["iou"].values],
+                "stages": self.curves["stage"].values.tolist(),
+                "composed_ap": clean(self.composed_ap()),
+                "factor_ap": {k: clean(v) for k, v in self.factor_ap().items()},
+                "identity": self.verification.to_dict(),
+                "what_if": [
+                    {
+                        "perfect_stage": stage,
+                        "ap": clean(row["ap"]),
+                        "ap_if_perfect": clean(row["ap_if_perfect"]),
+                        "gain": clean(row["gain"]),
+                    }
+                    for stage, row in self.table.iterrows()
+                ],
+            },
+        }
+
+
+def decompose_detection(
+    gt: CocoGroundTruth,
+    dt: CocoDetections,
+    *,
+    iou_type: str = "bbox",
+    convention: str = "coco",
+    iou_thresholds: Sequence[float] | None = None,
+    mask_iou_threshold: float | None = None,
+    method: str = "coco101",
+    progress: bool = False,
+) -> DetectionDecomposition:
+    """Standard COCO metrics, factor APs, composed AP, identity check and what-if table.
+
+    Parameters
+    ----------
+    gt, dt, iou_type, convention, iou_thresholds, mask_iou_threshold
+        As :func:`detection_chains`.
+    method : str
+        AP method of the curves (default ``coco101``; the monotonicity theorem holds for the
+        interpolated methods).
+    progress : bool
+        Progress bars.
+
+    Examples
+    --------
+    >>> from metricalc.detection import load_detections, load_ground_truth
+    >>> from metricalc.detection.synthetic import make_coco_dataset
+    >>> from metricalc.decompose import decompose_detection
+    >>> gt_dict, dt_list = make_coco_dataset(n_images=10, n_categories=3, seed=0)
+    >>> gt = load_ground_truth(gt_dict)
+    >>> result = decompose_detection(gt, load_detections(dt_list, gt))
+    >>> result.verification.ok, sorted(result.factor_ap())
+    (True, ['C|L', 'L'])
+    """
+    check_choice("method", method, AP_METHODS)
+    prep = prepare(gt, dt, masks=iou_type == "segm", progress=progress)
+    evaluation = evaluate(gt, dt, iou_type=iou_type, progress=progress, prepared=prep)
+    curves = detection_chains(
+        gt,
+        dt,
+        iou_type=iou_type,
+        convention=convention,
+        iou_thresholds=iou_thresholds,
+        mask_iou_threshold=mask_iou_threshold,
+        progress=progress,
+        prepared=prep,
+    )
+    return DetectionDecomposition(
+        evaluation=evaluation,
+        curves=curves,
+        aps=factor_ap(curves, method=method),
+        what_if=what_if(curves, method=method),
+        table=what_if_table(curves, method=method),
+        verification=verify(curves),
+        method=method,
+    )

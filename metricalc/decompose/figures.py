@@ -1,0 +1,173 @@
+"""Seaborn figures of a decomposition. Each function takes ``ax=None`` and returns the Axes.
+
+Figures are built on :class:`matplotlib.figure.Figure` (no pyplot state); save them with
+:func:`metricalc.report.figures.save_figure` (PNG and SVG, atomic).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from metricalc.decompose.ap import interpolated_precision
+from metricalc.decompose.chain import STAGE
+from metricalc.errors import InvalidInputError
+
+__all__ = ["plot_detector_or_descriptor", "plot_factor_curves", "plot_what_if"]
+
+COMPOSED = "composed $P_D$, $R_D$"
+PRODUCT = "product of the factors"
+
+
+def _axes(ax: Axes | None, size: tuple[float, float] = (7.0, 4.5)) -> Axes:
+    return ax if ax is not None else Figure(figsize=size, layout="constrained").subplots()
+
+
+def _mean_curve(precision: xr.DataArray, recall: xr.DataArray) -> xr.DataArray:
+    """Interpolated precision at COCO's recall levels, averaged over every chain (NaN chains,
+    without ground truth, left out)."""
+    values = interpolated_precision(precision, recall)
+    other = [d for d in values.dims if d not in ("recall_level", STAGE)]
+    return values.mean(other, skipna=True) if other else values
+
+
+def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str = "") -> Axes:
+    """Factor precision-recall curves, their product and the composed curve.
+
+    Each curve is COCO's interpolated precision :math:`\\max\\{P_n : R_n \\ge r\\}` at the 101
+    recall levels, averaged over the chains of ``curves`` (categories, IoU thresholds,
+    descriptors); the product of the factors lies on the composed curve (the identity).
+
+    Parameters
+    ----------
+    curves : xarray.Dataset
+        The output of :func:`~metricalc.decompose.decompose` (select a subset first to plot
+        one chain).
+    ax : matplotlib Axes, optional
+    title : str
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose
+    >>> from metricalc.decompose.figures import plot_factor_curves
+    >>> ax = plot_factor_curves(decompose([0.9, 0.8, 0.7], [[1, 1], [1, 0], [0, 0]], 2))
+    >>> [line.get_label() for line in ax.get_legend().get_lines()][:2]
+    ['factor L', 'factor C|L']
+    """
+    ax = _axes(ax)
+    frames = []
+    factors = _mean_curve(curves["factor_precision"], curves["factor_recall"])
+    for stage in curves[STAGE].values.tolist():
+        one = factors.sel({STAGE: stage})
+        frames.append(
+            pd.DataFrame(
+                {
+                    "recall": one["recall_level"].values,
+                    "precision": one.values,
+                    "curve": f"factor {stage}",
+                }
+            )
+        )
+    composed = interpolated_precision(curves["precision"], curves["recall"])
+    product = interpolated_precision(curves["product_precision"], curves["product_recall"])
+    # a chain whose product is undefined everywhere has composed precision 0 (as what_if)
+    product = xr.where(product.isnull() & composed.notnull(), 0.0, product)
+    for label, values in ((COMPOSED, composed), (PRODUCT, product)):
+        other = [d for d in values.dims if d != "recall_level"]
+        one = values.mean(other, skipna=True) if other else values
+        frames.append(
+            pd.DataFrame(
+                {"recall": one["recall_level"].values, "precision": one.values, "curve": label}
+            )
+        )
+    table = pd.concat(frames, ignore_index=True)
+    style = {label: (4, 2) if label == PRODUCT else "" for label in table["curve"].unique()}
+    sns.lineplot(
+        data=table, x="recall", y="precision", hue="curve", style="curve", dashes=style, ax=ax
+    )
+    ax.set_xlim(0, 1.0)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("recall (factor recall for the factors)")
+    ax.set_ylabel("interpolated precision")
+    ax.set_title(title or "Factor precision-recall curves and their product")
+    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, title=None)
+    return ax
+
+
+def plot_what_if(table: pd.DataFrame, *, ax: Axes | None = None, title: str = "") -> Axes:
+    """Bars: the composed AP now and with each stage made perfect (the what-if table).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`~metricalc.decompose.what_if_table` (index stage; columns ``ap``,
+        ``ap_if_perfect``).
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose, what_if_table
+    >>> from metricalc.decompose.figures import plot_what_if
+    >>> ax = plot_what_if(what_if_table(decompose([0.9, 0.8], [[1, 1], [1, 0]], 2)))
+    >>> [label.get_text() for label in ax.get_xticklabels()]
+    ['now', 'perfect L', 'perfect C|L']
+    """
+    if not {"ap", "ap_if_perfect"} <= set(table.columns):
+        raise InvalidInputError("plot_what_if needs the what_if_table (columns ap, ap_if_perfect)")
+    ax = _axes(ax, (6.0, 4.0))
+    rows = [("now", float(table["ap"].iloc[0]))] + [
+        (f"perfect {stage}", float(value)) for stage, value in table["ap_if_perfect"].items()
+    ]
+    frame = pd.DataFrame(rows, columns=["scenario", "AP"])
+    sns.barplot(data=frame, x="scenario", y="AP", hue="scenario", legend=False, ax=ax)
+    for container in ax.containers:
+        ax.bar_label(container, fmt="%.3f")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("")
+    ax.set_ylabel("composed AP")
+    ax.set_title(title or "What if one stage were perfect?")
+    return ax
+
+
+def plot_detector_or_descriptor(table: xr.Dataset, *, ax: Axes | None = None) -> Axes:
+    """Bars per descriptor: matching AP now, with a perfect detector, with a perfect descriptor.
+
+    Parameters
+    ----------
+    table : xarray.Dataset
+        ``DetectorDescriptorSection.table`` (:func:`~metricalc.decompose.detector_or_descriptor`).
+
+    Examples
+    --------
+    >>> from metricalc.decompose import detector_or_descriptor
+    >>> from metricalc.metrics import _example_cube
+    >>> ax = detector_or_descriptor(_example_cube()).plot()
+    >>> ax.get_title()
+    'Detector or descriptor?'
+    """
+    needed = ("matching_ap", "ap_perfect_detector", "ap_perfect_descriptor")
+    if any(v not in table for v in needed):
+        raise InvalidInputError(f"plot_detector_or_descriptor needs {list(needed)} per descriptor")
+    ax = _axes(ax, (max(5.0, 1.6 * table.sizes["descriptor"] + 2), 4.0))
+    labels = {
+        "matching_ap": "now",
+        "ap_perfect_detector": "perfect detector",
+        "ap_perfect_descriptor": "perfect descriptor",
+    }
+    frame = (
+        table[list(needed)]
+        .to_dataframe()
+        .reset_index()
+        .melt(id_vars="descriptor", value_vars=list(needed), var_name="scenario", value_name="AP")
+    )
+    frame["scenario"] = frame["scenario"].map(labels)
+    frame["AP"] = frame["AP"].astype(float).fillna(np.nan)
+    sns.barplot(data=frame, x="descriptor", y="AP", hue="scenario", ax=ax)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("matching AP")
+    ax.set_title("Detector or descriptor?")
+    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, title=None)
+    return ax

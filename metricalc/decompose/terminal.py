@@ -1,0 +1,162 @@
+"""Decomposition results in the terminal (rich tables), and written to a folder."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from metricalc.decompose.chain import Verification
+from metricalc.export import _atomic_write
+
+__all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]
+
+
+def _console() -> Console:
+    return Console() if sys.stdout.isatty() else Console(width=120)
+
+
+def _number(value: float, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if math.isfinite(value) else "-"
+
+
+def identity_line(check: Verification) -> str:
+    """One line on the identity check P_D = prod P_k, R_D = prod R_k."""
+    verdict = "holds" if check.ok else "FAILS"
+    return (
+        f"identity P_D = prod P_k, R_D = prod R_k {verdict} at {check.points_checked:,} curve "
+        f"points: largest deviation {check.max_deviation:.1e} (tolerance {check.tolerance:g}; "
+        f"{check.points_undefined:,} points with an undefined factor skipped)"
+    )
+
+
+STAT_MEANING = {
+    "AP": "precision, IoU 0.50:0.95, all areas, 100 detections",
+    "AP50": "precision, IoU 0.50, all areas, 100 detections",
+    "AP75": "precision, IoU 0.75, all areas, 100 detections",
+    "APs": "precision, IoU 0.50:0.95, small (< 32^2 px), 100 detections",
+    "APm": "precision, IoU 0.50:0.95, medium (32^2 to 96^2 px), 100 detections",
+    "APl": "precision, IoU 0.50:0.95, large (> 96^2 px), 100 detections",
+    "AR1": "recall, IoU 0.50:0.95, all areas, 1 detection",
+    "AR10": "recall, IoU 0.50:0.95, all areas, 10 detections",
+    "AR100": "recall, IoU 0.50:0.95, all areas, 100 detections",
+    "ARs": "recall, IoU 0.50:0.95, small, 100 detections",
+    "ARm": "recall, IoU 0.50:0.95, medium, 100 detections",
+    "ARl": "recall, IoU 0.50:0.95, large, 100 detections",
+}
+"""What each of the 12 COCO stats averages (per image and category for the detections)."""
+
+
+def print_detection(result: Any, *, console: Console | None = None) -> None:
+    """Standard COCO metrics, factor APs, composed AP, identity check and what-if table."""
+    out = console or _console()
+    attrs = result.curves.attrs
+    stats = Table(title=f"COCO {result.evaluation.attrs['iou_type']} evaluation")
+    stats.add_column("metric")
+    stats.add_column("value", justify="right")
+    stats.add_column("average of")
+    for name, value in result.stats.items():
+        stats.add_row(name, _number(value), STAT_MEANING.get(name, ""))
+    out.print(stats)
+    ious = result.curves["iou"].values
+    span = f"IoU {ious[0]:.2f}" if ious.size == 1 else f"IoU {ious[0]:.2f}:{ious[-1]:.2f}"
+    factors = Table(
+        title=f"Decomposition ({attrs['convention']} convention, {span}, "
+        f"{result.method} AP, mean over IoU thresholds and categories)"
+    )
+    factors.add_column("curve")
+    factors.add_column("AP", justify="right")
+    product = 1.0
+    for stage, value in result.factor_ap().items():
+        factors.add_row(f"factor {stage}", _number(value))
+        product *= value
+    factors.add_row("composed (P_D, R_D)", _number(result.composed_ap()))
+    factors.add_row("product of the factor APs (AP does not factor)", _number(product))
+    out.print(factors)
+    out.print(identity_line(result.verification))
+    out.print(what_if_table(result.table))
+
+
+def what_if_table(table: Any) -> Table:
+    """The what-if DataFrame as a rich table."""
+    view = Table(title="What if one stage were perfect?")
+    for column in ("perfect stage", "AP now", "AP if perfect", "gain"):
+        view.add_column(column, justify="left" if column == "perfect stage" else "right")
+    for stage, row in table.iterrows():
+        view.add_row(
+            str(stage), _number(row["ap"]), _number(row["ap_if_perfect"]), _number(row["gain"])
+        )
+    return view
+
+
+def print_keypoints(section: Any, *, console: Console | None = None) -> None:
+    """The detector-or-descriptor table, its sentence and the identity check."""
+    out = console or _console()
+    table = section.table
+    view = Table(
+        title=f"Detector or descriptor? ({section.chains.attrs.get('confidence')} "
+        f"confidence, {section.method} AP)"
+    )
+    columns = (
+        ("repeatability", "repeat."),
+        ("correct_over_repeatable", "correct/repeat."),
+        ("matching_score", "match score"),
+        ("identity_deviation", "identity dev."),
+        ("matching_ap", "AP"),
+        ("ap_perfect_detector", "AP perf. det."),
+        ("ap_perfect_descriptor", "AP perf. desc."),
+    )
+    view.add_column("descriptor")
+    for _, header in columns:
+        view.add_column(header, justify="right")
+    view.add_column("limited by")
+    for name in table["descriptor"].values.tolist():
+        row = table.sel(descriptor=name)
+        cells = []
+        for variable, _ in columns:
+            value = float(row[variable])
+            cells.append(f"{value:.1e}" if variable == "identity_deviation" else _number(value))
+        view.add_row(str(name), *cells, str(row["limited_by"].values))
+    out.print(view)
+    out.print(section.sentence)
+    out.print(identity_line(section.verification))
+
+
+def _write(out: str | Path, summary: dict[str, Any], drawings: dict[str, Any]) -> list[Path]:
+    """``decomposition.json`` (atomic) and each figure as PNG and SVG into folder ``out``."""
+    from metricalc.report.figures import save_figure
+
+    out = Path(out)
+    path = out / "decomposition.json"
+    _atomic_write(path, json.dumps(summary, indent=2))
+    written = [path]
+    for name, ax in drawings.items():
+        written += save_figure(ax, out / name)
+    return written
+
+
+def write_detection(result: Any, out: str | Path) -> list[Path]:
+    """``decomposition.json`` and the figures (factor curves, what-if) into folder ``out``."""
+    from metricalc.decompose.figures import plot_factor_curves, plot_what_if
+
+    drawings = {
+        "factor_curves": plot_factor_curves(result.curves),
+        "what_if": plot_what_if(result.table),
+    }
+    return _write(out, result.to_dict(), drawings)
+
+
+def write_keypoints(section: Any, out: str | Path) -> list[Path]:
+    """``decomposition.json`` and the figures (detector or descriptor, factor curves)."""
+    from metricalc.decompose.figures import plot_factor_curves
+
+    drawings = {
+        "detector_or_descriptor": section.plot(),
+        "factor_curves": plot_factor_curves(section.chains),
+    }
+    return _write(out, section.to_dict(), drawings)

@@ -1,0 +1,70 @@
+"""JSON text of the database's JSON columns (config, versions, timings, protocol, extra).
+
+One canonical form: keys sorted (except in ``extra``, which keeps the metric set's order), no
+whitespace, NaN and infinities as ``null`` (JSON has no non-finite numbers), NumPy scalars and
+arrays as Python numbers and lists, tuples as lists, paths as strings. The canonical text of a
+config is what its hash is taken of, so two configs that differ only in key order or container
+type have the same hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from metricalc.errors import InvalidInputError
+from metricalc.export import _json_value
+
+
+def plain(value: Any, where: str) -> Any:
+    """``value`` as plain JSON types (dict with str keys, list, str, int, float, bool, None).
+
+    Raises
+    ------
+    InvalidInputError
+        A mapping key that is not a string, or a value of a type JSON cannot hold (the message
+        names ``where``, the path of the value, e.g. ``config['model']['name']``).
+    """
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(
+                    f"{where}: key {key!r} is a {type(key).__name__}; keys must be strings"
+                )
+            out[key] = plain(item, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = value.tolist() if isinstance(value, np.ndarray) else value
+        return [plain(item, f"{where}[{i}]") for i, item in enumerate(items)]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if value is None or isinstance(value, (str, bool, int, float, np.generic)):
+        return _json_value(value)
+    raise InvalidInputError(
+        f"{where} has type {type(value).__name__}; expected str, int, float, bool, None, a "
+        "mapping or a sequence of them"
+    )
+
+
+def dumps(value: Any, where: str, *, sort_keys: bool = True) -> str:
+    """The canonical JSON text of ``value`` (see the module docstring); ``sort_keys=False``
+    keeps the mapping's order (the extra metrics keep the metric set's order)."""
+    return json.dumps(
+        plain(value, where), sort_keys=sort_keys, separators=(",", ":"), allow_nan=False
+    )
+
+
+def loads(text: str | None) -> Any:
+    """The value of a JSON column (``{}`` for NULL or an empty string)."""
+    return json.loads(text) if text else {}
+
+
+def sha256(text: str) -> str:
+    """Hex SHA-256 of ``text`` (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,166 @@
+"""The database's tables as pandas DataFrames (what ``to_dataframe``, ``get_experiment`` and the
+exports read).
+
+Three frames, one per table, each selectable by benchmark and tags:
+
+- ``experiments``: one row per experiment, its JSON columns (``config``, ``versions``,
+  ``timings``, ``protocol``) as JSON text;
+- ``results``: one row per (experiment, descriptor): ``benchmark``, ``tag``, ``descriptor``,
+  ``status``, ``error``, the seed's columns, ``metadata``, then the ``extra`` metrics expanded into
+  one column each (in the order they were recorded; ints as pandas ``Int64``, floats as
+  ``float64``, missing as NA / NaN);
+- ``scenes``: one row per (experiment, descriptor, scene).
+
+NULL reads as NaN in float columns and NA in the nullable integer columns.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from metricalc.errors import InvalidInputError
+from metricalc.store import _codec
+from metricalc.store.schema import SCENE_COLUMNS, SEED_COLUMNS
+
+__all__ = ["FRAME_TABLES", "read_frame"]
+
+FRAME_TABLES = ("experiments", "results", "scenes")
+"""The tables :func:`read_frame` reads."""
+
+_EXPERIMENT_COLUMNS = (
+    "id",
+    "benchmark",
+    "tag",
+    "status",
+    "error",
+    "config_hash",
+    "config",
+    "metricalc_version",
+    "versions",
+    "timings",
+    "protocol",
+    "created_at",
+    "updated_at",
+)
+_KEYS = ("benchmark", "tag", "descriptor")
+
+
+def _where(benchmark: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
+    """A WHERE clause on the experiments alias ``e``, with its parameters."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if benchmark is not None:
+        clauses.append("e.benchmark = ?")
+        params.append(benchmark)
+    if tags is not None:
+        clauses.append(f"e.tag IN ({', '.join('?' * len(tags))})")
+        params.extend(tags)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _floats(values: list[Any]) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _column(values: list[Any]) -> Any:
+    """A column of JSON values: Int64 when every value is an int, float64 when numbers, else
+    the values as they are."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pd.array(values, dtype="Int64")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return _floats(values)
+    return pd.array(values, dtype=object)
+
+
+def _experiments(connection: sqlite3.Connection, where: str, params: list[Any]) -> pd.DataFrame:
+    query = f"SELECT {', '.join('e.' + c for c in _EXPERIMENT_COLUMNS)} FROM experiments e"
+    rows = connection.execute(query + where + " ORDER BY e.benchmark, e.tag", params).fetchall()
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_EXPERIMENT_COLUMNS)
+    data: dict[str, Any] = {}
+    for name, values in zip(_EXPERIMENT_COLUMNS, columns, strict=True):
+        data[name] = np.array(values, dtype=np.int64) if name == "id" else list(values)
+    return pd.DataFrame(data, columns=list(_EXPERIMENT_COLUMNS))
+
+
+def _results(
+    connection: sqlite3.Connection, where: str, params: list[Any], *, extra: bool
+) -> pd.DataFrame:
+    names = ("descriptor", "status", "error", *SEED_COLUMNS, "metadata", "extra")
+    query = (
+        f"SELECT e.benchmark, e.tag, {', '.join('r.' + c for c in names)} "
+        "FROM results r JOIN experiments e ON e.id = r.experiment_id"
+    )
+    rows = connection.execute(query + where + " ORDER BY e.benchmark, e.tag, r.id", params)
+    rows = rows.fetchall()
+    header = ("benchmark", "tag", *names)
+    columns = dict(zip(header, zip(*rows, strict=True), strict=True)) if rows else {}
+    data: dict[str, Any] = {}
+    for name in header[:-1]:
+        values = list(columns.get(name, ()))
+        data[name] = _floats(values) if name in SEED_COLUMNS else values
+    if extra:
+        parsed = [_codec.loads(text) for text in columns.get("extra", ())]
+        for key in dict.fromkeys(k for one in parsed for k in one):  # first-seen order
+            data[key] = _column([one.get(key) for one in parsed])
+    return pd.DataFrame(data)
+
+
+def _scenes(connection: sqlite3.Connection, where: str, params: list[Any]) -> pd.DataFrame:
+    names = SCENE_COLUMNS
+    query = (
+        f"SELECT e.benchmark, e.tag, r.descriptor, {', '.join('s.' + c for c in names)} "
+        "FROM scenes s JOIN results r ON r.id = s.result_id "
+        "JOIN experiments e ON e.id = r.experiment_id"
+    )
+    rows = connection.execute(query + where + " ORDER BY e.benchmark, e.tag, r.id, s.id", params)
+    rows = rows.fetchall()
+    header = (*_KEYS, *names)
+    columns = dict(zip(header, zip(*rows, strict=True), strict=True)) if rows else {}
+    data: dict[str, Any] = {}
+    for name in header:
+        values = list(columns.get(name, ()))
+        if name in ("true_map", "true_map_with_zeros", "mean_precision"):
+            data[name] = _floats(values)
+        elif name in ("query_count", "excluded_count"):
+            data[name] = np.array(values, dtype=np.int64)
+        elif name == "image_count":
+            data[name] = pd.array(values, dtype="Int64")
+        else:
+            data[name] = values
+    return pd.DataFrame(data)
+
+
+def read_frame(
+    connection: sqlite3.Connection,
+    table: str = "results",
+    *,
+    benchmark: str | None = None,
+    tags: Sequence[str] | None = None,
+    extra: bool = True,
+) -> pd.DataFrame:
+    """One table of an open database as a DataFrame (see the module docstring for its columns).
+
+    Reads in one transaction (or in the caller's open one), so the frame is one consistent
+    snapshot even while another process writes.
+    """
+    if table not in FRAME_TABLES:
+        raise InvalidInputError(f"table must be one of {list(FRAME_TABLES)}; got {table!r}")
+    where, params = _where(benchmark, list(tags) if tags is not None else None)
+    own = not connection.in_transaction  # inside a caller's snapshot, read within it
+    if own:
+        connection.execute("BEGIN")
+    try:
+        if table == "experiments":
+            return _experiments(connection, where, params)
+        if table == "results":
+            return _results(connection, where, params, extra=extra)
+        return _scenes(connection, where, params)
+    finally:
+        if own:
+            connection.execute("COMMIT")

@@ -1,0 +1,171 @@
+"""Keypoint matching as a chain (detector L, descriptor C|L) on real benchmark outputs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+from matplotlib.axes import Axes
+
+import metricalc as mc
+from metricalc.decompose import (
+    detector_or_descriptor,
+    keypoint_chains,
+    matching_identity,
+    verify,
+    what_if,
+)
+from metricalc.keypoints import QUICK_SCENES, evaluate, extract, make_synthetic_dataset
+
+
+@pytest.fixture(scope="module")
+def cube(tmp_path_factory):
+    """The built-in benchmark (quick scenes), SIFT and ORB on SIFT keypoints."""
+    sequences = make_synthetic_dataset(tmp_path_factory.mktemp("synthetic"), scenes=QUICK_SCENES)
+    features = extract(sequences, ("sift", "orb"), locked="sift")
+    return evaluate(sequences, features, keypoints="locked:sift", bojanic=False)
+
+
+def test_identity_on_the_builtin_benchmark(cube):
+    identity = matching_identity(cube)
+    assert (identity.deviation < 1e-12).all()
+    defined = identity.deviation_by_pair.notnull()
+    assert int(defined.sum()) > 10 and (identity.deviation_by_pair.where(defined, 0) < 1e-12).all()
+    # independent counts from the cube
+    for name in ("sift", "orb"):
+        one = cube.sel(descriptor=name)
+        present = one.n_relevant.values >= 0
+        repeatable = (one.n_relevant.values == 1).sum()
+        correct = (one.nn_correct.values == 1).sum()
+        row = identity.sel(descriptor=name)
+        assert float(row.repeatability) == repeatable / present.sum()
+        assert float(row.correct_over_repeatable) == correct / repeatable
+        assert float(row.matching_score) == correct / present.sum()
+    chains = keypoint_chains(cube)
+    check = verify(chains)
+    assert check.ok and check.points_checked > 1000
+
+
+def test_chain_counts_and_loosest_point(cube):
+    chains = keypoint_chains(cube)
+    identity = matching_identity(cube)
+    for name in ("sift", "orb"):
+        one = cube.sel(descriptor=name)
+        has_nn = np.isfinite(one.nn_distance.values) & (one.n_relevant.values >= 0)
+        assert has_nn.all()  # every query has a nearest neighbour on this benchmark
+        chain = chains.sel(descriptor=name)
+        confidence = -one.nn_distance.values
+        for j in np.linspace(0, chain.sizes["threshold"] - 1, 7).astype(int):
+            cut = chain.cutoff.values[j]
+            if np.isnan(cut):
+                continue
+            kept = confidence >= cut
+            assert chain.n_selected.values[j] == kept.sum()
+            repeatable, correct = one.n_relevant.values == 1, one.nn_correct.values == 1
+            assert chain.tp.sel(stage="L").values[j] == (kept & repeatable).sum()
+            assert chain.tp.sel(stage="C|L").values[j] == (kept & correct).sum()
+        last = chain.isel(threshold=int(np.isfinite(chain.cutoff.values).sum()) - 1)
+        row = identity.sel(descriptor=name)
+        assert float(last.factor_recall.sel(stage="L")) == pytest.approx(float(row.repeatability))
+        assert float(last.factor_recall.sel(stage="C|L")) == pytest.approx(
+            float(row.correct_over_repeatable)
+        )
+        assert float(last.recall) == pytest.approx(float(row.matching_score))
+
+
+def test_ratio_confidence_gives_the_ratio_test_pr_curve(cube):
+    """Composed precision is metricalc.matching_pr_curve's; recall differs only by denominator
+    (all queries here, matchable queries there)."""
+    chains = keypoint_chains(cube, confidence="ratio")
+    curve = mc.matching_pr_curve(cube)
+    for name in ("sift", "orb"):
+        mine, theirs = chains.sel(descriptor=name), curve.sel(descriptor=name)
+        n = int(np.isfinite(theirs.cutoff.values).sum())
+        np.testing.assert_array_equal(mine.cutoff.values[:n], theirs.cutoff.values[:n])
+        np.testing.assert_array_equal(mine.precision.values[:n], theirs.precision.values[:n])
+        queries = int(mine.n_ground_truth.values[0])
+        np.testing.assert_allclose(
+            mine.recall.values[:n] * queries, theirs.recall.values[:n] * int(theirs.n_matchable)
+        )
+
+
+def test_detector_or_descriptor_section(cube):
+    section = detector_or_descriptor(cube)
+    table = section.table
+    scenario = what_if(keypoint_chains(cube))
+    np.testing.assert_allclose(table.matching_ap, scenario.ap)
+    np.testing.assert_allclose(table.ap_perfect_detector, scenario.ap_if_perfect.sel(stage="L"))
+    for name in ("sift", "orb"):
+        row = table.sel(descriptor=name)
+        expected = (
+            "detector"
+            if float(row.gain_perfect_detector) > float(row.gain_perfect_descriptor)
+            else "descriptor"
+        )
+        assert str(row.limited_by.values) == expected
+    assert section.sentence.count(".") >= 1 and "limits" in section.sentence
+    assert isinstance(section.plot(), Axes)
+    payload = json.loads(json.dumps(section.to_dict()))
+    assert set(payload["descriptors"]) == {"sift", "orb"}
+    assert payload["identity"]["ok"] is True
+
+
+def small_cube() -> xr.Dataset:
+    """Two descriptors: "a" sees queries 0..3, "b" failed (status error)."""
+    dims = ("descriptor", "query")
+    return xr.Dataset(
+        {
+            "n_relevant": (dims, np.array([[1, 1, 0, 1, -1], [1, 1, 0, 1, 1]], np.int8)),
+            "nn_correct": (dims, np.array([[1, 0, 0, 1, -1], [1, 1, 0, 1, 1]], np.int8)),
+            "nn_distance": (dims, np.array([[0.1, 0.5, 0.2, 0.4, np.nan], [1, 1, 1, 1, 1.0]])),
+            "nn2_distance": (dims, np.array([[0.2, 0.6, 0.3, 0.8, np.nan], [2, 2, 2, 2, 2.0]])),
+            "status": ("descriptor", np.array(["ok", "error"], dtype=object)),
+        },
+        coords={"descriptor": ["a", "b"]},
+    )
+
+
+def test_small_cube_by_hand():
+    chains = keypoint_chains(small_cube())
+    a = chains.sel(descriptor="a")
+    # confidences -0.1 (R, correct), -0.2 (not repeatable), -0.4 (R, correct), -0.5 (R, wrong)
+    assert a.cutoff.values.tolist() == [-0.1, -0.2, -0.4, -0.5]
+    assert a.tp.values.tolist() == [[1, 1, 2, 3], [1, 1, 2, 2]]
+    assert a.n_ground_truth.values.tolist() == [4, 4]
+    b = chains.sel(descriptor="b")
+    assert b.n_selected.values.max() == 0 and b.n_ground_truth.values.tolist() == [0, 0]
+    section = detector_or_descriptor(small_cube())
+    assert section.table.limited_by.values.tolist()[1] == "-"
+    assert np.isnan(float(section.table.matching_ap.sel(descriptor="b")))
+
+
+def test_bad_cube_is_named():
+    with pytest.raises(mc.InvalidInputError, match="nn2_distance"):
+        keypoint_chains(small_cube().drop_vars("nn2_distance"))
+    with pytest.raises(mc.InvalidInputError, match="confidence must be one of"):
+        keypoint_chains(small_cube(), confidence="score")
+
+
+def test_cli_keypoints(cube, tmp_path):
+    from tests.test_cli import run
+
+    path = tmp_path / "cube.nc"
+    mc.cube.save(cube, path)
+    result = run("decompose", "keypoints", str(path), "--json", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    expected = detector_or_descriptor(cube).to_dict()
+    assert payload["sentence"] == expected["sentence"]
+    assert payload["descriptors"]["sift"]["matching_ap"] == pytest.approx(
+        expected["descriptors"]["sift"]["matching_ap"]
+    )
+    for name in ("detector_or_descriptor", "factor_curves"):
+        assert (tmp_path / "out" / f"{name}.png").exists()
+        assert (tmp_path / "out" / f"{name}.svg").exists()
+    text = run("decompose", "keypoints", str(path), "--confidence", "ratio")
+    assert text.returncode == 0, text.stderr
+    assert "Detector or descriptor?" in text.stdout and "identity" in text.stdout
+    missing = run("decompose", "keypoints", str(tmp_path / "nope.nc"))
+    assert missing.returncode == 2 and missing.stderr.startswith("metricalc: error:")
