@@ -88,10 +88,14 @@ def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     }
     for d in QUALITY:
         assert ranked[d] == pytest.approx(float(ranking.average_rank.sel(descriptor=d)))
+    page = (out / "report.html").read_text()
+    assert 'id="section-detector-or-descriptor"' in page  # the decomposition section (hook)
+    assert "The detector limits" in page or "The descriptor limits" in page
     summary = (out / "summary.txt").read_text()
     assert summary.startswith("Random systems\n") and "Friedman test" in summary
     for stem in ("map_by_split", "roc", "pr_curves", "mma", "forest_viewpoint_map",
-                 "cd_viewpoint_map", "scene_map", "split_scatter", "rank_histogram"):  # fmt: skip
+                 "cd_viewpoint_map", "scene_map", "split_scatter", "rank_histogram",
+                 "detector_or_descriptor"):  # fmt: skip
         assert (out / "figures" / f"{stem}.png").stat().st_size > 0, stem
         assert (out / "figures" / f"{stem}.svg").is_file()
 
@@ -211,6 +215,7 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
     np.testing.assert_allclose(report.metrics.image_retrieval_map.values, expected)
     assert report.tests["image_retrieval_map"].comparison is not None
     assert any("figure roc skipped" in note for note in report.notes)
+    assert "detector-or-descriptor" not in report.html.read_text()  # no matching results
     assert any("not tested" in note for note in report.notes)  # 4 scenes: too few to pair by scene
 
 

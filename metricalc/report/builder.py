@@ -33,20 +33,12 @@ from metricalc.report.analysis import ColumnTests, run_tests
 from metricalc.report.data import combined, load_cubes, summary_metrics
 from metricalc.report.html import EmbeddedFigure, data_uri, png_data_uri, render_report
 from metricalc.report.labels import metric_info
+from metricalc.report.sections import Section, detector_or_descriptor_section
 from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
 from metricalc.report.tables import CORRECTION_NAMES, TEST_NAMES, Table
 
 __all__ = ["SECTION_HOOKS", "Report", "Section", "build", "register_section"]
-
-
-@dataclass(frozen=True)
-class Section:
-    """An extra section of the HTML page: ``html`` is inserted as is (escape your names)."""
-
-    name: str
-    title: str
-    html: str
 
 
 @dataclass
@@ -71,9 +63,10 @@ class Report:
 
 
 SectionHook = Callable[[Report], Section | None]
-SECTION_HOOKS: list[SectionHook] = []
+SECTION_HOOKS: list[SectionHook] = [detector_or_descriptor_section]
 """Hooks called with the :class:`Report` (before the page is written); each returns a
-:class:`Section` to append to the page, or None."""
+:class:`~metricalc.report.sections.Section` to append to the page, or None. Registered by
+default: the decomposition's "detector or descriptor?" section."""
 
 
 def register_section(hook: SectionHook) -> None:

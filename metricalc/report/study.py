@@ -45,8 +45,10 @@ FIGURES = (
     "mma",
     "forest",
     "cd_diagram",
+    "detector_or_descriptor",
 )
-"""Figure names, in the order of the report."""
+"""Figure names, in the order of the report (``detector_or_descriptor`` is the figure of the
+decomposition section, :func:`metricalc.report.sections.detector_or_descriptor_section`)."""
 OUTPUTS = ("html", "latex", "markdown", "csv", "summary", "figures")
 """Output names: report.html, tables.tex, tables.md, comparisons.csv (+ table.csv and
 metrics.csv), summary.txt, figures/ (PNG + SVG)."""
