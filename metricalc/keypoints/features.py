@@ -49,6 +49,7 @@ __all__ = [
     "extract",
     "extract_image",
     "load_features",
+    "load_image_features",
     "save_features",
 ]
 
@@ -716,6 +717,25 @@ def _read_npz(path: Path) -> Features:
     kp, desc = _coerce(keypoints, descriptors, where)
     return Features(kp, desc)
 
+
+
+def load_image_features(path: str | os.PathLike[str]) -> Features:
+    """Read one image's bring-your-own ``.npz`` (arrays ``keypoints`` and ``descriptors``).
+
+    The checks of :func:`load_features` for a single file; errors name the file.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     np.savez(Path(tmp) / "1.npz", keypoints=np.ones((3, 2)), descriptors=np.ones((3, 8)))
+    ...     load_image_features(Path(tmp) / "1.npz")
+    Features(n=3, dims=8, dtype=float32)
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError(f"missing features file {path}")
+    return _read_npz(path)
 
 def _subfolders(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))

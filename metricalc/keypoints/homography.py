@@ -45,6 +45,7 @@ __all__ = [
     "ESTIMATORS",
     "ROBUST_ESTIMATORS",
     "Estimate",
+    "available_estimators",
     "corner_error",
     "dlt_homography",
     "error_auc",
@@ -340,7 +341,8 @@ def dlt_homography(points0: Any, points1: Any) -> np.ndarray | None:
     rows_u = np.stack([-x, -y, -ones, zeros, zeros, zeros, u * x, u * y, u], axis=1)
     rows_v = np.stack([zeros, zeros, zeros, -x, -y, -ones, v * x, v * y, v], axis=1)
     A = np.concatenate([rows_u, rows_v])
-    _, singular, vt = np.linalg.svd(A, full_matrices=True)
+    # the thin SVD has all 9 right singular vectors once there are >= 9 rows (5+ matches)
+    _, singular, vt = np.linalg.svd(A, full_matrices=len(A) < 9)
     if np.count_nonzero(singular > singular[0] * 1e-12) < 8:  # not a unique solution
         return None
     H = np.linalg.inv(T1) @ vt[-1].reshape(3, 3) @ T0
@@ -406,6 +408,17 @@ ESTIMATORS: tuple[str, ...] = ("DLT", *ROBUST_ESTIMATORS)
 """The built-in estimator names (more through :func:`register_estimator`)."""
 
 
+def available_estimators() -> list[str]:
+    """Names accepted by ``estimator=``: the built-in ones and those registered.
+
+    Examples
+    --------
+    >>> available_estimators()
+    ['DLT', 'LMEDS', 'RANSAC', 'USAC_DEFAULT', 'USAC_MAGSAC']
+    """
+    return sorted(_REGISTRY)
+
+
 def estimate_homography(
     points0: Any,
     points1: Any,
@@ -447,7 +460,7 @@ def estimate_homography(
     """
     if estimator not in _REGISTRY:
         raise InvalidInputError(
-            f"unknown estimator {estimator!r}; available: {', '.join(sorted(_REGISTRY))}"
+            f"unknown estimator {estimator!r}; available: {', '.join(available_estimators())}"
         )
     p0, p1 = _pair(points0, points1)
     if not np.isfinite(threshold) or threshold <= 0:
