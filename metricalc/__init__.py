@@ -59,6 +59,7 @@ __all__ = [
     "average_precision",
     "counts_at_thresholds",
     "cube",
+    "experiment",
     "f1",
     "format_metadata",
     "fpr",
@@ -85,7 +86,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image)."""
-    if name == "keypoints":
-        return import_module("metricalc.keypoints")
+    """Import ``metricalc.keypoints`` / ``metricalc.experiment`` on first use (they load OpenCV,
+    scikit-image and dask)."""
+    if name in ("keypoints", "experiment"):
+        return import_module(f"metricalc.{name}")
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")

@@ -107,7 +107,8 @@ def load_data(data: Mapping[str, Any], outputs: Any) -> list[ImageSequence]:
     if data["root"] is None:
         root = outputs / "data" / "synthetic" / f"seed{data['seed']}_size{data['size']}"
         wanted = scenes if scenes is not None else (QUICK_SCENES if data["quick"] else None)
-        with file_lock(root.parent / f".{root.name}.lock", f"synthetic benchmark {root}"):
+        lock = root.parent / f".{root.name}.lock"  # concurrent runs wait for the generator
+        with file_lock(lock, f"synthetic benchmark {root}", wait=True):
             return make_synthetic_dataset(root, scenes=wanted, seed=data["seed"], size=data["size"])
     sequences = load_sequences(data["root"], scenes=scenes)
     if data["quick"] and scenes is None:

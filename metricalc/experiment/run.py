@@ -45,7 +45,7 @@ from metricalc.experiment.benchmark import Benchmark, Context, Evaluation
 from metricalc.experiment.config import check_tag, config_diff, config_hash, load_config
 from metricalc.experiment.hpatches import HPatches
 from metricalc.experiment.results import open_pairs, write_results
-from metricalc.experiment.rundir import RunDir
+from metricalc.experiment.rundir import RunDir, json_safe
 from metricalc.experiment.scheduler import Scheduler, check_scheduler
 from metricalc.metrics import format_metadata, metadata_for
 from metricalc.report.figures import save_figure
@@ -116,7 +116,8 @@ class RunResult:
     started_at, finished_at : str
         ISO 8601 times (UTC) of this call.
     summaries : dict
-        The content of ``summaries.json`` (metric set scalars, homography summary, sweep).
+        The content of ``summaries.json`` (metric set scalars, homography summary, sweep;
+        non-finite values as None).
     metric_set : xarray.Dataset or None
         :func:`metricalc.metric_set` of the results cube (one descriptor, named after the tag).
     scene_metrics : xarray.Dataset or None
@@ -309,6 +310,7 @@ def run(
                 if not rundir.has_predictions():
                     t0 = time.perf_counter()
                     bench.export(ctx)
+                    rundir.clear_stale_parts()  # merged into predictions.h5
                     timings["export"] = time.perf_counter() - t0
                     result.exported = True
                     rundir.clear_results()  # results of other predictions are stale
@@ -320,7 +322,7 @@ def run(
                     result.evaluated = True
                 else:
                     evaluation = _load_cached(bench, rundir, values)
-            result.summaries = evaluation.summaries
+            result.summaries = json_safe(evaluation.summaries)  # as in summaries.json
             result.metric_set, result.scene_metrics = evaluation.metrics, evaluation.scenes
             result.pairs = evaluation.pairs
         except KeyboardInterrupt:

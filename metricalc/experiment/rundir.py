@@ -56,8 +56,9 @@ def temporary_path(path: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def file_lock(path: Path, what: str) -> Iterator[None]:
-    """Hold an exclusive, non-blocking ``flock`` on ``path``; refuse if another process has it.
+def file_lock(path: Path, what: str, *, wait: bool = False) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path``: wait for it (``wait=True``), or refuse at once
+    if another process holds it.
 
     The lock is released when the process ends, however it ends (also on ``kill -9``).
     """
@@ -66,7 +67,7 @@ def file_lock(path: Path, what: str) -> Iterator[None]:
     try:
         if fcntl is not None:
             try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 raise InvalidInputError(
                     f"{what} is in use by another metricalc process (lock {path}); wait for it "

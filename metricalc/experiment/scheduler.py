@@ -4,6 +4,10 @@
 (a pool of spawned processes), ``synchronous`` (one task at a time in this process, for
 debugging) or the address of a ``dask.distributed`` scheduler (``tcp://host:8786``) to scale out.
 
+With several local workers, BLAS and OpenMP are limited to one thread each (threadpoolctl) for
+the run: the tasks are the parallelism, and many small matrix products on oversubscribed BLAS
+threads are many times slower. (dask.distributed workers do the same by default.)
+
 Whatever runs the tasks, every finished output is handed to a callback **in this process, as
 soon as it finishes** (dask's ``posttask`` callback for the local schedulers, ``as_completed``
 for a cluster), so the caller writes each finished image pair at once and an interrupted run
@@ -22,6 +26,7 @@ from typing import Any
 
 import dask
 from dask.callbacks import Callback
+from threadpoolctl import threadpool_limits
 
 from metricalc.errors import InvalidInputError
 
@@ -32,6 +37,15 @@ LOCAL_SCHEDULERS = ("threads", "processes", "synchronous")
 
 _ADDRESS = re.compile(r"(tcp|tls|inproc|ucx|ws|wss)://\S+|[A-Za-z0-9.\-]+:\d+")
 _CONNECT_TIMEOUT = "10s"
+
+
+_LIMITS: Any = None  # the BLAS limit of a worker process (kept alive for its lifetime)
+
+
+def _single_threaded_blas() -> None:
+    """Initializer of the worker processes: one BLAS / OpenMP thread each."""
+    global _LIMITS  # per-process state by design
+    _LIMITS = threadpool_limits(limits=1)
 
 
 def check_scheduler(spec: Any) -> str:
@@ -79,14 +93,19 @@ class Scheduler:
         self.workers = int(workers) if workers else (os.cpu_count() or 1)
         self._pool: Executor | None = None
         self._client: Any = None
+        self._limits: Any = None
         self._token = uuid.uuid4().hex[:12]  # keys unique per run, also on a shared cluster
 
     def __enter__(self) -> Scheduler:
         if self.spec == "threads":
             self._pool = ThreadPoolExecutor(self.workers)
+            if self.workers > 1:
+                self._limits = threadpool_limits(limits=1)
         elif self.spec == "processes":
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn")
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_single_threaded_blas,
             )
         elif self.spec != "synchronous":
             from distributed import Client
@@ -101,6 +120,9 @@ class Scheduler:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._limits is not None:
+            self._limits.restore_original_limits()
+            self._limits = None
         if self._pool is not None:
             self._pool.shutdown(wait=exc[0] is None, cancel_futures=True)
             self._pool = None
@@ -144,7 +166,8 @@ class Scheduler:
 
         futures = self._client.compute(list(tasks.values()))
         try:
-            for future, value in as_completed(futures, with_results=True):
+            completed = as_completed(futures, with_results=True, loop=self._client.loop)
+            for future, value in completed:
                 on_result(named[str(future.key)], value)
         finally:
             self._client.cancel(futures)
