@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import threading
 
-import h5py
-import numpy as np
 import pytest
 from dask import delayed
 
 from metricalc.errors import InvalidInputError
 from metricalc.experiment import Scheduler, run
 from metricalc.experiment.scheduler import check_scheduler
+from tests.experiment_helpers import assert_same_run
 
 SMALL = ["data.scenes=[camera]", "data.size=256", "model.max_keypoints=150"]
-
-
-def _predictions(path):
-    """Every dataset of predictions.h5: (group path, name) -> array."""
-    out = {}
-    with h5py.File(path) as handle:
-        handle.visititems(
-            lambda name, item: out.__setitem__(name, item[()])
-            if isinstance(item, h5py.Dataset)
-            else None
-        )
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -34,27 +21,6 @@ def reference(tmp_path_factory):
     result = run("hpatches", "orb", overrides=SMALL, outputs=outputs, scheduler="synchronous")
     assert result.status == "ok", result.error
     return outputs, result
-
-
-def _same(a, b):
-    pa, pb = _predictions(a.files["predictions"]), _predictions(b.files["predictions"])
-    assert pa.keys() == pb.keys()
-    for key in pa:
-        assert pa[key].dtype == pb[key].dtype
-        np.testing.assert_array_equal(pa[key], pb[key])
-    ca, cb = a.open_cube(), b.open_cube()
-    for name in ("better", "ties", "ap", "nn_correct", "nn_error", "query_keypoint"):
-        np.testing.assert_array_equal(ca[name].values, cb[name].values)
-    for name in a.pairs.data_vars:
-        np.testing.assert_array_equal(a.pairs[name].values, b.pairs[name].values)
-    drop = {"processing_time_ms"}
-    assert {k: v for k, v in a.summaries.items() if k not in drop} == {
-        k: v for k, v in b.summaries.items() if k not in drop
-    }
-    for scene in ("i_camera", "v_camera"):
-        for pair in ("1-2", "1-6"):
-            path = f"matches/{scene}/{pair}.png"
-            assert (a.directory / path).read_bytes() == (b.directory / path).read_bytes()
 
 
 @pytest.mark.parametrize("scheduler", ["threads", "processes"])
@@ -70,7 +36,7 @@ def test_local_schedulers_give_identical_results(reference, scheduler):
         workers=2,
     )
     assert result.status == "ok", result.error
-    _same(result, expected)
+    assert_same_run(result, expected)
 
 
 def test_a_distributed_cluster_gives_identical_results(reference):
@@ -85,7 +51,7 @@ def test_a_distributed_cluster_gives_identical_results(reference):
             "hpatches", "orb", tag="cluster", overrides=SMALL, outputs=outputs, scheduler=address
         )
     assert result.status == "ok", result.error
-    _same(result, expected)
+    assert_same_run(result, expected)
 
 
 def test_results_are_handed_over_in_the_calling_thread_as_they_finish():
