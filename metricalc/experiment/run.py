@@ -306,22 +306,22 @@ def run(
         pool = Scheduler(scheduler, workers=workers)
         ctx = Context(rundir, values, tag, benchmark, pool, export_hash, progress)
         try:
-            with ctx.scheduler:
-                if not rundir.has_predictions():
-                    t0 = time.perf_counter()
-                    bench.export(ctx)
-                    rundir.clear_stale_parts()  # merged into predictions.h5
-                    timings["export"] = time.perf_counter() - t0
-                    result.exported = True
-                    rundir.clear_results()  # results of other predictions are stale
-                if not rundir.has_results():
+            if rundir.has_predictions() and rundir.has_results():
+                evaluation = _load_cached(bench, rundir, values)  # no scheduler needed
+            else:
+                with ctx.scheduler:
+                    if not rundir.has_predictions():
+                        t0 = time.perf_counter()
+                        bench.export(ctx)
+                        rundir.clear_stale_parts()  # merged into predictions.h5
+                        timings["export"] = time.perf_counter() - t0
+                        result.exported = True
+                        rundir.clear_results()  # results of other predictions are stale
                     t0 = time.perf_counter()
                     evaluation = bench.evaluate(ctx)
                     _save(rundir, evaluation)
                     timings["evaluation"] = time.perf_counter() - t0
                     result.evaluated = True
-                else:
-                    evaluation = _load_cached(bench, rundir, values)
             result.summaries = json_safe(evaluation.summaries)  # as in summaries.json
             result.metric_set, result.scene_metrics = evaluation.metrics, evaluation.scenes
             result.pairs = evaluation.pairs

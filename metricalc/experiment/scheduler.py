@@ -4,9 +4,10 @@
 (a pool of spawned processes), ``synchronous`` (one task at a time in this process, for
 debugging) or the address of a ``dask.distributed`` scheduler (``tcp://host:8786``) to scale out.
 
-With several local workers, BLAS and OpenMP are limited to one thread each (threadpoolctl) for
-the run: the tasks are the parallelism, and many small matrix products on oversubscribed BLAS
-threads are many times slower. (dask.distributed workers do the same by default.)
+With a local scheduler, BLAS and OpenMP are limited to one thread per worker (threadpoolctl) for
+the run: the tasks are the parallelism, and the many small matrix products and decompositions of
+the per-pair work are several times slower on oversubscribed BLAS threads (over 10x measured on
+a busy machine). dask.distributed workers do the same by default.
 
 Whatever runs the tasks, every finished output is handed to a callback **in this process, as
 soon as it finishes** (dask's ``posttask`` callback for the local schedulers, ``as_completed``
@@ -97,10 +98,10 @@ class Scheduler:
         self._token = uuid.uuid4().hex[:12]  # keys unique per run, also on a shared cluster
 
     def __enter__(self) -> Scheduler:
+        if self.spec in ("threads", "synchronous"):
+            self._limits = threadpool_limits(limits=1)
         if self.spec == "threads":
             self._pool = ThreadPoolExecutor(self.workers)
-            if self.workers > 1:
-                self._limits = threadpool_limits(limits=1)
         elif self.spec == "processes":
             self._pool = ProcessPoolExecutor(
                 self.workers,

@@ -303,8 +303,7 @@ def dlt_homography(points0: Any, points1: Any) -> np.ndarray | None:
     r"""Plain (normalized) DLT over all correspondences: no robust step, no refinement.
 
     Both point sets are normalized (centroid 0, root-mean-square distance :math:`\sqrt2`, as
-    Hartley proposes); each
-    match gives two rows of :math:`A h = 0`,
+    Hartley proposes); each match gives two rows of :math:`A h = 0`,
 
     .. math::
 
@@ -312,9 +311,10 @@ def dlt_homography(points0: Any, points1: Any) -> np.ndarray | None:
                          0 & 0 & 0 & -x & -y & -1 & v x & v y & v \end{pmatrix} h = 0
 
     for :math:`(x, y) \mapsto (u, v)`; :math:`h` is the right singular vector of the smallest
-    singular value, and the result is denormalized and scaled to :math:`H_{33} = 1`. Written
-    here because OpenCV's ``findHomography(method=0)`` adds a Levenberg-Marquardt refinement,
-    which is not the plain DLT of the benchmark.
+    singular value (from the triangular factor of a QR decomposition of :math:`A`), and the
+    result is denormalized and scaled to :math:`H_{33} = 1`. Written here because OpenCV's
+    ``findHomography(method=0)`` adds a Levenberg-Marquardt refinement, which is not the plain
+    DLT of the benchmark.
 
     Returns
     -------
@@ -341,8 +341,11 @@ def dlt_homography(points0: Any, points1: Any) -> np.ndarray | None:
     rows_u = np.stack([-x, -y, -ones, zeros, zeros, zeros, u * x, u * y, u], axis=1)
     rows_v = np.stack([zeros, zeros, zeros, -x, -y, -ones, v * x, v * y, v], axis=1)
     A = np.concatenate([rows_u, rows_v])
-    # the thin SVD has all 9 right singular vectors once there are >= 9 rows (5+ matches)
-    _, singular, vt = np.linalg.svd(A, full_matrices=len(A) < 9)
+    # A = QR first: R (at most 9 x 9) has the singular values and right singular vectors of A,
+    # and its SVD is far cheaper than that of the tall A; with fewer than 9 rows the full SVD
+    # supplies the missing (null-space) vector
+    R = np.linalg.qr(A, mode="r")
+    _, singular, vt = np.linalg.svd(R, full_matrices=R.shape[0] < 9)
     if np.count_nonzero(singular > singular[0] * 1e-12) < 8:  # not a unique solution
         return None
     H = np.linalg.inv(T1) @ vt[-1].reshape(3, 3) @ T0
