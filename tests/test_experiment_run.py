@@ -378,3 +378,16 @@ def test_unknown_benchmark_and_missing_name(outputs):
 def test_results_cube_is_a_valid_query_cube(base):
     cube = cubes.open_cube(base.files["results"])
     assert cube.sizes["descriptor"] == 1 and cube.sizes["query"] > 0
+
+
+def test_malformed_data_are_a_clear_error(base, outputs, tmp_path):
+    missing = _run(outputs, "no_data", f"data.root={tmp_path / 'nowhere'}", "data.scenes=null")
+    assert missing.status == "error" and "does not exist" in missing.error
+    # a sequences folder whose homography file is broken: the error names the file and line
+    scene = load_data(base.config["data"], outputs)[0]
+    root = tmp_path / "sequences"
+    shutil.copytree(scene.root, root / scene.name)
+    (root / scene.name / "H_1_3").write_text("1 0 0\n0 1 zero\n0 0 1\n")
+    broken = _run(outputs, "broken_data", f"data.root={root}", "data.scenes=null")
+    assert broken.status == "error" and isinstance(broken.exception, InvalidInputError)
+    assert "H_1_3" in broken.error and "line 2" in broken.error
