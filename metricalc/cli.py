@@ -328,6 +328,62 @@ def _decompose_keypoints(args: argparse.Namespace) -> int:
     )
     _show(args, section, print_keypoints, write_keypoints)
     return 0
+def _eval(args: argparse.Namespace) -> int:
+    from metricalc.experiment import run
+    from metricalc.experiment.terminal import print_summaries
+
+    result = run(
+        args.benchmark,
+        args.conf,
+        tag=args.tag,
+        overrides=args.overrides,
+        overwrite=args.overwrite,
+        overwrite_eval=args.overwrite_eval,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        outputs=args.outputs,
+        progress=not args.no_progress,
+    )
+    if result.status != "ok":
+        print(f"metricalc: error: run {result.tag!r} failed: {result.error}", file=sys.stderr)
+        return 2 if isinstance(result.exception, metricalc.MetricalcError) else 1
+    if args.json:
+        print(json.dumps(result.summaries, indent=2))
+        return 0
+    done = [w for w, ran in (("exported", result.exported), ("evaluated", result.evaluated)) if ran]
+    title = f"{args.benchmark} / {result.tag} ({', '.join(done) or 'cached'})"
+    print_summaries({result.tag: result.summaries}, title=title)
+    print(f"outputs in {result.directory}")
+    return 0
+
+
+def _eval_arguments(parser: argparse.ArgumentParser) -> None:
+    from metricalc.experiment.run import DEFAULT_OUTPUTS
+
+    parser.add_argument("--conf", help="config file, or a shipped config name (sift, orb, ...)")
+    parser.add_argument("--tag", help="experiment name (default: the config name)")
+    parser.add_argument("--overwrite", action="store_true", help="redo export and evaluation")
+    parser.add_argument(
+        "--overwrite_eval",
+        "--overwrite-eval",
+        dest="overwrite_eval",
+        action="store_true",
+        help="redo the evaluation on the cached predictions",
+    )
+    parser.add_argument(
+        "--scheduler",
+        default="threads",
+        help="threads (default), processes, synchronous, or a dask scheduler address",
+    )
+    parser.add_argument("--workers", type=int, help="local workers (default: CPU count)")
+    parser.add_argument(
+        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
+    )
+    parser.add_argument("--json", action="store_true", help="print summaries.json")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "overrides", nargs="*", metavar="key=value", help="config overrides (after the options)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -392,6 +448,16 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--distance", choices=("l2", "l1"), default="l2")
     pc.add_argument("--no-progress", action="store_true", help="no progress bar")
     pc.set_defaults(run=_patches_compute)
+
+    ev_run = verbs.add_parser(
+        "eval", help="experiment runs: export predictions once, evaluate the cache"
+    )
+    benchmarks = ev_run.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    hpatches = benchmarks.add_parser(
+        "hpatches", help="image sequences: keypoints, matches, homography estimation"
+    )
+    _eval_arguments(hpatches)
+    hpatches.set_defaults(run=_eval)
 
     metrics = verbs.add_parser("metrics", help="the DescriptorWorkbench metric set of a cube")
     metrics.add_argument("cube", type=Path)
