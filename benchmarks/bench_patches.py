@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from timing import best_time, peak_bytes
 
+from metricalc.patches import read_benchmark
 from metricalc.patches.compute import (
     CHUNK_ELEMENTS,
     DescriptorPool,
@@ -34,11 +35,6 @@ from metricalc.patches.compute import (
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpatches-eccv2016-retrieval"
 BENCHMARK = DATA / "train_easy_40s_00.benchmark"
 DIMS = 128
-
-
-def read_benchmark(path: Path) -> tuple[list[str], list[str]]:
-    lines = path.read_text().splitlines()
-    return lines[0].split(","), lines[1:]
 
 
 def write_pool(root: Path, header: list[str], queries: list[str], rng: np.random.Generator) -> int:
@@ -73,7 +69,8 @@ def spot_check(pool: DescriptorPool, queries: list[str], results: list[list[str]
 
 def main() -> None:
     rng = np.random.default_rng(0)
-    header, queries = read_benchmark(BENCHMARK)
+    benchmark = read_benchmark(BENCHMARK)
+    header, queries = list(benchmark.pool), list(benchmark.queries)
     with tempfile.TemporaryDirectory() as tmp:
         m = write_pool(Path(tmp), header, queries, rng)
         start = time.perf_counter()
