@@ -176,7 +176,6 @@ def make_benchmark(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"--out {out} is a file; expected a folder for the benchmark files")
-    out.mkdir(parents=True, exist_ok=True)
     benchmark_path, labels_path = out / f"{name}.benchmark", out / f"{name}.labels"
     write_atomic(benchmark_path, "\n".join([pool, *queries, ""]).encode("utf-8"))
     write_atomic(labels_path, "\n".join([pool, *clusters, ""]).encode("utf-8"))

@@ -22,7 +22,6 @@ otherwise from the split of the ECCV 2016 workshop (:data:`ECCV2016_SPLITS`: the
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from types import MappingProxyType
 import cv2
 import numpy as np
 
+from metricalc._manifest import read_json
 from metricalc.errors import InvalidInputError
 from metricalc.patches.files import IMAGES, _patch_image_problem, write_atomic
 
@@ -201,10 +201,7 @@ def _read_splits(root: Path) -> dict[str, str]:
     path = root / SPLITS_NAME
     if not path.exists():
         return {s: split for split, names in ECCV2016_SPLITS.items() for s in names}
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InvalidInputError(f"{path}: cannot read the split file ({error})") from None
+    content = read_json(path, "split file")
     if (
         not isinstance(content, dict)
         or set(content) - set(SPLITS)
@@ -332,6 +329,4 @@ def write_patches(path: str | os.PathLike[str], patches: np.ndarray) -> Path:
     ok, buffer = cv2.imencode(".png", patches.reshape(-1, PATCH_SIZE), _PNG_PARAMS)
     if not ok:  # pragma: no cover - OpenCV always encodes uint8 gray images
         raise InvalidInputError(f"{path}: OpenCV could not encode {len(patches)} patches")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     return write_atomic(path, buffer.tobytes())

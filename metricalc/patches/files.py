@@ -441,6 +441,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``.
 
     Readers never see a half-written file: an interrupted write leaves the old file (or none).
+    Missing parent folders are created; a failure (a parent that is a file, no permission, a
+    full disk) raises :class:`~metricalc.errors.InvalidInputError` naming ``path``.
 
     Examples
     --------
@@ -451,11 +453,18 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     b'hello'
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise InvalidInputError(f"{path}: cannot write the file ({error.strerror})") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise InvalidInputError(f"{path}: cannot write the file ({error.strerror})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

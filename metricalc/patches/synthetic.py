@@ -72,6 +72,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from metricalc._manifest import read_manifest
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.sequences import Sequence
 from metricalc.keypoints.synthetic import DEFAULT_SIZE, PHOTOGRAPHS, make_synthetic_dataset
@@ -444,33 +445,6 @@ def _complete(root: Path, scene: str, record: Any) -> bool:
     return True
 
 
-def _read_manifest(root: Path) -> dict[str, Any] | None:
-    path = root / MANIFEST_NAME
-    if not path.exists():
-        if root.exists() and any(root.iterdir()):
-            raise InvalidInputError(
-                f"refusing to write the synthetic patch dataset into {root}: the folder is not "
-                f"empty and has no {MANIFEST_NAME} (choose a new or empty folder)"
-            )
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InvalidInputError(f"cannot read manifest {path}: {error}") from None
-    keys = ("version", "seed", "size", "max_patches")
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("generator") != __name__
-        or not isinstance(manifest.get("scenes"), dict)
-        or not all(key in manifest for key in keys)
-    ):
-        raise InvalidInputError(
-            f"{path} is not a metricalc synthetic patch dataset manifest (expected generator="
-            f"{__name__!r}, {', '.join(keys)}, scenes); delete the folder to regenerate it"
-        )
-    return manifest
-
-
 def _write_json(path: Path, content: Any) -> None:
     write_atomic(path, (json.dumps(content, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
@@ -534,10 +508,15 @@ def make_patch_dataset(
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise InvalidInputError(f"dataset root {root} exists and is not a directory")
-    manifest = _read_manifest(root)
+    manifest = read_manifest(
+        root,
+        name=MANIFEST_NAME,
+        generator=__name__,
+        keys=("version", "seed", "size", "max_patches"),
+        what="synthetic patch dataset",
+    )
     if isinstance(max_patches, bool) or not isinstance(max_patches, int) or max_patches < 1:
         raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
-    root.mkdir(parents=True, exist_ok=True)
     sequences = make_synthetic_dataset(root / SOURCE_FOLDER, scenes=scenes, seed=seed, size=size)
     identity = {"version": GENERATOR_VERSION, "seed": seed, "size": size}
     identity["max_patches"] = max_patches
