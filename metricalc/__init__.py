@@ -68,6 +68,7 @@ __all__ = [
     "matching_pr_curve",
     "metric_set",
     "parse_metadata",
+    "patches",
     "pr_curve",
     "precision",
     "precision_at_k",
@@ -88,4 +89,6 @@ def __getattr__(name: str) -> Any:
     """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image)."""
     if name == "keypoints":
         return import_module("metricalc.keypoints")
+    if name == "patches":
+        return import_module("metricalc.patches")
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")
