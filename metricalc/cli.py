@@ -203,7 +203,8 @@ def _patches_make_dataset(args: argparse.Namespace) -> int:
         args.dir, scenes=scenes, seed=args.seed, progress=not args.no_progress, **sizes
     )
     total = sum(dataset.counts.values())
-    print(f"{len(dataset.sequences)} sequences, {total} patches per image set, in {args.dir}")
+    print(f"{len(dataset.sequences)} sequences in {args.dir}: {total} patches in each of the 16 "
+          "images (ref, e1..e5, h1..h5, t1..t5)")  # fmt: skip
     return 0
 
 

@@ -4,6 +4,8 @@ compared with the files of the ECCV 2016 release."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -157,3 +159,19 @@ def test_missing_difficulty_images_and_unknown_splits(tmp_path):
     with pytest.raises(InvalidInputError, match="is a file; expected a folder"):
         make_benchmark(tmp_path / "data", tmp_path / "file", split="train", n_sequences=1,
                        seed=0, difficulty="easy", queries_per_sequence=1)  # fmt: skip
+
+
+def test_cli_errors_are_messages_not_tracebacks(tmp_path):
+    for args, message in [
+        (["make-benchmark", "--patches", str(tmp_path / "absent"), "--split", "train",
+          "--sequences", "2", "--seed", "0", "--difficulty", "easy", "--out", str(tmp_path)],
+         "is not a folder"),
+        (["describe", "--patches", str(tmp_path), "--method", "sift", "--out", str(tmp_path)],
+         "no sequence folders"),
+        (["make-dataset", str(tmp_path / "d"), "--scenes", "nonsense", "--no-progress"],
+         "unknown synthetic scene"),
+    ]:  # fmt: skip
+        result = subprocess.run([sys.executable, "-m", "metricalc", "patches", *args],
+                                capture_output=True, text=True, check=False)  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr and "Traceback" not in result.stderr

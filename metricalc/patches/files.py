@@ -49,6 +49,7 @@ __all__ = [
     "read_labels",
     "read_results",
     "validate",
+    "write_atomic",
     "write_results",
 ]
 
