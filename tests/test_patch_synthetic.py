@@ -67,7 +67,7 @@ def test_disk_overlap_closed_form_matches_counting():
     rng = np.random.default_rng(3)
     centres = rng.uniform(0, 4, (12, 2))
     radii = rng.uniform(0.3, 2.0, 12)
-    iou = synthetic._disk_overlaps(centres, radii)
+    iou = synthetic._disk_overlaps(centres, radii, centres, radii)
     g = np.linspace(-3, 7, 801)
     points = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
     inside = [((points - c) ** 2).sum(1) <= r**2 for c, r in zip(centres, radii, strict=True)]

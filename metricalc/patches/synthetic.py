@@ -157,7 +157,7 @@ JITTER: dict[str, Jitter] = {
 """The easy, hard and tough levels (images ``e1..e5``, ``h1..h5``, ``t1..t5``)."""
 
 _HALF = (PATCH_SIZE - 1) / 2  # 32: the centre pixel and the half-width of a patch
-_CHUNK = 256  # patches sampled at once (cv2.remap wants fewer than 32767 rows)
+_CHUNK = 256  # patches sampled (cv2.remap wants fewer than 32767 rows) or compared at once
 _MAX_OVERLAP = 0.5  # detections overlapping more than this are one location
 _SCENE_NAME = re.compile(r"[iv]_[A-Za-z0-9_]+")  # the sequence folders this generator writes
 
@@ -199,10 +199,13 @@ def draw_jitter(level: str, n: int, rng: np.random.Generator) -> tuple[np.ndarra
 # -- detection --------------------------------------------------------------------------------
 
 
-def _disk_overlaps(centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
-    """Pairwise intersection over union of disks (n x n), from the closed-form lens area."""
-    d = np.sqrt(((centres[:, None, :] - centres[None, :, :]) ** 2).sum(-1))
-    r1, r2 = radii[:, None], radii[None, :]
+def _disk_overlaps(
+    centres: np.ndarray, radii: np.ndarray, others: np.ndarray, other_radii: np.ndarray
+) -> np.ndarray:
+    """Intersection over union of every disk with every other disk (m x n), from the
+    closed-form area of their lens."""
+    d = np.sqrt(((centres[:, None, :] - others[None, :, :]) ** 2).sum(-1))
+    r1, r2 = radii[:, None], other_radii[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         a1 = np.clip((d**2 + r1**2 - r2**2) / (2 * d * r1), -1, 1)
         a2 = np.clip((d**2 + r2**2 - r1**2) / (2 * d * r2), -1, 1)
@@ -230,7 +233,15 @@ def _detect(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         & (frames[:, 1] + reach <= height - 1)
     )
     frames = frames[inside]
-    clash = _disk_overlaps(frames[:, :2], frames[:, 2]) > _MAX_OVERLAP
+    centres, radii = frames[:, :2], frames[:, 2]
+    clash = np.concatenate(  # in row blocks: a few n x 256 temporaries, an n x n bool matrix
+        [
+            _disk_overlaps(centres[i : i + _CHUNK], radii[i : i + _CHUNK], centres, radii)
+            > _MAX_OVERLAP
+            for i in range(0, len(frames), _CHUNK)
+        ]
+        or [np.zeros((0, 0), dtype=bool)]
+    )
     dropped = np.zeros(len(frames), dtype=bool)
     kept = []
     for i in rng.permutation(len(frames)):  # greedy over a random order: one per location
@@ -258,7 +269,7 @@ def _project(H: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return xy, w
 
 
-_CORNERS = np.array([[0.0, 0.0], [PATCH_SIZE - 1, 0.0], [0.0, PATCH_SIZE - 1], [64.0, 64.0]])
+_CORNERS = np.array([[0, 0], [PATCH_SIZE - 1, 0], [0, PATCH_SIZE - 1], [PATCH_SIZE - 1] * 2], float)
 
 
 def _within(points: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
