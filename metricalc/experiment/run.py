@@ -47,8 +47,8 @@ from metricalc.experiment.hpatches import HPatches
 from metricalc.experiment.results import open_pairs, write_results
 from metricalc.experiment.rundir import RunDir, json_safe
 from metricalc.experiment.scheduler import Scheduler, check_scheduler
-from metricalc.store.metadata import format_metadata, metadata_for
 from metricalc.report.figures import save_figure
+from metricalc.store.metadata import format_metadata, metadata_for
 
 __all__ = ["BENCHMARKS", "DEFAULT_OUTPUTS", "RunResult", "get_benchmark", "run"]
 
