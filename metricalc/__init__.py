@@ -61,6 +61,7 @@ __all__ = [
     "cube",
     "decompose",
     "detection",
+    "experiment",
     "f1",
     "format_metadata",
     "fpr",
@@ -71,6 +72,7 @@ __all__ = [
     "matching_roc_curve",
     "metric_set",
     "parse_metadata",
+    "patches",
     "pr_curve",
     "precision",
     "precision_at_k",
@@ -88,9 +90,12 @@ __all__ = [
 ]
 
 
+_LAZY_SUBPACKAGES = ("keypoints", "patches", "store", "decompose", "detection", "experiment")
+"""Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
+
+
 def __getattr__(name: str) -> Any:
-    """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image), and
-    ``metricalc.store``, ``metricalc.decompose`` and ``metricalc.detection`` likewise."""
-    if name in ("keypoints", "store", "decompose", "detection"):
+    """Import a subpackage of :data:`_LAZY_SUBPACKAGES` on first use (no import-time cost)."""
+    if name in _LAZY_SUBPACKAGES:
         return import_module(f"metricalc.{name}")
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")

@@ -48,11 +48,12 @@ def metric_set_to_dict(metrics: xr.Dataset) -> dict[str, dict[str, Any]]:
     return result
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str | bytes) -> None:
+    """Write text (or bytes) to ``path`` through a temporary file in its folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
             handle.write(text)
         os.replace(tmp, path)
     finally:

@@ -10,7 +10,7 @@ A descriptor whose evaluation fails is kept as an error record with its message.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,44 @@ from metricalc.progress import progress_bar
 __all__ = ["evaluate"]
 
 
+def cube_from_pairs(
+    name: str,
+    pairs: Iterable[tuple[str, str, Mapping[str, np.ndarray]]],
+    *,
+    keypoint_set: str,
+    attrs: Mapping[str, Any],
+    processing_time_ms: float,
+    per_sequence: Mapping[str, Any] | None = None,
+    sequences: Sequence[str] | None = None,
+) -> xr.Dataset:
+    """The QueryCube of one descriptor from the per-pair results of :func:`evaluate_pair`.
+
+    ``pairs`` yields ``(scene, pair, result)`` (e.g. ``("v_coffee", "1-3", evaluate_pair(...))``)
+    in query order; the split comes from the scene name (:func:`metricalc.cube.split_of`).
+    ``attrs`` are the protocol attrs.
+    """
+    columns: dict[str, list[np.ndarray]] = {k: [] for k in (*PAIR_FIELDS, "scene", "pair")}
+    for scene, pair, result in pairs:
+        for field in PAIR_FIELDS:
+            columns[field].append(result[field])
+        n = len(result["x"])
+        columns["scene"].append(np.full(n, scene, dtype=object))
+        columns["pair"].append(np.full(n, pair, dtype=object))
+    table = {k: np.concatenate(v) if v else np.empty(0) for k, v in columns.items()}
+    coords = {k: table[k] for k in ("scene", "pair", "query_keypoint", "x", "y")}
+    coords["keypoint_set"] = np.full(len(table["x"]), keypoint_set, dtype=object)
+    data = {k: table[k][None, :] for k in PAIR_FIELDS if k not in coords}
+    return cubes.new_cube(
+        [name],
+        coords,
+        data,
+        attrs=attrs,
+        per_descriptor={"processing_time_ms": np.array([processing_time_ms])},
+        per_sequence=per_sequence,
+        sequences=sequences,
+    )
+
+
 def _descriptor_cube(
     name: str,
     sequences: Sequence[Any],
@@ -39,7 +77,7 @@ def _descriptor_cube(
     """The QueryCube of one descriptor (queries of every pair of every scene)."""
     started = time.perf_counter()
     tau, border, policy = attrs["tau_px"], attrs["border_px"], attrs["tie_policy"]
-    columns: dict[str, list[np.ndarray]] = {k: [] for k in (*PAIR_FIELDS, "scene", "split", "pair")}
+    pairs: list[tuple[str, str, dict[str, np.ndarray]]] = []
     scene_results: dict[str, list[float]] = {key: [] for key in SCENE_RESULTS}
     for sequence in sequences:
         scene = features.get(sequence.name)
@@ -59,12 +97,7 @@ def _descriptor_cube(
                 border=border,
                 tie_policy=policy,
             )
-            for field in PAIR_FIELDS:
-                columns[field].append(result[field])
-            n = len(result["x"])
-            columns["scene"].append(np.full(n, sequence.name, dtype=object))
-            columns["split"].append(np.full(n, sequence.split, dtype=object))
-            columns["pair"].append(np.full(n, f"1-{k}", dtype=object))
+            pairs.append((sequence.name, f"1-{k}", result))
             relevant[k] = result["relevant"]
             advance()
         if bojanic:
@@ -89,20 +122,15 @@ def _descriptor_cube(
             )
             for key in SCENE_RESULTS:
                 scene_results[key].append(values[key])
-    table = {k: np.concatenate(v) if v else np.empty(0) for k, v in columns.items()}
-    coords = {k: table[k] for k in ("scene", "split", "pair", "query_keypoint", "x", "y")}
-    coords["keypoint_set"] = np.full(len(table["x"]), keypoint_set, dtype=object)
-    data = {k: table[k][None, :] for k in PAIR_FIELDS if k not in coords}
     per_sequence = None
     if bojanic:
         per_sequence = {k: np.asarray(v)[None, :] for k, v in scene_results.items()}
-    elapsed_ms = (time.perf_counter() - started) * 1e3
-    return cubes.new_cube(
-        [name],
-        coords,
-        data,
+    return cube_from_pairs(
+        name,
+        pairs,
+        keypoint_set=keypoint_set,
         attrs=attrs,
-        per_descriptor={"processing_time_ms": np.array([elapsed_ms])},
+        processing_time_ms=(time.perf_counter() - started) * 1e3,
         per_sequence=per_sequence,
         sequences=[s.name for s in sequences] if bojanic else None,
     )

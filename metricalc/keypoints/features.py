@@ -47,7 +47,9 @@ __all__ = [
     "Features",
     "SequenceLike",
     "extract",
+    "extract_image",
     "load_features",
+    "load_image_features",
     "save_features",
 ]
 
@@ -409,6 +411,59 @@ def _check_gray(sequence: SequenceLike, k: int) -> np.ndarray:
     return np.ascontiguousarray(gray)
 
 
+def _describe_image(
+    tools: _Toolkit,
+    gray: np.ndarray,
+    names: tuple[str, ...],
+    locked: str | None,
+    border: float,
+    limit: int | None,
+) -> dict[str, Features]:
+    """Detect and describe one uint8 gray image with every method of ``names`` (see extract)."""
+    describer = _ImageDescriber(tools, gray)
+    result: dict[str, Features] = {}
+    if locked is None:
+        detected: dict[str, list[cv2.KeyPoint]] = {}
+        for name in names:
+            detector = DETECTORS[name]
+            if detector not in detected:
+                detected[detector] = _select(
+                    tools.detect(detector, gray), describer.shape, border, limit
+                )
+            keypoints = detected[detector]
+            index, rows = describer.describe(name, keypoints, detector)
+            result[name] = Features(_positions(keypoints, index), rows)
+        return result
+    detector = DETECTORS[locked]
+    keypoints = _select(tools.detect(detector, gray), describer.shape, border, limit)
+    described = {name: describer.describe(name, keypoints, detector) for name in names}
+    common = np.arange(len(keypoints), dtype=np.int64)
+    for index, _ in described.values():
+        common = np.intersect1d(common, index, assume_unique=True)
+    points = _positions(keypoints, common)
+    for name in names:
+        index, rows = described[name]
+        result[name] = Features(points, rows[np.searchsorted(index, common)])
+    return result
+
+
+def _check_options(max_keypoints: Any, border: Any) -> tuple[int | None, float]:
+    """Validated ``max_keypoints`` (None or an int >= 1) and ``border`` (a finite float >= 0)."""
+    if max_keypoints is not None and (
+        isinstance(max_keypoints, bool)
+        or not isinstance(max_keypoints, int | np.integer)
+        or max_keypoints < 1
+    ):
+        raise InvalidInputError(f"max_keypoints={max_keypoints!r}; expected an int >= 1 or None")
+    limit = None if max_keypoints is None else int(max_keypoints)
+    if isinstance(border, bool) or not isinstance(border, int | float | np.integer | np.floating):
+        raise InvalidInputError(f"border={border!r}; expected a finite number >= 0")
+    border = float(border)
+    if not np.isfinite(border) or border < 0:
+        raise InvalidInputError(f"border={border!r}; expected a finite number >= 0")
+    return limit, border
+
+
 def extract(
     sequences: Iterable[SequenceLike],
     methods: Iterable[str] | str = BUILTIN_METHODS,
@@ -478,18 +533,7 @@ def extract(
     (True, 128, True)
     """
     names = _check_methods(methods, locked)
-    if max_keypoints is not None and (
-        isinstance(max_keypoints, bool)
-        or not isinstance(max_keypoints, int | np.integer)
-        or max_keypoints < 1
-    ):
-        raise InvalidInputError(f"max_keypoints={max_keypoints!r}; expected an int >= 1 or None")
-    limit = None if max_keypoints is None else int(max_keypoints)
-    if isinstance(border, bool) or not isinstance(border, int | float | np.integer | np.floating):
-        raise InvalidInputError(f"border={border!r}; expected a finite number >= 0")
-    border = float(border)
-    if not np.isfinite(border) or border < 0:
-        raise InvalidInputError(f"border={border!r}; expected a finite number >= 0")
+    limit, border = _check_options(max_keypoints, border)
     scenes = list(sequences)
     seen: set[str] = set()
     for sequence in scenes:
@@ -505,41 +549,55 @@ def extract(
     with progress_bar("features", total=total, enabled=progress) as advance:
         for sequence in scenes:
             for k in IMAGES:
-                gray = _check_gray(sequence, k)
-                describer = _ImageDescriber(tools, gray)
-                if locked is None:
-                    detected: dict[str, list[cv2.KeyPoint]] = {}
-                    for name in names:
-                        detector = DETECTORS[name]
-                        if detector not in detected:
-                            detected[detector] = _select(
-                                tools.detect(detector, gray), describer.shape, border, limit
-                            )
-                        keypoints = detected[detector]
-                        index, rows = describer.describe(name, keypoints, detector)
-                        result[name][sequence.name][k] = Features(
-                            _positions(keypoints, index), rows
-                        )
-                        advance()
-                else:
-                    detector = DETECTORS[locked]
-                    keypoints = _select(
-                        tools.detect(detector, gray), describer.shape, border, limit
-                    )
-                    described = {
-                        name: describer.describe(name, keypoints, detector) for name in names
-                    }
-                    common = np.arange(len(keypoints), dtype=np.int64)
-                    for index, _ in described.values():
-                        common = np.intersect1d(common, index, assume_unique=True)
-                    points = _positions(keypoints, common)
-                    for name in names:
-                        index, rows = described[name]
-                        rows = rows[np.searchsorted(index, common)]
-                        result[name][sequence.name][k] = Features(points, rows)
-                        advance()
+                described = _describe_image(
+                    tools, _check_gray(sequence, k), names, locked, border, limit
+                )
+                for name, features in described.items():
+                    result[name][sequence.name][k] = features
+                    advance()
     return result
 
+
+
+def extract_image(
+    gray: np.ndarray,
+    methods: Iterable[str] | str = BUILTIN_METHODS,
+    *,
+    locked: str | None = None,
+    max_keypoints: int | None = 2000,
+    border: float = 40.0,
+) -> dict[str, Features]:
+    """Detect and describe one image with built-in methods, exactly as :func:`extract` does.
+
+    The same steps and options as :func:`extract` for a single uint8 gray ``(H, W)`` image, so
+    the work of a benchmark can be split per image (e.g. over a dask cluster) with identical
+    results.
+
+    Returns
+    -------
+    dict
+        method -> :class:`Features`, in the order of ``methods``.
+
+    Examples
+    --------
+    >>> import cv2
+    >>> from skimage import data
+    >>> gray = cv2.resize(data.camera(), (256, 256))
+    >>> one = extract_image(gray, "sift", max_keypoints=50)["sift"]
+    >>> len(one), one.descriptors.shape[1]
+    (50, 128)
+    """
+    names = _check_methods(methods, locked)
+    limit, border = _check_options(max_keypoints, border)
+    image = np.asarray(gray)
+    if image.ndim != 2 or image.dtype != np.uint8:
+        raise InvalidInputError(
+            f"extract_image: gray is a {image.dtype} array of shape {image.shape}; expected uint8 "
+            "HxW"
+        )
+    return _describe_image(
+        _Toolkit(limit), np.ascontiguousarray(image), names, locked, border, limit
+    )
 
 # --------------------------------------------------------------------------------------------
 # Bring your own: save and load
@@ -659,6 +717,25 @@ def _read_npz(path: Path) -> Features:
     kp, desc = _coerce(keypoints, descriptors, where)
     return Features(kp, desc)
 
+
+
+def load_image_features(path: str | os.PathLike[str]) -> Features:
+    """Read one image's bring-your-own ``.npz`` (arrays ``keypoints`` and ``descriptors``).
+
+    The checks of :func:`load_features` for a single file; errors name the file.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     np.savez(Path(tmp) / "1.npz", keypoints=np.ones((3, 2)), descriptors=np.ones((3, 8)))
+    ...     load_image_features(Path(tmp) / "1.npz")
+    Features(n=3, dims=8, dtype=float32)
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError(f"missing features file {path}")
+    return _read_npz(path)
 
 def _subfolders(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))

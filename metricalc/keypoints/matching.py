@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from metricalc.core import _kernels
+from metricalc.errors import InvalidInputError
 
 GEMM_CHUNK_ELEMENTS = 1 << 22
 """Distance-matrix elements computed per query chunk (16 MiB of float32)."""
@@ -131,3 +132,61 @@ def match_pair(
         gt_distance=_distance(gt_sq, binary),
         nn_mutual=nn_mutual,
     )
+
+
+def nn_matches(
+    descriptors0: np.ndarray,
+    descriptors1: np.ndarray,
+    *,
+    mutual: bool = True,
+    ratio: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Nearest-neighbour matches of image 0's descriptors in image 1 (no ground truth needed).
+
+    Keypoint :math:`i` of image 0 is matched to its nearest neighbour :math:`j` (L2 or Hamming,
+    lowest index on ties) when
+
+    - ``mutual``: :math:`i` is (one of) the nearest neighbours of :math:`j` among image 0;
+    - ``ratio``: Lowe's test :math:`d_1 < \rho\, d_2` with :math:`d_1, d_2` the distances of the
+      nearest and second-nearest neighbours (fails when there is no second neighbour).
+
+    Parameters
+    ----------
+    descriptors0, descriptors1 : ndarray (N0, D), (N1, D)
+        float32 or uint8 packed bits (both the same kind).
+    mutual : bool
+        Keep mutual nearest neighbours only.
+    ratio : float, optional
+        The ratio-test threshold :math:`\rho` in (0, 1]; None for no ratio test.
+
+    Returns
+    -------
+    matches0 : ndarray of int64 (N0,)
+        Index of the match in image 1, -1 where unmatched.
+    scores0 : ndarray of float64 (N0,)
+        :math:`1 - d_1 / d_2` of the matches (0 where the ratio is undefined: no second
+        neighbour, or :math:`d_2 = 0`), 0 where unmatched.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.array([[0.0, 0], [10, 0], [0, 10]], dtype=np.float32)
+    >>> b = np.array([[0.5, 0], [9, 0], [50, 50]], dtype=np.float32)
+    >>> nn_matches(a, b)[0].tolist(), nn_matches(a, b, mutual=False)[0].tolist()
+    ([0, 1, -1], [0, 1, 0])
+    """
+    if ratio is not None and not 0 < ratio <= 1:
+        raise InvalidInputError(f"ratio={ratio!r}; expected a number in (0, 1] or None")
+    n0 = len(descriptors0)
+    result = match_pair(descriptors0, descriptors1, np.full(n0, -1, dtype=np.int64))
+    keep = result.nn_index >= 0
+    if mutual:
+        keep &= result.nn_mutual
+    d1, d2 = result.nn_distance, result.nn2_distance
+    defined = np.isfinite(d2) & (d2 > 0)
+    share = np.divide(d1, d2, out=np.ones(n0), where=defined)
+    if ratio is not None:
+        keep &= np.isfinite(d2) & (d1 < ratio * d2)
+    matches0 = np.where(keep, result.nn_index, -1).astype(np.int64)
+    scores0 = np.where(keep, 1.0 - share, 0.0)
+    return matches0, scores0

@@ -1,0 +1,284 @@
+"""Homography estimation and the Glue Factory HPatches metrics (PROTOCOLS.md section 7)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from skimage.transform import ProjectiveTransform
+
+from metricalc.errors import InvalidInputError
+from metricalc.keypoints import homography as hg
+
+
+def _map(H: np.ndarray, points: np.ndarray) -> np.ndarray:
+    h = np.c_[points, np.ones(len(points))] @ H.T
+    return h[:, :2] / h[:, 2:]
+
+
+def _random_homography(rng: np.random.Generator) -> np.ndarray:
+    H = np.eye(3)
+    H[:2, :2] += rng.normal(scale=0.1, size=(2, 2))
+    H[:2, 2] = rng.uniform(-30, 30, 2)
+    H[2, :2] = rng.normal(scale=2e-4, size=2)
+    return H
+
+
+# --------------------------------------------------------------------------------------------
+# errors
+# --------------------------------------------------------------------------------------------
+
+
+def test_corner_error_of_the_exact_homography_is_zero():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        H = _random_homography(rng)
+        assert hg.corner_error(H, H, (480, 640)) == 0.0
+        assert hg.corner_error(3.5 * H, H, (480, 640)) < 1e-9  # scale does not matter
+
+
+def test_corner_error_of_a_translation_is_its_length():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        H = _random_homography(rng)
+        d = rng.normal(scale=5, size=2)
+        shifted = np.array([[1, 0, d[0]], [0, 1, d[1]], [0, 0, 1.0]]) @ H
+        assert hg.corner_error(shifted, H, (300, 400)) == pytest.approx(np.hypot(*d), abs=1e-9)
+
+
+def test_corner_error_of_a_scaling_by_hand():
+    # identity truth, estimate scales by 2 about the origin: each corner moves by its own length
+    corners = [(-0.5, -0.5), (4.5, -0.5), (4.5, 2.5), (-0.5, 2.5)]  # a 3 x 5 image
+    expected = np.mean([math.hypot(x, y) for x, y in corners])
+    estimate = np.diag([2.0, 2.0, 1.0])
+    assert hg.corner_error(estimate, np.eye(3), (3, 5)) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "estimate",
+    [
+        None,
+        np.full((3, 3), np.nan),
+        np.zeros((3, 3)),
+        np.array([[1, 2, 0], [2, 4, 0], [0, 0, 1.0]]),
+    ],
+)
+def test_corner_error_of_a_failed_estimate_is_inf(estimate):
+    assert hg.corner_error(estimate, np.eye(3), (100, 100)) == math.inf
+
+
+def test_symmetric_error_by_hand_and_strict_precision():
+    H = np.array([[1.0, 0, 10], [0, 1, -4], [0, 0, 1]])
+    p0 = np.array([[0.0, 0], [20, 20], [30, 30], [40, 40]])
+    offsets = np.array([[0.0, 0], [1, 0], [0, 2.9], [3, 4]])  # errors 0, 1, 2.9, 5
+    p1 = _map(H, p0) + offsets
+    np.testing.assert_allclose(hg.symmetric_error(p0, p1, H), [0, 1, 2.9, 5], atol=1e-12)
+    m = hg.pair_homography_metrics(p0, p1, np.arange(4), H, (100, 100), estimator="DLT")
+    assert m["prec@1px"] == 0.25  # 1.0 is not < 1
+    assert m["prec@3px"] == 0.75
+    assert m["num_matches"] == 4
+    assert m["num_keypoints"] == 4.0
+
+
+def test_symmetric_error_of_a_projective_map_averages_both_directions():
+    H = np.array([[1.2, 0.1, 5], [0.0, 0.9, 3], [1e-3, 0, 1]])
+    p0 = np.array([[10.0, 20.0]])
+    p1 = _map(H, p0) + np.array([0.0, 2.0])
+    forward = 2.0
+    backward = np.linalg.norm(_map(np.linalg.inv(H), p1) - p0)
+    assert hg.symmetric_error(p0, p1, H)[0] == pytest.approx((forward + backward) / 2)
+
+
+def test_pair_without_matches():
+    k0 = np.array([[10.0, 10.0], [20, 20]])
+    m = hg.pair_homography_metrics(k0, k0[:1], np.array([-1, -1]), np.eye(3), (50, 50))
+    assert m["prec@1px"] == 0.0 and m["num_matches"] == 0 and m["num_keypoints"] == 1.5
+    assert m["H_error_dlt"] == math.inf
+    assert m["H_error_ransac"].tolist() == [math.inf]
+    assert m["ransac_inl"].tolist() == [0.0] and m["ransac_inl%"].tolist() == [0.0]
+
+
+# --------------------------------------------------------------------------------------------
+# AUC
+# --------------------------------------------------------------------------------------------
+
+
+def _slow_auc(errors: list[float], t: float) -> float:
+    """Riemann sum of the curve the definition describes, on a fine grid."""
+    values = sorted(errors)
+    n = len(values)
+    below = [(0.0, 0.0)] + [(e, (i + 1) / n) for i, e in enumerate(values) if e < t]
+    xs, ys = zip(*below, strict=True)
+    grid = np.linspace(0, t, 200_001)
+    curve = np.interp(grid, xs, ys, right=ys[-1])
+    # trapezoid on the fine grid: the curve is piecewise linear, so only its kinks cost accuracy
+    return float(np.sum((curve[1:] + curve[:-1]) / 2 * np.diff(grid)) / t)
+
+
+def test_auc_by_hand():
+    # errors 0.5, 2, inf; t = 1: 0.5 * (1/3) / 2 + 0.5 * (1/3) = 1/4
+    # t = 3: 1/12 + 1.5 * (1/3 + 2/3) / 2 + 1 * 2/3 = 3/2, divided by 3
+    np.testing.assert_allclose(hg.error_auc([0.5, 2.0, math.inf], [1, 3]), [0.25, 0.5])
+    assert hg.error_auc([0.0, 0.0], [1])[0] == 1.0
+    assert hg.error_auc([math.inf] * 3, [1, 3, 5]).tolist() == [0.0, 0.0, 0.0]
+    # an error equal to the threshold is not below it: the curve stays at 0 up to t
+    assert hg.error_auc([1.0], [1.0])[0] == 0.0
+    # one error of 0.5 at t = 2: triangle 0.5 * 1 / 2 + 1.5 * 1 = 1.75, / 2
+    assert hg.error_auc([0.5], [2.0])[0] == pytest.approx(0.875)
+    assert np.isnan(hg.error_auc([], [1.0])).all()
+
+
+def test_auc_matches_a_slow_integral_on_random_lists():
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        n = int(rng.integers(1, 40))
+        errors = rng.exponential(3.0, n)
+        errors[rng.random(n) < 0.2] = math.inf
+        errors[rng.random(n) < 0.1] = 0.0
+        errors[: n // 4] = np.round(errors[: n // 4])  # ties and values on the thresholds
+        for t, value in zip((1, 3, 5), hg.error_auc(errors), strict=True):
+            assert value == pytest.approx(_slow_auc(list(errors), t), abs=2e-5)
+            assert 0.0 <= value <= 1.0
+
+
+@pytest.mark.parametrize("bad", [[0.0], [-1.0], [math.nan], []])
+def test_auc_refuses_bad_thresholds(bad):
+    with pytest.raises(InvalidInputError, match="thresholds"):
+        hg.error_auc([1.0], bad)
+
+
+def test_auc_refuses_nan_errors():
+    with pytest.raises(InvalidInputError, match="NaN"):
+        hg.error_auc([1.0, math.nan])
+
+
+# --------------------------------------------------------------------------------------------
+# estimators
+# --------------------------------------------------------------------------------------------
+
+
+def test_dlt_recovers_the_exact_homography():
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        H = _random_homography(rng)
+        p0 = rng.uniform(0, 500, (int(rng.integers(4, 200)), 2))
+        estimate = hg.dlt_homography(p0, _map(H, p0))
+        np.testing.assert_allclose(estimate, H / H[2, 2], rtol=1e-7, atol=1e-7)
+        assert hg.corner_error(estimate, H, (500, 500)) < 1e-6
+
+
+def test_dlt_equals_scikit_image_on_noisy_matches():
+    # scikit-image's ProjectiveTransform.estimate is a normalized total-least-squares DLT too
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        H = _random_homography(rng)
+        p0 = rng.uniform(0, 500, (int(rng.integers(8, 300)), 2))
+        p1 = _map(H, p0) + rng.normal(scale=2.0, size=p0.shape)
+        reference = ProjectiveTransform.from_estimate(p0, p1)
+        assert reference
+        ours = hg.dlt_homography(p0, p1)
+        theirs = reference.params / reference.params[2, 2]
+        assert hg.corner_error(ours, theirs, (500, 500)) < 1e-6
+
+
+def test_dlt_fails_on_too_few_or_degenerate_points():
+    assert hg.dlt_homography(np.zeros((3, 2)), np.zeros((3, 2))) is None
+    line = np.c_[np.arange(10.0), 2 * np.arange(10.0)]
+    assert hg.dlt_homography(line, line + 1) is None
+
+
+@pytest.mark.parametrize("name", ["RANSAC", "USAC_MAGSAC", "USAC_DEFAULT", "LMEDS"])
+def test_robust_estimators_recover_the_homography_despite_outliers(name):
+    rng = np.random.default_rng(4)
+    H = _random_homography(rng)
+    p0 = rng.uniform(0, 500, (300, 2))
+    p1 = _map(H, p0)
+    outliers = rng.random(300) < 0.3
+    p1[outliers] = rng.uniform(0, 500, (outliers.sum(), 2))
+    found = hg.estimate_homography(p0, p1, estimator=name, threshold=1.0)
+    assert found.success
+    assert hg.corner_error(found.H, H, (500, 500)) < 1e-3
+    assert (found.inliers[~outliers]).mean() > 0.99
+    # the plain DLT is pulled away by the outliers
+    assert hg.corner_error(hg.dlt_homography(p0, p1), H, (500, 500)) > 5
+
+
+def test_robust_estimators_fail_with_fewer_than_four_matches():
+    found = hg.estimate_homography(np.zeros((3, 2)), np.ones((3, 2)), estimator="RANSAC")
+    assert not found.success and found.inliers.tolist() == [False] * 3
+
+
+def test_estimator_names_are_checked_and_pluggable():
+    with pytest.raises(InvalidInputError, match="unknown estimator 'poselib'"):
+        hg.estimate_homography(np.zeros((4, 2)), np.zeros((4, 2)), estimator="poselib")
+
+    def identity(p0, p1, threshold, options):
+        return hg.Estimate(np.eye(3), np.ones(len(p0), dtype=bool))
+
+    hg.register_estimator("identity_for_test", identity)
+    try:
+        zeros = np.zeros((4, 2))
+        found = hg.estimate_homography(zeros, zeros, estimator="identity_for_test")
+        assert found.success and found.H.tolist() == np.eye(3).tolist()
+    finally:
+        hg._REGISTRY.pop("identity_for_test")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(3, (3.0,)), (0.5, (0.5,)), ([1, 2.5], (1.0, 2.5)), (-1, hg.DEFAULT_RANSAC_THRESHOLDS)],
+)
+def test_ransac_thresholds(value, expected):
+    assert hg.ransac_thresholds(value) == expected
+
+
+@pytest.mark.parametrize("value", [0, -2, [], [1, 1], [1, "a"], "3", True, [math.inf], None])
+def test_ransac_thresholds_refuse_bad_values(value):
+    with pytest.raises(InvalidInputError, match="ransac_th"):
+        hg.ransac_thresholds(value)
+
+
+# --------------------------------------------------------------------------------------------
+# summary
+# --------------------------------------------------------------------------------------------
+
+
+def test_summary_picks_the_threshold_with_the_best_mean_auc():
+    pairs = {
+        "prec@1px": np.array([1.0, 0.5, 0.0]),
+        "prec@3px": np.array([1.0, 1.0, 0.5]),
+        "num_matches": np.array([10, 20, 30]),
+        "num_keypoints": np.array([50.0, 60.0, 70.0]),
+        "H_error_dlt": np.array([0.5, math.inf, 2.0]),
+        # threshold 1: errors 0.5, 2, inf; threshold 2: 0, 0, 0.5 (better)
+        "H_error_ransac": np.array([[0.5, 0.0], [2.0, 0.0], [math.inf, 0.5]]),
+        "ransac_inl": np.array([[8.0, 9.0], [15.0, 18.0], [0.0, 20.0]]),
+        "ransac_inl%": np.array([[0.8, 0.9], [0.75, 0.9], [0.0, 2 / 3]]),
+    }
+    summary, sweep = hg.summarize(pairs, [1.0, 2.0])
+    assert summary["ransac_th"] == 2.0
+    for t, key in ((1, "@1px"), (3, "@3px"), (5, "@5px")):
+        assert summary[f"H_error_ransac{key}"] == pytest.approx(_slow_auc([0, 0, 0.5], t), abs=2e-5)
+        assert sweep["1"][f"H_error_ransac{key}"] == pytest.approx(
+            _slow_auc([0.5, 2.0, math.inf], t), abs=2e-5
+        )
+        assert summary[f"H_error_dlt{key}"] == pytest.approx(
+            _slow_auc([0.5, math.inf, 2.0], t), abs=2e-5
+        )
+    assert summary["H_error_ransac_mAA"] == pytest.approx(
+        np.mean([sweep["2"][f"H_error_ransac@{t}px"] for t in (1, 3, 5)])
+    )
+    assert summary["mH_error_ransac"] == 0.0
+    assert summary["mransac_inl"] == 18.0
+    assert summary["mprec@1px"] == 0.5
+    assert summary["mnum_matches"] == 20.0
+    assert summary["mH_error_dlt"] == 2.0
+    assert summary["mnum_keypoints"] == 60.0
+
+
+def test_summary_refuses_a_sweep_of_the_wrong_width():
+    pairs = {key: np.zeros(2) for key in hg.SCALAR_KEYS}
+    pairs.update({key: np.zeros((2, 3)) for key in hg.SWEEP_KEYS})
+    with pytest.raises(InvalidInputError, match="expected"):
+        hg.summarize(pairs, [1.0, 2.0])
