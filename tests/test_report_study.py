@@ -84,7 +84,9 @@ SYNTHETIC = "data: {dataset: synthetic}\n"
         ("data: {dataset: synthetic, seed: -1}\n", "data.seed: expected an integer >= 0"),
         ("data: {dataset: synthetic, bojanic: 'yes'}\n", "data.bojanic: expected true or false"),
         ("data: {dataset: synthetic, colour: red}\n", "data.colour: unknown key"),
-        ("data: {experiment: ''}\n", "data.experiment: expected a non-empty string"),
+        ("data: {experiment: ''}\n", "data.experiment[0]: expected a non-empty string"),
+        ("data: {experiment: [a, a]}\n", "data.experiment: names repeat"),
+        ("data: {experiment: a, tag: b}\n", "data.tag: unknown key"),
         (SYNTHETIC + "tests: {test: anova}\n", "tests.test: expected one of wilcoxon, ttest"),
         (SYNTHETIC + "tests: {alpha: 2}\n", "tests.alpha: expected a number in (0, 0.5]; got 2"),
         (SYNTHETIC + "tests: {pair_by: image}\n", "tests.pair_by: expected one of query, pair"),
@@ -122,17 +124,31 @@ def test_yaml_syntax_error_gives_the_line(tmp_path):
         load_study(tmp_path / "missing.yaml")
 
 
-def test_experiment_tags_arrive_with_issue_6_and_plug_in_through_a_loader(tmp_path):
-    study = study_from_dict({"data": {"experiment": "baseline-v1"}}, source=tmp_path / "e.yaml")
-    assert study.data.kind == "experiment" and study.data.experiment == "baseline-v1"
-    with pytest.raises(InvalidInputError, match="arrive with issue 6"):
-        report_data.load_cubes(study.data, out=tmp_path)
-    cube = qc.new_cube(
-        ["a"],
-        {"scene": ["i_x"], "pair": ["1-2"], "keypoint_set": ["k"], "query_keypoint": [0]},
-        {"ap": [[0.5]]},
-        attrs=qc.DEFAULT_ATTRS,
+def test_experiment_tags_load_the_runs_results(tmp_path, make_query_cube):
+    from metricalc.experiment.rundir import RunDir
+
+    study = study_from_dict(
+        {"data": {"experiment": ["sift", "orb"], "outputs": "runs"}}, source=tmp_path / "e.yaml"
     )
+    assert study.data.kind == "experiment" and study.data.experiments == ("sift", "orb")
+    assert study.data.benchmark == "hpatches" and study.data.outputs == tmp_path / "runs"
+    with pytest.raises(InvalidInputError, match=r"no results of tag 'sift' .*metricalc eval"):
+        report_data.load_cubes(study.data, out=tmp_path)
+    for seed, tag in enumerate(("sift", "orb")):  # a run's results.h5: one descriptor, its tag
+        results = RunDir(tmp_path / "runs", "hpatches", tag).results
+        results.parent.mkdir(parents=True)
+        run = make_query_cube({tag: 0.5}, seed=seed, keypoints="native")
+        qc.save(
+            run.assign_coords(keypoint_set=("query", np.full(run.sizes["query"], tag))), results
+        )
+    (cube,) = report_data.load_cubes(study.data, out=tmp_path).values()
+    assert cube.descriptor.values.tolist() == ["sift", "orb"]
+    assert cube.sizes["query"] == 2 * 600  # each run's own queries (keypoint_set = tag)
+
+
+def test_data_loaders_can_be_registered(tmp_path, make_query_cube):
+    study = study_from_dict({"data": {"experiment": "x"}}, source=tmp_path / "e.yaml")
+    cube = make_query_cube({"a": 0.5})
     original = report_data.DATA_LOADERS["experiment"]
     try:
         report_data.register_data_loader("experiment", lambda spec, out, progress: {"": cube})

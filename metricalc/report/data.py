@@ -2,8 +2,8 @@
 
 :func:`load_cubes` turns the ``data`` of a :class:`~metricalc.report.study.Study` into QueryCubes
 (one per label; a single cube has the label ``""``). Data sources are looked up in
-:data:`DATA_LOADERS`; a later part adds its own with :func:`register_data_loader` (the experiment
-tags of issue 6 replace the placeholder loader of ``"experiment"``).
+:data:`DATA_LOADERS` (cube files, a dataset evaluated now, the tags of experiment runs); a later
+part adds its own kind with :func:`register_data_loader`.
 
 :func:`system_name` names a descriptor of a labelled cube ``"<descriptor> (<label>)"``, the naming
 of :func:`metricalc.stats.compare` for a mapping of cubes; :func:`summary_metrics` and
@@ -87,18 +87,30 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
     return result
 
 
-def _experiment_not_yet(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
-    raise InvalidInputError(
-        f"data.experiment: {spec.experiment!r}: experiment tags as report data arrive with "
-        "issue 6 (metricalc.experiment), which is not built yet; give data.cube or "
-        "data.dataset instead"
-    )
+def _load_experiments(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
+    """The QueryCubes of tagged runs (``<outputs>/results/<benchmark>/<tag>/results.h5``, one
+    descriptor per run, named by its tag), combined into one cube (:func:`metricalc.cube.combine`:
+    the runs must share their protocol; their queries are kept apart, so pair by image pair)."""
+    from metricalc.experiment import DEFAULT_OUTPUTS
+    from metricalc.experiment.rundir import RunDir
+
+    outputs = spec.outputs if spec.outputs is not None else DEFAULT_OUTPUTS
+    runs = []
+    for tag in spec.experiments:
+        results = RunDir(outputs, spec.benchmark, tag).results
+        if not results.is_file():
+            raise InvalidInputError(
+                f"data.experiment: no results of tag {tag!r} ({results} does not exist); run "
+                f"`metricalc eval {spec.benchmark} --tag {tag}` first, or set data.outputs"
+            )
+        runs.append(cubes.open_cube(results))
+    return {"": runs[0] if len(runs) == 1 else cubes.combine(runs)}
 
 
 DATA_LOADERS: dict[str, DataLoader] = {
     "cube": _load_cube_files,
     "dataset": _load_dataset,
-    "experiment": _experiment_not_yet,
+    "experiment": _load_experiments,
 }
 """Data loaders by :attr:`DataSpec.kind`."""
 

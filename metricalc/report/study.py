@@ -64,7 +64,8 @@ class DataSpec:
     - ``"dataset"``: ``dataset`` is ``"synthetic"`` (the built-in benchmark, written to
       ``root``) or a folder of HPatches sequences; ``keypoints`` maps labels to ``"native"`` or
       ``"locked:<detector>"`` (one entry with label ``""`` for a single cube);
-    - ``"experiment"``: an experiment tag (issue 6).
+    - ``"experiment"``: the tags of ``metricalc eval`` runs (``experiments``) of ``benchmark``
+      below ``outputs`` (None: ``outputs/`` of the current directory, as ``metricalc eval``).
     """
 
     kind: str
@@ -79,7 +80,9 @@ class DataSpec:
     tie_policy: str = "expected"
     bojanic: bool = True
     seed: int = 0
-    experiment: str = ""
+    experiments: tuple[str, ...] = ()
+    benchmark: str = "hpatches"
+    outputs: Path | None = None
 
     @property
     def labels(self) -> list[str]:
@@ -242,9 +245,13 @@ def _data(check: _Checker, raw: Any, base: Path) -> DataSpec:
                 raise check.fail(key, f"cube file {path} does not exist")
         return DataSpec(kind="cube", cubes=cubes)
     if kind == "experiment":
-        check.keys(raw, "data", ("experiment",))
+        check.keys(raw, "data", ("experiment", "benchmark", "outputs"))
+        outputs = raw.get("outputs")
         return DataSpec(
-            kind="experiment", experiment=check.string(raw["experiment"], "data.experiment")
+            kind="experiment",
+            experiments=check.strings(raw["experiment"], "data.experiment"),
+            benchmark=check.string(raw.get("benchmark", "hpatches"), "data.benchmark"),
+            outputs=base / check.string(outputs, "data.outputs") if outputs is not None else None,
         )
     allowed = (
         "dataset", "root", "scenes", "descriptors", "keypoints", "tau", "border", "tie_policy",
