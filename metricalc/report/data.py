@@ -116,7 +116,7 @@ DATA_LOADERS: dict[str, DataLoader] = {
 
 
 def register_data_loader(kind: str, loader: DataLoader) -> None:
-    """Make ``loader`` load the study data of ``kind`` (e.g. ``"experiment"``, issue 6)."""
+    """Make ``loader(spec, out, progress) -> {label: cube}`` load the study data of ``kind``."""
     if not callable(loader):
         raise InvalidInputError(f"register_data_loader: loader must be callable; got {loader!r}")
     DATA_LOADERS[kind] = loader
