@@ -199,7 +199,7 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
             "query_keypoint": np.arange(n),
         },
         {"ap": rng.random((2, n)), "n_relevant": np.ones((2, n), np.int8)},
-        attrs={**qc.DEFAULT_ATTRS, "ap_method": "vlfeat"},
+        attrs={**qc.DEFAULT_ATTRS, "ap_method": "vlfeat", "benchmark": "hpatches-retrieval"},
     )
     cube = cube.assign(image_ap=(("descriptor", "query"), rng.random((2, n))))
     study = study_from_dict(
@@ -214,6 +214,7 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
     expected = np.nanmean(cube.image_ap.values, axis=1)
     np.testing.assert_allclose(report.metrics.image_retrieval_map.values, expected)
     assert report.tests["image_retrieval_map"].comparison is not None
+    assert "Protocol: benchmark hpatches-retrieval, AP method vlfeat." in report.table.caption
     assert any("figure roc skipped" in note for note in report.notes)
     assert "detector-or-descriptor" not in report.html.read_text()  # no matching results
     assert any("not tested" in note for note in report.notes)  # 4 scenes: too few to pair by scene

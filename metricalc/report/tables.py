@@ -80,6 +80,8 @@ _PROTOCOL_LABELS = (
     ("distance", "distance {}"),
     ("keypoints", "keypoints {}"),
 )
+_RETRIEVAL_LABELS = (("benchmark", "benchmark {}"), ("ap_method", "AP method {}"))
+"""The protocol of a patch-retrieval cube (contract A): no keypoints, tolerance or border."""
 
 
 def row_letter(index: int) -> str:
@@ -449,7 +451,11 @@ class Table:
         parts = [first.strip()]
         protocol = [
             template.format(_attr_text(attrs[key]))
-            for key, template in _PROTOCOL_LABELS
+            for key, template in (
+                _RETRIEVAL_LABELS
+                if attrs.get("benchmark") == "hpatches-retrieval"
+                else _PROTOCOL_LABELS
+            )
             if key in attrs and str(attrs[key]) != ""
         ]
         if protocol:
