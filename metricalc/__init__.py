@@ -78,6 +78,7 @@ __all__ = [
     "roc_auc",
     "roc_curve",
     "scene_metrics",
+    "stats",
     "tnr",
     "tpr",
     "youden_j",
@@ -88,4 +89,6 @@ def __getattr__(name: str) -> Any:
     """Import ``metricalc.keypoints`` on first use (it loads OpenCV and scikit-image)."""
     if name == "keypoints":
         return import_module("metricalc.keypoints")
+    if name == "stats":  # significance tests: loads statsmodels
+        return import_module("metricalc.stats")
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")
