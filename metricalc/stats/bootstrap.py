@@ -71,7 +71,7 @@ _GEMM_COLUMNS = 4_096
 
 
 def _constant_rows(D: np.ndarray) -> np.ndarray:
-    return (D == D[:, :1]).all(axis=1)
+    return (D[:, :1] == D).all(axis=1)
 
 
 def _scipy_interval(

@@ -116,7 +116,8 @@ def power(
         power = check_fraction("power", power)
         if power <= alpha:
             raise InvalidInputError(f"power must exceed alpha ({alpha}); got {power}")
-    unknown = [name for name, v in (("effect", effect_size), ("n", n), ("power", power)) if v is None]
+    given = (("effect", effect_size), ("n", n), ("power", power))
+    unknown = [name for name, value in given if value is None]
     if len(unknown) != 1:
         raise InvalidInputError(
             "leave exactly one of the effect (diff/effect_size), n and power unknown; "
