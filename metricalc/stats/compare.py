@@ -69,7 +69,7 @@ def _pairs(names: list[str], baseline: str | None) -> list[tuple[int, int]]:
 
 def _too_few(units: xr.DataArray, a: str, b: str, n: int, dropped: int) -> InvalidInputError:
     pair_by = units.attrs["pair_by"]
-    if n == 0 and pair_by == "query":
+    if n == 0 and dropped and pair_by == "query":
         return InvalidInputError(
             f"{a!r} and {b!r} share no query ({dropped} queries are in only one of them): their "
             f"keypoints differ (keypoints={units.attrs['keypoints']!r}); pair by image pair or "

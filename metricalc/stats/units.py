@@ -268,6 +268,12 @@ def unit_values(
             "no system to compare: every descriptor failed (status 'error': "
             f"{', '.join(excluded)})"
         )
+    if not np.isfinite(units.values).any():
+        raise InvalidInputError(
+            f"metric {metric!r} has no value in the cube"
+            + (f" for the {split} queries" if split else "")
+            + " (every value is NaN or the -1 sentinel)"
+        )
     attrs: dict[Hashable, Any] = {
         "metric": metric,
         "pair_by": pair_by,
