@@ -47,16 +47,18 @@ from metricalc.core._kernels import CHUNK_ELEMENTS
 from metricalc.core._validate import check_choice
 from metricalc.errors import InvalidInputError
 from metricalc.stats._checks import check_fraction, check_int
+from metricalc.stats._threads import in_threads
 
 __all__ = ["ENGINES", "MULTINOMIAL_RATIO", "SCIPY_MAX_UNITS", "bca_interval"]
 
 SCIPY_MAX_UNITS = 1_000
 """Rows of at most this many units go to :func:`scipy.stats.bootstrap` (``engine="auto"``)."""
 
-MULTINOMIAL_RATIO = 16
+MULTINOMIAL_RATIO = 500
 """The fast engine draws a row's counts per distinct value when it has at most
-``n / MULTINOMIAL_RATIO`` distinct values (a multinomial draw per category costs about as much
-as 16 resampled indices)."""
+``n / MULTINOMIAL_RATIO`` distinct values (binary outcomes, a few tied values): a multinomial
+draw per category costs tens of times a unit of the shared resampling, which also serves every
+row at once."""
 
 TOLERANCE = 1e-12
 """Bootstrap means within :math:`10^{-12} \\max_i |d_i|` of the mean count as equal to it (they
@@ -121,9 +123,7 @@ def _poisson_table(mean: float) -> tuple[np.ndarray, np.ndarray]:
     return np.where(start == end, start, _REFINE).astype(np.uint8), cdf
 
 
-def _poisson_sums(
-    Dt: np.ndarray, size: int, mean: float, rng: np.random.Generator
-) -> np.ndarray:
+def _poisson_sums(Dt: np.ndarray, size: int, mean: float, rng: np.random.Generator) -> np.ndarray:
     """:math:`X D^T` for ``size`` rows :math:`X` of independent Poisson(``mean``) counts.
 
     ``Dt`` is (units, columns); cache-sized blocks of counts are drawn by inverse CDF from 16
@@ -162,26 +162,33 @@ def _resampled_means(D: np.ndarray, n_resamples: int, rng: np.random.Generator) 
        again, which keeps that conditional law;
     3. :math:`n - S` (about :math:`5 \\sqrt n`) further units are drawn uniformly and their
        values added: :math:`\\mathrm{Mult}(s) + \\mathrm{Mult}(n - s) = \\mathrm{Mult}(n)`.
+
+    Blocks of :data:`_GEMM_ROWS` resamples draw from their own generators, spawned from
+    ``rng``, and run in threads.
     """
     n_rows, n = D.shape
     Dt = np.ones((n, n_rows + 1))
     Dt[:, :n_rows] = D.T
     mean = max(0.0, 1.0 - 5.0 / float(np.sqrt(n)))
-    out = np.empty((n_rows, n_resamples))
-    for start in range(0, n_resamples, _GEMM_ROWS):
-        size = min(_GEMM_ROWS, n_resamples - start)
+
+    def block(task: tuple[int, np.random.Generator]) -> np.ndarray:
+        size, generator = task
         total = np.zeros((size, n_rows + 1))
         todo = np.arange(size) if mean > 0 else np.empty(0, dtype=np.int64)
         while todo.size:
-            total[todo] = _poisson_sums(Dt, todo.size, mean, rng)
+            total[todo] = _poisson_sums(Dt, todo.size, mean, generator)
             todo = todo[total[todo, -1] > n]
         missing = n - total[:, -1].astype(np.int64)
         rows = np.repeat(np.arange(size), missing)
-        extra = Dt[rng.integers(0, n, size=rows.size), :n_rows]
+        extra = Dt[generator.integers(0, n, size=rows.size), :n_rows]
         for r in range(n_rows):  # one bincount per comparison row
             total[:, r] += np.bincount(rows, weights=extra[:, r], minlength=size)
-        out[:, start : start + size] = total[:, :n_rows].T / n
-    return out
+        return total[:, :n_rows].T / n
+
+    sizes = [min(_GEMM_ROWS, n_resamples - s) for s in range(0, n_resamples, _GEMM_ROWS)]
+    return np.concatenate(
+        in_threads(block, list(zip(sizes, rng.spawn(len(sizes)), strict=True))), axis=1
+    )
 
 
 def acceleration(D: np.ndarray) -> np.ndarray:

@@ -13,7 +13,9 @@ comparison through one matrix product: with signs :math:`s = 2b - 1`,
 .. math:: \\sum_i s_i d_i = 2 \\, (B D)_{\\cdot} - \\sum_i d_i .
 
 The blocks are cache-sized (:data:`BLOCK_PERMUTATIONS` x :data:`BLOCK_UNITS`), so memory stays
-bounded whatever the number of units and permutations.
+bounded whatever the number of units and permutations. Each block of permutations draws its bits
+from its own generator, spawned from ``rng`` (:meth:`numpy.random.Generator.spawn`), so the blocks
+run in threads (single-threaded BLAS each) and the result does not depend on their scheduling.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.stats._checks import check_int
+from metricalc.stats._threads import in_threads
 
 __all__ = ["BLOCK_PERMUTATIONS", "BLOCK_UNITS", "sign_flip_pvalues"]
 
@@ -61,7 +64,7 @@ def sign_flip_pvalues(
     n_resamples : int
         Number of random sign vectors ``m``.
     rng : numpy.random.Generator
-        Source of the signs (its bit generator's raw 64-bit words).
+        Source of the signs: one child generator per block of permutations is spawned from it.
 
     Returns
     -------
@@ -91,19 +94,21 @@ def sign_flip_pvalues(
     Dt[:n_units] = D.T
     total = D.sum(axis=1)
     threshold = np.abs(total) - TOLERANCE * np.abs(D).sum(axis=1)
-    extreme = np.zeros(n_rows, dtype=np.int64)
-    bits = rng.bit_generator
-    block = np.empty((BLOCK_PERMUTATIONS, min(BLOCK_UNITS, width)))
-    for start in range(0, n_resamples, BLOCK_PERMUTATIONS):
-        rows = min(BLOCK_PERMUTATIONS, n_resamples - start)
+    sizes = [
+        min(BLOCK_PERMUTATIONS, n_resamples - s) for s in range(0, n_resamples, BLOCK_PERMUTATIONS)
+    ]
+
+    def extremes(block: tuple[int, np.random.Generator]) -> np.ndarray:
+        rows, generator = block
         plus = np.zeros((rows, n_rows))
+        ones = np.empty((rows, min(BLOCK_UNITS, width)))
         for first in range(0, width, BLOCK_UNITS):
             cols = min(BLOCK_UNITS, width - first)
-            words = bits.random_raw(rows * cols // 64).view(np.uint8).reshape(rows, cols // 8)
-            ones = block[:rows, :cols]
-            np.copyto(ones, np.unpackbits(words, axis=1))
-            plus += ones @ Dt[first : first + cols]
-        flipped = 2.0 * plus - total
-        extreme += (np.abs(flipped) >= threshold).sum(axis=0)
+            words = generator.bit_generator.random_raw(rows * cols // 64)
+            np.copyto(ones[:, :cols], np.unpackbits(words.view(np.uint8).reshape(rows, -1), axis=1))
+            plus += ones[:, :cols] @ Dt[first : first + cols]
+        return (np.abs(2.0 * plus - total) >= threshold).sum(axis=0)
+
+    extreme = sum(in_threads(extremes, list(zip(sizes, rng.spawn(len(sizes)), strict=True))))
     p = (extreme + 1) / (n_resamples + 1)
     return float(p[0]) if single else p
