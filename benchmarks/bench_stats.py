@@ -113,8 +113,8 @@ def main() -> None:
     loop_total = loop * N_RESAMPLES / LOOP_PERMUTATIONS
     print(
         f"per-permutation Python loop: {loop:.2f} s for {LOOP_PERMUTATIONS} permutations, "
-        f"extrapolated to {N_RESAMPLES:,}: {loop_total:.0f} s -> sign flips {loop_total / flip_time:.0f}x"
-        " faster"
+        f"extrapolated to {N_RESAMPLES:,}: {loop_total:.0f} s -> sign flips "
+        f"{loop_total / flip_time:.0f}x faster"
     )
     loop = best_time(lambda: resample_loop(D, LOOP_RESAMPLES, rng), repeat=1)
     loop_total = loop * N_RESAMPLES / LOOP_RESAMPLES
