@@ -145,6 +145,17 @@ def test_unit_values_are_the_unit_means(hand):
         assert {k: float(v) for k, v in got.items()} == pytest.approx(expected, rel=1e-12)
 
 
+def test_a_lazily_opened_cube_gives_the_same_result(hand, tmp_path):
+    cube = hand_cube(hand)
+    qc.save(cube, tmp_path / "c.nc")
+    lazy = qc.open_cube(tmp_path / "c.nc", chunks={})
+    assert qc.is_lazy(lazy)
+    xr.testing.assert_identical(
+        compare(lazy, pair_by="pair", test="randomization", n_resamples=500),
+        compare(cube, pair_by="pair", test="randomization", n_resamples=500),
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # The Dataset layout of contract B
 # ---------------------------------------------------------------------------------------------

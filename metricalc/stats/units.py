@@ -254,7 +254,6 @@ def unit_values(
             "cube must be a QueryCube (xarray.Dataset) or a mapping {label: QueryCube}; got "
             f"{type(cube).__name__}"
         )
-    protocol = _merged_protocol({str(k): v for k, v in parts.items()})
     tables, excluded = [], []
     for label, one in parts.items():
         where = "the cube" if label is None else f"cube {label!r}"
@@ -266,6 +265,7 @@ def unit_values(
             failed = [f"{d} ({label})" for d in failed]
         tables.append(table)
         excluded += failed
+    protocol = _merged_protocol({str(k): v for k, v in parts.items()})
     units = tables[0] if len(tables) == 1 else xr.concat(tables, qc.DESCRIPTOR, join="outer")
     if units.sizes[qc.DESCRIPTOR] == 0:
         raise InvalidInputError(
