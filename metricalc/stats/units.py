@@ -104,7 +104,7 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
     else:
         values = np.asarray(cube[metric].values).astype(np.float64)
         values[values == -1] = np.nan
-    return template.copy(data=values).rename(metric)
+    return template.copy(deep=False, data=values).rename(metric)
 
 
 def _check_options(metric: Any, pair_by: Any, split: Any) -> None:
@@ -131,7 +131,7 @@ def _cube_units(
     status = np.asarray(cube["status"].values).astype(str)
     names = np.asarray(cube[qc.DESCRIPTOR].values).astype(str)
     excluded = names[status == "error"].tolist()
-    values = metric_values(cube.isel(descriptor=status != "error"), metric)
+    values = metric_values(cube, metric).isel(descriptor=status != "error")
     if split is not None:
         values = values.isel(query=np.asarray(cube["split"].values).astype(str) == split)
         if values.sizes[qc.QUERY] == 0:
