@@ -81,6 +81,7 @@ __all__ = [
     "roc_auc",
     "roc_curve",
     "scene_metrics",
+    "stats",
     "store",
     "tnr",
     "tpr",
@@ -88,7 +89,15 @@ __all__ = [
 ]
 
 
-_LAZY_SUBPACKAGES = ("keypoints", "patches", "store", "decompose", "detection", "experiment")
+_LAZY_SUBPACKAGES = (
+    "keypoints",
+    "patches",
+    "stats",
+    "store",
+    "decompose",
+    "detection",
+    "experiment",
+)
 """Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
 
 
