@@ -528,7 +528,9 @@ def _add_inspect_verb(verbs: argparse._SubParsersAction) -> None:
         "inspect", help="compare runs: summaries side by side, an interactive per-pair page"
     )
     inspect.add_argument("benchmark", choices=sorted(BENCHMARKS), help="the benchmark of the runs")
-    inspect.add_argument("tags", nargs="+", metavar="TAG", help="experiment tags (first: reference)")
+    inspect.add_argument(
+        "tags", nargs="+", metavar="TAG", help="experiment tags (the first is the reference)"
+    )
     inspect.add_argument(
         "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
     )

@@ -18,6 +18,7 @@ page of hundreds of megabytes per experiment, while the files already exist in t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -32,9 +33,10 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.experiment.config import check_tag
 from metricalc.experiment.results import open_pairs
-from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.run import DEFAULT_OUTPUTS, get_benchmark
+from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.terminal import SUMMARY_COLUMNS, _cell
 from metricalc.export import _atomic_write
 
@@ -101,10 +103,8 @@ def _known_tags(root: Path) -> list[str]:
 def _no_results(rundir: RunDir) -> str:
     """Why a run folder has no results, for the error message."""
     record = None
-    try:
+    with contextlib.suppress(InvalidInputError):  # an unreadable run.json: say what is missing
         record = rundir.read_json(rundir.run_json)
-    except InvalidInputError:
-        pass
     if record and record.get("status") not in (None, "ok"):
         return f"its last run ended with status {record['status']!r}: {record.get('error', '')}"
     missing = [p.name for p in (rundir.results, rundir.summaries) if not p.is_file()]
@@ -136,9 +136,10 @@ def load_runs(
     Raises
     ------
     InvalidInputError
-        No tag, a tag given twice, an unknown benchmark, tags without a run folder (all named,
-        with the tags there are), runs without results (each named with the reason: a failed
-        last run and its error, or the missing files), an unreadable ``results.h5``.
+        No tag, a malformed tag, a tag given twice, an unknown benchmark, tags without a run
+        folder (all named, with the tags there are), runs without results (each named with the
+        reason: a failed last run and its error, or the missing files), an unreadable
+        ``results.h5``.
 
     Examples
     --------
@@ -150,7 +151,7 @@ def load_runs(
     metricalc.errors.InvalidInputError: no run of benchmark 'hpatches' with tag 'sift' under ...
     """
     get_benchmark(benchmark)
-    tags = list(tags)
+    tags = [check_tag(tag) for tag in tags]
     if not tags:
         raise InvalidInputError("give at least one experiment tag to inspect")
     repeated = sorted({t for t in tags if tags.count(t) > 1})
@@ -180,9 +181,9 @@ def load_runs(
     return Inspection(
         benchmark=benchmark,
         tags=tuple(tags),
-        directories={tag: rundir.path for tag, rundir in rundirs.items()},
-        summaries={tag: rundir.read_json(rundir.summaries) or {} for tag, rundir in rundirs.items()},
-        pairs={tag: open_pairs(rundir.results) for tag, rundir in rundirs.items()},
+        directories={tag: r.path for tag, r in rundirs.items()},
+        summaries={tag: r.read_json(r.summaries) or {} for tag, r in rundirs.items()},
+        pairs={tag: open_pairs(r.results) for tag, r in rundirs.items()},
     )
 
 
