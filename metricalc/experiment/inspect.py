@@ -298,7 +298,7 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
                     column[row] = _number(value)
             columns[name] = column
         images: list[str | None] = [None] * len(order)
-        if "match_image" in pairs.coords or "match_image" in pairs:
+        if "match_image" in pairs:
             for row, relative in zip(rows.tolist(), pairs["match_image"].values, strict=True):
                 target = inspection.directories[tag] / _label(relative)
                 if target.is_file():
