@@ -70,6 +70,7 @@ __all__ = [
     "matching_pr_curve",
     "metric_set",
     "parse_metadata",
+    "patches",
     "pr_curve",
     "precision",
     "precision_at_k",
@@ -87,7 +88,7 @@ __all__ = [
 ]
 
 
-_LAZY_SUBPACKAGES = ("keypoints", "store", "decompose", "detection", "experiment")
+_LAZY_SUBPACKAGES = ("keypoints", "patches", "store", "decompose", "detection", "experiment")
 """Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
 
 

@@ -136,29 +136,33 @@ def _metrics(args: argparse.Namespace) -> int:
 
 def _patches_eval(args: argparse.Namespace) -> int:
     from metricalc.patches import evaluate_files
-    from metricalc.patches.folder import evaluate_folder
     from metricalc.report.terminal import print_frame
 
     if args.benchmarks:
-        done = evaluate_folder(args.benchmarks, args.results, ap_method=args.ap_method)
-        for path, message in done.errors:
-            print(f"metricalc: {path.name}: {message}", file=sys.stderr)
+        from metricalc import cube as cubes
+        from metricalc.patches.querycube import evaluate_folders
+
+        if args.out is not None and args.out.is_dir():
+            raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
+        done = evaluate_folders(args.benchmarks, args.results, ap_method=args.ap_method)
+        for descriptor, path, message in done.errors:
+            print(f"metricalc: {descriptor}/{path.name}: {message}", file=sys.stderr)
+        if args.out is not None:
+            cubes.save(done.cube, args.out)
         if args.json:
-            payload = {
-                "files": done.files.to_dict(orient="records"),
-                "groups": done.groups().to_dict(orient="records"),
-                "errors": [{"file": str(p), "error": m} for p, m in done.errors],
-            }
-            print(json.dumps(payload, indent=2))
+            print(json.dumps({**done.to_dict(), "cube": args.out and str(args.out)}, indent=2))
         else:
-            print_frame(done.files, title=f"{args.results} ({args.ap_method} AP)")
+            print_frame(done.files, title=f"{args.benchmarks} ({args.ap_method} AP)")
             print_frame(done.groups(), title="groups")
+            if args.out is not None:
+                print(f"wrote {args.out}: {done.cube.sizes['descriptor']} descriptors")
         return 1 if done.errors else 0
-    if not (args.benchmark and args.labels):
+    if not (args.benchmark and args.labels) or len(args.results) != 1 or args.out is not None:
         raise InvalidInputError(
-            "give --benchmark and --labels with a .results file, or --benchmarks DIR"
+            "give --benchmark and --labels with one .results file, or --benchmarks DIR with one "
+            "or more results folders (--out needs --benchmarks)"
         )
-    ds = evaluate_files(args.benchmark, args.labels, args.results, ap_method=args.ap_method)
+    ds = evaluate_files(args.benchmark, args.labels, args.results[0], ap_method=args.ap_method)
     values = {
         "patch_retrieval_map": float(ds.patch_retrieval_map),
         "image_retrieval_map": float(ds.image_retrieval_map),
@@ -408,6 +412,49 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _patches_make_dataset(args: argparse.Namespace) -> int:
+    from metricalc.keypoints.synthetic import QUICK_SCENES
+    from metricalc.patches.synthetic import make_patch_dataset
+
+    scenes = _names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
+    given = {"size": args.size, "max_patches": args.max_patches}
+    sizes = {k: v for k, v in given.items() if v is not None}  # else the library's defaults
+    dataset = make_patch_dataset(
+        args.dir, scenes=scenes, seed=args.seed, progress=not args.no_progress, **sizes
+    )
+    total = sum(dataset.counts.values())
+    print(f"{len(dataset.sequences)} sequences in {args.dir}: {total} patches in each of the 16 "
+          "images (ref, e1..e5, h1..h5, t1..t5)")  # fmt: skip
+    return 0
+
+
+def _patches_make_benchmark(args: argparse.Namespace) -> int:
+    from metricalc.patches.benchmark import make_benchmark
+
+    paths = make_benchmark(
+        args.patches,
+        args.out,
+        split=args.split,
+        n_sequences=args.sequences,
+        seed=args.seed,
+        difficulty=args.difficulty,
+        queries_per_sequence=args.queries_per_sequence,
+    )
+    print(f"wrote {paths[0]} and {paths[1].name}")
+    return 0
+
+
+def _patches_describe(args: argparse.Namespace) -> int:
+    from metricalc.patches.describe import describe_dataset
+
+    written = describe_dataset(
+        args.patches, args.out, method=args.method, format=args.format,
+        progress=not args.no_progress,
+    )  # fmt: skip
+    print(f"wrote {len(written)} {args.method} descriptor files to {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``metricalc`` command, one sub-command per verb."""
     parser = argparse.ArgumentParser(
@@ -459,7 +506,9 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--benchmark", type=Path, help="a .benchmark file")
     pe.add_argument("--labels", type=Path, help="its .labels file")
     pe.add_argument("--benchmarks", type=Path, help="a folder of .benchmark/.labels files")
-    pe.add_argument("--results", type=Path, required=True, help=".results file (or folder)")
+    pe.add_argument("--results", type=Path, nargs="+", required=True,
+                    help=".results file, or results folders (one per descriptor)")  # fmt: skip
+    pe.add_argument("--out", type=Path, help="write the QueryCube of the folders (.nc)")
     pe.add_argument("--ap-method", choices=metricalc.AP_METHODS, default="vlfeat")
     pe.add_argument("--json", action="store_true", help="print JSON")
     pe.set_defaults(run=_patches_eval)
@@ -470,6 +519,31 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--distance", choices=("l2", "l1"), default="l2")
     pc.add_argument("--no-progress", action="store_true", help="no progress bar")
     pc.set_defaults(run=_patches_compute)
+    pd_ = patch_verbs.add_parser("make-dataset", help="write the built-in synthetic patch dataset")
+    pd_.add_argument("dir", type=Path)
+    pd_.add_argument("--scenes", help="comma-separated photographs or sequence names")
+    pd_.add_argument("--quick", action="store_true", help="the few scenes of --quick runs")
+    pd_.add_argument("--seed", type=int, default=0)
+    pd_.add_argument("--size", type=int, help="longer side of the source images (default 640)")
+    pd_.add_argument("--max-patches", type=int, help="patches per sequence, at most (1000)")
+    pd_.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pd_.set_defaults(run=_patches_make_dataset)
+    pb = patch_verbs.add_parser("make-benchmark", help="draw a .benchmark/.labels pair")
+    pb.add_argument("--patches", type=Path, required=True, help="patch dataset folder")
+    pb.add_argument("--split", choices=("train", "test"), required=True)
+    pb.add_argument("--sequences", type=int, required=True, help="sequences in the pool")
+    pb.add_argument("--seed", type=int, required=True)
+    pb.add_argument("--difficulty", choices=("easy", "hard"), required=True)
+    pb.add_argument("--out", type=Path, required=True, help="folder for the two files")
+    pb.add_argument("--queries-per-sequence", type=int, default=100)
+    pb.set_defaults(run=_patches_make_benchmark)
+    pdsc = patch_verbs.add_parser("describe", help="SIFT or raw-pixel descriptors of patches")
+    pdsc.add_argument("--patches", type=Path, required=True, help="patch dataset folder")
+    pdsc.add_argument("--method", choices=("sift", "raw"), required=True)
+    pdsc.add_argument("--out", type=Path, required=True, help="descriptor folder DIR/<seq>/<img>")
+    pdsc.add_argument("--format", choices=("npy", "csv"), default="npy")
+    pdsc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pdsc.set_defaults(run=_patches_describe)
 
     ev_run = verbs.add_parser(
         "eval", help="experiment runs: export predictions once, evaluate the cache"

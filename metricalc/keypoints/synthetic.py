@@ -63,6 +63,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from metricalc._manifest import read_manifest
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.sequences import Sequence, load_sequences
 from metricalc.progress import progress_bar
@@ -397,29 +398,13 @@ def _new_manifest(seed: int, size: int) -> dict[str, Any]:
 
 
 def _read_manifest(root: Path) -> dict[str, Any] | None:
-    path = root / MANIFEST_NAME
-    if not path.exists():
-        if root.exists() and any(root.iterdir()):
-            raise InvalidInputError(
-                f"refusing to write the synthetic benchmark into {root}: the folder is not empty "
-                f"and has no {MANIFEST_NAME} (choose a new or empty folder)"
-            )
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(f"cannot read manifest {path}: {exc}") from None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("generator") != __name__
-        or not isinstance(manifest.get("scenes"), dict)
-        or not all(key in manifest for key in ("version", "seed", "size"))
-    ):
-        raise InvalidInputError(
-            f"{path} is not a metricalc synthetic benchmark manifest (expected keys generator="
-            f"{__name__!r}, version, seed, size, scenes); delete the folder to regenerate it"
-        )
-    return manifest
+    return read_manifest(
+        root,
+        name=MANIFEST_NAME,
+        generator=__name__,
+        keys=("version", "seed", "size"),
+        what="synthetic benchmark",
+    )
 
 
 def _write_manifest(root: Path, manifest: dict[str, Any]) -> None:

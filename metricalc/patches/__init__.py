@@ -6,10 +6,20 @@ of PROTOCOLS.md section 6 by :func:`validate`, and scored by :func:`evaluate_res
 :func:`evaluate_files` (:mod:`metricalc.patches.evaluate`): per query the patch retrieval and the
 image retrieval AP over ranks 2..51, and their means. See ``docs/patches.md``.
 
+The rest of the offline pipeline is imported on first use (it loads OpenCV):
+:func:`read_patch_dataset` (:mod:`~metricalc.patches.dataset`), :func:`make_patch_dataset`
+(:mod:`~metricalc.patches.synthetic`), :func:`make_benchmark`
+(:mod:`~metricalc.patches.benchmark`), :func:`describe_dataset`
+(:mod:`~metricalc.patches.describe`) and :func:`evaluate_folders`
+(:mod:`~metricalc.patches.querycube`).
+
 >>> import metricalc.patches as mp
 >>> mp.patch_image("i_chestnuts.ref.631")
 'i_chestnuts.ref'
 """
+
+from importlib import import_module
+from typing import Any
 
 from metricalc.patches.evaluate import REPEAT_POLICIES, evaluate_files, evaluate_results, relevance
 from metricalc.patches.files import (
@@ -37,15 +47,35 @@ __all__ = [
     "Labels",
     "Results",
     "Signature",
+    "describe_dataset",
     "evaluate_files",
+    "evaluate_folders",
     "evaluate_results",
+    "make_benchmark",
+    "make_patch_dataset",
     "parse_patch_image",
     "parse_signature",
     "patch_image",
     "read_benchmark",
     "read_labels",
+    "read_patch_dataset",
     "read_results",
     "relevance",
     "validate",
     "write_results",
 ]
+
+_LAZY = {
+    "read_patch_dataset": "metricalc.patches.dataset",
+    "make_patch_dataset": "metricalc.patches.synthetic",
+    "make_benchmark": "metricalc.patches.benchmark",
+    "describe_dataset": "metricalc.patches.describe",
+    "evaluate_folders": "metricalc.patches.querycube",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the dataset, generator, descriptor and cube functions on first use."""
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'metricalc.patches' has no attribute {name!r}")

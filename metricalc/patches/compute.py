@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -100,25 +99,8 @@ MAX_THREADS = 4
 """Upper bound on the threads selecting neighbours (row blocks) and computing L1 distances
 (column blocks); the L2 GEMM uses BLAS's own threads."""
 
-_IMAGES = frozenset(["ref"] + [f"{kind}{i}" for kind in "eht" for i in range(1, 6)])
-_SEQUENCE = re.compile(r"[^.,\s/\\]+")
-_INDEX = re.compile(r"[0-9]+")
-
 
 # -- names -----------------------------------------------------------------------------------------
-
-
-def _patch_image_problem(name: object) -> str | None:
-    if not isinstance(name, str):
-        return f"not a str but {type(name).__name__}"
-    parts = name.split(".")
-    if len(parts) != 2:
-        return f"{len(parts)} dot-separated parts instead of 2"
-    if not _SEQUENCE.fullmatch(parts[0]):  # no dot, comma, whitespace or path separator
-        return "an empty or invalid sequence name"
-    if parts[1] not in _IMAGES:
-        return f"unknown image {parts[1]!r}"
-    return None
 
 
 def _check_names(names: Sequence[str], what: str) -> tuple[str, ...]:
@@ -129,7 +111,7 @@ def _check_names(names: Sequence[str], what: str) -> tuple[str, ...]:
         raise InvalidInputError(f"{what}: expected at least one patch-image, got none")
     seen: dict[str, int] = {}
     for position, name in enumerate(names, start=1):
-        problem = _patch_image_problem(name)
+        problem = files._patch_image_problem(name) if isinstance(name, str) else "not a str"
         if problem:
             raise InvalidInputError(
                 f"{what}, entry {position}: expected a patch-image 'seq.img' (img one of ref, "
@@ -294,19 +276,11 @@ class DescriptorPool:
 
 
 def _split_signature(signature: object) -> tuple[str, int]:
-    """``seq.img.idx`` -> (``seq.img``, idx), checking the form."""
+    """``seq.img.idx`` -> (``seq.img``, idx), checked by ``files.parse_signature``."""
     if not isinstance(signature, str):
         raise InvalidInputError(f"signature: expected a str, got {type(signature).__name__}")
-    image, _, index = signature.rpartition(".")
-    problem = _patch_image_problem(image) if image else "no '.idx' part"
-    if problem is None and not _INDEX.fullmatch(index):
-        problem = f"patch index {index!r} is not a non-negative integer"
-    if problem:
-        raise InvalidInputError(
-            f"expected a signature 'seq.img.idx' (idx an integer >= 0), got {signature!r} "
-            f"({problem})"
-        )
-    return image, int(index)
+    parsed = files.parse_signature(signature)
+    return parsed.patch_image, parsed.index
 
 
 def _checked_matrix(array: np.ndarray, source: str, name: str) -> np.ndarray:
@@ -422,36 +396,6 @@ def load_descriptor_pool(
                 )
             advance()
     return DescriptorPool.from_arrays(names, arrays, sources=sources)
-
-
-# -- the benchmark file ----------------------------------------------------------------------------
-
-
-def _read_benchmark(path: Path) -> tuple[list[str], list[str]]:
-    """(pool header, query signatures) of a ``.benchmark`` file; only the layout is checked."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise InvalidInputError(f"{path}: expected UTF-8 text ({error})") from None
-    except OSError as error:
-        raise InvalidInputError(f"{path}: cannot read the benchmark file ({error})") from None
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()  # the final newline
-    if not lines or not lines[0].strip():
-        raise InvalidInputError(f"{path}, line 1: expected the pool of patch-images, got nothing")
-    header = [name.strip() for name in lines[0].split(",")]
-    queries = []
-    for number, line in enumerate(lines[1:], start=2):
-        query = line.strip()
-        if not query or "," in query:
-            raise InvalidInputError(
-                f"{path}, line {number}: expected one query signature 'seq.img.idx', got {line!r}"
-            )
-        queries.append(query)
-    if not queries:
-        raise InvalidInputError(f"{path}: expected query signatures after line 1, got none")
-    return header, queries
 
 
 # -- distances and selection -----------------------------------------------------------------------
@@ -701,9 +645,9 @@ def compute_results(
         raise InvalidInputError(f"distance: expected one of {DISTANCES}, got {distance!r}")
     if not isinstance(pool, DescriptorPool):
         raise InvalidInputError(f"pool: expected a DescriptorPool, got {type(pool).__name__}")
-    path = Path(benchmark_path)
-    header, queries = _read_benchmark(path)
-    if header != list(pool.names):
+    benchmark = files.read_benchmark(benchmark_path)
+    path, header, queries = benchmark.path, benchmark.pool, benchmark.queries
+    if header != pool.names:
         raise InvalidInputError(f"{path}, line 1: {_header_difference(header, pool.names)}")
     m, n, k = pool.n_patches, len(queries), N_NEIGHBOURS
     if m <= k:
@@ -809,8 +753,9 @@ def write_results(
     Raises
     ------
     InvalidInputError
-        On a malformed pool header, or a results line that is not 51 well-formed signatures
-        (naming the results index and the file line it would have been); nothing is written then.
+        On a results line of other than 51 signatures (naming the results index and the file
+        line it would have been), or a malformed pool entry or signature (from
+        :func:`metricalc.patches.write_results`); nothing is written then.
 
     Examples
     --------
@@ -822,18 +767,12 @@ def write_results(
     >>> text.splitlines()[0], text.splitlines()[1].split(",")[:2]
     ('s.ref', ['s.ref.0', 's.ref.1'])
     """
-    header = _check_names(pool_header, "pool_header")
+    results = list(results)
     for i, row in enumerate(results):
-        where = f"results[{i}] (line {i + 2})"
         if isinstance(row, str) or len(row) != N_NEIGHBOURS + 1:
             got = "a str" if isinstance(row, str) else f"{len(row)}"
             raise InvalidInputError(
-                f"{where}: expected {N_NEIGHBOURS + 1} signatures (the query, then "
-                f"{N_NEIGHBOURS} others), got {got}"
+                f"results[{i}] (line {i + 2}): expected {N_NEIGHBOURS + 1} signatures (the query, "
+                f"then {N_NEIGHBOURS} others), got {got}"
             )
-        for signature in row:
-            try:
-                _split_signature(signature)
-            except InvalidInputError as error:
-                raise InvalidInputError(f"{where}: {error}") from None
-    return files.write_results(path, header, results)
+    return files.write_results(path, pool_header, results)

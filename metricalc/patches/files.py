@@ -49,6 +49,7 @@ __all__ = [
     "read_labels",
     "read_results",
     "validate",
+    "write_atomic",
     "write_results",
 ]
 
@@ -63,10 +64,10 @@ IMAGES: tuple[str, ...] = (
 N_RESULTS = 51
 """Signatures per line of a ``.results`` file: the query, then the 50 best other patches."""
 
-_SEQUENCE = re.compile(r"[^.,\s]+")
+_SEQUENCE = re.compile(r"[^.,\s/\\]+")  # no dot, comma, whitespace or path separator
 _INDEX = re.compile(r"[0-9]+")
 _IMAGE_SET = frozenset(IMAGES)
-_SIGNATURE_RE = r"[^.,\s]+\.(?:ref|[eht][1-5])\.[0-9]+"
+_SIGNATURE_RE = r"[^.,\s/\\]+\.(?:ref|[eht][1-5])\.[0-9]+"
 _SIGNATURE_LINE = re.compile(rf"{_SIGNATURE_RE}(?:,{_SIGNATURE_RE})*")  # fast path, one per line
 _EXPECTED_SIGNATURE = (
     "a signature 'seq.img.idx' (img one of ref, e1..e5, h1..h5, t1..t5; idx an integer >= 0)"
@@ -121,8 +122,8 @@ def parse_signature(text: str) -> Signature:
     Parameters
     ----------
     text : str
-        ``seq.img.idx``: a sequence name without dots, commas or whitespace, an image of
-        :data:`IMAGES` and a non-negative decimal integer.
+        ``seq.img.idx``: a sequence name without dots, commas, whitespace or path separators, an
+        image of :data:`IMAGES` and a non-negative decimal integer.
 
     Returns
     -------
@@ -433,12 +434,38 @@ def write_results(
             raise InvalidInputError(f"results[{i}]: expected at least one signature, got none")
         _check_signatures(row, "results argument", i + 2)
         lines.append(",".join(row))
-    data = "\n".join(lines) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    write_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    return path
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``.
+
+    Readers never see a half-written file: an interrupted write leaves the old file (or none).
+    Missing parent folders are created; a failure (a parent that is a file, no permission, a
+    full disk) raises :class:`~metricalc.errors.InvalidInputError` naming ``path``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     write_atomic(Path(tmp) / "a.txt", b"hello").read_bytes()
+    b'hello'
+    """
+    path = Path(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise InvalidInputError(f"{path}: cannot write the file ({error.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise InvalidInputError(f"{path}: cannot write the file ({error.strerror})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

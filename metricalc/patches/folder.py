@@ -3,7 +3,7 @@
 A results folder holds ``<name>.results`` files named after the benchmark files of the HPatches
 release (``<train|test>_<easy|hard>_<N>s_<seed>.benchmark``); each is evaluated against
 ``<benchmarks>/<name>.benchmark`` and ``<name>.labels``. A broken file is reported with its error
-and skipped; the others are still evaluated.
+and skipped; the others are still evaluated. The folder's name is the descriptor's name.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import xarray as xr
 
 from metricalc.errors import InvalidInputError, MetricalcError
 from metricalc.patches.evaluate import evaluate_files
@@ -25,10 +26,26 @@ GROUPS = ("split", "difficulty", "size")
 
 @dataclass
 class FolderEvaluation:
-    """Per-file results (one row per evaluated file) and the files that failed."""
+    """Per-file results (one row per evaluated file) and the files that failed.
+
+    Attributes
+    ----------
+    files : pandas.DataFrame
+        One row per evaluated file: descriptor, file, split, difficulty, size, n_queries,
+        patch_retrieval_map, image_retrieval_map.
+    errors : list of (Path, str)
+        The ``.results`` files that could not be evaluated and why.
+    descriptor : str
+        The results folder's name.
+    queries : dict of str to xarray.Dataset
+        Per evaluated file (its stem), the per-query Dataset of
+        :func:`~metricalc.patches.evaluate_results`.
+    """
 
     files: pd.DataFrame
     errors: list[tuple[Path, str]] = field(default_factory=list)
+    descriptor: str = ""
+    queries: dict[str, xr.Dataset] = field(default_factory=dict)
 
     def groups(self) -> pd.DataFrame:
         """Mean of the per-file mAPs per group (split, difficulty, size), one row per group."""
@@ -38,13 +55,14 @@ class FolderEvaluation:
             for value, part in known.groupby(column):
                 rows.append(
                     {
+                        "descriptor": self.descriptor,
                         "group": f"{column}={value}",
                         "files": len(part),
                         "patch_retrieval_map": part["patch_retrieval_map"].mean(),
                         "image_retrieval_map": part["image_retrieval_map"].mean(),
                     }
                 )
-        return pd.DataFrame(rows, columns=["group", "files", "patch_retrieval_map",
+        return pd.DataFrame(rows, columns=["descriptor", "group", "files", "patch_retrieval_map",
                                            "image_retrieval_map"])  # fmt: skip
 
 
@@ -65,8 +83,9 @@ def evaluate_folder(
     Returns
     -------
     FolderEvaluation
-        ``files``: columns file, split, difficulty, size, n_queries, patch_retrieval_map,
-        image_retrieval_map; ``errors``: (file, message) of the files that could not be evaluated.
+        ``files``: columns descriptor, file, split, difficulty, size, n_queries,
+        patch_retrieval_map, image_retrieval_map; ``errors``: (file, message) of the files that
+        could not be evaluated; ``queries``: the per-query results of each evaluated file.
     """
     benchmarks, results = Path(benchmarks), Path(results)
     for folder, what in ((benchmarks, "--benchmarks"), (results, "--results")):
@@ -75,7 +94,8 @@ def evaluate_folder(
     paths = sorted(results.glob("*.results"))
     if not paths:
         raise InvalidInputError(f"{results} holds no .results files")
-    rows, errors = [], []
+    descriptor = results.resolve().name  # "." and "sift/" name their folder too
+    rows, errors, queries = [], [], {}
     for path in paths:
         stem = path.stem
         try:
@@ -88,10 +108,12 @@ def evaluate_folder(
         except MetricalcError as error:
             errors.append((path, str(error)))
             continue
+        queries[stem] = ds
         match = NAME.fullmatch(stem)
         groups = match.groupdict() if match else dict.fromkeys(GROUPS)
         rows.append(
             {
+                "descriptor": descriptor,
                 "file": stem,
                 "split": groups["split"],
                 "difficulty": groups["difficulty"],
@@ -101,5 +123,6 @@ def evaluate_folder(
                 "image_retrieval_map": float(ds.image_retrieval_map),
             }
         )
-    columns = ["file", *GROUPS, "n_queries", "patch_retrieval_map", "image_retrieval_map"]
-    return FolderEvaluation(pd.DataFrame(rows, columns=columns), errors)
+    columns = ["descriptor", "file", *GROUPS, "n_queries", "patch_retrieval_map",
+               "image_retrieval_map"]  # fmt: skip
+    return FolderEvaluation(pd.DataFrame(rows, columns=columns), errors, descriptor, queries)
