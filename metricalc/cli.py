@@ -346,10 +346,13 @@ def _eval(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         workers=args.workers,
         outputs=args.outputs,
+        db=args.db if args.db is not None else True,
         progress=not args.no_progress,
     )
     if result.status != "ok":
         print(f"metricalc: error: run {result.tag!r} failed: {result.error}", file=sys.stderr)
+        if result.db is not None:
+            print(f"recorded as failed in {result.db}", file=sys.stderr)
         return 2 if isinstance(result.exception, metricalc.MetricalcError) else 1
     if args.json:
         print(json.dumps(result.summaries, indent=2))
@@ -358,6 +361,20 @@ def _eval(args: argparse.Namespace) -> int:
     title = f"{args.benchmark} / {result.tag} ({', '.join(done) or 'cached'})"
     print_summaries({result.tag: result.summaries}, title=title)
     print(f"outputs in {result.directory}")
+    if result.db is not None:
+        print(f"recorded in {result.db}")
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from metricalc.experiment.inspect import default_page_path, load_runs, write_page
+    from metricalc.experiment.terminal import print_summaries
+
+    inspection = load_runs(args.benchmark, args.tags, outputs=args.outputs)
+    title = f"{args.benchmark}: {', '.join(inspection.tags)}"
+    print_summaries(inspection.summaries, title=title)
+    out = args.out or default_page_path(args.benchmark, inspection.tags, outputs=args.outputs)
+    print(f"wrote {write_page(inspection, out)}")
     return 0
 
 
@@ -382,6 +399,11 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, help="local workers (default: CPU count)")
     parser.add_argument(
         "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        help="results database the run is recorded in (default: <outputs>/metricalc.sqlite)",
     )
     parser.add_argument("--json", action="store_true", help="print summaries.json")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -571,6 +593,8 @@ def build_parser() -> argparse.ArgumentParser:
     _eval_arguments(hpatches)
     hpatches.set_defaults(run=_eval)
 
+    _add_inspect_verb(verbs)
+
     metrics = verbs.add_parser("metrics", help="the DescriptorWorkbench metric set of a cube")
     metrics.add_argument("cube", type=Path)
     metrics.add_argument("--json", action="store_true", help="descriptor -> {metric -> value}")
@@ -624,6 +648,28 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
     cmp.set_defaults(run=_compare)
     return parser
+
+
+def _add_inspect_verb(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc inspect <benchmark> TAG ...`` (summaries side by side, the per-pair page)."""
+    from metricalc.experiment.run import BENCHMARKS, DEFAULT_OUTPUTS
+
+    inspect = verbs.add_parser(
+        "inspect", help="compare runs: summaries side by side, an interactive per-pair page"
+    )
+    inspect.add_argument("benchmark", choices=sorted(BENCHMARKS), help="the benchmark of the runs")
+    inspect.add_argument(
+        "tags", nargs="+", metavar="TAG", help="experiment tags (the first is the reference)"
+    )
+    inspect.add_argument(
+        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
+    )
+    inspect.add_argument(
+        "--out",
+        type=Path,
+        help="HTML page to write (default: <outputs>/inspect/<benchmark>/<tag1>_vs_<tag2>.html)",
+    )
+    inspect.set_defaults(run=_inspect)
 
 
 def _add_db_verbs(verbs: argparse._SubParsersAction) -> None:
