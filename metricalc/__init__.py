@@ -83,6 +83,7 @@ __all__ = [
     "roc_auc",
     "roc_curve",
     "scene_metrics",
+    "stats",
     "store",
     "tnr",
     "tpr",
@@ -90,7 +91,15 @@ __all__ = [
 ]
 
 
-_LAZY_SUBPACKAGES = ("keypoints", "patches", "store", "decompose", "detection", "experiment")
+_LAZY_SUBPACKAGES = (
+    "keypoints",
+    "patches",
+    "stats",
+    "store",
+    "decompose",
+    "detection",
+    "experiment",
+)
 """Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
 
 

@@ -356,10 +356,13 @@ def _eval(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         workers=args.workers,
         outputs=args.outputs,
+        db=args.db if args.db is not None else True,
         progress=not args.no_progress,
     )
     if result.status != "ok":
         print(f"metricalc: error: run {result.tag!r} failed: {result.error}", file=sys.stderr)
+        if result.db is not None:
+            print(f"recorded as failed in {result.db}", file=sys.stderr)
         return 2 if isinstance(result.exception, metricalc.MetricalcError) else 1
     if args.json:
         print(json.dumps(result.summaries, indent=2))
@@ -368,6 +371,20 @@ def _eval(args: argparse.Namespace) -> int:
     title = f"{args.benchmark} / {result.tag} ({', '.join(done) or 'cached'})"
     print_summaries({result.tag: result.summaries}, title=title)
     print(f"outputs in {result.directory}")
+    if result.db is not None:
+        print(f"recorded in {result.db}")
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from metricalc.experiment.inspect import default_page_path, load_runs, write_page
+    from metricalc.experiment.terminal import print_summaries
+
+    inspection = load_runs(args.benchmark, args.tags, outputs=args.outputs)
+    title = f"{args.benchmark}: {', '.join(inspection.tags)}"
+    print_summaries(inspection.summaries, title=title)
+    out = args.out or default_page_path(args.benchmark, inspection.tags, outputs=args.outputs)
+    print(f"wrote {write_page(inspection, out)}")
     return 0
 
 
@@ -392,6 +409,11 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, help="local workers (default: CPU count)")
     parser.add_argument(
         "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        help="results database the run is recorded in (default: <outputs>/metricalc.sqlite)",
     )
     parser.add_argument("--json", action="store_true", help="print summaries.json")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -440,6 +462,44 @@ def _patches_describe(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )  # fmt: skip
     print(f"wrote {len(written)} {args.method} descriptor files to {args.out}")
+def _compare(args: argparse.Namespace) -> int:
+    from metricalc import cube as cubes
+    from metricalc.export import _json_value
+    from metricalc.report.terminal import print_comparisons
+    from metricalc.stats import compare
+
+    labels = _names(args.labels) if args.labels else None
+    if labels is not None and len(labels) != len(args.cubes):
+        raise InvalidInputError(
+            f"--labels gives {len(labels)} labels for {len(args.cubes)} cube files; give one each"
+        )
+    if labels is None and len(args.cubes) > 1:
+        labels = [path.stem for path in args.cubes]
+    if labels is not None and len(set(labels)) != len(labels):
+        raise InvalidInputError(f"the cube labels must differ; got {labels} (use --labels)")
+    opened = [cubes.open_cube(path) for path in args.cubes]
+    data = opened[0] if labels is None else dict(zip(labels, opened, strict=True))
+    result = compare(
+        data,
+        metric=args.metric,
+        pair_by=args.pair_by,
+        test=args.test,
+        correction=args.correction,
+        alpha=args.alpha,
+        baseline=args.baseline,
+        split=args.split,
+        seed=args.seed,
+        n_resamples=args.n_resamples,
+        confidence_level=args.confidence_level,
+    )
+    if args.json:
+        rows = result.to_dataframe().reset_index().to_dict(orient="records")
+        print(json.dumps([{k: _json_value(v) for k, v in row.items()} for row in rows], indent=2))
+    else:
+        print_comparisons(result, title=", ".join(str(p) for p in args.cubes))
+        if result.attrs["excluded_descriptors"]:
+            failed = ", ".join(result.attrs["excluded_descriptors"])
+            print(f"left out (status error): {failed}", file=sys.stderr)
     return 0
 
 
@@ -543,6 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     _eval_arguments(hpatches)
     hpatches.set_defaults(run=_eval)
 
+    _add_inspect_verb(verbs)
+
     metrics = verbs.add_parser("metrics", help="the DescriptorWorkbench metric set of a cube")
     metrics.add_argument("cube", type=Path)
     metrics.add_argument("--json", action="store_true", help="descriptor -> {metric -> value}")
@@ -578,6 +640,24 @@ def build_parser() -> argparse.ArgumentParser:
     dk.add_argument("--out", type=Path, help="folder for decomposition.json and the figures")
     dk.set_defaults(run=_decompose_keypoints)
 
+    from metricalc.stats import CORRECTIONS, PAIR_BY, SPLITS, TESTS
+
+    cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
+    cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE", help="cube file(s) (.nc)")
+    cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
+    cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
+    cmp.add_argument("--metric", default="ap", help="cube variable or hit@K (default: ap)")
+    cmp.add_argument("--test", choices=TESTS, default="wilcoxon")
+    cmp.add_argument("--pair-by", choices=PAIR_BY, default="query")
+    cmp.add_argument("--split", choices=SPLITS, help="only the queries of one split")
+    cmp.add_argument("--correction", choices=CORRECTIONS, default="holm")
+    cmp.add_argument("--alpha", type=float, default=0.05)
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the sign flips and bootstrap")
+    cmp.add_argument("--n-resamples", type=int, default=10_000, help="flips / bootstrap resamples")
+    cmp.add_argument("--confidence-level", type=float, default=0.95, help="of the bootstrap CI")
+    cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
+    cmp.set_defaults(run=_compare)
+
     report = verbs.add_parser(
         "report", help="render a study (reports/<study>.yaml): tables, tests, figures, HTML"
     )
@@ -586,6 +666,28 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--no-progress", action="store_true", help="no progress bars")
     report.set_defaults(run=_report)
     return parser
+
+
+def _add_inspect_verb(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc inspect <benchmark> TAG ...`` (summaries side by side, the per-pair page)."""
+    from metricalc.experiment.run import BENCHMARKS, DEFAULT_OUTPUTS
+
+    inspect = verbs.add_parser(
+        "inspect", help="compare runs: summaries side by side, an interactive per-pair page"
+    )
+    inspect.add_argument("benchmark", choices=sorted(BENCHMARKS), help="the benchmark of the runs")
+    inspect.add_argument(
+        "tags", nargs="+", metavar="TAG", help="experiment tags (the first is the reference)"
+    )
+    inspect.add_argument(
+        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
+    )
+    inspect.add_argument(
+        "--out",
+        type=Path,
+        help="HTML page to write (default: <outputs>/inspect/<benchmark>/<tag1>_vs_<tag2>.html)",
+    )
+    inspect.set_defaults(run=_inspect)
 
 
 def _add_db_verbs(verbs: argparse._SubParsersAction) -> None:

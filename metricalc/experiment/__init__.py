@@ -10,7 +10,14 @@
 """
 
 from metricalc.experiment.config import Config, config_diff, config_hash, list_configs, load_config
-from metricalc.experiment.run import BENCHMARKS, DEFAULT_OUTPUTS, RunResult, get_benchmark, run
+from metricalc.experiment.run import (
+    BENCHMARKS,
+    DEFAULT_OUTPUTS,
+    RunResult,
+    default_db,
+    get_benchmark,
+    run,
+)
 from metricalc.experiment.scheduler import LOCAL_SCHEDULERS, Scheduler
 
 __all__ = [
@@ -22,6 +29,7 @@ __all__ = [
     "Scheduler",
     "config_diff",
     "config_hash",
+    "default_db",
     "get_benchmark",
     "list_configs",
     "load_config",

@@ -36,6 +36,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from metricalc import __version__
@@ -48,15 +49,30 @@ from metricalc.experiment.results import open_pairs, write_results
 from metricalc.experiment.rundir import RunDir, json_safe
 from metricalc.experiment.scheduler import Scheduler, check_scheduler
 from metricalc.report.figures import save_figure
+from metricalc.store.database import DEFAULT_DB, open_db
 from metricalc.store.metadata import format_metadata, metadata_for
+from metricalc.store.records import record_experiment
 
-__all__ = ["BENCHMARKS", "DEFAULT_OUTPUTS", "RunResult", "get_benchmark", "run"]
+__all__ = ["BENCHMARKS", "DEFAULT_OUTPUTS", "RunResult", "default_db", "get_benchmark", "run"]
 
 BENCHMARKS: dict[str, Benchmark] = {"hpatches": HPatches()}
 """The benchmarks of ``metricalc eval`` by name."""
 
 DEFAULT_OUTPUTS = Path("outputs")
 """Default outputs root: runs go to ``outputs/results/<benchmark>/<tag>/``."""
+
+
+
+def default_db(outputs: str | os.PathLike[str] = DEFAULT_OUTPUTS) -> Path:
+    """The results database runs of an outputs root are recorded in: ``<outputs>/metricalc.sqlite``
+    (for the default root, :data:`metricalc.store.DEFAULT_DB`, which ``metricalc db`` reads).
+
+    Examples
+    --------
+    >>> default_db("runs").as_posix(), default_db() == DEFAULT_DB
+    ('runs/metricalc.sqlite', True)
+    """
+    return Path(outputs) / DEFAULT_DB.name
 
 _VERSIONED = ("numpy", "scipy", "xarray", "opencv-python-headless", "scikit-image", "h5py", "dask")
 
@@ -124,6 +140,10 @@ class RunResult:
         :func:`metricalc.scene_metrics` of the cube (descriptor x scene).
     pairs : xarray.Dataset or None
         The per-image-pair metrics (``results.h5`` group ``pairs``).
+    db : Path or None
+        The results database the run was recorded in (None: not recorded).
+    experiment_id : int or None
+        The experiment's id in ``db``.
     """
 
     benchmark: str
@@ -144,6 +164,8 @@ class RunResult:
     metric_set: xr.Dataset | None = None
     scene_metrics: xr.Dataset | None = None
     pairs: xr.Dataset | None = None
+    db: Path | None = None
+    experiment_id: int | None = None
     exception: BaseException | None = field(default=None, repr=False)
 
     @property
@@ -224,6 +246,7 @@ def run(
     scheduler: str = "threads",
     workers: int | None = None,
     outputs: str | os.PathLike[str] = DEFAULT_OUTPUTS,
+    db: str | os.PathLike[str] | bool = True,
     progress: bool = False,
 ) -> RunResult:
     """Run (or read from the cache) one experiment on a benchmark.
@@ -247,6 +270,12 @@ def run(
         Local pool size (default: the CPU count).
     outputs : path
         The outputs root (default ``outputs``).
+    db : path or bool
+        The results database the run is recorded in (:func:`metricalc.store.record_experiment`,
+        one upsert per call: ok, failed, interrupted or read from the cache): True (default) for
+        ``<outputs>/metricalc.sqlite`` (:func:`default_db`), a path for another file, False to
+        record nothing. The file is opened (created, migrated) before any work, so a bad
+        database is refused up front.
     progress : bool
         Show progress bars.
 
@@ -260,7 +289,12 @@ def run(
     ------
     InvalidInputError
         Before any work: an unknown benchmark, a malformed config or override, a bad value,
-        a configuration that conflicts with the cached run, a tag in use by another process.
+        a configuration that conflicts with the cached run, a tag in use by another process,
+        a ``db`` that is not a metricalc database. Refused runs are not recorded.
+    metricalc.store.DatabaseBusyError
+        The database stayed locked by other writers for longer than its busy timeout when the
+        run was recorded (the run's files are complete: a rerun reads them from the cache and
+        records it).
     """
     started, started_at = time.perf_counter(), _now()
     bench = get_benchmark(benchmark)
@@ -276,6 +310,7 @@ def run(
         raise InvalidInputError("give a config (--conf) or a tag (--tag) to name the run")
     tag = check_tag(tag if tag is not None else config.name)
     check_scheduler(scheduler)
+    database = _database(db, outputs)
     values = config.values
     export_hash = config_hash({s: values[s] for s in ("data", "model")})
     rundir = RunDir(Path(outputs), benchmark, tag)
@@ -328,12 +363,65 @@ def run(
         except KeyboardInterrupt:
             result.status, result.error = "interrupted", "KeyboardInterrupt"
             _finish(rundir, result, timings, started)
+            _record(database, result)
             raise
         except Exception as error:  # recorded as a failed run, returned to the caller
             result.status, result.error = "error", f"{type(error).__name__}: {error}"
             result.exception = error
         _finish(rundir, result, timings, started)
+        _record(database, result)  # under the tag's lock: the database row matches the folder
     return result
+
+
+def _database(db: str | os.PathLike[str] | bool, outputs: str | os.PathLike[str]) -> Path | None:
+    """The database file of ``run(db=...)``, opened once (created, migrated) to fail early."""
+    if db is False:
+        return None
+    path = default_db(outputs) if db is True else db
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidInputError(f"db must be a database path, True or False; got {db!r}")
+    with open_db(path):
+        pass
+    return Path(path)
+
+
+def _record(database: Path | None, result: RunResult) -> None:
+    """Upsert the run into the results database: the experiment row (status, error, config,
+    timings, versions) and, for a run with results, its metric set and per-scene rows."""
+    if database is None:
+        return
+    status = "ok" if result.status == "ok" else "error"  # "interrupted" is a failed run
+    error = result.error
+    if result.status == "interrupted":
+        error = "KeyboardInterrupt: the run was interrupted"
+    result.experiment_id = record_experiment(
+        database,
+        tag=result.tag,
+        benchmark=result.benchmark,
+        config=result.config,
+        status=status,
+        error=error,
+        timings=result.timings,
+        versions=result.versions,
+        metrics=_recorded_metrics(result),
+        scenes=result.scene_metrics,
+    )
+    result.db = database
+
+
+def _recorded_metrics(result: RunResult) -> xr.Dataset | None:
+    """The metric set plus the benchmark's own scalar summaries (the homography AUCs, medians
+    and reported threshold of ``summaries.json``), which the database stores under ``extra``."""
+    metrics = result.metric_set
+    if metrics is None:
+        return None
+    own = {
+        key: ("descriptor", [np.nan if value is None else float(value)])
+        for key, value in result.summaries.items()
+        if key not in metrics.data_vars
+        and (value is None or (isinstance(value, int | float) and not isinstance(value, bool)))
+    }
+    return metrics.assign(own)
 
 
 def _finish(rundir: RunDir, result: RunResult, timings: dict[str, float], started: float) -> None:

@@ -7,6 +7,7 @@ import sys
 
 import pandas as pd
 import xarray as xr
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -68,4 +69,73 @@ def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None
             else:
                 cells.append("-" if value is None else str(value))
         table.add_row(*cells)
+    (console or _console()).print(table)
+
+
+PERCENT_METRICS = ("ap", "image_ap", "nn_correct", "nn_mutual")
+"""Metrics in [0, 1] that comparison tables show in percent (as are ``hit@K``)."""
+
+
+def _number(value: float, *, percent: bool, signed: bool = False) -> str:
+    if not math.isfinite(value):
+        return "-"
+    shown, digits = (100 * value, ".2f") if percent else (value, ".4g")
+    return format(shown, ("+" if signed else "") + digits)
+
+
+def _effect(value: float) -> str:
+    return f"{value:.2f}" if math.isfinite(value) else "-"
+
+
+def _pvalue(value: float) -> str:
+    if not math.isfinite(value):
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def print_comparisons(
+    comparisons: xr.Dataset, *, title: str = "", console: Console | None = None
+) -> None:
+    """Print a :func:`metricalc.stats.compare` result, one row per comparison.
+
+    Means and differences of metrics in [0, 1] (``ap``, ``hit@K``, ...) are shown in percent
+    points; a ``*`` marks a comparison rejected at the corrected alpha."""
+    attrs = comparisons.attrs
+    metric = str(attrs.get("metric", ""))
+    percent = metric in PERCENT_METRICS or metric.startswith("hit@")
+    level = round(100 * float(attrs.get("confidence_level", 0.95)), 1)
+    caption = (
+        f"{attrs.get('test')} test, {attrs.get('correction')} correction, alpha "
+        f"{attrs.get('alpha')}, {level:g}% BCa CI, pair by {attrs.get('pair_by')}"
+    )
+    if attrs.get("split"):
+        caption += f", {attrs['split']} queries only"
+    if percent:
+        caption += "; values in percent"
+    table = Table(
+        title=title or None, caption=caption, box=box.SIMPLE_HEAD, collapse_padding=True
+    )
+    for header in ("descriptor", "baseline"):
+        table.add_column(header, no_wrap=True)
+    for header in ("n", metric, "base", "diff", "CI", "p", "p adj", "", "r_rb", "d_z", "W/T/L"):
+        table.add_column(header, justify="right", no_wrap=True)
+    frame = comparisons.to_dataframe()
+    for (descriptor, baseline), row in frame.iterrows():
+        low = _number(row["ci_low"], percent=percent, signed=True)
+        high = _number(row["ci_high"], percent=percent, signed=True)
+        table.add_row(
+            str(descriptor),
+            str(baseline),
+            f"{int(row['n']):,}",
+            _number(row["mean_descriptor"], percent=percent),
+            _number(row["mean_baseline"], percent=percent),
+            _number(row["mean_diff"], percent=percent, signed=True),
+            f"[{low}, {high}]",
+            _pvalue(row["pvalue"]),
+            _pvalue(row["pvalue_corrected"]),
+            "*" if row["reject"] else "",
+            _effect(row["rank_biserial"]),
+            _effect(row["cohens_dz"]),
+            f"{int(row['wins'])}/{int(row['ties'])}/{int(row['losses'])}",
+        )
     (console or _console()).print(table)

@@ -1,0 +1,417 @@
+"""Inspect experiments side by side: their summaries, and an interactive per-pair scatter page.
+
+``metricalc inspect <benchmark> TAG1 TAG2 ...`` (seed 002's ``gluefactory.eval.inspect``) reads
+the run folders ``<outputs>/results/<benchmark>/<tag>/`` (``summaries.json`` and the ``pairs``
+group of ``results.h5``; nothing is recomputed), prints the summaries side by side and writes one
+HTML page: a scatter of any two per-pair metrics, one point per image pair and experiment, with
+a ``diff_only`` mode relative to the first experiment, hover and click (the pair's match
+visualizations). See ``docs/experiments.md`` ("Inspect").
+
+The page is self-contained except for the match pictures: its script, styles and data are inline
+(no network access, no library), every name is escaped (jinja2 autoescaping for the markup,
+:func:`json.dumps` with ``<``, ``>``, ``&`` escaped for the data, ``textContent`` in the
+script). The pictures are *referenced* by their path relative to the page, not embedded: a full
+HPatches run has 580 of them at several hundred kilobytes each, which as data URIs would make a
+page of hundreds of megabytes per experiment, while the files already exist in the run folders
+(written at export). Keep the page with its outputs folder (the default location is inside it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+import numpy as np
+import xarray as xr
+
+from metricalc.errors import InvalidInputError
+from metricalc.experiment.config import check_tag
+from metricalc.experiment.results import open_pairs
+from metricalc.experiment.run import DEFAULT_OUTPUTS, get_benchmark
+from metricalc.experiment.rundir import RunDir
+from metricalc.experiment.terminal import SUMMARY_COLUMNS, _cell
+from metricalc.export import _atomic_write
+
+__all__ = [
+    "COLORS",
+    "DEFAULT_AXES",
+    "Inspection",
+    "default_page_path",
+    "load_runs",
+    "page_data",
+    "render_page",
+    "write_page",
+]
+
+COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+"""Point colours of the experiments, in order (repeated after ten)."""
+
+DEFAULT_AXES = ("num_matches", "prec@3px")
+"""The variables on the x and y axes when the page opens (when the runs have them)."""
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """The runs being inspected, read from their folders (:func:`load_runs`).
+
+    Attributes
+    ----------
+    benchmark : str
+        The benchmark name.
+    tags : tuple of str
+        The experiments, in the order given (the first is the reference of ``diff_only``).
+    directories : dict
+        tag -> run folder.
+    summaries : dict
+        tag -> the content of ``summaries.json``.
+    pairs : dict
+        tag -> the per-image-pair metrics (``results.h5`` group ``pairs``).
+    """
+
+    benchmark: str
+    tags: tuple[str, ...]
+    directories: dict[str, Path]
+    summaries: dict[str, dict[str, Any]]
+    pairs: dict[str, xr.Dataset]
+
+
+def _known_tags(root: Path) -> list[str]:
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "conf.yaml").exists())
+
+
+def _no_results(rundir: RunDir) -> str:
+    """Why a run folder has no results, for the error message."""
+    record = None
+    with contextlib.suppress(InvalidInputError):  # an unreadable run.json: say what is missing
+        record = rundir.read_json(rundir.run_json)
+    if record and record.get("status") not in (None, "ok"):
+        return f"its last run ended with status {record['status']!r}: {record.get('error', '')}"
+    missing = [p.name for p in (rundir.results, rundir.summaries) if not p.is_file()]
+    return f"{' and '.join(missing)} missing (the run has not finished its evaluation)"
+
+
+def load_runs(
+    benchmark: str,
+    tags: Sequence[str],
+    *,
+    outputs: str | os.PathLike[str] = DEFAULT_OUTPUTS,
+) -> Inspection:
+    """Read the summaries and per-pair metrics of the runs ``tags`` of ``benchmark``.
+
+    Parameters
+    ----------
+    benchmark : str
+        A benchmark of :data:`metricalc.experiment.BENCHMARKS` (``"hpatches"``).
+    tags : sequence of str
+        One or more experiment tags, each run with ``metricalc eval``; the first is the
+        reference of the page's ``diff_only`` mode.
+    outputs : path
+        The outputs root of the runs (default ``outputs``).
+
+    Returns
+    -------
+    Inspection
+
+    Raises
+    ------
+    InvalidInputError
+        No tag, a malformed tag, a tag given twice, an unknown benchmark, tags without a run
+        folder (all named, with the tags there are), runs without results (each named with the
+        reason: a failed last run and its error, or the missing files), an unreadable
+        ``results.h5``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     load_runs("hpatches", ["sift"], outputs=tmp)
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: no run of benchmark 'hpatches' with tag 'sift' under ...
+    """
+    get_benchmark(benchmark)
+    tags = [check_tag(tag) for tag in tags]
+    if not tags:
+        raise InvalidInputError("give at least one experiment tag to inspect")
+    repeated = sorted({t for t in tags if tags.count(t) > 1})
+    if repeated:
+        raise InvalidInputError(f"tag(s) {repeated} given more than once; name each run once")
+    rundirs = {tag: RunDir(Path(outputs), benchmark, tag) for tag in tags}
+    root = Path(outputs) / "results" / benchmark
+    missing = [tag for tag, rundir in rundirs.items() if not rundir.conf.is_file()]
+    if missing:
+        known = _known_tags(root)
+        names = ", ".join(repr(t) for t in missing)
+        raise InvalidInputError(
+            f"no run of benchmark {benchmark!r} with tag {names} under {root}; it has "
+            f"{known if known else 'no runs'} (run `metricalc eval {benchmark} --tag TAG` "
+            "first, or give --outputs)"
+        )
+    unfinished = [
+        f"tag {tag!r} ({rundir.path}): {_no_results(rundir)}"
+        for tag, rundir in rundirs.items()
+        if not rundir.has_results()
+    ]
+    if unfinished:
+        raise InvalidInputError(
+            "no results to inspect for " + "; ".join(unfinished) + f"; rerun `metricalc eval "
+            f"{benchmark} --tag TAG` (with --overwrite_eval or --overwrite if needed)"
+        )
+    return Inspection(
+        benchmark=benchmark,
+        tags=tuple(tags),
+        directories={tag: r.path for tag, r in rundirs.items()},
+        summaries={tag: r.read_json(r.summaries) or {} for tag, r in rundirs.items()},
+        pairs={tag: open_pairs(r.results) for tag, r in rundirs.items()},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The page's data
+# --------------------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | int | str | None:
+    """A JSON value of a metric: the number, None for NaN, ``"inf"`` / ``"-inf"``."""
+    if isinstance(value, np.integer | int) and not isinstance(value, bool):
+        return int(value)
+    value = float(value)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def _label(value: Any) -> str:
+    value = value.decode() if isinstance(value, bytes) else value
+    return f"{value:g}" if isinstance(value, float | np.floating) else str(value)
+
+
+def _variables(pairs: xr.Dataset) -> dict[str, np.ndarray]:
+    """The per-pair numeric variables: those over ``image_pair`` as they are, those over
+    ``(image_pair, d)`` (the threshold sweep) one per label as ``name[d=label]``."""
+    out: dict[str, np.ndarray] = {}
+    for name, variable in pairs.data_vars.items():
+        if "image_pair" not in variable.dims or variable.dtype.kind not in "biuf":
+            continue
+        variable = variable.transpose("image_pair", ...)
+        if variable.ndim == 1:
+            out[str(name)] = variable.values
+        elif variable.ndim == 2:
+            dim = str(variable.dims[1])
+            for j, label in enumerate(variable[dim].values.tolist()):
+                out[f"{name}[{dim}={_label(label)}]"] = variable.values[:, j]
+    return out
+
+
+def _url(target: Path, page_dir: Path) -> str:
+    """The URL of ``target`` relative to the page's folder, each path segment percent-encoded
+    (a file URI when no relative path exists, e.g. another drive)."""
+    try:
+        relative = os.path.relpath(target.resolve(), page_dir.resolve())
+    except ValueError:
+        return target.resolve().as_uri()
+    return quote(Path(relative).as_posix())
+
+
+def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The data the page's script draws, as JSON-ready Python values.
+
+    Keys: ``benchmark``; ``variables`` (the per-pair metrics of any run, in order of first
+    appearance); ``axes`` (the initial x and y); ``pairs`` with ``id`` (``"<scene>/<pair>"``,
+    the sorted union over the runs), ``scene``, ``pair``, ``split``; ``experiments``, one per
+    tag, with ``tag``, ``color``, ``present`` (per pair: whether the run has it), ``missing``
+    (how many of the union it lacks), ``values`` (variable -> per-pair values: numbers, None for
+    NaN or an absent pair or variable, ``"inf"`` / ``"-inf"``) and ``images`` (per pair: the
+    match picture's URL relative to ``page_dir``, or None when the run lacks the pair or the
+    file).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> pairs = xr.Dataset(
+    ...     {"num_matches": ("image_pair", [12, 0])},
+    ...     coords={"image_pair": ["v_a/1-2", "v_a/1-3"], "scene": ("image_pair", ["v_a"] * 2),
+    ...             "pair": ("image_pair", ["1-2", "1-3"]), "split": ("image_pair", ["viewpoint"] * 2),
+    ...             "match_image": ("image_pair", ["matches/v_a/1-2.png", "matches/v_a/1-3.png"])})
+    >>> run = Inspection("hpatches", ("x",), {"x": Path("runs/x")}, {"x": {}}, {"x": pairs})
+    >>> data = page_data(run, page_dir=".")
+    >>> data["pairs"]["id"], data["experiments"][0]["values"]["num_matches"]
+    (['v_a/1-2', 'v_a/1-3'], [12, 0])
+    >>> data["experiments"][0]["images"]  # the files do not exist
+    [None, None]
+    """  # noqa: E501
+    page_dir = Path(page_dir)
+    ids: set[str] = set()
+    coords: dict[str, tuple[str, str, str]] = {}
+    variables: dict[str, None] = {}
+    per_run = {}
+    for tag in inspection.tags:
+        pairs = inspection.pairs[tag]
+        names = [_label(v) for v in pairs["image_pair"].values.tolist()]
+        for i, name in enumerate(names):
+            if name not in coords:
+                coords[name] = tuple(  # type: ignore[assignment]
+                    _label(pairs[c].values[i]) if c in pairs.coords else ""
+                    for c in ("scene", "pair", "split")
+                )
+        ids.update(names)
+        values = _variables(pairs)
+        variables.update(dict.fromkeys(values))
+        per_run[tag] = (names, values)
+    order = sorted(ids)
+    index = {name: i for i, name in enumerate(order)}
+    experiments = []
+    for k, tag in enumerate(inspection.tags):
+        names, values = per_run[tag]
+        pairs = inspection.pairs[tag]
+        rows = np.array([index[n] for n in names], dtype=np.int64)
+        present = np.zeros(len(order), bool)
+        present[rows] = True
+        columns = {}
+        for name in variables:
+            column: list[Any] = [None] * len(order)
+            if name in values:
+                for row, value in zip(rows.tolist(), values[name].tolist(), strict=True):
+                    column[row] = _number(value)
+            columns[name] = column
+        images: list[str | None] = [None] * len(order)
+        if "match_image" in pairs:
+            for row, relative in zip(rows.tolist(), pairs["match_image"].values, strict=True):
+                target = inspection.directories[tag] / _label(relative)
+                if target.is_file():
+                    images[row] = _url(target, page_dir)
+        experiments.append(
+            {
+                "tag": tag,
+                "color": COLORS[k % len(COLORS)],
+                "present": present.tolist(),
+                "missing": int(len(order) - present.sum()),
+                "values": columns,
+                "images": images,
+            }
+        )
+    names = list(variables)
+    axes = [
+        axis if axis in variables else names[min(i, len(names) - 1)]
+        for i, axis in enumerate(DEFAULT_AXES)
+    ] if names else []
+    return {
+        "benchmark": inspection.benchmark,
+        "variables": names,
+        "axes": axes,
+        "pairs": {
+            "id": order,
+            "scene": [coords[n][0] for n in order],
+            "pair": [coords[n][1] for n in order],
+            "split": [coords[n][2] for n in order],
+        },
+        "experiments": experiments,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The page
+# --------------------------------------------------------------------------------------------
+
+
+def _environment() -> jinja2.Environment:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("metricalc.experiment", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    # strict JSON (no NaN / Infinity tokens): the script parses it with JSON.parse
+    environment.policies["json.dumps_kwargs"] = {"sort_keys": False, "allow_nan": False}
+    return environment
+
+
+def _summary_table(inspection: Inspection) -> dict[str, Any]:
+    """Headers and rows of the page's summary table (the columns of the terminal table)."""
+    shown = [c for c in SUMMARY_COLUMNS if any(c[0] in s for s in inspection.summaries.values())]
+    rows = []
+    for k, tag in enumerate(inspection.tags):
+        values = inspection.summaries[tag]
+        rows.append(
+            {
+                "tag": tag,
+                "color": COLORS[k % len(COLORS)],
+                "pairs": int(inspection.pairs[tag].sizes.get("image_pair", 0)),
+                "cells": [_cell(values.get(key), percent) for key, _, percent in shown],
+            }
+        )
+    return {"headers": [header for _, header, _ in shown], "rows": rows}
+
+
+def render_page(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> str:
+    """The HTML page of :func:`write_page` as text, for a page in the folder ``page_dir`` (the
+    match pictures are referenced relative to it)."""
+    return (
+        _environment()
+        .get_template("inspect.html")
+        .render(
+            benchmark=inspection.benchmark,
+            tags=inspection.tags,
+            summary=_summary_table(inspection),
+            data=page_data(inspection, page_dir=page_dir),
+        )
+    )
+
+
+def default_page_path(
+    benchmark: str, tags: Sequence[str], *, outputs: str | os.PathLike[str] = DEFAULT_OUTPUTS
+) -> Path:
+    """Where ``metricalc inspect`` writes its page without ``--out``:
+    ``<outputs>/inspect/<benchmark>/<tag1>_vs_<tag2>....html`` (a hash instead of the tags when
+    that name would be too long for a file system).
+
+    Examples
+    --------
+    >>> default_page_path("hpatches", ["sift", "orb"]).as_posix()
+    'outputs/inspect/hpatches/sift_vs_orb.html'
+    """
+    stem = "_vs_".join(tags)
+    if len(stem) > 200:
+        digest = hashlib.sha256(stem.encode()).hexdigest()[:12]
+        stem = f"{tags[0][:60]}_vs_{len(tags) - 1}_more_{digest}"
+    return Path(outputs) / "inspect" / benchmark / f"{stem}.html"
+
+
+def write_page(inspection: Inspection, path: str | os.PathLike[str]) -> Path:
+    """Write the interactive page of ``inspection`` to ``path`` (through a temporary file and a
+    rename); returns the path.
+
+    Raises
+    ------
+    InvalidInputError
+        ``path`` is a directory.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise InvalidInputError(f"--out {path} is a directory; expected an .html file path")
+    _atomic_write(path, render_page(inspection, page_dir=path.parent))
+    return path

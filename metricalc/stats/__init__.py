@@ -1,0 +1,43 @@
+"""Significance of descriptor comparisons (PROTOCOLS.md section 9); see docs/stats.md.
+
+- :func:`compare`: paired tests of systems on one metric (Wilcoxon, t-test, randomization, sign,
+  McNemar), effect sizes, the bootstrap BCa CI of the mean difference, one correction family;
+- :func:`rank_systems`: Friedman test, average ranks, Nemenyi critical difference and pairwise
+  Wilcoxon tests of many systems;
+- :func:`power`: power and sample size of the paired t-test;
+- the building blocks: :func:`unit_values` (the units a comparison pairs on), :func:`correct`,
+  :func:`rank_biserial`, :func:`cohens_dz`, :func:`bca_interval`, :func:`sign_flip_pvalues`,
+  :func:`paired_test`, :func:`nemenyi_q`, :func:`critical_difference`.
+"""
+
+from metricalc.stats.bootstrap import bca_interval
+from metricalc.stats.compare import MIN_UNITS, compare
+from metricalc.stats.correction import CORRECTIONS, correct
+from metricalc.stats.effect import cohens_dz, rank_biserial
+from metricalc.stats.paired import TESTS, paired_test
+from metricalc.stats.power import PowerResult, power
+from metricalc.stats.randomization import sign_flip_pvalues
+from metricalc.stats.ranking import critical_difference, nemenyi_q, rank_systems
+from metricalc.stats.units import PAIR_BY, SPLITS, metric_values, unit_values
+
+__all__ = [
+    "CORRECTIONS",
+    "MIN_UNITS",
+    "PAIR_BY",
+    "SPLITS",
+    "TESTS",
+    "PowerResult",
+    "bca_interval",
+    "cohens_dz",
+    "compare",
+    "correct",
+    "critical_difference",
+    "metric_values",
+    "nemenyi_q",
+    "paired_test",
+    "power",
+    "rank_biserial",
+    "rank_systems",
+    "sign_flip_pvalues",
+    "unit_values",
+]

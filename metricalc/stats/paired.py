@@ -1,0 +1,112 @@
+"""The paired tests of two systems on the same units, by the reference libraries.
+
+Each test takes the two systems' values ``x`` (descriptor) and ``y`` (baseline) on the n paired
+units, differences :math:`d_i = x_i - y_i`, and returns the test statistic and the two-sided
+p-value:
+
+- ``wilcoxon``: :func:`scipy.stats.wilcoxon(x, y) <scipy.stats.wilcoxon>` with scipy's defaults
+  (zero differences dropped, ``method="auto"``: exact for small samples without ties, else the
+  normal approximation); statistic :math:`\\min(T^+, T^-)`.
+- ``ttest``: :func:`scipy.stats.ttest_rel(x, y) <scipy.stats.ttest_rel>`; statistic
+  :math:`t = \\bar d / (s_d / \\sqrt n)`.
+- ``sign``: :func:`scipy.stats.binomtest` of the wins :math:`w = \\#\\{d_i > 0\\}` among the
+  :math:`w + l` non-zero differences, p = 1/2, two-sided; statistic :math:`w`.
+- ``mcnemar``: :func:`statsmodels.stats.contingency_tables.mcnemar` of the 2 x 2 table of binary
+  outcomes; exact binomial when the discordant count :math:`b + c` is below
+  :data:`MCNEMAR_EXACT_BELOW`, else the chi-square statistic with continuity correction
+  :math:`(|b - c| - 1)^2 / (b + c)`.
+- ``randomization``: the sign-flip test, run for all comparisons of a call at once by
+  :func:`metricalc.stats.randomization.sign_flip_pvalues`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.stats
+from statsmodels.stats.contingency_tables import mcnemar
+
+from metricalc.core._validate import check_choice
+from metricalc.errors import InvalidInputError
+
+__all__ = ["MCNEMAR_EXACT_BELOW", "NEEDS_NONZERO", "TESTS", "paired_test"]
+
+TESTS = ("wilcoxon", "ttest", "randomization", "sign", "mcnemar")
+"""The paired tests :func:`metricalc.stats.compare` runs."""
+
+NEEDS_NONZERO = ("wilcoxon", "ttest", "sign", "mcnemar")
+"""Tests that are undefined when every difference is zero (the randomization test gives 1)."""
+
+MCNEMAR_EXACT_BELOW = 25
+"""McNemar's test is the exact binomial test when fewer units than this are discordant."""
+
+
+def is_binary(values: np.ndarray) -> bool:
+    """True when every value is 0 or 1."""
+    return bool(np.isin(values, (0.0, 1.0)).all())
+
+
+def paired_test(x: np.ndarray, y: np.ndarray, *, test: str) -> tuple[float, float]:
+    """Statistic and two-sided p-value of a paired test of ``x`` against ``y``.
+
+    Parameters
+    ----------
+    x, y : array of float, shape (n,)
+        The two systems' values on the same n units (finite).
+    test : {"wilcoxon", "ttest", "sign", "mcnemar"}
+        See the module description; ``"randomization"`` runs through
+        :func:`~metricalc.stats.randomization.sign_flip_pvalues`.
+
+    Raises
+    ------
+    InvalidInputError
+        When all differences are zero, for ``ttest`` when the differences are constant, and for
+        ``mcnemar`` on values other than 0 and 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.stats.paired import paired_test
+    >>> x = np.array([0.9, 0.8, 0.7, 0.95, 0.6, 0.85])
+    >>> y = np.array([0.5, 0.6, 0.65, 0.7, 0.62, 0.8])
+    >>> paired_test(x, y, test="wilcoxon")   # 5 of 6 differences positive, exact p = 2 * 2/64
+    (1.0, 0.0625)
+    >>> paired_test(x, y, test="sign")
+    (5.0, 0.21875)
+    """
+    check_choice("test", test, tuple(t for t in TESTS if t != "randomization"))
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    d = x - y
+    if not (d != 0).any():
+        raise InvalidInputError(
+            f"all {d.size} paired differences are zero: the {test} test needs a non-zero "
+            "difference (the systems give identical values on every unit)"
+        )
+    if test == "wilcoxon":
+        result = scipy.stats.wilcoxon(x, y)
+        return float(result.statistic), float(result.pvalue)
+    if test == "ttest":
+        if (d == d[0]).all():
+            raise InvalidInputError(
+                f"all {d.size} paired differences equal {d[0]!r}: the t statistic is undefined "
+                "(zero standard deviation); use test='sign' or 'wilcoxon'"
+            )
+        result = scipy.stats.ttest_rel(x, y)
+        return float(result.statistic), float(result.pvalue)
+    if test == "sign":
+        wins, losses = int((d > 0).sum()), int((d < 0).sum())
+        return float(wins), float(scipy.stats.binomtest(wins, wins + losses, 0.5).pvalue)
+    if not (is_binary(x) and is_binary(y)):
+        raise InvalidInputError(
+            "the mcnemar test needs binary outcomes (0 or 1 per unit, e.g. metric='hit@1' or "
+            "'nn_correct' with pair_by='query'); found other values"
+        )
+    table = np.array(
+        [
+            [np.sum((x == 1) & (y == 1)), np.sum((x == 1) & (y == 0))],
+            [np.sum((x == 0) & (y == 1)), np.sum((x == 0) & (y == 0))],
+        ]
+    )
+    discordant = int(table[0, 1] + table[1, 0])
+    result = mcnemar(table, exact=discordant < MCNEMAR_EXACT_BELOW, correction=True)
+    return float(result.statistic), float(result.pvalue)
