@@ -106,16 +106,16 @@ def with_test_metric(cube: xr.Dataset, metric: str) -> xr.Dataset:
 
 
 def correct_family(comparison: xr.Dataset, *, correction: str, alpha: float) -> xr.Dataset:
-    """Recompute ``pvalue_corrected`` and ``reject`` of a Dataset of comparisons as one family:
-    ``statsmodels.stats.multitest.multipletests(pvalue, alpha, method=...)`` with the method
-    passed explicitly (``"none"``: corrected = raw). NaN p-values stay NaN and never reject."""
-    from statsmodels.stats.multitest import multipletests
+    """Recompute ``pvalue_corrected`` and ``reject`` of a Dataset of comparisons as one family
+    (:func:`metricalc.stats.correct`: ``multipletests`` with the method passed explicitly;
+    ``"none"``: corrected = raw). NaN p-values stay NaN, are left out of the family and never
+    reject."""
+    from metricalc.stats import correct
 
     p = np.asarray(comparison["pvalue"].values, dtype=np.float64)
-    corrected = p.copy()
+    corrected = np.full_like(p, np.nan)
     finite = np.isfinite(p)
-    if correction != "none" and finite.any():
-        corrected[finite] = multipletests(p[finite], alpha=alpha, method=correction)[1]
+    corrected[finite] = correct(p[finite], method=correction)
     reject = np.where(np.isfinite(corrected), corrected < alpha, False)
     out = comparison.assign(
         pvalue_corrected=("comparison", corrected), reject=("comparison", reject)
