@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -184,6 +185,47 @@ def test_label_baseline_pairs_each_descriptor_and_corrects_one_family(tmp_path, 
     assert report.table.systems[0] == "sift (locked)"
     assert not (report.out / "report.html").exists()  # outputs: csv only
     assert (report.out / "comparisons.csv").is_file()
+
+
+def test_identical_systems_are_left_out_of_the_family(tmp_path, make_query_cube):
+    # SIFT on SIFT keypoints is the same system locked and native: the test refuses that pair
+    locked = make_query_cube({"sift": 0.8, "orb": 0.4, "brief": 0.6}, seed=5)
+    other = make_query_cube({"sift": 0.8, "orb": 0.7, "brief": 0.2}, seed=6)
+    native = locked.copy(deep=True).assign_attrs(keypoints="native")
+    for name, variable in native.data_vars.items():
+        if variable.dims == ("descriptor", "query"):
+            variable.loc[{"descriptor": ["orb", "brief"]}] = other[name].sel(
+                descriptor=["orb", "brief"]
+            )
+    study = study_from_dict(
+        {
+            "data": {"dataset": "synthetic"},
+            "baseline": "native",
+            "metrics": ["true_map_micro"],
+            "tests": {"pair_by": "pair", "n_resamples": 999, "rank": False},
+            "outputs": ["csv"],
+        },
+        source=tmp_path / "lvn.yaml",
+    )
+    report = build(study, cubes={"locked": locked, "native": native})
+    comparison = report.tests["true_map_micro"].comparison
+    assert list(comparison.get_index("comparison")) == [
+        ("orb (locked)", "orb (native)"), ("brief (locked)", "brief (native)"),
+    ]  # fmt: skip
+    expected = multipletests(comparison.pvalue.values, alpha=0.05, method="holm")[1]
+    np.testing.assert_allclose(comparison.pvalue_corrected.values, expected)
+    (note,) = report.notes
+    assert note.startswith("mAP: sift (locked) vs sift (native) not tested (")
+    # the same in one cube, all pairs: one compare call is refused, the other pairs are kept
+    one = locked.copy(deep=True)
+    for variable in one.data_vars.values():
+        if variable.dims == ("descriptor", "query"):
+            variable.loc[{"descriptor": "brief"}] = variable.sel(descriptor="sift")
+    study = replace(study, baseline=None)
+    report = build(study, cubes={"": one}, out=tmp_path / "one")
+    pairs = list(report.tests["true_map_micro"].comparison.get_index("comparison"))
+    assert pairs == [("sift", "orb"), ("orb", "brief")]
+    assert report.notes == [report.notes[0]] and "sift vs brief not tested" in report.notes[0]
 
 
 def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):

@@ -5,17 +5,19 @@ A column's test comes from :data:`metricalc.report.labels.METRICS` (``test``: th
 the split, and the coarsest pairing unit the column needs: scene-averaged mAP pairs by scene).
 The study's ``pair_by`` is used unless the column needs a coarser unit.
 
-Baselines: ``None`` compares all pairs of systems; a system name compares every other system
-against it; with several labelled cubes, a *label* (``baseline: native``) compares each
-descriptor under every other label against the same descriptor under that label
-(``sift (locked)`` vs ``sift (native)``): one :func:`~metricalc.stats.compare` call per
-descriptor without correction, then one correction over all those comparisons of the column
-(``multipletests`` with the study's method), so the family is the column's comparisons as for
-the other baselines.
+Baselines (:func:`family`): ``None`` compares all pairs of systems; a system name compares every
+other system against it; with several labelled cubes, a *label* (``baseline: native``) compares
+each descriptor under every other label against the same descriptor under that label
+(``sift (locked)`` vs ``sift (native)``). A family is tested by one
+:func:`~metricalc.stats.compare` call where possible; label baselines, and families in which the
+test refuses a pair (two systems identical on every unit), are tested pair by pair without
+correction and then corrected together (:func:`correct_family`), so the family is always the
+column's tested comparisons.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +34,14 @@ from metricalc.report.labels import PAIR_BY_ORDER, metric_info
 from metricalc.report.study import TestSpec
 from metricalc.report.tables import comparison_from_frame
 
-__all__ = ["ColumnTests", "correct_family", "run_tests", "systems_of", "with_test_metric"]
+__all__ = [
+    "ColumnTests",
+    "correct_family",
+    "family",
+    "run_tests",
+    "systems_of",
+    "with_test_metric",
+]
 
 
 @dataclass
@@ -129,30 +138,72 @@ def _concat_comparisons(parts: list[xr.Dataset]) -> xr.Dataset:
     return comparison_from_frame(frame, parts[0].attrs)
 
 
-def _by_label(
-    cubes: Mapping[str, xr.Dataset], baseline_label: str, options: dict[str, Any]
-) -> xr.Dataset:
+def _ok_systems(cubes: Mapping[str, xr.Dataset]) -> dict[str, tuple[str, str]]:
+    """System name -> (label, descriptor) of the systems whose evaluation did not fail."""
+    out = {}
+    for label, cube in cubes.items():
+        status = cube["status"].values.tolist() if "status" in cube else None
+        for i, d in enumerate(cube["descriptor"].values.tolist()):
+            if status is None or status[i] != "error":
+                out[system_name(str(d), label)] = (label, str(d))
+    return out
+
+
+def family(cubes: Mapping[str, xr.Dataset], baseline: str | None) -> list[tuple[str, str]]:
+    """``(descriptor, baseline)`` of every comparison of a column's family, over the systems
+    that did not fail: all pairs i < j in system order (no baseline), every system against the
+    baseline system, or each descriptor under every other label against itself under the
+    baseline label."""
+    systems = _ok_systems(cubes)
+    names = list(systems)
+    if baseline is None:
+        return [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+    if baseline in systems:
+        return [(s, baseline) for s in names if s != baseline]
+    return [
+        (s, system_name(d, baseline))
+        for s, (label, d) in systems.items()
+        if label != baseline and system_name(d, baseline) in systems
+    ]
+
+
+def _pair_source(cubes: Mapping[str, xr.Dataset], a: str, b: str) -> Any:
+    """The cube (or mapping of cubes) holding just systems ``a`` and ``b``, named as in
+    ``cubes``."""
+    systems = _ok_systems(cubes)
+    parts: dict[str, list[str]] = {}
+    for system in (a, b):
+        label, descriptor = systems[system]
+        parts.setdefault(label, []).append(descriptor)
+    if list(cubes) == [""]:
+        return cubes[""].sel(descriptor=parts[""])
+    return {label: cubes[label].sel(descriptor=ds) for label, ds in parts.items()}
+
+
+def _pairwise(
+    cubes: Mapping[str, xr.Dataset],
+    pairs: list[tuple[str, str]],
+    options: dict[str, Any],
+    label: str,
+    notes: list[str],
+) -> xr.Dataset | None:
+    """One uncorrected ``compare`` per pair, then one correction over the pairs tested; pairs
+    the test refuses get a note (one note if it refuses them all)."""
     from metricalc.stats import compare
 
-    common = [
-        str(d)
-        for d in cubes[baseline_label]["descriptor"].values.tolist()
-        if all(str(d) in c["descriptor"].values.tolist() for c in cubes.values())
-    ]
-    if not common:
-        raise InvalidInputError(
-            f"baseline {baseline_label!r}: no descriptor is present under every label"
-        )
-    parts = []
-    for d in common:
-        subset = {label: cube.sel(descriptor=[d]) for label, cube in cubes.items()}
-        parts.append(
-            compare(
-                subset,
-                baseline=system_name(d, baseline_label),
-                **{**options, "correction": "none"},
+    parts, refused = [], []
+    for a, b in pairs:
+        try:
+            parts.append(
+                compare(_pair_source(cubes, a, b), baseline=b, **{**options, "correction": "none"})
             )
-        )
+        except InvalidInputError as error:
+            refused.append((a, b, str(error)))
+    if not parts:
+        reason = refused[0][2] if refused else "no pair of systems to compare"
+        notes.append(f"{label}: not tested ({reason})")
+        return None
+    notes += [f"{label}: {a} vs {b} not tested ({reason})" for a, b, reason in refused]
     return correct_family(
         _concat_comparisons(parts), correction=options["correction"], alpha=options["alpha"]
     )
@@ -184,8 +235,12 @@ def run_tests(
     Returns
     -------
     dict of str to ColumnTests
-        One entry per column. Data-dependent refusals of the tests (fewer than 5 paired units,
-        all differences zero, ...) become notes; a baseline that names no system is an error.
+        One entry per column. A column's family (:func:`family`) is tested by one ``compare``
+        call when it can be; when the test refuses some pair (e.g. two systems identical on
+        every unit: a detector's own keypoints locked and native), each pair is tested alone
+        and the pairs tested are corrected together, the refused ones noted. Label baselines
+        are always tested pair by pair. Refusals of the whole column (fewer than 5 paired
+        units, ...) become notes; a baseline that names no system is an error.
     """
     from metricalc.stats import compare, rank_systems
 
@@ -197,6 +252,7 @@ def run_tests(
         raise InvalidInputError(
             f"baseline: {baseline!r} is not a system of the data; expected one of {systems}{extra}"
         )
+    pairs = family(cubes, baseline)
     results = {}
     for column in columns:
         result = ColumnTests(column)
@@ -211,44 +267,29 @@ def run_tests(
             result.notes.append(f"{info.label}: not tested (the cube has no {metric!r})")
             advance()
             continue
-        pair_by = _pair_by(tests.pair_by, needed)
         ready = {label: with_test_metric(cube, metric) for label, cube in cubes.items()}
-        source = _source(ready)
         options = {
             "metric": metric,
-            "pair_by": pair_by,
+            "pair_by": _pair_by(tests.pair_by, needed),
             "split": split,
             "alpha": tests.alpha,
             "correction": tests.correction,
         }
-        try:
-            if by_label:
-                result.comparison = _by_label(
-                    ready,
-                    str(baseline),
-                    {
-                        **options,
-                        "test": tests.test,
-                        "seed": tests.seed,
-                        "n_resamples": tests.n_resamples,
-                        "confidence_level": tests.confidence_level,
-                    },
-                )
-            else:
-                result.comparison = compare(
-                    source,
-                    test=tests.test,
-                    baseline=baseline,
-                    seed=tests.seed,
-                    n_resamples=tests.n_resamples,
-                    confidence_level=tests.confidence_level,
-                    **options,
-                )
-        except InvalidInputError as error:
-            result.notes.append(f"{info.label}: not tested ({error})")
+        comparing = {
+            **options,
+            "test": tests.test,
+            "seed": tests.seed,
+            "n_resamples": tests.n_resamples,
+            "confidence_level": tests.confidence_level,
+        }
+        if not by_label:  # a refusal: tested pair by pair below, keeping the accepted pairs
+            with contextlib.suppress(InvalidInputError):
+                result.comparison = compare(_source(ready), baseline=baseline, **comparing)
+        if result.comparison is None:
+            result.comparison = _pairwise(ready, pairs, comparing, info.label, result.notes)
         if tests.rank and len(systems) >= 3:
             try:
-                result.ranking = rank_systems(source, **options)
+                result.ranking = rank_systems(_source(ready), **options)
             except InvalidInputError as error:
                 result.notes.append(f"{info.label}: not ranked ({error})")
         advance()
