@@ -203,7 +203,11 @@ def _pairwise(
         reason = refused[0][2] if refused else "no pair of systems to compare"
         notes.append(f"{label}: not tested ({reason})")
         return None
-    notes += [f"{label}: {a} vs {b} not tested ({reason})" for a, b, reason in refused]
+    notes += [
+        f"{label}: not tested ({reason})" if a in reason and b in reason
+        else f"{label}: {a} vs {b} not tested ({reason})"
+        for a, b, reason in refused
+    ]  # fmt: skip
     return correct_family(
         _concat_comparisons(parts), correction=options["correction"], alpha=options["alpha"]
     )

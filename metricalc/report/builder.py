@@ -36,7 +36,7 @@ from metricalc.report.labels import metric_info
 from metricalc.report.sections import Section, detector_or_descriptor_section
 from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
-from metricalc.report.tables import CORRECTION_NAMES, TEST_NAMES, Table
+from metricalc.report.tables import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES, Table
 
 __all__ = ["SECTION_HOOKS", "Report", "Section", "build", "register_section"]
 
@@ -249,7 +249,8 @@ def _tests_text(study: Study) -> str:
     t = study.tests
     baseline = f"baseline {study.baseline}" if study.baseline else "all pairs of systems"
     return (
-        f"{TEST_NAMES[t.test]} paired by {t.pair_by} (coarser where a column needs it), "
+        f"{TEST_NAMES[t.test]} paired by {PAIR_UNITS[t.pair_by]} (coarser where a column needs "
+        "it), "
         f"{CORRECTION_NAMES[t.correction]} correction per column, alpha = {t.alpha:g}, "
         f"{100 * t.confidence_level:g}% BCa bootstrap CIs, {baseline}, seed {t.seed}."
     )

@@ -72,6 +72,9 @@ CORRECTION_NAMES = {
 }
 """Names of the multiple-comparison corrections."""
 
+PAIR_UNITS = {"query": "query", "pair": "image pair", "scene": "scene"}
+"""How a caption names the unit of ``pair_by``."""
+
 _PROTOCOL_LABELS = (
     ("tau_px", "tau = {} px"),
     ("border_px", "border = {} px"),
@@ -484,7 +487,7 @@ class Table:
         described = []
         for (test, pair_by, correction, alpha, n), labels in settings.items():
             text = (
-                f"{TEST_NAMES.get(test, test)} paired by {pair_by}, "
+                f"{TEST_NAMES.get(test, test)} paired by {PAIR_UNITS.get(pair_by, pair_by)}, "
                 f"{CORRECTION_NAMES.get(correction, correction)} correction over "
                 f"{n} comparison{'s' if n != 1 else ''}, alpha = {alpha}"
             )
