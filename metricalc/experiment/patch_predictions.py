@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.experiment.predictions import _COMPRESSION
+from metricalc.experiment.predictions import _COMPRESSION, open_predictions
 from metricalc.experiment.rundir import temporary_path
 
 __all__ = [
@@ -104,18 +104,7 @@ def merge_parts(
 
 def open_descriptors(path: Path) -> h5py.File:
     """Open a patch ``predictions.h5`` for reading, checking its format marker."""
-    try:
-        handle = h5py.File(path, "r")
-    except OSError as error:
-        raise InvalidInputError(
-            f"{path} cannot be read as HDF5 ({error}); rerun with --overwrite"
-        ) from error
-    if handle.attrs.get("format") != FORMAT:
-        handle.close()
-        raise InvalidInputError(
-            f"{path} is not a metricalc patch descriptors file; rerun with --overwrite"
-        )
-    return handle
+    return open_predictions(path, marker=FORMAT)
 
 
 def read_descriptors(handle: h5py.File, sequence: str, image: str) -> np.ndarray:

@@ -19,6 +19,7 @@ metric set, per-sequence metrics and figures.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -181,10 +182,7 @@ def load_dataset(
                 )
         max_patches = _max_patches(data)
         root = (
-            outputs
-            / "data"
-            / "patches"
-            / f"seed{data['seed']}_size{data['size']}_max{max_patches}"
+            outputs / "data" / "patches" / f"seed{data['seed']}_size{data['size']}_max{max_patches}"
         )
         lock = root.parent / f".{root.name}.lock"
         with file_lock(lock, f"synthetic patch dataset {root}", wait=True):
@@ -325,6 +323,12 @@ def describe_patch_image(
 # --------------------------------------------------------------------------------------------
 
 
+def _mean(values: np.ndarray) -> float:
+    """The mean from an exactly rounded sum (:func:`math.fsum`): the same value whatever the
+    order or memory layout of ``values`` (NaN for none)."""
+    return math.fsum(values) / len(values) if len(values) else math.nan
+
+
 def file_table(cube: xr.Dataset) -> xr.Dataset:
     r"""Per benchmark file (the cube's ``keypoint_set``) and descriptor: queries and the patch
     and image retrieval mAP, :math:`\mathrm{mAP}_f = \frac{1}{Q_f} \sum_{q \in f} AP_q`.
@@ -356,7 +360,7 @@ def file_table(cube: xr.Dataset) -> xr.Dataset:
         values = np.asarray(cube[source].transpose("descriptor", "query").values, np.float64)
         out[name] = (
             ("descriptor", "file"),
-            np.array([[float(np.mean(row[mask])) for mask in masks] for row in values]),
+            np.array([[_mean(row[mask]) for mask in masks] for row in values]),
         )
     out["n_queries"] = ("file", np.array([int(mask.sum()) for mask in masks], np.int64))
     parsed = [NAME.fullmatch(stem) for stem in files]
@@ -391,14 +395,14 @@ def _retrieval_metrics(cube: xr.Dataset, files: xr.Dataset) -> xr.Dataset:
     data: dict[str, Any] = {}
     for name in ("patch_retrieval_map", "image_retrieval_map"):
         per_file = files[name].transpose("descriptor", "file").values
-        data[name] = ("descriptor", per_file.mean(axis=1))
+        data[name] = ("descriptor", [_mean(row) for row in per_file])
         data[f"{name}_by_file"] = files[name].transpose("descriptor", "file")
         data[f"{name}_by_group"] = (
             ("descriptor", "group"),
             np.array([t[name].to_numpy(np.float64) for t in tables]).reshape(len(tables), -1),
         )
     image_ap = cube["image_ap"].transpose("descriptor", "query").values
-    data["image_retrieval_map_micro"] = ("descriptor", image_ap.mean(axis=1))
+    data["image_retrieval_map_micro"] = ("descriptor", [_mean(row) for row in image_ap])
     data["n_files"] = ("descriptor", np.full(len(descriptors), files.sizes["file"], np.int64))
     data["n_files_by_group"] = (
         ("descriptor", "group"),
@@ -624,7 +628,7 @@ class Patches:
             ("descriptor", "scene"),
             np.array(
                 [
-                    [float(np.mean(row[labels == scene])) for scene in scenes["scene"].values]
+                    [_mean(row[labels == scene]) for scene in scenes["scene"].values]
                     for row in image_ap
                 ]
             ).reshape(scenes.sizes["descriptor"], scenes.sizes["scene"]),
