@@ -645,6 +645,16 @@ def test_local_schedulers_give_identical_results(base, outputs, scheduler):
     assert_same_patch_run(result, base)
 
 
+def test_a_distributed_cluster_gives_identical_results(base, outputs):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, protocol="tcp", dashboard_address=None
+    ) as cluster:
+        result = _run(outputs, "sched_cluster", scheduler=cluster.scheduler_address)
+    assert result.status == "ok", result.error
+    assert_same_patch_run(result, base)
+
+
 def test_cli_two_tags_at_once(tmp_path, base):
     """Two subprocesses (sift, raw) share a fresh outputs root and generate the synthetic patches
     under its lock; sift equals the in-process run, and SIFT beats raw pixels on hard files."""
