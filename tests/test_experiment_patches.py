@@ -30,7 +30,12 @@ from metricalc import cube as cubes
 from metricalc.cli import main
 from metricalc.errors import InvalidInputError
 from metricalc.experiment import run
-from metricalc.experiment.patch_retrieval import DEFAULT_CONF, file_table, load_dataset
+from metricalc.experiment.patch_retrieval import (
+    DEFAULT_CONF,
+    file_table,
+    load_dataset,
+    prepare_benchmarks,
+)
 from metricalc.experiment.rundir import RunDir
 from metricalc.patches.compute import DescriptorPool, compute_results, load_descriptor_pool
 from metricalc.patches.describe import describe_patches
@@ -483,6 +488,43 @@ def test_given_benchmark_files_give_the_same_results(base, outputs, direct):
     assert len(quick.summaries["files"]) == 2
 
 
+def test_the_release_benchmark_files_are_selected_and_run(tmp_path, outputs):
+    """The real ECCV 2016 files: test_* (no labels) are left out, quick takes the two smallest
+    pools; train_example runs end to end on a stand-in dataset with the release's sequence
+    names whose patch i of a sequence is the same in all six images and unlike any other, so
+    the raw descriptor finds each cluster at distance 0: patch retrieval AP 1 for every query."""
+    from metricalc.experiment.patch_retrieval import _given_stems
+
+    conf = {**DEFAULT_CONF["data"], "benchmarks": str(RELEASE)}
+    _, stems = _given_stems(conf)
+    assert len(stems) == 15 and all(s.startswith("train_") for s in stems)
+    assert _given_stems({**conf, "quick": True})[1] == ["train_easy_5s_00", "train_easy_5s_01"]
+    benchmark = mp.read_benchmark(RELEASE / "train_example.benchmark")
+    labels = mp.read_labels(RELEASE / "train_example.labels")
+    counts: dict[str, int] = {}
+    for cluster in labels.clusters:
+        for signature in cluster:
+            parsed = mp.parse_signature(signature)
+            counts[parsed.sequence] = max(counts.get(parsed.sequence, 0), parsed.index + 1)
+    root = tmp_path / "release"
+    for number, (sequence, n) in enumerate(sorted(counts.items())):
+        levels = np.random.default_rng(number).integers(0, 256, (n, 2, 2), dtype=np.uint8)
+        patches = np.repeat(np.repeat(levels, 33, axis=1), 33, axis=2)[:, :65, :65]
+        for image in ("ref", *(f"e{k}" for k in range(1, 6))):
+            mp.dataset.write_patches(root / sequence / f"{image}.png", patches)
+    given = [f"data.patches={root}", f"data.benchmarks={RELEASE}", "data.files=[train_example]"]
+    result = run("patches", "raw", overrides=given, outputs=outputs)
+    assert result.status == "ok", result.error
+    assert result.summaries["files"]["train_example"]["n_queries"] == len(benchmark.queries)
+    assert result.summaries["files"]["train_example"]["patch_retrieval_map"] == 1.0
+    cube = result.open_cube()
+    assert cube.attrs["dataset"] == "hpatches-eccv2016-retrieval"
+    assert (cube.ap.values == 1).all()
+    assert (result.directory / "benchmarks" / "train_example.labels").read_bytes() == (
+        RELEASE / "train_example.labels"
+    ).read_bytes()
+
+
 def test_a_patch_dataset_folder_quick_and_scenes(outputs, tmp_path):
     """data.patches: quick keeps the first two sequences of each split, data.scenes names them."""
     root = tmp_path / "folder"
@@ -499,6 +541,15 @@ def test_a_patch_dataset_folder_quick_and_scenes(outputs, tmp_path):
     assert only.sequences == ("v_c",) and dict(only.splits) == {"v_c": "train"}
     with pytest.raises(InvalidInputError, match="no sequence"):
         load_dataset({**conf, "scenes": ["v_x"]}, outputs)
+    drawn = {**conf, "scenes": ["v_a", "v_b"], "difficulties": ["easy"], "queries_per_sequence": 1}
+    with pytest.raises(InvalidInputError, match=r"has no test sequence; set data\.splits"):
+        prepare_benchmarks(drawn, outputs, tmp_path / "drawn")
+    drawn.update(splits=["train"], benchmark_seeds=3, n_sequences=[1, 2])
+    dataset, stems = prepare_benchmarks(drawn, outputs, tmp_path / "drawn")
+    assert dataset.sequences == ("v_a", "v_b") and stems == ["train_easy_1s_03", "train_easy_2s_03"]
+    assert sorted(p.name for p in (tmp_path / "drawn").iterdir()) == [
+        f"{stem}{suffix}" for stem in stems for suffix in (".benchmark", ".labels")
+    ]
 
 
 @pytest.mark.parametrize(

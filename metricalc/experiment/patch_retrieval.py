@@ -229,19 +229,26 @@ def _given_stems(data: Mapping[str, Any]) -> tuple[Path, list[str]]:
 def _draw(data: Mapping[str, Any], dataset: PatchDataset, out: Path) -> list[str]:
     """Draw every split x difficulty x size x seed benchmark of ``data`` into ``out``."""
     stems = []
+    seeds = data["benchmark_seeds"]
+    seeds = [seeds] if isinstance(seeds, int) else seeds
     for split in data["splits"]:
         available = len(dataset.split_sequences(split))
+        if not available:
+            raise InvalidInputError(
+                f"the patch dataset {dataset.root} (as selected) has no {split} sequence; "
+                "set data.splits (or list the split's sequences in its splits.json)"
+            )
         sizes = data["n_sequences"]
         sizes = [available] if sizes is None else ([sizes] if isinstance(sizes, int) else sizes)
         for n in sizes:
-            if n > available or n < 1:
+            if n > available:
                 raise InvalidInputError(
                     f"data.n_sequences = {n}: the patch dataset {dataset.root} (as selected) has "
                     f"{available} {split} sequence(s); set data.n_sequences (null: all) or "
                     "data.splits"
                 )
             for difficulty in data["difficulties"]:
-                for seed in data["benchmark_seeds"]:
+                for seed in seeds:
                     make_benchmark(
                         dataset,
                         out,
