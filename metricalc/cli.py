@@ -370,6 +370,10 @@ def _eval(args: argparse.Namespace) -> int:
     done = [w for w, ran in (("exported", result.exported), ("evaluated", result.evaluated)) if ran]
     title = f"{args.benchmark} / {result.tag} ({', '.join(done) or 'cached'})"
     print_summaries({result.tag: result.summaries}, title=title)
+    if result.pairs is not None and "file" in result.pairs.dims:  # patches: per benchmark file
+        from metricalc.report.terminal import print_frame
+
+        print_frame(result.pairs.to_dataframe().reset_index(), title="benchmark files")
     print(f"outputs in {result.directory}")
     if result.db is not None:
         print(f"recorded in {result.db}")
@@ -602,6 +606,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _eval_arguments(hpatches)
     hpatches.set_defaults(run=_eval)
+    patch_run = benchmarks.add_parser(
+        "patches", help="patch and image retrieval (HPatches ECCV 2016): descriptors, top-51 lists"
+    )
+    _eval_arguments(patch_run)
+    patch_run.set_defaults(run=_eval)
 
     _add_inspect_verb(verbs)
 

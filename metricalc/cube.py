@@ -60,7 +60,7 @@ __all__ = [
 DESCRIPTOR, QUERY, SEQUENCE = "descriptor", "query", "sequence"
 SPLITS = ("illumination", "viewpoint", "other")
 STATUSES = ("ok", "error")
-DISTANCES = ("l2", "hamming", "mixed")
+DISTANCES = ("l2", "l1", "hamming", "mixed")
 Y0_POLICIES = ("negative", "ignore")
 STR = np.dtype(str)  # marker dtype of string variables (held as <U arrays)
 

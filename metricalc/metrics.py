@@ -436,7 +436,8 @@ def scene_metrics(cube: xr.Dataset) -> xr.Dataset:
     ``query_count`` = :math:`|Q_1^s|` (the seed's ``<scene>_query_count``: processed queries),
     ``excluded_count`` = :math:`|Q_0^s|`, ``image_count`` = the distinct images of the scene in
     the image pairs the descriptor has queries in (image 1 plus each target image: 6 for a full
-    HPatches scene), ``mean_precision`` = mean legacy precision of the scene's image pairs.
+    HPatches scene; queries without an image pair, ``pair == ""`` as in patch-retrieval cubes,
+    count none), ``mean_precision`` = mean legacy precision of the scene's image pairs.
 
     Returns
     -------
@@ -488,6 +489,8 @@ def _image_count(cube: xr.Dataset) -> xr.DataArray:
     """Distinct images per (descriptor, scene) among the image pairs holding the descriptor's
     queries: a (pair x image) incidence matrix, applied with ``xr.dot`` (stays lazy)."""
     present = _group_sum(cube["n_relevant"] >= 0, _UNIT) > 0  # (descriptor, pair unit)
+    # queries without an image pair (pair "", the patch-retrieval cubes) hold no images
+    present = present.isel({_UNIT: ~np.char.endswith(present[_UNIT].values.astype(str), "/")})
     units = present[_UNIT].values.astype(str)
     scene, _, pair = _partition(units, "/")
     first, dash, second = _partition(pair, "-")

@@ -126,7 +126,7 @@ def test_malformed_config_files_name_the_file_and_key(tmp_path, text, message):
 
 
 def test_unknown_config_name_lists_the_shipped_ones():
-    with pytest.raises(InvalidInputError, match="shipped configs: brief, orb, rootsift, sift"):
+    with pytest.raises(InvalidInputError, match="shipped configs: brief, orb, raw, rootsift, sift"):
         _load("superpoint")
 
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from statsmodels.stats.proportion import proportion_confint
 
 from metricalc.core import _kernels
 from metricalc.core._labeled import (
@@ -353,6 +352,10 @@ CONFINT_METHODS = ("wilson", "beta", "agresti_coull", "jeffreys", "normal")
 def _confint_kernel(
     successes: np.ndarray, trials: np.ndarray, *, alpha: float, method: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # statsmodels is imported here, not at module level: it costs about a second of import time
+    # that every other use of metricalc (and every CLI start) would pay.
+    from statsmodels.stats.proportion import proportion_confint
+
     k, n = np.broadcast_arrays(np.asarray(successes, float), np.asarray(trials, float))
     estimate, low, high = (np.full(k.shape, np.nan) for _ in range(3))
     ok = n > 0

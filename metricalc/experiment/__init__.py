@@ -6,7 +6,7 @@
 
 >>> from metricalc import experiment
 >>> sorted(experiment.BENCHMARKS), "sift" in experiment.list_configs()
-(['hpatches'], True)
+(['hpatches', 'patches'], True)
 """
 
 from metricalc.experiment.config import Config, config_diff, config_hash, list_configs, load_config

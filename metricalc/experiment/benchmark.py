@@ -21,7 +21,7 @@ from metricalc.experiment.config import Config
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
 
-__all__ = ["Benchmark", "Context", "Evaluation", "Values"]
+__all__ = ["Benchmark", "Context", "Evaluation", "Values", "scalar_summary"]
 
 
 @dataclass
@@ -51,8 +51,9 @@ class Evaluation:
     cube : xarray.Dataset
         The QueryCube (per-query results), one descriptor named after the tag.
     pairs : xarray.Dataset
-        Per-image-pair metrics over the dim ``image_pair`` (may be empty for benchmarks
-        without image pairs).
+        Per-unit metrics, written to the group ``units_group`` of ``results.h5``: per image
+        pair over the dim ``image_pair`` (``hpatches``), per benchmark file over the dim
+        ``file`` (``patches``).
     summaries : dict
         Aggregates, name -> value (JSON-safe after :func:`metricalc.experiment.rundir.json_safe`).
     metrics, scenes : xarray.Dataset
@@ -74,6 +75,7 @@ class Benchmark(Protocol):
 
     name: str
     default_conf: Mapping[str, Any]
+    units_group: str  # the results.h5 group of Evaluation.pairs ("pairs", "files")
 
     def validate(self, conf: Config) -> None: ...
 
@@ -171,3 +173,21 @@ class Values:
         ):
             raise self.conf.fail(key, f"an integer >= {low} or a non-empty list of them")
         return values
+
+
+def scalar_summary(metrics: xr.Dataset, descriptor: str) -> dict[str, Any]:
+    """The scalar numeric variables of a metric set for one descriptor, name -> value.
+
+    Examples
+    --------
+    >>> ds = xr.Dataset({"m": ("descriptor", [0.5]), "s": ("descriptor", ["ok"])},
+    ...                 coords={"descriptor": ["sift"]})
+    >>> scalar_summary(ds, "sift")
+    {'m': 0.5}
+    """
+    row = metrics.sel(descriptor=descriptor)
+    return {
+        str(name): row[name].values[()].item()
+        for name, variable in row.data_vars.items()
+        if variable.ndim == 0 and variable.dtype.kind in "iuf"
+    }

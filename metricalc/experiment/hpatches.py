@@ -15,7 +15,7 @@ file lock (so concurrent runs share it safely). ``data.quick=true`` keeps a few 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from dask import delayed
 from metricalc import __version__
 from metricalc.core._validate import TIE_POLICIES
 from metricalc.cube import split_of
-from metricalc.experiment.benchmark import Context, Evaluation, Values
+from metricalc.experiment.benchmark import Context, Evaluation, Values, scalar_summary
 from metricalc.experiment.config import Config
 from metricalc.experiment.plots import plot_cumulative_errors
 from metricalc.experiment.predictions import (
@@ -37,6 +37,7 @@ from metricalc.experiment.predictions import (
     write_part,
 )
 from metricalc.experiment.rundir import file_lock
+from metricalc.experiment.scheduler import batches
 from metricalc.experiment.visualize import draw_matches, png_bytes
 from metricalc.export import _atomic_write
 from metricalc.keypoints import homography as hg
@@ -217,11 +218,6 @@ def pair_evaluation(
 # --------------------------------------------------------------------------------------------
 
 
-def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _scene_tasks(
     sequence: ImageSequence,
     ks: Sequence[int],
@@ -268,6 +264,7 @@ class HPatches:
 
     name = "hpatches"
     default_conf = DEFAULT_CONF
+    units_group = "pairs"
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -329,7 +326,7 @@ class HPatches:
         scenes = list(dict.fromkeys(sequence for sequence, _ in todo))
         bar = progress_bar("exporting image pairs", total=len(todo), enabled=ctx.progress)
         with bar as advance:
-            for batch in _batches(scenes, max(2, 2 * scheduler.workers)):
+            for batch in batches(scenes, max(2, 2 * scheduler.workers)):
                 tasks = {}
                 for sequence in batch:
                     ks = [k for s, k in todo if s is sequence]
@@ -367,7 +364,7 @@ class HPatches:
         handle = open_predictions(rundir.predictions)
         bar = progress_bar("evaluating image pairs", total=len(pairs), enabled=ctx.progress)
         with handle, bar as advance:
-            for batch in _batches(pairs, max(4, 4 * scheduler.workers)):
+            for batch in batches(pairs, max(4, 4 * scheduler.workers)):
                 tasks = {}
                 for sequence, pair in batch:
                     prediction = read_prediction(handle, sequence.name, pair)
@@ -423,7 +420,7 @@ class HPatches:
             estimator=evaluation["estimator"], ransac_th=summary["ransac_th"], tag=ctx.tag
         )
         metrics, scenes = self.metrics(cube, conf)
-        summaries = {**_metric_summary(metrics, ctx.tag), **summary, "ransac_sweep": sweep}
+        summaries = {**scalar_summary(metrics, ctx.tag), **summary, "ransac_sweep": sweep}
         figures = {
             "homography_recall": plot_cumulative_errors(
                 {
@@ -483,13 +480,3 @@ class HPatches:
     def metrics(self, cube: xr.Dataset, conf: Mapping[str, Any]) -> tuple[xr.Dataset, xr.Dataset]:
         """The metric set (cut-offs ``eval.k``) and per-scene metrics of a cube."""
         return metric_set(cube, k=conf["eval"]["k"]), scene_metrics(cube)
-
-
-def _metric_summary(metrics: xr.Dataset, tag: str) -> dict[str, Any]:
-    """The scalar metrics of the metric set of one descriptor (the tag)."""
-    row = metrics.sel(descriptor=tag)
-    return {
-        str(name): row[name].values[()].item()
-        for name, variable in row.data_vars.items()
-        if variable.ndim == 0 and variable.dtype.kind in "iuf"
-    }

@@ -200,17 +200,21 @@ def merge_parts(
                 group[name] = shared[name]  # hard link: one copy of image 1 per scene
 
 
-def open_predictions(path: Path) -> h5py.File:
-    """Open ``predictions.h5`` for reading, checking its format marker."""
+def open_predictions(path: Path, *, marker: str = FORMAT) -> h5py.File:
+    """Open ``predictions.h5`` for reading, checking its format marker (the root attr
+    ``format``: :data:`FORMAT`, or the ``patches`` benchmark's descriptors format)."""
     try:
         handle = h5py.File(path, "r")
     except OSError as error:
         raise InvalidInputError(
             f"{path} cannot be read as HDF5 ({error}); rerun with --overwrite"
         ) from error
-    if handle.attrs.get("format") != FORMAT:
+    if handle.attrs.get("format") != marker:
         handle.close()
-        raise InvalidInputError(f"{path} is not a metricalc predictions file")
+        raise InvalidInputError(
+            f"{path} is not a metricalc predictions file of format {marker!r}; rerun with "
+            "--overwrite"
+        )
     return handle
 
 

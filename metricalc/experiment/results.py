@@ -1,4 +1,4 @@
-"""``results.h5``: the per-query QueryCube and the per-image-pair metrics of a run, one file.
+"""``results.h5``: the per-query QueryCube and the per-unit metrics of a run, one file.
 
 Layout (netCDF-4 / HDF5, written with h5netcdf)::
 
@@ -11,6 +11,9 @@ Layout (netCDF-4 / HDF5, written with h5netcdf)::
                split, pair, image0, image1, match_image (the PNG, relative to the run folder);
                one variable per metric (prec@1px, num_matches, H_error_ransac, true_map, ...);
                xarray.open_dataset("results.h5", group="pairs") opens it.
+    /files     (the ``patches`` benchmark instead of /pairs) per benchmark file, over the dim
+               file: coordinates split, difficulty, size; n_queries, patch_retrieval_map,
+               image_retrieval_map.
 
 The file is written to a temporary name and renamed over ``results.h5``.
 """
@@ -31,7 +34,7 @@ from metricalc.experiment.rundir import temporary_path
 __all__ = ["PAIRS_GROUP", "open_pairs", "write_results"]
 
 PAIRS_GROUP = "pairs"
-"""The HDF5 group of the per-pair metrics."""
+"""The HDF5 group of the per-pair metrics (a benchmark's ``units_group``)."""
 
 
 def _plain(value: Any) -> Any:
@@ -42,8 +45,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def write_results(path: Path, cube: xr.Dataset, pairs: xr.Dataset) -> None:
-    """Write the cube (root group) and the per-pair metrics (group ``pairs``) atomically."""
+def write_results(
+    path: Path, cube: xr.Dataset, pairs: xr.Dataset, *, group: str = PAIRS_GROUP
+) -> None:
+    """Write the cube (root group) and the per-unit metrics (group ``group``) atomically."""
     with temporary_path(path) as tmp:
         cubes.save(cube, tmp)
         out = pairs.copy(deep=False)
@@ -53,15 +58,16 @@ def write_results(path: Path, cube: xr.Dataset, pairs: xr.Dataset) -> None:
             if variable.dtype.kind in "UO":
                 encoding[name] = {"dtype": str}
         out.attrs = {k: _plain(v) for k, v in out.attrs.items()}
-        out.to_netcdf(tmp, mode="a", group=PAIRS_GROUP, engine="h5netcdf", encoding=encoding)
+        out.to_netcdf(tmp, mode="a", group=group, engine="h5netcdf", encoding=encoding)
 
 
-def open_pairs(path: Path) -> xr.Dataset:
-    """The per-pair metrics of a ``results.h5`` (in memory)."""
+def open_pairs(path: Path, *, group: str = PAIRS_GROUP) -> xr.Dataset:
+    """The per-unit metrics of a ``results.h5`` (in memory): group ``pairs`` (image pairs) or
+    ``files`` (benchmark files)."""
     try:
-        with xr.open_dataset(path, group=PAIRS_GROUP, engine="h5netcdf") as pairs:
+        with xr.open_dataset(path, group=group, engine="h5netcdf") as pairs:
             return pairs.load()
     except (OSError, ValueError, KeyError) as error:
         raise InvalidInputError(
-            f"{path} has no readable group {PAIRS_GROUP!r}: {error}; rerun with --overwrite_eval"
+            f"{path} has no readable group {group!r}: {error}; rerun with --overwrite_eval"
         ) from error

@@ -45,6 +45,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.experiment.benchmark import Benchmark, Context, Evaluation
 from metricalc.experiment.config import check_tag, config_diff, config_hash, load_config
 from metricalc.experiment.hpatches import HPatches
+from metricalc.experiment.patch_retrieval import Patches
 from metricalc.experiment.results import open_pairs, write_results
 from metricalc.experiment.rundir import RunDir, json_safe
 from metricalc.experiment.scheduler import Scheduler, check_scheduler
@@ -55,7 +56,7 @@ from metricalc.store.records import record_experiment
 
 __all__ = ["BENCHMARKS", "DEFAULT_OUTPUTS", "RunResult", "default_db", "get_benchmark", "run"]
 
-BENCHMARKS: dict[str, Benchmark] = {"hpatches": HPatches()}
+BENCHMARKS: dict[str, Benchmark] = {"hpatches": HPatches(), "patches": Patches()}
 """The benchmarks of ``metricalc eval`` by name."""
 
 DEFAULT_OUTPUTS = Path("outputs")
@@ -139,7 +140,8 @@ class RunResult:
     scene_metrics : xarray.Dataset or None
         :func:`metricalc.scene_metrics` of the cube (descriptor x scene).
     pairs : xarray.Dataset or None
-        The per-image-pair metrics (``results.h5`` group ``pairs``).
+        The per-unit metrics: per image pair (``hpatches``, ``results.h5`` group ``pairs``) or
+        per benchmark file (``patches``, group ``files``).
     db : Path or None
         The results database the run was recorded in (None: not recorded).
     experiment_id : int or None
@@ -225,11 +227,12 @@ def _load_cached(bench: Benchmark, rundir: RunDir, conf: Mapping[str, Any]) -> E
     cube = cubes.open_cube(rundir.results)
     metrics, scenes = bench.metrics(cube, conf)
     summaries = rundir.read_json(rundir.summaries) or {}
-    return Evaluation(cube, open_pairs(rundir.results), summaries, metrics, scenes)
+    units = open_pairs(rundir.results, group=bench.units_group)
+    return Evaluation(cube, units, summaries, metrics, scenes)
 
 
-def _save(rundir: RunDir, evaluation: Evaluation) -> None:
-    write_results(rundir.results, evaluation.cube, evaluation.pairs)
+def _save(rundir: RunDir, evaluation: Evaluation, group: str) -> None:
+    write_results(rundir.results, evaluation.cube, evaluation.pairs, group=group)
     for stem, ax in evaluation.figures.items():
         save_figure(ax, rundir.plots / stem)
     rundir.write_json(rundir.summaries, evaluation.summaries)  # last: marks the results complete
@@ -254,7 +257,7 @@ def run(
     Parameters
     ----------
     benchmark : str
-        ``"hpatches"`` (:data:`BENCHMARKS`).
+        ``"hpatches"`` or ``"patches"`` (:data:`BENCHMARKS`).
     conf : path or name, optional
         A config file or the name of a shipped config (``"sift"``, ``"orb"``, ...); None for
         the defaults.
@@ -354,7 +357,7 @@ def run(
                         rundir.clear_results()  # results of other predictions are stale
                     t0 = time.perf_counter()
                     evaluation = bench.evaluate(ctx)
-                    _save(rundir, evaluation)
+                    _save(rundir, evaluation, bench.units_group)
                     timings["evaluation"] = time.perf_counter() - t0
                     result.evaluated = True
             result.summaries = json_safe(evaluation.summaries)  # as in summaries.json

@@ -10,6 +10,7 @@ Layout (docs/experiments.md)::
     run.json             status, error, timings, versions and config hash of the last run
     plots/               figures (PNG and SVG)
     matches/<scene>/<pair>.png   match visualization of every image pair (written at export)
+    benchmarks/, retrieval/<tag>/  the ``patches`` benchmark: its benchmark and .results files
 
 Every file is written to a temporary name in the same folder and renamed over its target, so
 a killed run leaves complete files or none. A run holds an exclusive lock on ``.lock`` (POSIX

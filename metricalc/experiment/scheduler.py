@@ -21,7 +21,7 @@ import multiprocessing
 import os
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from metricalc.errors import InvalidInputError
 
-__all__ = ["LOCAL_SCHEDULERS", "Scheduler", "check_scheduler"]
+__all__ = ["LOCAL_SCHEDULERS", "Scheduler", "batches", "check_scheduler"]
 
 LOCAL_SCHEDULERS = ("threads", "processes", "synchronous")
 """The local schedulers; anything else must be a dask.distributed scheduler address."""
@@ -47,6 +47,19 @@ def _single_threaded_blas() -> None:
     """Initializer of the worker processes: one BLAS / OpenMP thread each."""
     global _LIMITS  # per-process state by design
     _LIMITS = threadpool_limits(limits=1)
+
+
+def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """``items`` in consecutive slices of ``size`` (the last may be shorter): the batches of
+    tasks handed to :meth:`Scheduler.run`, which bound what is in flight at once.
+
+    Examples
+    --------
+    >>> [list(b) for b in batches(range(5), 2)]
+    [[0, 1], [2, 3], [4]]
+    """
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def check_scheduler(spec: Any) -> str:
