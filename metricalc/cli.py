@@ -466,6 +466,9 @@ def _patches_describe(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )  # fmt: skip
     print(f"wrote {len(written)} {args.method} descriptor files to {args.out}")
+    return 0
+
+
 def _compare(args: argparse.Namespace) -> int:
     from metricalc import cube as cubes
     from metricalc.export import _json_value
