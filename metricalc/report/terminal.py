@@ -112,7 +112,9 @@ def print_comparisons(
         caption += f", {attrs['split']} queries only"
     if percent:
         caption += "; values in percent"
-    table = Table(title=title or None, caption=caption, box=box.SIMPLE_HEAD, collapse_padding=True)
+    table = Table(
+        title=title or None, caption=caption, box=box.SIMPLE_HEAD, collapse_padding=True
+    )
     for header in ("descriptor", "baseline"):
         table.add_column(header, no_wrap=True)
     for header in ("n", metric, "base", "diff", "CI", "p", "p adj", "", "r_rb", "d_z", "W/T/L"):
