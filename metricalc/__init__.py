@@ -35,6 +35,7 @@ from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricW
 from metricalc.metrics import (
     matching_accuracy,
     matching_pr_curve,
+    matching_roc_curve,
     metric_set,
     scene_metrics,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "keypoints",
     "matching_accuracy",
     "matching_pr_curve",
+    "matching_roc_curve",
     "metric_set",
     "parse_metadata",
     "patches",

@@ -50,6 +50,16 @@ def _demo(args: argparse.Namespace) -> int:
 
     result = run_demo(args.out, quick=args.quick, seed=args.seed, progress=not args.no_progress)
     print(f"wrote {len(result.files)} files to {args.out} in {result.seconds:.1f} s")
+    print(f"report: {result.report}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from metricalc.report.builder import build
+
+    report = build(args.study, out=args.out, progress=not args.no_progress)
+    print(f"wrote {len(report.files)} files to {report.out}")
+    print(f"report: {report.html}")
     return 0
 
 
@@ -456,6 +466,9 @@ def _patches_describe(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )  # fmt: skip
     print(f"wrote {len(written)} {args.method} descriptor files to {args.out}")
+    return 0
+
+
 def _compare(args: argparse.Namespace) -> int:
     from metricalc import cube as cubes
     from metricalc.export import _json_value
@@ -656,6 +669,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--confidence-level", type=float, default=0.95, help="of the bootstrap CI")
     cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
     cmp.set_defaults(run=_compare)
+
+    report = verbs.add_parser(
+        "report", help="render a study (reports/<study>.yaml): tables, tests, figures, HTML"
+    )
+    report.add_argument("study", type=Path, help="study specification (YAML)")
+    report.add_argument("--out", type=Path, help="output folder (default: reports/<study>/)")
+    report.add_argument("--no-progress", action="store_true", help="no progress bars")
+    report.set_defaults(run=_report)
     return parser
 
 

@@ -3,6 +3,8 @@
 ``metricalc demo`` builds the synthetic HPatches-style benchmark, extracts SIFT, RootSIFT, ORB
 and BRIEF twice (locked on SIFT keypoints, and native), evaluates both into QueryCubes, prints
 the metric tables and writes cubes, metric sets (CSV and JSON) and figures to the output folder.
+It ends with the full report of the locked cube (the study of ``reports/demo.yaml``,
+:func:`metricalc.report.study.demo_study`) in ``<out>/report/``.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.features import BUILTIN_METHODS, extract
 from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
 from metricalc.metrics import metric_set, scene_metrics
+from metricalc.report.builder import build
 from metricalc.report.figures import (
     plot_map_by_split,
     plot_rank_histogram,
     plot_scene_map,
     save_figure,
 )
+from metricalc.report.study import demo_study
 from metricalc.report.terminal import print_metric_table
 
 LOCKED_DETECTOR = "sift"
@@ -38,6 +42,7 @@ class DemoResult:
     metrics: dict[str, xr.Dataset]
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    report: Path | None = None
 
 
 def run_demo(
@@ -59,6 +64,12 @@ def run_demo(
         Seed of the synthetic benchmark and the distractors.
     progress : bool
         Progress bars on the long steps.
+
+    Returns
+    -------
+    DemoResult
+        The cubes and metric sets by mode, the files written and the report page
+        (``<out>/report/report.html``).
     """
     started = time.perf_counter()
     out = Path(out)
@@ -91,5 +102,13 @@ def run_demo(
             result.files += save_figure(plot(data), out / "figures" / f"{mode}_{name}")
         title = f"{mode} keypoints" + (f" ({locked})" if locked else "")
         print_metric_table(metrics, title=title)
+    report = build(
+        demo_study(quick=quick, seed=seed),
+        out=out / "report",
+        cubes={"": result.cubes["locked"]},
+        progress=progress,
+    )
+    result.files += report.files
+    result.report = report.html
     result.seconds = time.perf_counter() - started
     return result

@@ -26,7 +26,8 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.core._validate import TIE_POLICIES, check_choice
-from metricalc.core.confusion import counts_at_thresholds, precision
+from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr, youden_j
+from metricalc.core.curves import _with_start_point
 from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
 from metricalc.errors import InvalidInputError
 
@@ -36,6 +37,7 @@ __all__ = [
     "RANK_BINS",
     "matching_accuracy",
     "matching_pr_curve",
+    "matching_roc_curve",
     "metric_set",
     "scene_metrics",
 ]
@@ -581,6 +583,67 @@ def _ratio_score(cube: xr.Dataset) -> xr.DataArray:
     return -(nn.where(defined) / nn2.where(defined)).fillna(1.0)
 
 
+_RATIO_SCORE = "-(nn_distance / nn2_distance); undefined ratio -> 1"
+
+
+def _ratio_test_counts(
+    cube: xr.Dataset, what: str
+) -> tuple[xr.Dataset, xr.DataArray, xr.DataArray, dict[Any, Any]]:
+    """Confusion counts of the ratio-test classifier of every descriptor, at each of its
+    distinct scores (:func:`metricalc.counts_at_thresholds` over the queries present), padded
+    to one ``threshold`` length by repeating the final counts with ``cutoff`` NaN.
+
+    Returns the counts (``tp``, ``fp``, ``fn``, ``tn`` int64 and coordinate ``cutoff`` over
+    ``(descriptor, threshold)``), the ok mask, the matchable (R = 1) count per descriptor and the
+    cube's attrs.
+    """
+    needed = (*_QUERY_VARS, "nn_correct", "nn_distance", "nn2_distance")
+    cube = _prepare(cube, needed, what)
+    ok = _ok(cube)
+    present = np.asarray((cube["n_relevant"] >= 0).values)
+    y_true = cube["nn_correct"] == 1
+    y_score = _ratio_score(cube)
+    names = ("tp", "fp", "fn", "tn")
+    curves = []
+    for i in range(cube.sizes["descriptor"]):
+        keep = np.flatnonzero(present[i])
+        if keep.size == 0:
+            curves.append(None)
+            continue
+        counts = counts_at_thresholds(
+            y_true.isel(descriptor=i, query=keep).drop_vars(list(y_true.coords)),
+            y_score.isel(descriptor=i, query=keep).drop_vars(list(y_score.coords)),
+            dim="query",
+        )
+        curves.append(counts[list(names)].reset_coords("cutoff"))
+    length = max((c.sizes["threshold"] for c in curves if c is not None), default=0)
+    padded = []
+    for curve in curves:
+        if curve is None:
+            curve = xr.Dataset(
+                {
+                    **{n: ("threshold", np.zeros(length, np.int64)) for n in names},
+                    "cutoff": ("threshold", np.full(length, np.nan)),
+                }
+            )
+        else:
+            extra = length - curve.sizes["threshold"]
+            curve = xr.Dataset(
+                {
+                    **{n: curve[n].pad(threshold=(0, extra), mode="edge") for n in names},
+                    "cutoff": curve["cutoff"].pad(threshold=(0, extra), constant_values=np.nan),
+                }
+            )
+        padded.append(curve)
+    index = pd.Index(cube["descriptor"].values, name="descriptor")
+    combined = xr.concat(padded, dim=index) if padded else xr.Dataset()
+    combined = combined.assign({n: combined[n].astype(np.int64) for n in names})
+    combined = combined.set_coords("cutoff").transpose("descriptor", "threshold")
+    n_matchable = (cube["n_relevant"] == 1).sum("query")
+    n_matchable = n_matchable.drop_vars([c for c in n_matchable.coords if c != "descriptor"])
+    return combined, ok, n_matchable, dict(cube.attrs)
+
+
 def matching_pr_curve(cube: xr.Dataset) -> xr.Dataset:
     r"""Precision-recall curve of nearest-neighbour matching under the ratio test.
 
@@ -618,50 +681,8 @@ def matching_pr_curve(cube: xr.Dataset) -> xr.Dataset:
     >>> pr.ratio.values.tolist(), pr.precision.values.tolist(), pr.recall.values.tolist()
     ([0.25, 0.5, 1.0], [1.0, 0.5, 0.3333333333333333], [0.5, 0.5, 0.5])
     """
-    needed = (*_QUERY_VARS, "nn_correct", "nn_distance", "nn2_distance")
-    cube = _prepare(cube, needed, "matching_pr_curve")
-    ok = _ok(cube)
-    present = np.asarray((cube["n_relevant"] >= 0).values)
-    y_true = cube["nn_correct"] == 1
-    y_score = _ratio_score(cube)
-    curves = []
-    for i in range(cube.sizes["descriptor"]):
-        keep = np.flatnonzero(present[i])
-        if keep.size == 0:
-            curves.append(None)
-            continue
-        counts = counts_at_thresholds(
-            y_true.isel(descriptor=i, query=keep).drop_vars(list(y_true.coords)),
-            y_score.isel(descriptor=i, query=keep).drop_vars(list(y_score.coords)),
-            dim="query",
-        )
-        curves.append(counts[["tp", "fp"]].reset_coords("cutoff"))
-    length = max((c.sizes["threshold"] for c in curves if c is not None), default=0)
-    padded = []
-    for curve in curves:
-        if curve is None:
-            curve = xr.Dataset(
-                {
-                    "tp": ("threshold", np.zeros(length, np.int64)),
-                    "fp": ("threshold", np.zeros(length, np.int64)),
-                    "cutoff": ("threshold", np.full(length, np.nan)),
-                }
-            )
-        else:
-            extra = length - curve.sizes["threshold"]
-            curve = xr.Dataset(
-                {
-                    "tp": curve["tp"].pad(threshold=(0, extra), mode="edge"),
-                    "fp": curve["fp"].pad(threshold=(0, extra), mode="edge"),
-                    "cutoff": curve["cutoff"].pad(threshold=(0, extra), constant_values=np.nan),
-                }
-            )
-        padded.append(curve)
-    index = pd.Index(cube["descriptor"].values, name="descriptor")
-    combined = xr.concat(padded, dim=index) if padded else xr.Dataset()
-    n_matchable = (cube["n_relevant"] == 1).sum("query")
-    n_matchable = n_matchable.drop_vars([c for c in n_matchable.coords if c != "descriptor"])
-    tp, fp = combined["tp"].astype(np.int64), combined["fp"].astype(np.int64)
+    combined, ok, n_matchable, attrs = _ratio_test_counts(cube, "matching_pr_curve")
+    tp, fp = combined["tp"], combined["fp"]
     result = xr.Dataset(
         {
             "precision": precision({"tp": tp, "fp": fp}).where(ok),
@@ -671,8 +692,76 @@ def matching_pr_curve(cube: xr.Dataset) -> xr.Dataset:
             "n_matchable": xr.where(ok, n_matchable, 0).astype(np.int64),
         },
         coords={"cutoff": combined["cutoff"], "ratio": -combined["cutoff"]},
-        attrs={**cube.attrs, "score": "-(nn_distance / nn2_distance); undefined ratio -> 1"},
+        attrs={**attrs, "score": _RATIO_SCORE},
     )
+    return result.transpose("descriptor", "threshold")
+
+
+def matching_roc_curve(cube: xr.Dataset) -> xr.Dataset:
+    r"""ROC graph of the ratio-test classifier, and each descriptor's Youden J point.
+
+    The classifier of :func:`matching_pr_curve` (accept a query's nearest neighbour when its
+    ratio :math:`\rho` is at most a threshold; score :math:`-\rho`) seen as a binary classifier
+    of matches: over the queries present for the descriptor, a positive is a query whose nearest
+    neighbour is correct (``nn_correct == 1``), a negative any other. From the confusion counts
+    at every distinct score (:func:`metricalc.counts_at_thresholds`), starting at the point
+    where nothing is accepted (cutoff :math:`+\infty`, as :func:`metricalc.roc_curve`):
+
+    .. math::
+
+        TPR(c) = \frac{TP(c)}{\#P}, \qquad FPR(c) = \frac{FP(c)}{\#N}, \qquad
+        J(c) = TPR(c) - FPR(c)
+
+    The Youden point of a descriptor is the threshold of maximal :math:`J`
+    (:func:`metricalc.youden_j`; the first, i.e. strictest, among equal maxima): the height of
+    its ROC curve above the chance diagonal (seed 003).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``fpr``, ``tpr``, ``youden_j`` over ``(descriptor, threshold)`` with coordinates
+        ``cutoff`` and ``ratio`` (padding as :func:`matching_pr_curve`); over ``descriptor``:
+        ``best_fpr``, ``best_tpr``, ``best_j``, ``best_ratio`` (the Youden point) and
+        ``n_positive``, ``n_negative``. Undefined rates (no positives or no negatives) and
+        descriptors with status ``"error"`` are NaN.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, matching_roc_curve
+    >>> roc = matching_roc_curve(_example_cube()).sel(descriptor="sift")
+    >>> roc.fpr.values.tolist(), roc.tpr.values.tolist()   # 1 correct, 2 wrong matches
+    ([0.0, 0.0, 0.5, 1.0], [0.0, 1.0, 1.0, 1.0])
+    >>> float(roc.best_j), float(roc.best_ratio)
+    (1.0, 0.25)
+    """
+    combined, ok, _, attrs = _ratio_test_counts(cube, "matching_roc_curve")
+    if combined.sizes.get("threshold", 0) == 0:
+        raise InvalidInputError(
+            "matching_roc_curve: no queries in the cube, so no ROC curve can be drawn"
+        )
+    counts = _with_start_point(combined)
+    j = youden_j(counts).where(ok)
+    best = j.fillna(-np.inf).argmax("threshold")
+    rates = {"fpr": fpr(counts).where(ok), "tpr": tpr(counts).where(ok), "youden_j": j}
+    ratio = -counts["cutoff"]
+    result = xr.Dataset(
+        {
+            **rates,
+            **{
+                f"best_{k}": v.isel(threshold=best)
+                for k, v in (("fpr", rates["fpr"]), ("tpr", rates["tpr"]), ("j", j))
+            },
+            "best_ratio": ratio.isel(threshold=best).where(ok).reset_coords(drop=True),
+            "n_positive": (counts["tp"] + counts["fn"]).isel(threshold=0),
+            "n_negative": (counts["fp"] + counts["tn"]).isel(threshold=0),
+        },
+        coords={"ratio": ratio},
+        attrs={**attrs, "score": _RATIO_SCORE},
+    )
+    best_vars = [
+        n for n in result.data_vars if str(n).startswith("best_") or str(n).startswith("n_")
+    ]
+    result = result.assign({n: result[n].reset_coords(drop=True) for n in best_vars})
     return result.transpose("descriptor", "threshold")
 
 

@@ -102,3 +102,60 @@ def page(browser):
         yield context.new_page()
     finally:
         context.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# A random QueryCube (report tests): descriptors of known relative quality
+# ---------------------------------------------------------------------------------------------
+
+
+def _random_query_cube(
+    quality: dict[str, float],
+    *,
+    scenes: tuple[str, ...] = ("i_a", "i_b", "i_c", "v_a", "v_b", "v_c"),
+    per_pair: int = 20,
+    seed: int = 0,
+    keypoints: str = "locked:sift",
+):
+    """A validated QueryCube over identical queries (locked keypoints): ``per_pair`` queries in
+    each image pair 1-2 .. 1-6 of each scene. A descriptor of higher ``quality`` (0..1) ranks
+    the relevant item better (fewer ``better``), matches correctly more often and has smaller
+    ratios; 10 % of the queries have no ground truth (R = 0)."""
+    from metricalc import cube as qc
+
+    rng = np.random.default_rng(seed)
+    pairs = [f"1-{k}" for k in range(2, 7)]
+    scene = np.repeat(scenes, len(pairs) * per_pair)
+    pair = np.tile(np.repeat(pairs, per_pair), len(scenes))
+    n = scene.size
+    coords = {
+        "scene": scene,
+        "pair": pair,
+        "keypoint_set": np.full(n, "sift"),
+        "query_keypoint": np.tile(np.arange(per_pair), n // per_pair),
+    }
+    r0 = rng.random(n) < 0.1
+    names = ("better", "ties", "n_relevant", "nn_correct", "nn_distance", "nn2_distance")
+    data: dict[str, list] = {k: [] for k in (*names, "nn_error")}
+    for q in quality.values():
+        better = rng.geometric(0.25 + 0.7 * q, n) - 1
+        ties = (rng.random(n) < 0.1).astype(np.int64)
+        correct = (better == 0) & (ties == 0) & ~r0
+        nn = rng.random(n) + 0.1
+        ratio = np.where(correct, rng.beta(2, 2 + 6 * q, n), rng.beta(5, 2, n))
+        data["better"].append(np.where(r0, -1, better))
+        data["ties"].append(np.where(r0, -1, ties))
+        data["n_relevant"].append(np.where(r0, 0, 1))
+        data["nn_correct"].append(correct.astype(np.int8))
+        data["nn_distance"].append(nn)
+        data["nn2_distance"].append(nn / np.maximum(ratio, 1e-3))
+        data["nn_error"].append(np.where(correct, rng.random(n) * 2, rng.random(n) * 30))
+    attrs = {**qc.DEFAULT_ATTRS, "keypoints": keypoints, "distance": "l2", "dataset": "random"}
+    arrays = {k: np.array(v) for k, v in data.items()}
+    return qc.new_cube(list(quality), coords, arrays, attrs=attrs)
+
+
+@pytest.fixture(scope="session")
+def make_query_cube():
+    """The builder of a random QueryCube of known descriptor quality (``_random_query_cube``)."""
+    return _random_query_cube

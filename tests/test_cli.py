@@ -60,6 +60,10 @@ def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
         for figure in ("map_by_split", "rank_histogram", "scene_map"):
             assert (tmp_path / "figures" / f"{mode}_{figure}.png").stat().st_size > 0
             assert (tmp_path / "figures" / f"{mode}_{figure}.svg").exists()
+    report = tmp_path / "report" / "report.html"
+    assert f"report: {report}" in result.stdout
+    assert "data:image/png;base64," in report.read_text()
+    assert (tmp_path / "report" / "tables.tex").read_text().count(r"\begin{tabular}") == 1
 
 
 PROTOCOL_NAMES = {

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from metricalc.report.labels import display_name
 
 MAP_COLUMNS = {
     "true_map_micro": "all scenes",
@@ -68,6 +72,45 @@ def plot_scene_map(scenes: xr.Dataset, ax: Axes | None = None) -> Axes:
         pd.DataFrame(table), annot=n_scenes <= 12, fmt=".2f", vmin=0, vmax=1, ax=ax, cmap="viridis"
     )
     ax.set_title("True mAP per scene")
+    return ax
+
+
+def plot_split_scatter(
+    metrics: xr.Dataset, ax: Axes | None = None, *, names: Mapping[str, str] | None = None
+) -> Axes:
+    """Viewpoint mAP (x) against illumination mAP (y) in percent, one labelled point per
+    descriptor, with the diagonal where both are equal.
+
+    A point above the diagonal is better under illumination changes than under viewpoint
+    changes. Descriptors without both values (NaN) are not drawn.
+    """
+    ax = _axes(ax, size=(5.5, 5.0))
+    table = pd.DataFrame(
+        {
+            "descriptor": [
+                display_name(str(d), names) for d in metrics["descriptor"].values.tolist()
+            ],
+            "viewpoint mAP (%)": 100 * np.asarray(metrics["viewpoint_map"].values, float),
+            "illumination mAP (%)": 100 * np.asarray(metrics["illumination_map"].values, float),
+        }
+    ).dropna()
+    sns.scatterplot(
+        data=table, x="viewpoint mAP (%)", y="illumination mAP (%)", hue="descriptor", s=80, ax=ax
+    )
+    for _, row in table.iterrows():
+        ax.annotate(
+            row["descriptor"],
+            (row["viewpoint mAP (%)"], row["illumination mAP (%)"]),
+            xytext=(5, 5),
+            textcoords="offset points",
+        )
+    ax.plot([0, 100], [0, 100], linestyle="--", color="gray", linewidth=1, gid="diagonal")
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 100)
+    ax.set_aspect("equal")
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    ax.set_title("Viewpoint vs illumination mAP")
     return ax
 
 

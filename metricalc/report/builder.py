@@ -1,0 +1,423 @@
+"""Build the report of a study: tables, tests, sentences, figures and the HTML page.
+
+:func:`build` loads (or takes) the study's cubes, computes the metric set, runs the tests of every
+testable column (:mod:`metricalc.report.analysis`), and writes below ``out``:
+
+- ``report.html``: self-contained (figures embedded, no network), every name escaped;
+- ``tables.tex`` (booktabs), ``tables.md``, ``table.csv``: the results table;
+- ``comparisons.csv``: one row per comparison of every column (all variables of
+  :func:`metricalc.stats.compare` and the sentence), ``rankings.csv``: average ranks;
+- ``metrics.csv``: the full metric set per system; ``summary.txt``: the sentences and notes;
+- ``figures/<name>.png`` and ``.svg``.
+
+Every file is written under a temporary name and renamed. Other parts add sections to the page
+with :func:`register_section` (e.g. the detector-or-descriptor decomposition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from metricalc.cube import PROTOCOL_ATTRS
+from metricalc.errors import InvalidInputError
+from metricalc.export import _atomic_write
+from metricalc.progress import progress_bar
+from metricalc.report.analysis import ColumnTests, run_tests
+from metricalc.report.data import combined, load_cubes, summary_metrics
+from metricalc.report.html import EmbeddedFigure, data_uri, png_data_uri, render_report
+from metricalc.report.labels import metric_info
+from metricalc.report.sections import Section, detector_or_descriptor_section
+from metricalc.report.study import Study, load_study
+from metricalc.report.summary import describe_ranking, summarize
+from metricalc.report.tables import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES, Table
+
+__all__ = ["SECTION_HOOKS", "Report", "Section", "build", "register_section"]
+
+
+@dataclass
+class Report:
+    """What :func:`build` computed and wrote."""
+
+    out: Path
+    study: Study
+    cubes: dict[str, xr.Dataset]
+    metrics: xr.Dataset
+    table: Table
+    tests: dict[str, ColumnTests]
+    sentences: list[str]
+    rankings: list[str]
+    notes: list[str]
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def html(self) -> Path:
+        """The HTML page (``out/report.html``)."""
+        return self.out / "report.html"
+
+
+SectionHook = Callable[[Report], Section | None]
+SECTION_HOOKS: list[SectionHook] = [detector_or_descriptor_section]
+"""Hooks called with the :class:`Report` (before the page is written); each returns a
+:class:`~metricalc.report.sections.Section` to append to the page, or None. Registered by
+default: the decomposition's "detector or descriptor?" section."""
+
+
+def register_section(hook: SectionHook) -> None:
+    """Add a section to every report built from now on (see :data:`SECTION_HOOKS`)."""
+    if not callable(hook):
+        raise InvalidInputError(f"register_section: hook must be callable; got {hook!r}")
+    SECTION_HOOKS.append(hook)
+
+
+# ----------------------------------------------------------------------------------------------
+# figures
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _FigureJob:
+    name: str
+    title: str
+    caption: str
+    draw: Callable[[], Any]  # -> Axes
+    group: str = ""  # column label for the significance figures, "" for the general ones
+
+
+def _has(cubes: Mapping[str, xr.Dataset], names: tuple[str, ...]) -> bool:
+    """Every cube has every variable of ``names`` with at least one value (not a sentinel)."""
+
+    def known(values: xr.DataArray) -> bool:
+        if np.issubdtype(values.dtype, np.floating):
+            return bool(np.isfinite(values).any())
+        return bool((values >= 0).any())
+
+    return all(n in c.data_vars and known(c[n]) for c in cubes.values() for n in names)
+
+
+def _figure_jobs(
+    study: Study,
+    cubes: dict[str, xr.Dataset],
+    metrics: xr.Dataset,
+    tests: dict[str, ColumnTests],
+    notes: list[str],
+) -> list[_FigureJob]:
+    """The figures the study asks for that its data can show (a note for each that cannot).
+    Curves are computed when a figure is drawn."""
+    from metricalc.metrics import (
+        matching_accuracy,
+        matching_pr_curve,
+        matching_roc_curve,
+        scene_metrics,
+    )
+    from metricalc.report import curve_figures, figures, stats_figures
+
+    names = study.names
+
+    def per_label(compute: Callable[[xr.Dataset], Any], pad: str = "") -> Any:
+        return combined({label: compute(c) for label, c in cubes.items()}, pad=pad)
+
+    split_maps = ("true_map_micro", "viewpoint_map", "illumination_map")
+    by_split = all(m in metrics and np.isfinite(metrics[m].values).any() for m in split_maps)
+    image_pairs = all(
+        np.char.find(c["pair"].values.astype(str), "-").min() >= 0
+        for c in cubes.values()
+        if c.sizes["query"]
+    )
+    ranked = "rank_histogram" in metrics and float(metrics["rank_histogram"].sum()) > 0
+    ratio_test = _has(cubes, ("nn_correct", "nn_distance", "nn2_distance"))
+    no_split = "no viewpoint / illumination mAP in the metric set"
+    no_ratio = "the cube has no nearest-neighbour distances"
+    general = [  # name, available, why not, title, caption, draw
+        ("map_by_split", by_split, no_split, "mAP by scene type",
+         "True mAP (R = 1 queries) of every system over all scenes, viewpoint (v_*) and "
+         "illumination (i_*) scenes.",
+         lambda: figures.plot_map_by_split(metrics)),
+        ("split_scatter", by_split, no_split, "Viewpoint vs illumination mAP",
+         "Each system's viewpoint mAP (x) against its illumination mAP (y); the dashed diagonal "
+         "marks equal values.",
+         lambda: figures.plot_split_scatter(metrics, names=names)),
+        ("scene_map", image_pairs and _has(cubes, ("ap",)),
+         "the cube has no image pairs (e.g. patch retrieval) or no AP values", "mAP per scene",
+         "True mAP of every system (rows) in every scene (columns).",
+         lambda: figures.plot_scene_map(per_label(scene_metrics))),
+        ("rank_histogram", ranked, "no query has rank statistics", "Rank histogram",
+         "Share of R = 1 queries by the rank of their relevant keypoint.",
+         lambda: figures.plot_rank_histogram(metrics)),
+        ("pr_curves", ratio_test, no_ratio, "Ratio-test precision-recall",
+         "Precision against recall of nearest-neighbour matching as the ratio-test threshold "
+         "varies (recall over all matchable queries).",
+         lambda: curve_figures.plot_pr_curves(
+             per_label(matching_pr_curve, "threshold"), names=names)),
+        ("roc", ratio_test, no_ratio, "ROC graph of the ratio test",
+         "True against false positive rate of the ratio-test match classifier; the dashed "
+         "diagonal is chance. Each system's point of maximal Youden J (J = TPR - FPR, its "
+         "height above the diagonal) is marked; the legend gives J and its ratio.",
+         lambda: curve_figures.plot_roc(per_label(matching_roc_curve, "threshold"), names=names)),
+        ("mma", _has(cubes, ("nn_error",)), "the cube has no reprojection errors (nn_error)",
+         "Mean matching accuracy",
+         "Share of nearest-neighbour matches within each pixel threshold, averaged over image "
+         "pairs (D2-Net convention).",
+         lambda: curve_figures.plot_mma(per_label(matching_accuracy), names=names)),
+    ]  # fmt: skip
+    jobs: list[_FigureJob] = []
+    for name, available, reason, title, caption, draw in general:
+        if name not in study.figures:
+            continue
+        if available:
+            jobs.append(_FigureJob(name, title, caption, draw))
+        else:
+            notes.append(f"figure {name} skipped: {reason}")
+    for column, result in tests.items():
+        info = metric_info(column)
+        per_column = [  # figure kind, stem, Dataset, title, caption, plot
+            ("forest", "forest", result.comparison, f"Differences in {info.phrase}",
+             f"Mean paired difference in {info.phrase} (descriptor minus baseline) with its "
+             "bootstrap confidence interval; filled points are significant after the correction.",
+             stats_figures.plot_forest),
+            ("cd_diagram", "cd", result.ranking, f"Critical difference diagram, {info.phrase}",
+             "Average ranks (1 = best) over the paired units; bars join systems whose ranks "
+             "differ by less than the Nemenyi critical difference (CD).",
+             stats_figures.plot_cd_diagram),
+        ]  # fmt: skip
+        for kind, stem, data, title, caption, plot in per_column:
+            if data is None or kind not in study.figures:
+                continue
+
+            def draw(plot: Any = plot, data: xr.Dataset = data, phrase: str = info.phrase) -> Any:
+                return plot(data, names=names, metric_phrase=phrase)
+
+            jobs.append(_FigureJob(f"{stem}_{column}", title, caption, draw, group=info.label))
+    return jobs
+
+
+# ----------------------------------------------------------------------------------------------
+# tables and text
+# ----------------------------------------------------------------------------------------------
+
+
+def _comparisons_frame(report: Report, sentences: dict[str, list[str]]) -> pd.DataFrame:
+    frames = []
+    for column, result in report.tests.items():
+        if result.comparison is None:
+            continue
+        frame = result.comparison.to_dataframe().reset_index()
+        attrs = result.comparison.attrs
+        frame.insert(0, "column", column)
+        for position, key in enumerate(
+            ("metric", "split", "pair_by", "test", "correction", "alpha"), start=1
+        ):
+            frame.insert(position, key, attrs.get(key, ""))
+        frame["sentence"] = sentences[column]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _rankings_frame(report: Report) -> pd.DataFrame:
+    frames = []
+    for column, result in report.tests.items():
+        ranking = result.ranking
+        if ranking is None:
+            continue
+        frame = pd.DataFrame(
+            {
+                "column": column,
+                "descriptor": [str(d) for d in ranking["descriptor"].values.tolist()],
+                "average_rank": ranking["average_rank"].values,
+            }
+        )
+        if "mean" in ranking:
+            frame["mean"] = ranking["mean"].values
+        for name in ("friedman_statistic", "friedman_pvalue", "critical_difference", "n_units"):
+            if name in ranking:
+                frame[name] = ranking[name].values.item()
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
+    return [(key, str(metrics.attrs[key])) for key in PROTOCOL_ATTRS if key in metrics.attrs]
+
+
+def _tests_text(study: Study) -> str:
+    t = study.tests
+    baseline = f"baseline {study.baseline}" if study.baseline else "all pairs of systems"
+    return (
+        f"{TEST_NAMES[t.test]} paired by {PAIR_UNITS[t.pair_by]} (coarser where a column needs "
+        "it), "
+        f"{CORRECTION_NAMES[t.correction]} correction per column, alpha = {t.alpha:g}, "
+        f"{100 * t.confidence_level:g}% BCa bootstrap CIs, {baseline}, seed {t.seed}."
+    )
+
+
+def _summary_text(study: Study, sentences: list[str], rankings: list[str], notes: list[str]) -> str:
+    lines = [study.title or study.name, "", *sentences]
+    if rankings:
+        lines += ["", *rankings]
+    if notes:
+        lines += ["", "Notes:", *(f"- {n}" for n in notes)]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# build
+# ----------------------------------------------------------------------------------------------
+
+
+def build(
+    study: Study | str | Path,
+    *,
+    out: str | Path | None = None,
+    cubes: Mapping[str, xr.Dataset] | None = None,
+    progress: bool = False,
+) -> Report:
+    """Render a study into its report folder.
+
+    Parameters
+    ----------
+    study : Study or path
+        A :class:`~metricalc.report.study.Study` or the path of its YAML file
+        (:func:`~metricalc.report.study.load_study`).
+    out : path, optional
+        Output folder; default ``<folder of the YAML>/<study name>`` (``reports/<study>/``).
+    cubes : mapping of str to QueryCube, optional
+        The study's cubes by label, already computed (``metricalc demo`` passes its own); by
+        default they are loaded from the study's ``data``.
+    progress : bool
+        Progress bars (data loading, tests, figures).
+
+    Returns
+    -------
+    Report
+        What was computed; ``report.files`` lists every file written and ``report.html`` the
+        page.
+    """
+    from metricalc import __version__
+    from metricalc.report.figures import save_figure
+
+    if not isinstance(study, Study):
+        study = load_study(study)
+    out = Path(out) if out is not None else study.default_out()
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"--out {out} is a file; expected a folder for the report")
+    loaded = (
+        dict(cubes) if cubes is not None else load_cubes(study.data, out=out, progress=progress)
+    )
+    metrics = combined({label: summary_metrics(cube) for label, cube in loaded.items()})
+    columns = list(study.metrics) if study.metrics else None
+    table = Table(metrics, columns=columns, decimals=study.decimals, names=study.names)
+    notes: list[str] = []
+    with progress_bar("tests", total=len(table.columns), enabled=progress) as advance:
+        tests = run_tests(
+            loaded, table.columns, tests=study.tests, baseline=study.baseline, advance=advance
+        )
+    comparisons = {c: t.comparison for c, t in tests.items() if t.comparison is not None}
+    table = Table(
+        metrics,
+        comparisons,
+        columns=table.columns,
+        decimals=study.decimals,
+        names=study.names,
+        caption=f"{study.title}." if study.title else None,
+        label=f"tab:{study.name}",
+    )
+    by_column: dict[str, list[str]] = {}
+    rankings: list[str] = []
+    for column, result in tests.items():
+        notes += result.notes
+        phrase = metric_info(column).phrase
+        if result.comparison is not None:
+            by_column[column] = summarize(
+                result.comparison, names=study.names, metric_phrase=phrase, decimals=study.decimals
+            )
+        if result.ranking is not None:
+            rankings.append(
+                describe_ranking(result.ranking, names=study.names, metric_phrase=phrase)
+            )
+    sentences = [s for column in by_column for s in by_column[column]]
+    report = Report(
+        out=out,
+        study=study,
+        cubes=loaded,
+        metrics=metrics,
+        table=table,
+        tests=tests,
+        sentences=sentences,
+        rankings=rankings,
+        notes=notes,
+    )
+    files = report.files
+    jobs = _figure_jobs(study, loaded, metrics, tests, notes)
+    embedded: list[tuple[str, EmbeddedFigure]] = []
+    draw = "figures" in study.outputs or "html" in study.outputs
+    with progress_bar("figures", total=len(jobs) if draw else 0, enabled=progress) as advance:
+        for job in jobs if draw else []:
+            ax = job.draw()
+            if "figures" in study.outputs:
+                written = save_figure(ax, out / "figures" / job.name)
+                files += written
+                uri = data_uri(written[0])
+            else:
+                uri = png_data_uri(ax)
+            embedded.append((job.group, EmbeddedFigure(job.name, job.title, job.caption, uri)))
+            advance()
+
+    def write(name: str, text: str) -> None:
+        path = out / name
+        _atomic_write(path, text)
+        files.append(path)
+
+    if "latex" in study.outputs:
+        write("tables.tex", table.to_latex())
+    if "markdown" in study.outputs:
+        write("tables.md", table.to_markdown())
+    if "csv" in study.outputs:
+        write("table.csv", table.to_csv())
+        write("comparisons.csv", _comparisons_frame(report, by_column).to_csv(index=False))
+        write("rankings.csv", _rankings_frame(report).to_csv(index=False))
+        scalar = [n for n, v in metrics.data_vars.items() if v.dims == ("descriptor",)]
+        write("metrics.csv", metrics[scalar].to_dataframe().to_csv())
+    if "summary" in study.outputs:
+        write("summary.txt", _summary_text(study, sentences, rankings, notes))
+    if "html" in study.outputs:
+        sections = [s for hook in SECTION_HOOKS if (s := hook(report)) is not None]
+        groups: dict[str, list[EmbeddedFigure]] = {}
+        for group, figure in embedded:
+            if group:
+                groups.setdefault(group, []).append(figure)
+        spec_text = (
+            study.source.read_text(encoding="utf-8")
+            if study.source is not None and study.source.is_file()
+            else ""
+        )
+        page = render_report(
+            {
+                "version": __version__,
+                "title": study.title or study.name,
+                "study_name": study.name,
+                "description": study.description,
+                "dataset": str(metrics.attrs.get("dataset", "") or "unnamed"),
+                "n_systems": metrics.sizes["descriptor"],
+                "sentences": sentences,
+                "rankings": rankings,
+                "notes": notes,
+                "table_html": table.to_html(),
+                "column_figures": [
+                    {"title": title, "figures": figs} for title, figs in groups.items()
+                ],
+                "figures": [figure for group, figure in embedded if not group],
+                "extra_sections": sections,
+                "protocol": _protocol(metrics),
+                "tests": _tests_text(study),
+                "spec_text": spec_text,
+                "files": [str(p.relative_to(out)) for p in files],
+            }
+        )
+        write("report.html", page)
+    return report

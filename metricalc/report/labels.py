@@ -1,0 +1,241 @@
+"""Names and numbers as a reader sees them: metric labels, system names, escaping, p-values.
+
+Everything the tables, the summary sentences and the HTML report print goes through here, so a
+metric is called the same everywhere and every name is escaped for the format it lands in.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = [
+    "METRICS",
+    "PAIR_BY_ORDER",
+    "MetricInfo",
+    "compared_metric_phrase",
+    "display_name",
+    "escape_html",
+    "escape_latex",
+    "escape_markdown",
+    "format_p",
+    "is_fraction_metric",
+    "metric_info",
+]
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """How one metric-set column is shown and tested.
+
+    Attributes
+    ----------
+    label : str
+        Short column header (``"mAP v"``).
+    phrase : str
+        The metric inside a sentence (``"viewpoint mAP"``).
+    kind : str
+        ``"rate"`` (a fraction, shown in percent), ``"count"`` (an integer) or ``"value"``
+        (shown as is).
+    higher_is_better : bool
+        Direction of "best" (bold) and "second" (underlined).
+    test : tuple or None
+        ``(metric, split, pair_by)`` of the :func:`metricalc.stats.compare` call that tests this
+        column on a QueryCube: the cube variable (``precision_at_K`` is derived per query by
+        :func:`metricalc.report.analysis.with_test_metric`), the split (None for all queries)
+        and the coarsest-needed pairing unit (None: the study's choice). None when the column
+        cannot be tested from per-query values (e.g. the Bojanic APs are per scene).
+    """
+
+    label: str
+    phrase: str
+    kind: str = "rate"
+    higher_is_better: bool = True
+    test: tuple[str, str | None, str | None] | None = None
+
+
+METRICS: Mapping[str, MetricInfo] = {
+    "true_map_micro": MetricInfo("mAP", "mAP", test=("ap", None, None)),
+    "true_map_macro_by_scene": MetricInfo(
+        "mAP (scenes)", "scene-averaged mAP", test=("ap", None, "scene")
+    ),
+    "viewpoint_map": MetricInfo("mAP v", "viewpoint mAP", test=("ap", "viewpoint", None)),
+    "illumination_map": MetricInfo("mAP i", "illumination mAP", test=("ap", "illumination", None)),
+    "true_map_micro_including_zeros": MetricInfo("mAP (R=0 as 0)", "mAP including R=0 queries"),
+    "true_map_macro_by_scene_including_zeros": MetricInfo(
+        "mAP (scenes, R=0 as 0)", "scene-averaged mAP including R=0 queries"
+    ),
+    "mean_precision": MetricInfo(
+        "precision", "legacy precision", test=("nn_correct", None, "pair")
+    ),
+    "legacy_macro_precision_by_scene": MetricInfo(
+        "precision (scenes)", "scene-averaged legacy precision", test=("nn_correct", None, "scene")
+    ),
+    "precision_at_1": MetricInfo("HR@1", "hit rate at 1", test=("precision_at_1", None, None)),
+    "precision_at_5": MetricInfo("HR@5", "hit rate at 5", test=("precision_at_5", None, None)),
+    "precision_at_10": MetricInfo("HR@10", "hit rate at 10", test=("precision_at_10", None, None)),
+    "keypoint_verification_ap": MetricInfo("verif. AP", "keypoint verification AP"),
+    "keypoint_retrieval_ap": MetricInfo("retr. AP", "keypoint retrieval AP"),
+    "r0_rate": MetricInfo("R=0 rate", "R=0 rate", higher_is_better=False),
+    "total_queries_processed": MetricInfo("queries", "processed queries", kind="count"),
+    "image_retrieval_map": MetricInfo(
+        "image mAP", "image retrieval mAP", test=("image_ap", None, None)
+    ),
+}
+"""Known metric-set columns (PROTOCOLS.md section 3 names, and the patch-retrieval means)."""
+
+PAIR_BY_ORDER = ("query", "pair", "scene")
+"""Pairing units from finest to coarsest."""
+
+_HIT = re.compile(r"(?:hit@|precision_at_)([0-9]+)")
+_PRECISION_AT = re.compile(r"(ir_)?(precision|recall)_at_([0-9]+)")
+
+
+def metric_info(name: str) -> MetricInfo:
+    """The :class:`MetricInfo` of a metric-set column; unknown names get a plain entry.
+
+    Examples
+    --------
+    >>> metric_info("viewpoint_map").phrase
+    'viewpoint mAP'
+    >>> metric_info("precision_at_20").label, metric_info("my_score").label
+    ('HR@20', 'my_score')
+    """
+    if name in METRICS:
+        return METRICS[name]
+    match = _PRECISION_AT.fullmatch(name)
+    if match:
+        ir, _, k = match.groups()
+        if ir:
+            return MetricInfo(f"P@{k}", f"IR precision at {k}")
+        test = (f"precision_at_{k}", None, None)
+        return MetricInfo(f"HR@{k}", f"hit rate at {k}", test=test)
+    return MetricInfo(name, name.replace("_", " "), kind="value")
+
+
+def compared_metric_phrase(metric: str, split: str = "") -> str:
+    """The phrase of a :func:`metricalc.stats.compare` metric (cube variable) and split.
+
+    Examples
+    --------
+    >>> compared_metric_phrase("ap", "viewpoint"), compared_metric_phrase("precision_at_5")
+    ('viewpoint mAP', 'hit rate at 5')
+    """
+    hit = _HIT.fullmatch(metric)
+    base = {
+        "ap": "mAP",
+        "image_ap": "image retrieval mAP",
+        "nn_correct": "legacy precision",
+    }.get(metric, f"hit rate at {hit.group(1)}" if hit else metric)
+    return f"{split} {base}" if split else base
+
+
+def is_fraction_metric(metric: str) -> bool:
+    """True for compare metrics whose values lie in [0, 1] (differences shown in points)."""
+    return metric in ("ap", "image_ap", "nn_correct") or bool(_HIT.fullmatch(metric))
+
+
+def display_name(system: str, names: Mapping[str, str] | None = None) -> str:
+    """The display name of a system: ``names[system]``, or ``names[d] (label)`` for a system
+    ``"d (label)"`` of labelled cubes, else the system name itself.
+
+    Examples
+    --------
+    >>> display_name("sift (locked)", {"sift": "SIFT"}), display_name("orb", {"sift": "SIFT"})
+    ('SIFT (locked)', 'orb')
+    """
+    names = names or {}
+    if system in names:
+        return str(names[system])
+    descriptor, sep, rest = system.partition(" (")
+    if sep and rest.endswith(")") and descriptor in names:
+        return f"{names[descriptor]} ({rest}"
+    return system
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
+_LATEX_PATTERN = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
+
+
+def escape_latex(text: str) -> str:
+    r"""``text`` with every LaTeX special character escaped (text mode).
+
+    Examples
+    --------
+    >>> print(escape_latex("my_desc & 50% {v2}"))
+    my\_desc \& 50\% \{v2\}
+    """
+    return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIAL[m.group(0)], str(text))
+
+
+_MARKDOWN_PATTERN = re.compile(r"([\\`*_\[\]|~])")
+
+
+def escape_markdown(text: str) -> str:
+    r"""``text`` safe inside a Markdown table cell: Markdown punctuation backslash-escaped,
+    ``<``, ``>`` and ``&`` as HTML entities.
+
+    Examples
+    --------
+    >>> print(escape_markdown("a_b|c <d>"))
+    a\_b\|c &lt;d&gt;
+    """
+    return _MARKDOWN_PATTERN.sub(r"\\\1", html.escape(str(text), quote=False))
+
+
+def escape_html(text: str) -> str:
+    """``text`` escaped for HTML element content and attribute values.
+
+    Examples
+    --------
+    >>> escape_html('<b> & "x"')
+    '&lt;b&gt; &amp; &quot;x&quot;'
+    """
+    return html.escape(str(text), quote=True)
+
+
+def format_p(p: float, *, alpha: float | None = None) -> str:
+    """A p-value as a sentence prints it: ``p < 0.001``, else two significant digits.
+
+    Rules: below 0.001 -> ``"p < 0.001"``; otherwise two significant digits (``p = 0.0042``,
+    ``p = 0.049``, ``p = 0.21``), ``p = 1`` for 1; a p-value below ``alpha`` is never rounded up
+    to ``alpha`` or beyond (more digits are shown instead, ``p = 0.0499`` rather than
+    ``p = 0.05``); NaN -> ``"p n/a"``.
+
+    Examples
+    --------
+    >>> format_p(0.0004), format_p(0.0123), format_p(0.4567), format_p(1.0)
+    ('p < 0.001', 'p = 0.012', 'p = 0.46', 'p = 1')
+    >>> format_p(0.04996, alpha=0.05)
+    'p = 0.04996'
+    """
+    if not math.isfinite(p):
+        return "p n/a"
+    if p < 0.001:
+        return "p < 0.001"
+    if p >= 1:
+        return "p = 1"
+    digits = 2
+    while True:
+        text = f"{p:.{digits}g}"
+        if alpha is None or p >= alpha or float(text) < alpha or digits > 12:
+            break
+        digits += 1
+    return f"p = {text}"

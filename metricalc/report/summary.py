@@ -1,0 +1,315 @@
+"""Plain-language sentences for comparisons and rankings.
+
+One sentence per comparison of a :func:`metricalc.stats.compare` Dataset, e.g.
+
+    SIFT > ORB on viewpoint mAP: +12.3 points, 95% CI [9.8, 14.9], Wilcoxon p < 0.001 after Holm,
+    large effect (rank-biserial r = 0.62; 1,234 paired queries).
+
+and one paragraph per :func:`metricalc.stats.rank_systems` Dataset. The wording rules (effect
+size thresholds, p-value digits, "no significant difference") are the module constants below and
+are listed in docs/report.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from metricalc.errors import InvalidInputError
+from metricalc.report.labels import (
+    compared_metric_phrase,
+    display_name,
+    format_p,
+    is_fraction_metric,
+)
+from metricalc.report.tables import TEST_NAMES, comparison_pairs, comparison_row, direction
+
+__all__ = [
+    "EFFECT_THRESHOLDS",
+    "EFFECT_WORDS",
+    "cd_groups",
+    "describe_comparison",
+    "describe_ranking",
+    "effect_size",
+    "summarize",
+]
+
+EFFECT_WORDS = ("negligible", "small", "medium", "large")
+"""Words for an effect below the first threshold, between thresholds, and above the last."""
+
+EFFECT_THRESHOLDS = {
+    "rank_biserial": (0.1, 0.3, 0.5),
+    "cohens_dz": (0.2, 0.5, 0.8),
+}
+"""Lower bounds of "small", "medium" and "large" for |effect|: Cohen's conventions for a
+correlation (the matched-pairs rank-biserial r, used with the rank and permutation tests) and for
+a standardized mean difference (Cohen's d_z, used with the paired t-test)."""
+
+TEST_WORDS = {
+    "wilcoxon": "Wilcoxon",
+    "ttest": "paired t-test",
+    "randomization": "randomization test",
+    "sign": "sign test",
+    "mcnemar": "McNemar",
+}
+"""How a sentence names the test of the p-value."""
+
+CORRECTION_WORDS = {
+    "holm": "after Holm",
+    "bonferroni": "after Bonferroni",
+    "fdr_bh": "after Benjamini-Hochberg",
+    "none": "uncorrected",
+}
+"""How a sentence names the multiple-comparison correction of the p-value."""
+
+UNIT_WORDS = {"query": "paired queries", "pair": "image pairs", "scene": "scenes"}
+"""The paired units counted at the end of a sentence, by ``pair_by``."""
+
+EFFECT_NAMES = {"rank_biserial": "rank-biserial r", "cohens_dz": "d_z"}
+
+
+def effect_size(values: Mapping[str, Any], test: str) -> tuple[str, float, str]:
+    """The effect size a sentence reports: (variable, value, word).
+
+    Cohen's d_z for the paired t-test, the matched-pairs rank-biserial r otherwise; the word is
+    :data:`EFFECT_WORDS` at the :data:`EFFECT_THRESHOLDS` of that measure (on its absolute value).
+
+    Examples
+    --------
+    >>> effect_size({"rank_biserial": -0.35, "cohens_dz": 0.9}, "wilcoxon")
+    ('rank_biserial', -0.35, 'medium')
+    >>> effect_size({"rank_biserial": 0.05, "cohens_dz": 0.9}, "ttest")
+    ('cohens_dz', 0.9, 'large')
+    """
+    name = "cohens_dz" if test == "ttest" else "rank_biserial"
+    value = float(values[name])
+    if not math.isfinite(value):
+        return name, value, "undetermined"
+    word = EFFECT_WORDS[int(np.searchsorted(EFFECT_THRESHOLDS[name], abs(value), side="right"))]
+    return name, value, word
+
+
+def _number(value: float, decimals: int, *, plus: bool = False) -> str:
+    """``value`` with ``decimals`` decimals (``+`` for positive values when ``plus``); a value
+    that rounds to zero prints without a sign ("0.0", never "-0.0")."""
+    if not math.isfinite(value):
+        return "n/a"
+    text = f"{value:{'+' if plus else ''}.{decimals}f}"
+    return text.lstrip("+-") if float(text) == 0 else text
+
+
+def _difference(value: float, fraction: bool, decimals: int) -> str:
+    return _number(100 * value if fraction else value, decimals + (0 if fraction else 2), plus=True)
+
+
+def _bound(value: float, fraction: bool, decimals: int) -> str:
+    return _number(100 * value if fraction else value, decimals + (0 if fraction else 2))
+
+
+def describe_comparison(
+    comparison: xr.Dataset,
+    descriptor: str,
+    baseline: str,
+    *,
+    names: Mapping[str, str] | None = None,
+    metric_phrase: str | None = None,
+    decimals: int = 1,
+) -> str:
+    """One sentence for the comparison ``descriptor`` vs ``baseline`` of a compare Dataset.
+
+    Wording rules:
+
+    - significant (``reject``: corrected p < alpha): ``"A > B on <metric>: +d points, 95% CI
+      [lo, hi], <test> p ... <correction>, <size> effect (...)"`` with A the system the test
+      favours (:func:`~metricalc.report.tables.direction`), d = mean(A - B) and its bootstrap
+      CI (points = percentage points, for metrics in [0, 1]); when a rank or sign test and the
+      mean difference disagree, ``"A > B on <metric> by the <test> (p ..., <size> effect),
+      although the mean difference favours B: d points (A minus B), ..."``;
+    - otherwise: ``"No significant difference between A and B on <metric>: d points (A minus
+      B), ..."`` in the Dataset's order (A = descriptor, B = baseline);
+    - the p-value is the corrected one, printed by :func:`~metricalc.report.labels.format_p`;
+      the effect size by :func:`effect_size`; the sentence ends with the number of paired units
+      (and the units dropped for missing in one system, if any).
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> index = pd.MultiIndex.from_tuples([("orb", "sift")], names=["descriptor", "baseline"])
+    >>> ds = xr.Dataset(
+    ...     {"n": ("comparison", [1234]), "n_dropped": ("comparison", [0]),
+    ...      "mean_diff": ("comparison", [-0.123]), "ci_low": ("comparison", [-0.149]),
+    ...      "ci_high": ("comparison", [-0.098]), "pvalue_corrected": ("comparison", [1e-5]),
+    ...      "reject": ("comparison", [True]), "rank_biserial": ("comparison", [-0.62]),
+    ...      "cohens_dz": ("comparison", [-1.1])},
+    ...     coords=xr.Coordinates.from_pandas_multiindex(index, "comparison"),
+    ...     attrs={"metric": "ap", "split": "viewpoint", "test": "wilcoxon", "correction": "holm",
+    ...            "alpha": 0.05, "pair_by": "query", "confidence_level": 0.95})
+    >>> print(describe_comparison(ds, "orb", "sift", names={"sift": "SIFT", "orb": "ORB"}))
+    SIFT > ORB on viewpoint mAP: +12.3 points, 95% CI [9.8, 14.9], Wilcoxon p < 0.001 after Holm, large effect (rank-biserial r = 0.62; 1,234 paired queries).
+    """  # noqa: E501
+    pairs = comparison_pairs(comparison, "describe_comparison: comparison")
+    if (descriptor, baseline) not in pairs:
+        raise InvalidInputError(
+            f"describe_comparison: no comparison of {descriptor!r} against {baseline!r}; the "
+            f"Dataset has {pairs}"
+        )
+    row = comparison_row(comparison, pairs.index((descriptor, baseline)))
+    attrs = comparison.attrs
+    metric = str(attrs.get("metric", "ap"))
+    test = str(attrs.get("test", "wilcoxon"))
+    fraction = is_fraction_metric(metric)
+    phrase = metric_phrase or compared_metric_phrase(metric, str(attrs.get("split", "") or ""))
+    unit = " points" if fraction else ""
+    a, b = display_name(descriptor, names), display_name(baseline, names)
+    diff, low, high = (float(row[k]) for k in ("mean_diff", "ci_low", "ci_high"))
+    effect_name, effect, word = effect_size(row, test)
+    significant = bool(row["reject"])
+    if significant and direction(row, test) < 0:  # the baseline wins: winner minus loser
+        a, b, diff, low, high, effect = b, a, -diff, -high, -low, -effect
+    level = float(attrs.get("confidence_level", 0.95))
+    p = format_p(float(row["pvalue_corrected"]), alpha=float(attrs.get("alpha", 0.05)))
+    corrected = f"{p} {CORRECTION_WORDS.get(str(attrs.get('correction', 'holm')), '')}"
+    tested = f"{TEST_WORDS.get(test, test)} {corrected}"
+    ci = (
+        f"{100 * level:g}% CI [{_bound(low, fraction, decimals)}, "
+        f"{_bound(high, fraction, decimals)}]"
+    )
+    difference = f"{_difference(diff, fraction, decimals)}{unit}"
+    n = int(row.get("n", 0))
+    counted = f"{n:,} {UNIT_WORDS.get(str(attrs.get('pair_by', 'query')), 'paired units')}"
+    dropped = int(row.get("n_dropped", 0))
+    if dropped:
+        counted += f", {dropped:,} unpaired left out"
+    effect_text = (
+        f"{EFFECT_NAMES[effect_name]} = {_number(effect, 2)}" if math.isfinite(effect) else ""
+    )
+    details = "; ".join(t for t in (effect_text, counted) if t)
+    if not significant:
+        return (
+            f"No significant difference between {a} and {b} on {phrase}: {difference} "
+            f"({a} minus {b}), {ci}, {tested}, {word} effect ({details})."
+        )
+    if diff < 0:  # a rank or sign test and the mean difference disagree: say so
+        return (
+            f"{a} > {b} on {phrase} by the {TEST_NAMES.get(test, test)} ({corrected}, "
+            f"{word} effect), "
+            f"although the mean difference favours {b}: {difference} ({a} minus {b}), {ci} "
+            f"({details})."
+        )
+    return f"{a} > {b} on {phrase}: {difference}, {ci}, {tested}, {word} effect ({details})."
+
+
+def summarize(
+    comparison: xr.Dataset,
+    *,
+    names: Mapping[str, str] | None = None,
+    metric_phrase: str | None = None,
+    decimals: int = 1,
+) -> list[str]:
+    """One sentence (:func:`describe_comparison`) per comparison, in the Dataset's order."""
+    return [
+        describe_comparison(
+            comparison, d, b, names=names, metric_phrase=metric_phrase, decimals=decimals
+        )
+        for d, b in comparison_pairs(comparison, "summarize: comparison")
+    ]
+
+
+def _join(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _check_ranking(ranking: Any, what: str) -> None:
+    needed = ("average_rank", "nemenyi_different")
+    if not isinstance(ranking, xr.Dataset) or any(v not in ranking for v in needed):
+        raise InvalidInputError(
+            f"{what} must be a Dataset from metricalc.stats.rank_systems (with average_rank and "
+            "nemenyi_different)"
+        )
+
+
+def cd_groups(ranking: xr.Dataset) -> list[list[str]]:
+    """Groups of systems not significantly different by the critical difference.
+
+    Systems sorted by average rank; a group is a maximal run of consecutive systems no two of
+    which are ``nemenyi_different`` (absolute rank difference > CD). Runs contained in another
+    run and single systems are left out: these are the bars of a critical-difference diagram.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> names = ["a", "b", "c", "d"]
+    >>> ranks = [1.0, 1.5, 2.6, 3.9]                      # CD = 1.2
+    >>> different = [[abs(x - y) > 1.2 for y in ranks] for x in ranks]
+    >>> ranking = xr.Dataset(
+    ...     {"average_rank": ("descriptor", ranks),
+    ...      "nemenyi_different": (("descriptor", "other"), different)},
+    ...     coords={"descriptor": names, "other": names})
+    >>> cd_groups(ranking)
+    [['a', 'b'], ['b', 'c']]
+    """
+    _check_ranking(ranking, "cd_groups: ranking")
+    systems = [str(s) for s in ranking["descriptor"].values.tolist()]
+    ranks = np.asarray(ranking["average_rank"].values, dtype=np.float64)
+    different = np.asarray(
+        ranking["nemenyi_different"].transpose("descriptor", "other").values, dtype=bool
+    )
+    order = np.argsort(ranks, kind="stable")
+    groups, reached = [], 0
+    for start in range(len(order)):
+        end = start
+        while (
+            end + 1 < len(order)
+            and not different[np.ix_(order[start : end + 2], order[start : end + 2])].any()
+        ):
+            end += 1
+        if end > start and end > reached:
+            groups.append([systems[i] for i in order[start : end + 1]])
+            reached = end
+    return groups
+
+
+def describe_ranking(
+    ranking: xr.Dataset,
+    *,
+    names: Mapping[str, str] | None = None,
+    metric_phrase: str | None = None,
+) -> str:
+    """A paragraph for a :func:`metricalc.stats.rank_systems` Dataset: the Friedman test, the
+    average ranks (1 = best), the critical difference and the groups it does not separate."""
+    _check_ranking(ranking, "describe_ranking: ranking")
+    attrs = ranking.attrs
+    phrase = metric_phrase or compared_metric_phrase(
+        str(attrs.get("metric", "ap")), str(attrs.get("split", "") or "")
+    )
+    units = UNIT_WORDS.get(str(attrs.get("pair_by", "query")), "paired units")
+    systems = [str(s) for s in ranking["descriptor"].values.tolist()]
+    ranks = np.asarray(ranking["average_rank"].values, dtype=np.float64)
+    order = np.argsort(ranks, kind="stable")
+    alpha = float(attrs.get("alpha", 0.05))
+    friedman_p = float(ranking["friedman_pvalue"]) if "friedman_pvalue" in ranking else math.nan
+    statistic = (
+        float(ranking["friedman_statistic"]) if "friedman_statistic" in ranking else math.nan
+    )
+    n_units = int(ranking["n_units"]) if "n_units" in ranking else 0
+    listed = ", ".join(f"{display_name(systems[i], names)} {ranks[i]:.2f}" for i in order)
+    text = (
+        f"Ranking on {phrase}: Friedman test over {n_units:,} {units} and {len(systems)} systems, "
+        f"chi-square = {statistic:.2f}, {format_p(friedman_p, alpha=alpha)}. "
+        f"Average ranks (1 = best): {listed}."
+    )
+    if "critical_difference" in ranking:
+        cd = float(ranking["critical_difference"])
+        groups = cd_groups(ranking)
+        text += f" Nemenyi critical difference {cd:.2f} at alpha {alpha:g}"
+        if groups:
+            joined = "; ".join(_join([display_name(s, names) for s in group]) for group in groups)
+            text += f"; not significantly different: {joined}."
+        else:
+            text += "; every pair of systems differs."
+    return text

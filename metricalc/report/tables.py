@@ -1,0 +1,603 @@
+"""The paper table: one row per descriptor, one column per metric, significance letters.
+
+:class:`Table` renders a metric set (:func:`metricalc.metric_set`, or any Dataset over
+``descriptor``) as LaTeX (booktabs), Markdown, CSV and HTML. Rows get letters a, b, c, ... in row
+order; a cell carries, as superscripts, the letters of the systems that row is significantly
+better than in that column, read from the :func:`metricalc.stats.compare` Dataset given for the
+column (``reject`` at the corrected alpha, and the effect the test found in the row's favour,
+:func:`direction`). The best
+value of a column is bold and the second best underlined. docs/report.md shows an example.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from metricalc.errors import InvalidInputError
+from metricalc.report.labels import (
+    display_name,
+    escape_html,
+    escape_latex,
+    escape_markdown,
+    metric_info,
+)
+
+__all__ = [
+    "CORRECTION_NAMES",
+    "DEFAULT_COLUMNS",
+    "TEST_NAMES",
+    "Table",
+    "comparison_from_frame",
+    "comparison_pairs",
+    "comparison_row",
+    "direction",
+    "row_letter",
+]
+
+DEFAULT_COLUMNS = (
+    "true_map_micro",
+    "true_map_macro_by_scene",
+    "viewpoint_map",
+    "illumination_map",
+    "precision_at_1",
+    "precision_at_5",
+    "keypoint_verification_ap",
+    "keypoint_retrieval_ap",
+    "image_retrieval_map",
+)
+"""Columns of a table when none are chosen; those absent or all-NaN in the metric set are left
+out (a keypoint cube has no ``image_retrieval_map``, a patch-retrieval cube no hit rates)."""
+
+TEST_NAMES = {
+    "wilcoxon": "Wilcoxon signed-rank test",
+    "ttest": "paired t-test",
+    "randomization": "paired randomization test",
+    "sign": "sign test",
+    "mcnemar": "McNemar test",
+}
+"""Long names of the tests of :func:`metricalc.stats.compare`."""
+
+CORRECTION_NAMES = {
+    "holm": "Holm",
+    "bonferroni": "Bonferroni",
+    "fdr_bh": "Benjamini-Hochberg FDR",
+    "none": "no",
+}
+"""Names of the multiple-comparison corrections."""
+
+PAIR_UNITS = {"query": "query", "pair": "image pair", "scene": "scene"}
+"""How a caption names the unit of ``pair_by``."""
+
+_PROTOCOL_LABELS = (
+    ("tau_px", "tau = {} px"),
+    ("border_px", "border = {} px"),
+    ("tie_policy", "tie policy {}"),
+    ("ap_method", "AP method {}"),
+    ("distance", "distance {}"),
+    ("keypoints", "keypoints {}"),
+)
+_RETRIEVAL_LABELS = (("benchmark", "benchmark {}"), ("ap_method", "AP method {}"))
+"""The protocol of a patch-retrieval cube (contract A): no keypoints, tolerance or border."""
+
+
+def row_letter(index: int) -> str:
+    """The letter of row ``index`` (0-based): a .. z, then aa, ab, ...
+
+    Examples
+    --------
+    >>> row_letter(0), row_letter(25), row_letter(26), row_letter(27)
+    ('a', 'z', 'aa', 'ab')
+    """
+    letters = ""
+    index += 1
+    while index > 0:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(ord("a") + rest) + letters
+    return letters
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: the value, its printed text, its mark and its significance letters."""
+
+    value: float
+    text: str
+    mark: str  # "best", "second" or ""
+    letters: str
+
+
+def _attr_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+MEAN_TESTS = ("ttest", "randomization")
+"""Tests of the mean difference; the other tests (Wilcoxon, sign, McNemar) test ranks or signs."""
+
+
+def direction(values: Mapping[str, Any], test: str) -> float:
+    """The sign of the effect a test found (+1: the descriptor is better, -1: the baseline, 0:
+    none), from one comparison's values.
+
+    The paired t-test and the randomization test test the mean difference: its sign. The
+    Wilcoxon test ranks the differences: the sign of the matched-pairs rank-biserial r (the
+    share of the rank sum on the positive side minus the negative side). The sign and McNemar
+    tests count wins and losses: the sign of wins - losses. Where that is 0 or missing, the mean
+    and then the median difference decide. The mean difference can disagree with a rank or sign
+    test (many small wins against a few large losses); the table's letters and the sentences
+    follow the test.
+
+    Examples
+    --------
+    >>> direction({"mean_diff": 0.001, "rank_biserial": -0.22}, "wilcoxon")
+    -1.0
+    >>> direction({"mean_diff": 0.001, "rank_biserial": -0.22}, "ttest")
+    1.0
+    >>> direction({"mean_diff": -0.2, "wins": 30, "losses": 10}, "sign")
+    1.0
+    """
+
+    def sign(name: str) -> float:
+        value = float(values.get(name, math.nan))
+        return float(np.sign(value)) if math.isfinite(value) else 0.0
+
+    if test in MEAN_TESTS:
+        first = sign("mean_diff")
+    elif test == "wilcoxon":
+        first = sign("rank_biserial")
+    else:
+        wins, losses = float(values.get("wins", math.nan)), float(values.get("losses", math.nan))
+        first = float(np.sign(wins - losses)) if math.isfinite(wins - losses) else 0.0
+    return first or sign("mean_diff") or sign("median_diff")
+
+
+def comparison_from_frame(
+    frame: pd.DataFrame, attrs: Mapping[str, Any] | None = None
+) -> xr.Dataset:
+    """A Dataset in the layout of :func:`metricalc.stats.compare` from its long table.
+
+    ``frame`` has one row per comparison, indexed by (or with columns) ``descriptor`` and
+    ``baseline``; every other column becomes a variable over the ``comparison`` dim (the
+    inverse of ``compare(...).to_dataframe()``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"descriptor": ["orb"], "baseline": ["sift"], "mean_diff": [-0.1]})
+    >>> ds = comparison_from_frame(frame, {"metric": "ap"})
+    >>> float(ds.sel(descriptor="orb", baseline="sift").mean_diff)
+    -0.1
+    """
+    if {"descriptor", "baseline"} <= set(frame.columns):
+        frame = frame.set_index(["descriptor", "baseline"])
+    if list(frame.index.names) != ["descriptor", "baseline"]:
+        raise InvalidInputError(
+            "comparison_from_frame: expected columns or index levels descriptor and baseline; "
+            f"got index {list(frame.index.names)} and columns {list(frame.columns)}"
+        )
+    index = pd.MultiIndex.from_arrays(
+        [frame.index.get_level_values(0).astype(str), frame.index.get_level_values(1).astype(str)],
+        names=["descriptor", "baseline"],
+    )
+    data = {str(name): ("comparison", frame[name].to_numpy(copy=True)) for name in frame.columns}
+    coords = xr.Coordinates.from_pandas_multiindex(index, "comparison")
+    return xr.Dataset(data, coords=coords, attrs=dict(attrs or {}))
+
+
+def comparison_row(comparison: xr.Dataset, i: int) -> dict[str, Any]:
+    """The values of comparison ``i`` of a compare Dataset: ``{variable: value}``."""
+    return {
+        str(name): variable.values[i]
+        for name, variable in comparison.data_vars.items()
+        if variable.dims == ("comparison",)
+    }
+
+
+def comparison_pairs(comparison: xr.Dataset, what: str) -> list[tuple[str, str]]:
+    """``(descriptor, baseline)`` of every comparison of a :func:`metricalc.stats.compare`
+    Dataset (its ``comparison`` MultiIndex); a clear error for anything else."""
+    if not isinstance(comparison, xr.Dataset) or "comparison" not in comparison.dims:
+        raise InvalidInputError(
+            f"{what} must be a Dataset from metricalc.stats.compare (dim 'comparison'); got "
+            f"{type(comparison).__name__}"
+        )
+    index = comparison.get_index("comparison")
+    if not isinstance(index, pd.MultiIndex) or list(index.names) != ["descriptor", "baseline"]:
+        raise InvalidInputError(
+            f"{what}: the 'comparison' dim must be indexed by a MultiIndex with levels "
+            f"descriptor and baseline; got {list(index.names)}"
+        )
+    missing = [v for v in ("reject", "mean_diff") if v not in comparison.data_vars]
+    if missing:
+        raise InvalidInputError(f"{what} lacks the variable(s) {missing} (metricalc.stats.compare)")
+    return [(str(d), str(b)) for d, b in index]
+
+
+_MARKUP = {  # format: (dash, best, second, letters)
+    "latex": ("--", r"\textbf{{{}}}", r"\underline{{{}}}", r"\textsuperscript{{{}}}"),
+    "markdown": ("&ndash;", "**{}**", "<u>{}</u>", "<sup>{}</sup>"),
+    "html": ("&ndash;", "<strong>{}</strong>", "<u>{}</u>", "<sup>{}</sup>"),
+}
+
+
+def _markup(cell: Cell, style: str, escape: Callable[[str], str]) -> str:
+    """A cell in one output format: a dash for no value, else the (escaped) number, bold or
+    underlined by its mark, then its letters as a superscript."""
+    dash, best, second, letters = _MARKUP[style]
+    if not cell.text:
+        return dash
+    text = escape(cell.text)
+    if cell.mark:
+        text = (best if cell.mark == "best" else second).format(text)
+    return text + (letters.format(cell.letters) if cell.letters else "")
+
+
+def _number(text: str) -> float:
+    """The printed number of a cell (NaN for a dash)."""
+    return float(text.replace(",", "")) if text else math.nan
+
+
+class Table:
+    """A results table of a metric set, with significance letters from comparisons.
+
+    Parameters
+    ----------
+    metric_set : xarray.Dataset
+        Over ``descriptor``: one variable per metric (:func:`metricalc.metric_set`); its attrs
+        (the protocol) go into the caption. Rows are its descriptors in order.
+    comparisons : mapping of str to xarray.Dataset, optional
+        Column name -> :func:`metricalc.stats.compare` Dataset of that column's metric. A row
+        carries the letter of system ``x`` in that column when the comparison of the two has
+        ``reject`` True (corrected p < alpha) and the effect the test found is in the row's
+        favour (:func:`direction`).
+    columns : sequence of str, optional
+        Metric names in order; default :data:`DEFAULT_COLUMNS` minus those absent or all-NaN. A
+        chosen column must exist (all-NaN columns then show dashes).
+    decimals : int
+        Decimals of the printed values (rates are printed in percent).
+    names : mapping of str to str, optional
+        Display names of descriptors (``{"sift": "SIFT"}``); systems ``"d (label)"`` of labelled
+        cubes use the name of ``d``.
+    caption : str, optional
+        First sentence of the caption (default "Results on <dataset>.").
+    label : str
+        LaTeX ``\\label``.
+
+    Notes
+    -----
+    Bold and underline follow the printed values: every cell equal (as printed) to the best value
+    of its column is bold, every cell equal to the next distinct value underlined; rates and plain
+    values are marked (lower is better for ``r0_rate``), counts are not. Non-finite values print
+    as a dash and are never marked.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> metrics = xr.Dataset({"true_map_micro": ("descriptor", [0.5, 0.75])},
+    ...                      coords={"descriptor": ["orb", "sift"]})
+    >>> print(Table(metrics, names={"sift": "SIFT"}).to_markdown(), end="")
+    Table: Results. Values in percent; best in bold, second best underlined.
+    <BLANKLINE>
+    | system | mAP |
+    | :--- | ---: |
+    | (a) orb | <u>50.0</u> |
+    | (b) SIFT | **75.0** |
+    """
+
+    def __init__(
+        self,
+        metric_set: xr.Dataset,
+        comparisons: Mapping[str, xr.Dataset] | None = None,
+        *,
+        columns: Sequence[str] | None = None,
+        decimals: int = 1,
+        names: Mapping[str, str] | None = None,
+        caption: str | None = None,
+        label: str = "tab:results",
+    ) -> None:
+        if not isinstance(metric_set, xr.Dataset) or "descriptor" not in metric_set.dims:
+            raise InvalidInputError(
+                "Table: metric_set must be an xarray.Dataset over 'descriptor' (metric_set(cube))"
+            )
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 6:
+            raise InvalidInputError(f"Table: decimals must be an integer 0..6; got {decimals!r}")
+        self.metric_set = metric_set
+        self.decimals = decimals
+        self.names = dict(names or {})
+        self.label = label
+        self.systems = [str(d) for d in metric_set["descriptor"].values.tolist()]
+        if len(set(self.systems)) != len(self.systems):
+            raise InvalidInputError(f"Table: descriptor names repeat: {self.systems}")
+        self.columns = self._choose_columns(columns)
+        self.comparisons = self._check_comparisons(comparisons or {})
+        self.letters = [row_letter(i) for i in range(len(self.systems))]
+        status = metric_set["status"].values.tolist() if "status" in metric_set else None
+        failed = zip(self.systems, status or [], strict=False)
+        self.failed = {system for system, state in failed if state == "error"}
+        self.cells = self._cells()
+        self.caption = self._caption(caption)
+
+    # -- construction ----------------------------------------------------------------------
+
+    def _column_values(self, name: str) -> np.ndarray:
+        variable = self.metric_set[name]
+        if variable.dims != ("descriptor",) or not np.issubdtype(variable.dtype, np.number):
+            raise InvalidInputError(
+                f"Table: column {name!r} must be a numeric variable over 'descriptor' only; it "
+                f"has dims {variable.dims} and dtype {variable.dtype}"
+            )
+        return np.asarray(variable.values, dtype=np.float64)
+
+    def _choose_columns(self, columns: Sequence[str] | None) -> list[str]:
+        available = [
+            str(n)
+            for n, v in self.metric_set.data_vars.items()
+            if v.dims == ("descriptor",) and np.issubdtype(v.dtype, np.number)
+        ]
+        if columns is None:
+            chosen = [
+                c
+                for c in DEFAULT_COLUMNS
+                if c in available and np.isfinite(self._column_values(c)).any()
+            ]
+            if not chosen:  # e.g. a patch-retrieval summary: its own columns
+                chosen = [c for c in available if np.isfinite(self._column_values(c)).any()]
+            return chosen
+        if isinstance(columns, str) or not columns:
+            raise InvalidInputError(
+                f"Table: columns must be a non-empty sequence of metric names; got {columns!r}"
+            )
+        unknown = [c for c in columns if c not in available]
+        if unknown:
+            raise InvalidInputError(
+                f"Table: column(s) {unknown} are not in the metric set; available: {available}"
+            )
+        if len(set(columns)) != len(columns):
+            raise InvalidInputError(f"Table: columns repeat: {list(columns)}")
+        for c in columns:
+            self._column_values(c)
+        return [str(c) for c in columns]
+
+    def _check_comparisons(self, comparisons: Mapping[str, xr.Dataset]) -> dict[str, xr.Dataset]:
+        if not isinstance(comparisons, Mapping):
+            raise InvalidInputError(
+                "Table: comparisons must map a column name to a metricalc.stats.compare Dataset"
+            )
+        out = {}
+        for column, comparison in comparisons.items():
+            if column not in self.columns:
+                raise InvalidInputError(
+                    f"Table: comparisons given for {column!r}, which is not a column of the "
+                    f"table {self.columns}"
+                )
+            for d, b in comparison_pairs(comparison, f"Table: comparisons[{column!r}]"):
+                for system in (d, b):
+                    if system not in self.systems:
+                        raise InvalidInputError(
+                            f"Table: comparisons[{column!r}] compares {system!r}, which is not a "
+                            f"row of the table {self.systems}"
+                        )
+            out[column] = comparison
+        return out
+
+    def _format(self, column: str, value: float) -> str:
+        if not math.isfinite(value):
+            return ""
+        kind = metric_info(column).kind
+        if kind == "count":
+            return f"{round(value):,}"
+        scale = 100.0 if kind == "rate" else 1.0
+        return f"{scale * value:.{self.decimals}f}"
+
+    def _marks(self, column: str, texts: list[str]) -> list[str]:
+        info = metric_info(column)
+        if info.kind == "count":
+            return [""] * len(texts)
+        printed = sorted({float(t) for t in texts if t}, reverse=info.higher_is_better)
+        marks = []
+        for text in texts:
+            if text and float(text) == printed[0]:
+                marks.append("best")
+            elif text and len(printed) > 1 and float(text) == printed[1]:
+                marks.append("second")
+            else:
+                marks.append("")
+        return marks
+
+    def _better_than(self, column: str) -> list[str]:
+        """Letters per row of the systems that row is significantly better than."""
+        comparison = self.comparisons.get(column)
+        if comparison is None:
+            return [""] * len(self.systems)
+        sign = 1.0 if metric_info(column).higher_is_better else -1.0
+        test = str(comparison.attrs.get("test", "wilcoxon"))
+        position = {s: i for i, s in enumerate(self.systems)}
+        beaten: list[set[int]] = [set() for _ in self.systems]
+        pairs = comparison_pairs(comparison, f"comparisons[{column!r}]")
+        for i, (d, b) in enumerate(pairs):
+            row = comparison_row(comparison, i)
+            favours = sign * direction(row, test)
+            if not bool(row["reject"]) or favours == 0:
+                continue
+            winner, loser = (d, b) if favours > 0 else (b, d)
+            beaten[position[winner]].add(position[loser])
+        return ["".join(self.letters[j] for j in sorted(s)) for s in beaten]
+
+    def _cells(self) -> list[list[Cell]]:
+        by_column = []
+        for column in self.columns:
+            values = self._column_values(column)
+            texts = [self._format(column, v) for v in values]
+            marks = self._marks(column, texts)
+            letters = self._better_than(column)
+            by_column.append(
+                [
+                    Cell(float(v), t, m, s)
+                    for v, t, m, s in zip(values, texts, marks, letters, strict=True)
+                ]
+            )
+        return [list(row) for row in zip(*by_column, strict=True)] if by_column else []
+
+    def _caption(self, first: str | None) -> str:
+        attrs = self.metric_set.attrs
+        if first is None:
+            dataset = str(attrs.get("dataset", "") or "")
+            first = f"Results on {dataset}." if dataset else "Results."
+        parts = [first.strip()]
+        protocol = [
+            template.format(_attr_text(attrs[key]))
+            for key, template in (
+                _RETRIEVAL_LABELS
+                if attrs.get("benchmark") == "hpatches-retrieval"
+                else _PROTOCOL_LABELS
+            )
+            if key in attrs and str(attrs[key]) != ""
+        ]
+        if protocol:
+            parts.append("Protocol: " + ", ".join(protocol) + ".")
+        kinds = {metric_info(c).kind for c in self.columns}
+        parts.append(
+            ("Values in percent; " if kinds <= {"rate", "count"} and "rate" in kinds else "")
+            + "best in bold, second best underlined."
+        )
+        if self.comparisons:
+            parts.append(self._test_sentence())
+        return " ".join(parts)
+
+    def _test_sentence(self) -> str:
+        settings: dict[tuple, list[str]] = {}
+        for column, comparison in self.comparisons.items():
+            a = comparison.attrs
+            key = (
+                str(a.get("test", "?")),
+                str(a.get("pair_by", "?")),
+                str(a.get("correction", "?")),
+                _attr_text(a.get("alpha", "?")),
+                comparison.sizes["comparison"],
+            )
+            settings.setdefault(key, []).append(metric_info(column).label)
+        described = []
+        for (test, pair_by, correction, alpha, n), labels in settings.items():
+            text = (
+                f"{TEST_NAMES.get(test, test)} paired by {PAIR_UNITS.get(pair_by, pair_by)}, "
+                f"{CORRECTION_NAMES.get(correction, correction)} correction over "
+                f"{n} comparison{'s' if n != 1 else ''}, alpha = {alpha}"
+            )
+            if len(settings) > 1:
+                text += f" ({', '.join(labels)})"
+            described.append(text)
+        untested = [metric_info(c).label for c in self.columns if c not in self.comparisons]
+        sentence = (
+            "A superscript letter marks a system significantly better than the system of that "
+            "letter (" + "; ".join(described) + ")."
+        )
+        if untested:
+            sentence += f" Not tested: {', '.join(untested)}."
+        return sentence
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def _row_name(self, i: int, escape: Callable[[str], str]) -> str:
+        """``(letter) name`` of row ``i``, the name escaped for the output format."""
+        name = display_name(self.systems[i], self.names)
+        suffix = " (failed)" if self.systems[i] in self.failed else ""
+        return f"({self.letters[i]}) {escape(name + suffix)}"
+
+    def headers(self) -> list[str]:
+        """Column headers (metric labels), without the system column."""
+        return [metric_info(c).label for c in self.columns]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The printed numbers as a DataFrame (index: systems; NaN where a dash is printed)."""
+        data = {
+            label: [_number(row[j].text) for row in self.cells]
+            for j, label in enumerate(self.columns)
+        }
+        return pd.DataFrame(data, index=pd.Index(self.systems, name="descriptor"))
+
+    def to_latex(self) -> str:
+        r"""A ``table`` environment with a booktabs ``tabular`` (``\usepackage{booktabs}``)."""
+
+        def cell(c: Cell) -> str:
+            return _markup(c, "latex", lambda text: text.replace(",", "{,}"))
+
+        lines = [
+            r"\begin{table}[t]",
+            r"\centering",
+            rf"\caption{{{escape_latex(self.caption)}}}",
+            rf"\label{{{escape_latex(self.label)}}}",
+            r"\begin{tabular}{l" + "r" * len(self.columns) + "}",
+            r"\toprule",
+            " & ".join(["System", *(escape_latex(h) for h in self.headers())]) + r" \\",
+            r"\midrule",
+        ]
+        for i, row in enumerate(self.cells or [[] for _ in self.systems]):
+            name = self._row_name(i, escape_latex)
+            lines.append(" & ".join([name, *(cell(c) for c in row)]) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+        return "\n".join(lines) + "\n"
+
+    def to_markdown(self) -> str:
+        """A pipe table (bold ``**``, underline ``<u>``, letters ``<sup>``) after a caption line."""
+
+        def cell(c: Cell) -> str:
+            return _markup(c, "markdown", str)
+
+        lines = [
+            f"Table: {escape_markdown(self.caption)}",
+            "",
+            "| " + " | ".join(["system", *(escape_markdown(h) for h in self.headers())]) + " |",
+            "| " + " | ".join([":---", *("---:" for _ in self.columns)]) + " |",
+        ]
+        for i, row in enumerate(self.cells or [[] for _ in self.systems]):
+            cells = [self._row_name(i, escape_markdown), *(cell(c) for c in row)]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+    def to_html(self) -> str:
+        """A ``<table class="results">`` with caption, ``<strong>``, ``<u>`` and ``<sup>``."""
+
+        def cell(c: Cell) -> str:
+            return f'<td class="{c.mark or "plain"}">{_markup(c, "html", escape_html)}</td>'
+
+        head = "".join(f'<th scope="col">{escape_html(h)}</th>' for h in self.headers())
+        rows = []
+        for i, row in enumerate(self.cells or [[] for _ in self.systems]):
+            name = self._row_name(i, escape_html)
+            rows.append(
+                f'<tr data-system="{escape_html(self.systems[i])}"><th scope="row">{name}</th>'
+                + "".join(cell(c) for c in row)
+                + "</tr>"
+            )
+        return (
+            '<table class="results">'
+            f"<caption>{escape_html(self.caption)}</caption>"
+            f'<thead><tr><th scope="col">system</th>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>\n"
+        )
+
+    def to_csv(self) -> str:
+        """One row per system: letter, descriptor, name, then per column the printed value,
+        its mark (best / second) and the letters of the systems it is significantly better than.
+        """
+        records = []
+        for i, row in enumerate(self.cells or [[] for _ in self.systems]):
+            record: dict[str, Any] = {
+                "letter": self.letters[i],
+                "descriptor": self.systems[i],
+                "name": display_name(self.systems[i], self.names),
+            }
+            for column, c in zip(self.columns, row, strict=True):
+                record[column] = _number(c.text)
+                record[f"{column}_mark"] = c.mark
+                record[f"{column}_better_than"] = c.letters
+            records.append(record)
+        return pd.DataFrame.from_records(records).to_csv(index=False)

@@ -1,0 +1,294 @@
+"""The report of a study end to end: files, consistency with direct ``metricalc.stats`` calls,
+the HTML page in headless Chromium, and the ``report`` verb in a subprocess.
+
+The cubes are small random QueryCubes of known descriptor quality (``make_query_cube``), so a
+report builds in seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+from metricalc import cube as qc
+from metricalc import stats
+from metricalc.errors import InvalidInputError
+from metricalc.report.builder import SECTION_HOOKS, Section, build, register_section
+from metricalc.report.labels import escape_html
+from metricalc.report.study import study_from_dict
+
+QUALITY = {"good": 0.9, "a&b <i>x</i>": 0.5, "poor_one": 0.1}
+NAMES = {"good": "Good <b>1</b>"}
+
+
+def write_study(folder: Path, make_query_cube, text: str = "") -> Path:
+    qc.save(make_query_cube(QUALITY, seed=1), folder / "cube.nc")
+    (folder / "mine.yaml").write_text(
+        "title: Random systems\n"
+        "data: {cube: cube.nc}\n"
+        "names: {good: 'Good <b>1</b>'}\n"
+        "baseline: good\n"
+        "tests: {n_resamples: 999}\n" + text
+    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, make_query_cube):
+    """One full report (every figure), shared by the tests that read it."""
+    folder = write_study(tmp_path_factory.mktemp("study"), make_query_cube)
+    return folder, build(folder / "mine.yaml")
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
+    study_dir, report = built
+    out = study_dir / "mine"
+    assert report.out == out and report.html == out / "report.html"
+    for name in ("report.html", "tables.tex", "tables.md", "table.csv", "comparisons.csv",
+                 "rankings.csv", "metrics.csv", "summary.txt"):  # fmt: skip
+        assert (out / name).is_file() and (out / name) in report.files, name
+    assert not [p for p in out.rglob(".*")]  # no temporary file left behind
+    assert (out / "tables.tex").read_text() == report.table.to_latex()
+    assert (out / "tables.md").read_text() == report.table.to_markdown()
+    cube = qc.open_cube(study_dir / "cube.nc")
+    direct = stats.compare(
+        cube, metric="ap", split="viewpoint", baseline="good", n_resamples=999, seed=0
+    )
+    rows = [r for r in read_csv(out / "comparisons.csv") if r["column"] == "viewpoint_map"]
+    assert [(r["descriptor"], r["baseline"]) for r in rows] == [
+        ("a&b <i>x</i>", "good"), ("poor_one", "good"),
+    ]  # fmt: skip
+    for row in rows:
+        one = direct.sel(descriptor=row["descriptor"], baseline="good")
+        assert float(row["pvalue_corrected"]) == pytest.approx(float(one.pvalue_corrected))
+        assert float(row["mean_diff"]) == pytest.approx(float(one.mean_diff))
+        assert row["sentence"].startswith("Good <b>1</b> > ")  # the best system wins
+    # letters: "good" (row a) beats both others on viewpoint mAP where the test rejects
+    letters = {r["descriptor"]: r["viewpoint_map_better_than"] for r in read_csv(out / "table.csv")}
+    rejected = [d for d in ("a&b <i>x</i>", "poor_one") if bool(direct.reject.sel(descriptor=d))]
+    assert letters["good"] == "".join({"a&b <i>x</i>": "b", "poor_one": "c"}[d] for d in rejected)
+    assert rejected  # the data are made so that the test rejects
+    # rankings equal rank_systems called directly
+    ranking = stats.rank_systems(cube, metric="ap", split="viewpoint")
+    ranked = {
+        r["descriptor"]: float(r["average_rank"])
+        for r in read_csv(out / "rankings.csv")
+        if r["column"] == "viewpoint_map"
+    }
+    for d in QUALITY:
+        assert ranked[d] == pytest.approx(float(ranking.average_rank.sel(descriptor=d)))
+    page = (out / "report.html").read_text()
+    assert 'id="section-detector-or-descriptor"' in page  # the decomposition section (hook)
+    assert "The detector limits" in page or "The descriptor limits" in page
+    summary = (out / "summary.txt").read_text()
+    assert summary.startswith("Random systems\n") and "Friedman test" in summary
+    for stem in ("map_by_split", "roc", "pr_curves", "mma", "forest_viewpoint_map",
+                 "cd_viewpoint_map", "scene_map", "split_scatter", "rank_histogram",
+                 "detector_or_descriptor"):  # fmt: skip
+        assert (out / "figures" / f"{stem}.png").stat().st_size > 0, stem
+        assert (out / "figures" / f"{stem}.svg").is_file()
+
+
+def test_html_report_in_headless_chromium(built, page, tmp_path):
+    _, report = built
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(report.html.as_uri())
+    page.wait_for_load_state("load")
+    rows = page.locator("table.results tbody tr")
+    assert rows.count() == len(QUALITY)
+    systems = [rows.nth(i).get_attribute("data-system") for i in range(rows.count())]
+    assert systems == list(QUALITY)
+    names = page.locator("table.results tbody th").all_inner_texts()
+    assert names == ["(a) Good <b>1</b>", "(b) a&b <i>x</i>", "(c) poor_one"]  # text, not tags
+    assert page.locator("table.results b, table.results i").count() == 0
+    images = page.locator("img")
+    assert images.count() >= 9
+    widths = page.evaluate("[...document.images].map(i => i.complete ? i.naturalWidth : 0)")
+    assert all(w > 0 for w in widths), widths
+    assert all(url.startswith(("file:", "data:")) for url in requested), requested
+    assert page.locator("ul.sentences li").count() == len(report.sentences) > 0
+    shot = tmp_path / "report.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sections_from_hooks_are_added_to_the_page(tmp_path, make_query_cube):
+    folder = write_study(tmp_path, make_query_cube, "figures: [roc]\noutputs: [html]\n")
+
+    def hook(report):
+        systems = ", ".join(escape_html(s) for s in report.table.systems)
+        return Section("extra", "Extra <section>", f"<p id='extra'>{systems}</p>")
+
+    register_section(hook)
+    try:
+        report = build(folder / "mine.yaml")
+    finally:
+        SECTION_HOOKS.remove(hook)
+    page = report.html.read_text()
+    assert "<h2>Extra &lt;section&gt;</h2>" in page
+    assert "<p id='extra'>good, a&amp;b &lt;i&gt;x&lt;/i&gt;, poor_one</p>" in page
+    assert report.files == [report.html]
+    with pytest.raises(InvalidInputError, match="must be callable"):
+        register_section("not a hook")
+
+
+def test_label_baseline_pairs_each_descriptor_and_corrects_one_family(tmp_path, make_query_cube):
+    locked = make_query_cube({"sift": 0.8, "orb": 0.4}, seed=5)
+    native = make_query_cube({"sift": 0.5, "orb": 0.5}, seed=6, keypoints="native")
+    study = study_from_dict(
+        {
+            "data": {"dataset": "synthetic"},  # replaced by the cubes passed below
+            "baseline": "native",
+            "metrics": ["true_map_micro", "viewpoint_map"],
+            "tests": {"pair_by": "pair", "n_resamples": 999, "rank": False},
+            "figures": ["forest"],
+            "outputs": ["csv"],
+        },
+        source=tmp_path / "lvn.yaml",
+    )
+    report = build(study, cubes={"locked": locked, "native": native})
+    comparison = report.tests["viewpoint_map"].comparison
+    pairs = list(comparison.get_index("comparison"))
+    assert pairs == [("sift (locked)", "sift (native)"), ("orb (locked)", "orb (native)")]
+    for d in ("sift", "orb"):
+        direct = stats.compare(
+            {"locked": locked.sel(descriptor=[d]), "native": native.sel(descriptor=[d])},
+            metric="ap",
+            split="viewpoint",
+            pair_by="pair",
+            baseline=f"{d} (native)",
+            correction="none",
+            n_resamples=999,
+        )
+        mine = comparison.sel(descriptor=f"{d} (locked)", baseline=f"{d} (native)")
+        assert float(mine.pvalue) == pytest.approx(float(direct.pvalue.item()))
+        assert float(mine.ci_low) == pytest.approx(float(direct.ci_low.item()))
+    expected = multipletests(comparison.pvalue.values, alpha=0.05, method="holm")[1]
+    np.testing.assert_allclose(comparison.pvalue_corrected.values, expected)
+    assert comparison.attrs["correction"] == "holm"
+    assert list(report.metrics.descriptor.values) == [
+        "sift (locked)", "orb (locked)", "sift (native)", "orb (native)",
+    ]  # fmt: skip
+    assert report.table.systems[0] == "sift (locked)"
+    assert not (report.out / "report.html").exists()  # outputs: csv only
+    assert (report.out / "comparisons.csv").is_file()
+
+
+def test_identical_systems_are_left_out_of_the_family(tmp_path, make_query_cube):
+    # SIFT on SIFT keypoints is the same system locked and native: the test refuses that pair
+    locked = make_query_cube({"sift": 0.8, "orb": 0.4, "brief": 0.6}, seed=5)
+    other = make_query_cube({"sift": 0.8, "orb": 0.7, "brief": 0.2}, seed=6)
+    native = locked.copy(deep=True).assign_attrs(keypoints="native")
+    for name, variable in native.data_vars.items():
+        if variable.dims == ("descriptor", "query"):
+            variable.loc[{"descriptor": ["orb", "brief"]}] = other[name].sel(
+                descriptor=["orb", "brief"]
+            )
+    study = study_from_dict(
+        {
+            "data": {"dataset": "synthetic"},
+            "baseline": "native",
+            "metrics": ["true_map_micro"],
+            "tests": {"pair_by": "pair", "n_resamples": 999, "rank": False},
+            "outputs": ["csv"],
+        },
+        source=tmp_path / "lvn.yaml",
+    )
+    report = build(study, cubes={"locked": locked, "native": native})
+    comparison = report.tests["true_map_micro"].comparison
+    assert list(comparison.get_index("comparison")) == [
+        ("orb (locked)", "orb (native)"), ("brief (locked)", "brief (native)"),
+    ]  # fmt: skip
+    expected = multipletests(comparison.pvalue.values, alpha=0.05, method="holm")[1]
+    np.testing.assert_allclose(comparison.pvalue_corrected.values, expected)
+    (note,) = report.notes
+    assert note.startswith("mAP: not tested (") and "'sift (locked)' vs 'sift (native)'" in note
+    # the same in one cube, all pairs: one compare call is refused, the other pairs are kept
+    one = locked.copy(deep=True)
+    for variable in one.data_vars.values():
+        if variable.dims == ("descriptor", "query"):
+            variable.loc[{"descriptor": "brief"}] = variable.sel(descriptor="sift")
+    study = replace(study, baseline=None)
+    report = build(study, cubes={"": one}, out=tmp_path / "one")
+    pairs = list(report.tests["true_map_micro"].comparison.get_index("comparison"))
+    assert pairs == [("sift", "orb"), ("orb", "brief")]
+    (note,) = report.notes
+    assert note.startswith("mAP: not tested (") and "'sift' vs 'brief'" in note
+
+
+def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 60
+    scenes = np.repeat(["i_a", "i_b", "v_a", "v_b"], n // 4)
+    cube = qc.new_cube(
+        ["hardnet", "sift"],
+        {
+            "scene": scenes,
+            "pair": np.full(n, ""),
+            "keypoint_set": np.full(n, "train_easy_40s_00"),
+            "query_keypoint": np.arange(n),
+        },
+        {"ap": rng.random((2, n)), "n_relevant": np.ones((2, n), np.int8)},
+        attrs={**qc.DEFAULT_ATTRS, "ap_method": "vlfeat", "benchmark": "hpatches-retrieval"},
+    )
+    cube = cube.assign(image_ap=(("descriptor", "query"), rng.random((2, n))))
+    study = study_from_dict(
+        {"data": {"dataset": "synthetic"}, "tests": {"n_resamples": 999}},
+        source=tmp_path / "p.yaml",
+    )
+    report = build(study, cubes={"": cube})
+    assert report.table.columns == [
+        "true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "illumination_map",
+        "image_retrieval_map",
+    ]  # fmt: skip
+    expected = np.nanmean(cube.image_ap.values, axis=1)
+    np.testing.assert_allclose(report.metrics.image_retrieval_map.values, expected)
+    assert report.tests["image_retrieval_map"].comparison is not None
+    assert "Protocol: benchmark hpatches-retrieval, AP method vlfeat." in report.table.caption
+    assert any("figure roc skipped" in note for note in report.notes)
+    assert "detector-or-descriptor" not in report.html.read_text()  # no matching results
+    assert any("not tested" in note for note in report.notes)  # 4 scenes: too few to pair by scene
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "metricalc", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
+def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_query_cube):
+    study_dir = write_study(tmp_path, make_query_cube, "figures: [forest]\n")
+    result = run("report", "mine.yaml", "--no-progress", cwd=study_dir)
+    assert result.returncode == 0, result.stderr
+    html = study_dir / "mine" / "report.html"
+    assert f"report: {Path('mine') / 'report.html'}" in result.stdout
+    assert html.is_file() and "data:image/png;base64," in html.read_text()
+    result = run("report", "mine.yaml", "--out", "elsewhere", "--no-progress", cwd=study_dir)
+    assert result.returncode == 0 and (study_dir / "elsewhere" / "tables.tex").is_file()
+    (study_dir / "bad.yaml").write_text("data: {cube: cube.nc}\ntests: {alpha: 2}\n")
+    result = run("report", "bad.yaml", cwd=study_dir)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "metricalc: error: bad.yaml: tests.alpha: expected a number in (0, 0.5]; got 2"
+    )
+    (study_dir / "who.yaml").write_text("data: {cube: cube.nc}\nbaseline: surf\n")
+    result = run("report", "who.yaml", cwd=study_dir)
+    assert result.returncode == 2 and "baseline: 'surf' is not a system" in result.stderr
+    assert "Traceback" not in result.stderr

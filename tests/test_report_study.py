@@ -1,0 +1,174 @@
+"""Study specifications (YAML): the shipped studies load, and every mistake names file and key."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metricalc import cube as qc
+from metricalc.errors import InvalidInputError
+from metricalc.metrics import metric_set
+from metricalc.report import data as report_data
+from metricalc.report.analysis import with_test_metric
+from metricalc.report.study import FIGURES, OUTPUTS, demo_study, load_study, study_from_dict
+
+REPORTS = Path(__file__).resolve().parents[1] / "reports"
+
+
+def test_shipped_studies_load():
+    demo = load_study(REPORTS / "demo.yaml")
+    assert replace(demo, source=None) == demo_study()
+    assert demo.default_out() == REPORTS / "demo"
+    study = load_study(REPORTS / "locked_vs_native.yaml")
+    assert study.data.kind == "dataset" and study.data.dataset == "synthetic"
+    assert dict(study.data.keypoints) == {"locked": "locked:sift", "native": "native"}
+    assert study.baseline == "native" and study.tests.pair_by == "pair"
+    assert study.figures == FIGURES and study.outputs == OUTPUTS
+
+
+def test_defaults_and_paths_relative_to_the_file(tmp_path):
+    (tmp_path / "results").mkdir()
+    cube = qc.new_cube(
+        ["a"],
+        {"scene": ["i_x"], "pair": ["1-2"], "keypoint_set": ["k"], "query_keypoint": [0]},
+        {"ap": [[0.5]]},
+        attrs=qc.DEFAULT_ATTRS,
+    )
+    qc.save(cube, tmp_path / "results" / "a.nc")
+    spec = tmp_path / "mine.yaml"
+    spec.write_text("data:\n  cubes: {one: results/a.nc, two: results/a.nc}\n")
+    study = load_study(spec)
+    assert study.name == "mine" and study.default_out() == tmp_path / "mine"
+    assert dict(study.data.cubes) == {
+        "one": tmp_path / "results" / "a.nc",
+        "two": tmp_path / "results" / "a.nc",
+    }
+    assert study.baseline is None and study.metrics is None and study.decimals == 1
+    assert (study.tests.test, study.tests.correction, study.tests.alpha) == (
+        "wilcoxon",
+        "holm",
+        0.05,
+    )
+    loaded = report_data.load_cubes(study.data, out=tmp_path)
+    assert list(loaded) == ["one", "two"] and loaded["one"].sizes["query"] == 1
+
+
+SYNTHETIC = "data: {dataset: synthetic}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("title: x\n", "data: missing"),
+        (SYNTHETIC + "tabel: 1\n", "tabel: unknown key; expected one of title"),
+        ("data: {dataset: synthetic, cube: a.nc}\n", "data: give exactly one of cube"),
+        ("data: {cube: nowhere.nc}\n", "data.cube: cube file"),
+        ("data: {cubes: {}}\n", "data.cubes: expected at least one label"),
+        ("data: {cubes: {'a (b)': x.nc}}\n", "data.cubes.a (b): a label must be non-empty"),
+        ("data: {dataset: no_such_folder}\n", "data.dataset: expected 'synthetic'"),
+        ("data: {dataset: synthetic, keypoints: sift}\n", "data.keypoints: expected 'native'"),
+        (
+            "data: {dataset: synthetic, keypoints: {a: native, b: 'locked:'}}\n",
+            "data.keypoints.b: expected 'native' or 'locked:<detector>'",
+        ),
+        (
+            "data: {dataset: synthetic, descriptors: [sift, surf]}\n",
+            "data.descriptors[1]: expected one of sift, rootsift, orb, brief; got 'surf'",
+        ),
+        ("data: {dataset: synthetic, descriptors: [orb, orb]}\n", "data.descriptors: names repeat"),
+        ("data: {dataset: synthetic, tau: 0}\n", "data.tau: expected a number in (0, 1e+06]"),
+        ("data: {dataset: synthetic, tie_policy: random}\n", "data.tie_policy: expected one of"),
+        ("data: {dataset: synthetic, seed: -1}\n", "data.seed: expected an integer >= 0"),
+        ("data: {dataset: synthetic, bojanic: 'yes'}\n", "data.bojanic: expected true or false"),
+        ("data: {dataset: synthetic, colour: red}\n", "data.colour: unknown key"),
+        ("data: {experiment: ''}\n", "data.experiment[0]: expected a non-empty string"),
+        ("data: {experiment: [a, a]}\n", "data.experiment: names repeat"),
+        ("data: {experiment: a, tag: b}\n", "data.tag: unknown key"),
+        (SYNTHETIC + "tests: {test: anova}\n", "tests.test: expected one of wilcoxon, ttest"),
+        (SYNTHETIC + "tests: {alpha: 2}\n", "tests.alpha: expected a number in (0, 0.5]; got 2"),
+        (SYNTHETIC + "tests: {pair_by: image}\n", "tests.pair_by: expected one of query, pair"),
+        (SYNTHETIC + "tests: {correction: sidak}\n", "tests.correction: expected one of holm"),
+        (SYNTHETIC + "tests: {n_resamples: 5}\n", "tests.n_resamples: expected an integer >= 99"),
+        (SYNTHETIC + "tests: {ranks: true}\n", "tests.ranks: unknown key"),
+        (SYNTHETIC + "tests: [wilcoxon]\n", "tests: expected a mapping"),
+        (SYNTHETIC + "figures: [roc, pie]\n", "figures[1]: expected one of map_by_split"),
+        (SYNTHETIC + "outputs: []\n", "outputs: expected a non-empty list"),
+        (SYNTHETIC + "decimals: 7\n", "decimals: expected an integer <= 6"),
+        (SYNTHETIC + "names: {sift: 3}\n", "names.sift: expected a non-empty string; got 3"),
+        (SYNTHETIC + "baseline: ''\n", "baseline: expected a non-empty string"),
+        (SYNTHETIC + "metrics: [true_map_micro, 5]\n", "metrics[1]: expected a non-empty string"),
+        ("- data\n", "(top level): expected a mapping of keys; got list"),
+        ("data: {dataset: synthetic\ntitle: [\n", "line "),
+    ],
+)
+def test_spec_errors_name_the_file_and_the_key(tmp_path, text, message):
+    path = tmp_path / "study.yaml"
+    path.write_text(text)
+    with pytest.raises(InvalidInputError) as error:
+        load_study(path)
+    assert str(error.value).startswith(f"{path}: ")
+    assert message in str(error.value)
+
+
+def test_yaml_syntax_error_gives_the_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("title: ok\ndata:\n  dataset: synthetic\n  scenes: [a, b\n")
+    with pytest.raises(
+        InvalidInputError, match=r"broken.yaml: line \d+, column \d+: not valid YAML"
+    ):
+        load_study(path)
+    with pytest.raises(InvalidInputError, match="no such study file"):
+        load_study(tmp_path / "missing.yaml")
+
+
+def test_experiment_tags_load_the_runs_results(tmp_path, make_query_cube):
+    from metricalc.experiment.rundir import RunDir
+
+    study = study_from_dict(
+        {"data": {"experiment": ["sift", "orb"], "outputs": "runs"}}, source=tmp_path / "e.yaml"
+    )
+    assert study.data.kind == "experiment" and study.data.experiments == ("sift", "orb")
+    assert study.data.benchmark == "hpatches" and study.data.outputs == tmp_path / "runs"
+    with pytest.raises(InvalidInputError, match=r"no results of tag 'sift' .*metricalc eval"):
+        report_data.load_cubes(study.data, out=tmp_path)
+    for seed, tag in enumerate(("sift", "orb")):  # a run's results.h5: one descriptor, its tag
+        results = RunDir(tmp_path / "runs", "hpatches", tag).results
+        results.parent.mkdir(parents=True)
+        run = make_query_cube({tag: 0.5}, seed=seed, keypoints="native")
+        qc.save(
+            run.assign_coords(keypoint_set=("query", np.full(run.sizes["query"], tag))), results
+        )
+    (cube,) = report_data.load_cubes(study.data, out=tmp_path).values()
+    assert cube.descriptor.values.tolist() == ["sift", "orb"]
+    assert cube.sizes["query"] == 2 * 600  # each run's own queries (keypoint_set = tag)
+
+
+def test_data_loaders_can_be_registered(tmp_path, make_query_cube):
+    study = study_from_dict({"data": {"experiment": "x"}}, source=tmp_path / "e.yaml")
+    cube = make_query_cube({"a": 0.5})
+    original = report_data.DATA_LOADERS["experiment"]
+    try:
+        report_data.register_data_loader("experiment", lambda spec, out, progress: {"": cube})
+        assert report_data.load_cubes(study.data, out=tmp_path)[""] is cube
+    finally:
+        report_data.register_data_loader("experiment", original)
+    with pytest.raises(InvalidInputError, match="must be callable"):
+        report_data.register_data_loader("experiment", "not a function")
+
+
+@pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic", "workbench"])
+def test_derived_hit_values_average_to_the_metric_set(make_query_cube, policy):
+    cube = make_query_cube({"a": 0.7, "b": 0.2}, seed=4)
+    cube = cube.assign_attrs(tie_policy=policy)
+    metrics = metric_set(cube, k=(1, 5))
+    for k in (1, 5):
+        values = with_test_metric(cube, f"precision_at_{k}")[f"precision_at_{k}"]
+        r1 = cube.n_relevant.values == 1
+        assert np.isnan(values.values[~r1]).all() and np.isfinite(values.values[r1]).all()
+        np.testing.assert_allclose(
+            values.mean("query", skipna=True).values, metrics[f"precision_at_{k}"].values
+        )
+    assert with_test_metric(cube, "ap") is cube
