@@ -1,0 +1,74 @@
+"""The ``metricalc`` command. Thin: every verb parses arguments and calls the library.
+
+One module per verb group, each with ``add_<verb>(verbs)`` functions that add a verb (and its
+sub-verbs) to the sub-command parsers and set ``run``, the function the verb calls:
+
+- :mod:`~metricalc.cli.keypoints`: ``demo``, ``keypoints make-dataset | eval``, ``metrics``;
+- :mod:`~metricalc.cli.patches`: ``patches eval | compute | make-dataset | make-benchmark |
+  describe``;
+- :mod:`~metricalc.cli.experiments`: ``eval hpatches | patches``, ``inspect``;
+- :mod:`~metricalc.cli.db`: ``db list | show | export | import-workbench``;
+- :mod:`~metricalc.cli.decompose`: ``decompose detection | keypoints``;
+- :mod:`~metricalc.cli.compare`: ``compare``;
+- :mod:`~metricalc.cli.report`: ``report``;
+- :mod:`~metricalc.cli._args`: the argument types they share.
+
+Building the parser imports no heavy module (experiment runs, dask, matplotlib, statsmodels,
+OpenCV): a verb imports what it calls when it runs, so ``metricalc --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import metricalc
+from metricalc.cli import compare, db, decompose, experiments, keypoints, patches, report
+
+VERBS = (
+    keypoints.add_demo,
+    keypoints.add_keypoints,
+    patches.add_patches,
+    experiments.add_eval,
+    experiments.add_inspect,
+    keypoints.add_metrics,
+    db.add_db,
+    decompose.add_decompose,
+    compare.add_compare,
+    report.add_report,
+)
+"""The functions adding the verbs, in the order ``metricalc --help`` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``metricalc`` command, one sub-command per verb."""
+    parser = argparse.ArgumentParser(
+        prog="metricalc",
+        description=(
+            "Decomposable metrics for evaluating local image descriptors: confusion counts, "
+            "curves, AP and mAP over descriptor x scene x query cubes."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"metricalc {metricalc.__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    for add_verb in VERBS:
+        add_verb(verbs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args))
+    except metricalc.MetricalcError as error:
+        print(f"metricalc: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("metricalc: interrupted", file=sys.stderr)
+        return 130

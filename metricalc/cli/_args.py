@@ -1,0 +1,63 @@
+"""Argument types shared by the verbs of the ``metricalc`` command.
+
+Light on purpose: building the parser imports this module, so it needs the standard library only.
+A type raises :class:`argparse.ArgumentTypeError`, which argparse turns into a usage error (exit 2,
+no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def names(text: str) -> list[str]:
+    """A comma-separated list of names, blanks dropped.
+
+    Examples
+    --------
+    >>> names("sift, orb,,brief")
+    ['sift', 'orb', 'brief']
+    """
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def cutoffs(text: str) -> tuple[int, ...]:
+    """``--k 1,5,10`` -> (1, 5, 10); anything else is a usage error.
+
+    Examples
+    --------
+    >>> cutoffs("1,5,10")
+    (1, 5, 10)
+    >>> cutoffs("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected positive integers like 1,5,10; got '0'
+    """
+    try:
+        values = tuple(int(part) for part in names(text))
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1,5,10; got {text!r}")
+    return values
+
+
+def thresholds(text: str) -> tuple[float, ...]:
+    """``--iou 0.5,0.75`` -> (0.5, 0.75); anything else is a usage error.
+
+    Examples
+    --------
+    >>> thresholds("0.5,0.75")
+    (0.5, 0.75)
+    >>> thresholds("1.5")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected IoU thresholds in [0, 1] like 0.5,0.75; got '1.5'
+    """
+    try:
+        values = tuple(float(part) for part in names(text))
+    except ValueError:
+        values = ()
+    if not values or any(not 0 <= v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"expected IoU thresholds in [0, 1] like 0.5,0.75; got {text!r}"
+        )
+    return values

@@ -1,0 +1,73 @@
+"""``metricalc compare CUBE ...`` (paired significance tests of the systems of cubes)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from metricalc.cli._args import names
+from metricalc.errors import InvalidInputError
+
+
+def add_compare(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test wilcoxon] ...``."""
+    from metricalc.stats import CORRECTIONS, PAIR_BY, SPLITS, TESTS
+
+    cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
+    cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE", help="cube file(s) (.nc)")
+    cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
+    cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
+    cmp.add_argument("--metric", default="ap", help="cube variable or hit@K (default: ap)")
+    cmp.add_argument("--test", choices=TESTS, default="wilcoxon")
+    cmp.add_argument("--pair-by", choices=PAIR_BY, default="query")
+    cmp.add_argument("--split", choices=SPLITS, help="only the queries of one split")
+    cmp.add_argument("--correction", choices=CORRECTIONS, default="holm")
+    cmp.add_argument("--alpha", type=float, default=0.05)
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the sign flips and bootstrap")
+    cmp.add_argument("--n-resamples", type=int, default=10_000, help="flips / bootstrap resamples")
+    cmp.add_argument("--confidence-level", type=float, default=0.95, help="of the bootstrap CI")
+    cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
+    cmp.set_defaults(run=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from metricalc import cube as cubes
+    from metricalc.export import _json_value
+    from metricalc.report.terminal import print_comparisons
+    from metricalc.stats import compare
+
+    labels = names(args.labels) if args.labels else None
+    if labels is not None and len(labels) != len(args.cubes):
+        raise InvalidInputError(
+            f"--labels gives {len(labels)} labels for {len(args.cubes)} cube files; give one each"
+        )
+    if labels is None and len(args.cubes) > 1:
+        labels = [path.stem for path in args.cubes]
+    if labels is not None and len(set(labels)) != len(labels):
+        raise InvalidInputError(f"the cube labels must differ; got {labels} (use --labels)")
+    opened = [cubes.open_cube(path) for path in args.cubes]
+    data = opened[0] if labels is None else dict(zip(labels, opened, strict=True))
+    result = compare(
+        data,
+        metric=args.metric,
+        pair_by=args.pair_by,
+        test=args.test,
+        correction=args.correction,
+        alpha=args.alpha,
+        baseline=args.baseline,
+        split=args.split,
+        seed=args.seed,
+        n_resamples=args.n_resamples,
+        confidence_level=args.confidence_level,
+    )
+    if args.json:
+        rows = result.to_dataframe().reset_index().to_dict(orient="records")
+        print(json.dumps([{k: _json_value(v) for k, v in row.items()} for row in rows], indent=2))
+    else:
+        print_comparisons(result, title=", ".join(str(p) for p in args.cubes))
+        if result.attrs["excluded_descriptors"]:
+            failed = ", ".join(result.attrs["excluded_descriptors"])
+            print(f"left out (status error): {failed}", file=sys.stderr)
+    return 0

@@ -1,0 +1,166 @@
+"""``metricalc demo``, ``metricalc keypoints make-dataset | eval`` and ``metricalc metrics``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from metricalc.cli._args import cutoffs, names
+from metricalc.core._validate import TIE_POLICIES
+from metricalc.errors import InvalidInputError
+
+
+def add_demo(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc demo``: the built-in descriptors on the built-in benchmark, with a report."""
+    demo = verbs.add_parser(
+        "demo", help="evaluate the built-in descriptors on the built-in benchmark"
+    )
+    demo.add_argument("--out", type=Path, default=Path("reports/demo"), help="output folder")
+    demo.add_argument("--quick", action="store_true", help="a few scenes only (a first look)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--no-progress", action="store_true", help="no progress bars")
+    demo.set_defaults(run=_demo)
+
+
+def add_keypoints(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc keypoints make-dataset | eval`` (HPatches-style sequences)."""
+    keypoints = verbs.add_parser("keypoints", help="HPatches-style sequences: data and evaluation")
+    keypoint_verbs = keypoints.add_subparsers(dest="keypoints_verb", metavar="VERB", required=True)
+    make = keypoint_verbs.add_parser("make-dataset", help="write the built-in synthetic benchmark")
+    make.add_argument("dir", type=Path)
+    make.add_argument("--scenes", help="comma-separated photographs or scene names")
+    make.add_argument("--quick", action="store_true", help="the few scenes of --quick runs")
+    make.add_argument("--seed", type=int, default=0)
+    make.set_defaults(run=_make_dataset)
+
+    ev = keypoint_verbs.add_parser("eval", help="evaluate descriptors into a QueryCube")
+    ev.add_argument("--data", type=Path, required=True, help="sequences folder (HPatches layout)")
+    ev.add_argument("--descriptors", help="comma-separated names (default: all built-in)")
+    ev.add_argument("--locked", help="detector whose keypoints every descriptor describes")
+    ev.add_argument("--features", type=Path, help="bring-your-own features folder")
+    ev.add_argument("--out", type=Path, required=True, help="cube file to write (.nc)")
+    ev.add_argument("--tau", type=float, default=3.0, help="ground-truth tolerance in px")
+    ev.add_argument("--border", type=float, default=40.0, help="border exclusion in px")
+    ev.add_argument("--tie-policy", choices=TIE_POLICIES, default="expected")
+    ev.add_argument("--y0", choices=("negative", "ignore"), default="negative")
+    ev.add_argument("--no-bojanic", action="store_true", help="skip verification / retrieval")
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ev.set_defaults(run=_keypoints_eval)
+
+
+def add_metrics(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc metrics CUBE`` (the DescriptorWorkbench metric set)."""
+    metrics = verbs.add_parser("metrics", help="the DescriptorWorkbench metric set of a cube")
+    metrics.add_argument("cube", type=Path)
+    metrics.add_argument("--json", action="store_true", help="descriptor -> {metric -> value}")
+    metrics.add_argument("--k", type=cutoffs, default=(1, 5, 10), help="cut-offs, e.g. 1,5,10")
+    metrics.set_defaults(run=_metrics)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from metricalc.demo import run_demo
+
+    result = run_demo(args.out, quick=args.quick, seed=args.seed, progress=not args.no_progress)
+    print(f"wrote {len(result.files)} files to {args.out} in {result.seconds:.1f} s")
+    print(f"report: {result.report}")
+    return 0
+
+
+def _make_dataset(args: argparse.Namespace) -> int:
+    from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
+
+    scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
+    sequences = make_synthetic_dataset(args.dir, scenes=scenes, seed=args.seed)
+    print(f"{len(sequences)} scenes in {args.dir}")
+    return 0
+
+
+def _same_keypoints(features: dict, locked: str) -> None:
+    """Bring-your-own features marked --locked must share their keypoints across descriptors."""
+    descriptors = list(features)
+    for name in descriptors[1:]:
+        for scene, images in features[descriptors[0]].items():
+            for k, reference in images.items():
+                other = features[name].get(scene, {}).get(k)
+                if other is None or not np.array_equal(other.keypoints, reference.keypoints):
+                    raise InvalidInputError(
+                        f"--locked {locked}: descriptor {name!r} does not have the keypoints of "
+                        f"{descriptors[0]!r} for scene {scene!r} image {k}"
+                    )
+
+
+def _keypoints_eval(args: argparse.Namespace) -> int:
+    from metricalc import cube as cubes
+    from metricalc.keypoints.evaluate import check_protocol, evaluate
+    from metricalc.keypoints.features import extract, load_features
+    from metricalc.keypoints.sequences import load_sequences
+
+    check_protocol(tau=args.tau, border=args.border)
+    if args.out.is_dir():
+        raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
+    sequences = load_sequences(args.data)
+    descriptors = names(args.descriptors) if args.descriptors else None
+    if args.features:
+        features = load_features(args.features, descriptors=descriptors)
+        keypoints = "external"
+        if args.locked:
+            _same_keypoints(features, args.locked)
+            keypoints = f"locked:{args.locked}"
+    else:
+        features = extract(
+            sequences,
+            descriptors or ("sift", "rootsift", "orb", "brief"),
+            locked=args.locked,
+            border=args.border,
+            progress=not args.no_progress,
+        )
+        keypoints = f"locked:{args.locked}" if args.locked else "native"
+    cube = evaluate(
+        sequences,
+        features,
+        keypoints=keypoints,
+        tau=args.tau,
+        border=args.border,
+        tie_policy=args.tie_policy,
+        bojanic=not args.no_bojanic,
+        y0=args.y0,
+        seed=args.seed,
+        dataset=str(args.data),
+        progress=not args.no_progress,
+    )
+    if cube.sizes["query"] == 0:
+        raise InvalidInputError(
+            f"no queries: every keypoint lies within --border {args.border:g} px of its image edge"
+            " (or no descriptor could be evaluated)"
+        )
+    cubes.save(cube, args.out)
+    failed = [
+        str(d) for d, s in zip(cube.descriptor.values, cube.status.values, strict=True) if s != "ok"
+    ]
+    print(
+        f"wrote {args.out}: {cube.sizes['descriptor']} descriptors, {cube.sizes['query']} queries"
+    )
+    for name in failed:
+        message = str(cube.error.sel(descriptor=name).values)
+        print(f"metricalc: descriptor {name} failed: {message}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from metricalc import cube as cubes
+    from metricalc.export import metric_set_to_dict
+    from metricalc.metrics import metric_set
+    from metricalc.report.terminal import print_metric_table
+
+    cube = cubes.open_cube(args.cube)
+    metrics = metric_set(cube, k=args.k)
+    if args.json:
+        print(json.dumps(metric_set_to_dict(metrics), indent=2))
+    else:
+        print_metric_table(metrics, title=str(args.cube))
+    return 0

@@ -1,0 +1,162 @@
+"""``metricalc patches eval | compute | make-dataset | make-benchmark | describe``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from metricalc.cli._args import names
+from metricalc.core.ranking import AP_METHODS
+from metricalc.errors import InvalidInputError
+
+
+def add_patches(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc patches ...`` (the HPatches patch and image retrieval benchmark files)."""
+    patches = verbs.add_parser("patches", help="the HPatches patch and image retrieval benchmark")
+    patch_verbs = patches.add_subparsers(dest="patches_verb", metavar="VERB", required=True)
+    pe = patch_verbs.add_parser("eval", help="patch and image retrieval mAP of .results files")
+    pe.add_argument("--benchmark", type=Path, help="a .benchmark file")
+    pe.add_argument("--labels", type=Path, help="its .labels file")
+    pe.add_argument("--benchmarks", type=Path, help="a folder of .benchmark/.labels files")
+    pe.add_argument("--results", type=Path, nargs="+", required=True,
+                    help=".results file, or results folders (one per descriptor)")  # fmt: skip
+    pe.add_argument("--out", type=Path, help="write the QueryCube of the folders (.nc)")
+    pe.add_argument("--ap-method", choices=AP_METHODS, default="vlfeat")
+    pe.add_argument("--json", action="store_true", help="print JSON")
+    pe.set_defaults(run=_patches_eval)
+    pc = patch_verbs.add_parser("compute", help="top-51 .results from a descriptor pool")
+    pc.add_argument("--benchmark", type=Path, required=True)
+    pc.add_argument("--descriptors", type=Path, required=True, help="DIR/<seq>/<img>.csv or .npy")
+    pc.add_argument("--out", type=Path, required=True, help=".results file to write")
+    pc.add_argument("--distance", choices=("l2", "l1"), default="l2")
+    pc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pc.set_defaults(run=_patches_compute)
+    pd_ = patch_verbs.add_parser("make-dataset", help="write the built-in synthetic patch dataset")
+    pd_.add_argument("dir", type=Path)
+    pd_.add_argument("--scenes", help="comma-separated photographs or sequence names")
+    pd_.add_argument("--quick", action="store_true", help="the few scenes of --quick runs")
+    pd_.add_argument("--seed", type=int, default=0)
+    pd_.add_argument("--size", type=int, help="longer side of the source images (default 640)")
+    pd_.add_argument("--max-patches", type=int, help="patches per sequence, at most (1000)")
+    pd_.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pd_.set_defaults(run=_patches_make_dataset)
+    pb = patch_verbs.add_parser("make-benchmark", help="draw a .benchmark/.labels pair")
+    pb.add_argument("--patches", type=Path, required=True, help="patch dataset folder")
+    pb.add_argument("--split", choices=("train", "test"), required=True)
+    pb.add_argument("--sequences", type=int, required=True, help="sequences in the pool")
+    pb.add_argument("--seed", type=int, required=True)
+    pb.add_argument("--difficulty", choices=("easy", "hard"), required=True)
+    pb.add_argument("--out", type=Path, required=True, help="folder for the two files")
+    pb.add_argument("--queries-per-sequence", type=int, default=100)
+    pb.set_defaults(run=_patches_make_benchmark)
+    pdsc = patch_verbs.add_parser("describe", help="SIFT or raw-pixel descriptors of patches")
+    pdsc.add_argument("--patches", type=Path, required=True, help="patch dataset folder")
+    pdsc.add_argument("--method", choices=("sift", "raw"), required=True)
+    pdsc.add_argument("--out", type=Path, required=True, help="descriptor folder DIR/<seq>/<img>")
+    pdsc.add_argument("--format", choices=("npy", "csv"), default="npy")
+    pdsc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    pdsc.set_defaults(run=_patches_describe)
+
+
+def _patches_eval(args: argparse.Namespace) -> int:
+    from metricalc.patches import evaluate_files
+    from metricalc.report.terminal import print_frame
+
+    if args.benchmarks:
+        from metricalc import cube as cubes
+        from metricalc.patches.querycube import evaluate_folders
+
+        if args.out is not None and args.out.is_dir():
+            raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
+        done = evaluate_folders(args.benchmarks, args.results, ap_method=args.ap_method)
+        for descriptor, path, message in done.errors:
+            print(f"metricalc: {descriptor}/{path.name}: {message}", file=sys.stderr)
+        if args.out is not None:
+            cubes.save(done.cube, args.out)
+        if args.json:
+            print(json.dumps({**done.to_dict(), "cube": args.out and str(args.out)}, indent=2))
+        else:
+            print_frame(done.files, title=f"{args.benchmarks} ({args.ap_method} AP)")
+            print_frame(done.groups(), title="groups")
+            if args.out is not None:
+                print(f"wrote {args.out}: {done.cube.sizes['descriptor']} descriptors")
+        return 1 if done.errors else 0
+    if not (args.benchmark and args.labels) or len(args.results) != 1 or args.out is not None:
+        raise InvalidInputError(
+            "give --benchmark and --labels with one .results file, or --benchmarks DIR with one "
+            "or more results folders (--out needs --benchmarks)"
+        )
+    ds = evaluate_files(args.benchmark, args.labels, args.results[0], ap_method=args.ap_method)
+    values = {
+        "patch_retrieval_map": float(ds.patch_retrieval_map),
+        "image_retrieval_map": float(ds.image_retrieval_map),
+        "n_queries": int(ds.n_queries),
+    }
+    if args.json:
+        print(json.dumps(values))
+    else:
+        print(
+            f"patch retrieval mAP {100 * values['patch_retrieval_map']:.2f}   "
+            f"image retrieval mAP {100 * values['image_retrieval_map']:.2f}   "
+            f"queries {values['n_queries']}"
+        )
+    return 0
+
+
+def _patches_compute(args: argparse.Namespace) -> int:
+    from metricalc.patches import read_benchmark, write_results
+    from metricalc.patches.compute import compute_results, load_descriptor_pool
+
+    benchmark = read_benchmark(args.benchmark)
+    pool = load_descriptor_pool(args.descriptors, benchmark.pool)
+    results = compute_results(
+        args.benchmark, pool, distance=args.distance, progress=not args.no_progress
+    )
+    write_results(args.out, benchmark.pool, results)
+    print(f"wrote {args.out}: {len(results)} queries, top 51 by {args.distance}")
+    return 0
+
+
+def _patches_make_dataset(args: argparse.Namespace) -> int:
+    from metricalc.keypoints.synthetic import QUICK_SCENES
+    from metricalc.patches.synthetic import make_patch_dataset
+
+    scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
+    given = {"size": args.size, "max_patches": args.max_patches}
+    sizes = {k: v for k, v in given.items() if v is not None}  # else the library's defaults
+    dataset = make_patch_dataset(
+        args.dir, scenes=scenes, seed=args.seed, progress=not args.no_progress, **sizes
+    )
+    total = sum(dataset.counts.values())
+    print(f"{len(dataset.sequences)} sequences in {args.dir}: {total} patches in each of the 16 "
+          "images (ref, e1..e5, h1..h5, t1..t5)")  # fmt: skip
+    return 0
+
+
+def _patches_make_benchmark(args: argparse.Namespace) -> int:
+    from metricalc.patches.benchmark import make_benchmark
+
+    paths = make_benchmark(
+        args.patches,
+        args.out,
+        split=args.split,
+        n_sequences=args.sequences,
+        seed=args.seed,
+        difficulty=args.difficulty,
+        queries_per_sequence=args.queries_per_sequence,
+    )
+    print(f"wrote {paths[0]} and {paths[1].name}")
+    return 0
+
+
+def _patches_describe(args: argparse.Namespace) -> int:
+    from metricalc.patches.describe import describe_dataset
+
+    written = describe_dataset(
+        args.patches, args.out, method=args.method, format=args.format,
+        progress=not args.no_progress,
+    )  # fmt: skip
+    print(f"wrote {len(written)} {args.method} descriptor files to {args.out}")
+    return 0

@@ -1,0 +1,26 @@
+"""``metricalc report STUDY`` (render a study specification)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_report(verbs: argparse._SubParsersAction) -> None:
+    """``metricalc report STUDY [--out DIR]``: tables, tests, figures and the HTML page."""
+    report = verbs.add_parser(
+        "report", help="render a study (reports/<study>.yaml): tables, tests, figures, HTML"
+    )
+    report.add_argument("study", type=Path, help="study specification (YAML)")
+    report.add_argument("--out", type=Path, help="output folder (default: reports/<study>/)")
+    report.add_argument("--no-progress", action="store_true", help="no progress bars")
+    report.set_defaults(run=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from metricalc.report.builder import build
+
+    report = build(args.study, out=args.out, progress=not args.no_progress)
+    print(f"wrote {len(report.files)} files to {report.out}")
+    print(f"report: {report.html}")
+    return 0
