@@ -41,6 +41,37 @@ def test_help_lists_the_verbs():
     assert "demo" in result.stdout
 
 
+HEAVY = ("metricalc.experiment", "metricalc.stats", "dask", "matplotlib", "statsmodels", "cv2",
+         "scipy.stats", "seaborn", "h5py", "omegaconf", "jinja2", "rich")  # fmt: skip
+
+
+def test_building_the_parser_imports_no_heavy_module():
+    """``metricalc --help`` / ``--version`` start fast: the parser needs none of these."""
+    code = (
+        "import sys, json; from metricalc.cli import build_parser; build_parser().format_help(); "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_parser_choices_agree_with_the_library():
+    """The values the light parser spells out are the library's."""
+    import importlib
+
+    from metricalc import stats
+    from metricalc.cli import compare, experiments
+
+    runs = importlib.import_module("metricalc.experiment.run")
+    assert tuple(sorted(runs.BENCHMARKS)) == experiments.BENCHMARK_NAMES
+    assert experiments.DEFAULT_OUTPUTS == runs.DEFAULT_OUTPUTS
+    assert compare.TESTS == stats.TESTS
+    assert compare.PAIR_BY == stats.PAIR_BY
+    assert compare.SPLITS == stats.SPLITS
+    assert compare.CORRECTIONS == stats.CORRECTIONS
+
+
 def test_console_script_runs():
     result = run("--version", executable=console_script())
     assert result.returncode == 0

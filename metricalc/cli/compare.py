@@ -1,4 +1,9 @@
-"""``metricalc compare CUBE ...`` (paired significance tests of the systems of cubes)."""
+"""``metricalc compare CUBE ...`` (paired significance tests of the systems of cubes).
+
+Building the parser must not import :mod:`metricalc.stats` (statsmodels and scipy.stats: half a
+second of start-up for every ``metricalc`` command), so the choices are spelled here;
+``tests/test_cli.py`` checks that they agree with the names :mod:`metricalc.stats` exports.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,18 @@ from pathlib import Path
 from metricalc.cli._args import names
 from metricalc.errors import InvalidInputError
 
+TESTS = ("wilcoxon", "ttest", "randomization", "sign", "mcnemar")
+"""``metricalc.stats.TESTS``."""
+PAIR_BY = ("query", "pair", "scene")
+"""``metricalc.stats.PAIR_BY``."""
+SPLITS = ("viewpoint", "illumination")
+"""``metricalc.stats.SPLITS``."""
+CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
+"""``metricalc.stats.CORRECTIONS``."""
+
 
 def add_compare(verbs: argparse._SubParsersAction) -> None:
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test wilcoxon] ...``."""
-    from metricalc.stats import CORRECTIONS, PAIR_BY, SPLITS, TESTS
-
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE", help="cube file(s) (.nc)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")

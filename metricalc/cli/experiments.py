@@ -1,4 +1,9 @@
-"""``metricalc eval hpatches | patches`` (experiment runs) and ``metricalc inspect`` (pages)."""
+"""``metricalc eval hpatches | patches`` (experiment runs) and ``metricalc inspect`` (pages).
+
+Building these parsers must not import :mod:`metricalc.experiment` (OpenCV, dask, matplotlib,
+statsmodels: seconds of start-up for ``metricalc --help``), so the two values the parsers need are
+spelled here; ``tests/test_cli.py`` checks that they agree with :mod:`metricalc.experiment.run`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,12 @@ import sys
 from pathlib import Path
 
 from metricalc.errors import MetricalcError
+
+BENCHMARK_NAMES = ("hpatches", "patches")
+"""The benchmarks of experiment runs: the keys of ``metricalc.experiment.run.BENCHMARKS``."""
+
+DEFAULT_OUTPUTS = Path("outputs")
+"""The outputs root of runs: ``metricalc.experiment.run.DEFAULT_OUTPUTS``."""
 
 
 def add_eval(verbs: argparse._SubParsersAction) -> None:
@@ -29,13 +40,11 @@ def add_eval(verbs: argparse._SubParsersAction) -> None:
 
 
 def add_inspect(verbs: argparse._SubParsersAction) -> None:
-    """``metricalc inspect <benchmark> TAG ...`` (summaries side by side, the per-pair page)."""
-    from metricalc.experiment.run import BENCHMARKS, DEFAULT_OUTPUTS
-
+    """``metricalc inspect <benchmark> TAG ...`` (summaries side by side, the per-unit page)."""
     inspect = verbs.add_parser(
         "inspect", help="compare runs: summaries side by side, an interactive per-pair page"
     )
-    inspect.add_argument("benchmark", choices=sorted(BENCHMARKS), help="the benchmark of the runs")
+    inspect.add_argument("benchmark", choices=BENCHMARK_NAMES, help="the benchmark of the runs")
     inspect.add_argument(
         "tags", nargs="+", metavar="TAG", help="experiment tags (the first is the reference)"
     )
@@ -51,8 +60,6 @@ def add_inspect(verbs: argparse._SubParsersAction) -> None:
 
 
 def _eval_arguments(parser: argparse.ArgumentParser) -> None:
-    from metricalc.experiment.run import DEFAULT_OUTPUTS
-
     parser.add_argument("--conf", help="config file, or a shipped config name (sift, orb, ...)")
     parser.add_argument("--tag", help="experiment name (default: the config name)")
     parser.add_argument("--overwrite", action="store_true", help="redo export and evaluation")
