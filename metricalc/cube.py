@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -33,6 +32,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from metricalc._io import temporary_path
 from metricalc.core._validate import TIE_POLICIES, check_choice
 from metricalc.core.ranking import AP_METHODS, ap_from_rank_stats
 from metricalc.errors import InvalidInputError
@@ -1230,7 +1230,6 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str]) -> None:
     """
     validate(cube)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     out = cube.copy(deep=False)
     encoding: dict[Hashable, dict[str, Any]] = {}
     for name, variable in out.variables.items():
@@ -1244,14 +1243,8 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str]) -> None:
             )
             encoding[name] = {"zlib": True, "complevel": 1, "shuffle": True, "chunksizes": chunks}
     out.attrs = _plain_attrs(out.attrs)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with temporary_path(path) as tmp:
         out.to_netcdf(tmp, engine="h5netcdf", encoding=encoding)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 _STORAGE_CHUNKS = {DESCRIPTOR: 1, QUERY: 10_000}

@@ -46,7 +46,7 @@ def add_compare(verbs: argparse._SubParsersAction) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     from metricalc import cube as cubes
-    from metricalc.export import _json_value
+    from metricalc._io import json_safe
     from metricalc.report.terminal import print_comparisons
     from metricalc.stats import compare
 
@@ -76,7 +76,7 @@ def _compare(args: argparse.Namespace) -> int:
     )
     if args.json:
         rows = result.to_dataframe().reset_index().to_dict(orient="records")
-        print(json.dumps([{k: _json_value(v) for k, v in row.items()} for row in rows], indent=2))
+        print(json.dumps(json_safe(rows), indent=2))
     else:
         print_comparisons(result, title=", ".join(str(p) for p in args.cubes))
         if result.attrs["excluded_descriptors"]:

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from metricalc._io import json_safe
 from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import factor_ap
@@ -373,27 +374,23 @@ class DetectionDecomposition:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: ``stats`` (the 12 COCO values by name) next to the
         decomposition (composed and factor APs, identity check, what-if rows)."""
-
-        def clean(value: float) -> float | None:
-            return float(value) if np.isfinite(value) else None
-
         return {
-            "stats": {k: clean(v) for k, v in self.stats.items()},
+            "stats": {k: json_safe(v) for k, v in self.stats.items()},
             "decomposition": {
                 "convention": self.curves.attrs["convention"],
                 "iou_type": self.curves.attrs["iou_type"],
                 "ap_method": self.method,
                 "iou_thresholds": [float(t) for t in self.curves["iou"].values],
                 "stages": self.curves["stage"].values.tolist(),
-                "composed_ap": clean(self.composed_ap()),
-                "factor_ap": {k: clean(v) for k, v in self.factor_ap().items()},
+                "composed_ap": json_safe(self.composed_ap()),
+                "factor_ap": {k: json_safe(v) for k, v in self.factor_ap().items()},
                 "identity": self.verification.to_dict(),
                 "what_if": [
                     {
                         "perfect_stage": stage,
-                        "ap": clean(row["ap"]),
-                        "ap_if_perfect": clean(row["ap_if_perfect"]),
-                        "gain": clean(row["gain"]),
+                        "ap": json_safe(row["ap"]),
+                        "ap_if_perfect": json_safe(row["ap_if_perfect"]),
+                        "gain": json_safe(row["gain"]),
                     }
                     for stage, row in self.table.iterrows()
                 ],

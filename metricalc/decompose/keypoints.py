@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from metricalc._io import json_safe
 from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.chain import Verification, decompose, verify
@@ -210,16 +211,10 @@ class DetectorDescriptorSection:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: per descriptor values, the sentence and the identity check."""
-
-        def clean(value: Any) -> Any:
-            if isinstance(value, (float, np.floating)):
-                return float(value) if np.isfinite(value) else None
-            return value.item() if hasattr(value, "item") else value
-
         rows = {}
         for name in self.table["descriptor"].values.tolist():
             row = self.table.sel(descriptor=name)
-            rows[str(name)] = {k: clean(row[k].values[()]) for k in self.table.data_vars}
+            rows[str(name)] = {k: json_safe(row[k].values[()]) for k in self.table.data_vars}
         return {
             "descriptors": rows,
             "sentence": self.sentence,

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from metricalc._io import atomic_write
 from metricalc.decompose.chain import Verification
-from metricalc.export import _atomic_write
+from metricalc.report.terminal import terminal_console
 
 __all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]
-
-
-def _console() -> Console:
-    return Console() if sys.stdout.isatty() else Console(width=120)
 
 
 def _number(value: float, digits: int = 3) -> str:
@@ -54,7 +50,7 @@ STAT_MEANING = {
 
 def print_detection(result: Any, *, console: Console | None = None) -> None:
     """Standard COCO metrics, factor APs, composed AP, identity check and what-if table."""
-    out = console or _console()
+    out = console or terminal_console()
     attrs = result.curves.attrs
     stats = Table(title=f"COCO {result.evaluation.attrs['iou_type']} evaluation")
     stats.add_column("metric")
@@ -96,7 +92,7 @@ def what_if_table(table: Any) -> Table:
 
 def print_keypoints(section: Any, *, console: Console | None = None) -> None:
     """The detector-or-descriptor table, its sentence and the identity check."""
-    out = console or _console()
+    out = console or terminal_console()
     table = section.table
     view = Table(
         title=f"Detector or descriptor? ({section.chains.attrs.get('confidence')} "
@@ -133,7 +129,7 @@ def _write(out: str | Path, summary: dict[str, Any], drawings: dict[str, Any]) -
 
     out = Path(out)
     path = out / "decomposition.json"
-    _atomic_write(path, json.dumps(summary, indent=2))
+    atomic_write(path, json.dumps(summary, indent=2))
     written = [path]
     for name, ax in drawings.items():
         written += save_figure(ax, out / name)

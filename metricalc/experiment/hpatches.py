@@ -24,6 +24,7 @@ import xarray as xr
 from dask import delayed
 
 from metricalc import __version__
+from metricalc._io import atomic_write
 from metricalc.core._validate import TIE_POLICIES
 from metricalc.cube import split_of
 from metricalc.experiment.benchmark import Context, Evaluation, Values, scalar_summary
@@ -39,7 +40,6 @@ from metricalc.experiment.predictions import (
 from metricalc.experiment.rundir import file_lock
 from metricalc.experiment.scheduler import batches
 from metricalc.experiment.visualize import draw_matches, png_bytes
-from metricalc.export import _atomic_write
 from metricalc.keypoints import homography as hg
 from metricalc.keypoints.evaluate import cube_from_pairs
 from metricalc.keypoints.features import (
@@ -319,7 +319,7 @@ class HPatches:
 
         def finished(name: str, value: tuple[PairPrediction, bytes]) -> None:
             prediction, picture = value
-            _atomic_write(rundir.match_image(prediction.scene, prediction.pair), picture)
+            atomic_write(rundir.match_image(prediction.scene, prediction.pair), picture)
             write_part(rundir.part(prediction.scene, prediction.pair), prediction)  # the marker
             advance()
 

@@ -32,13 +32,13 @@ import jinja2
 import numpy as np
 import xarray as xr
 
+from metricalc._io import atomic_write, json_safe
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.config import check_tag
 from metricalc.experiment.results import open_pairs
 from metricalc.experiment.run import DEFAULT_OUTPUTS, get_benchmark
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.terminal import SUMMARY_COLUMNS, _cell
-from metricalc.export import _atomic_write
 
 __all__ = [
     "COLORS",
@@ -193,15 +193,14 @@ def load_runs(
 
 
 def _number(value: Any) -> float | int | str | None:
-    """A JSON value of a metric: the number, None for NaN, ``"inf"`` / ``"-inf"``."""
-    if isinstance(value, np.integer | int) and not isinstance(value, bool):
-        return int(value)
-    value = float(value)
-    if math.isnan(value):
-        return None
-    if math.isinf(value):
+    """A JSON value of a metric for the page's script: :func:`~metricalc._io.json_safe` (NaN
+    -> None), except that infinities are kept as ``"inf"`` / ``"-inf"`` (JSON has no infinity,
+    and an infinite error is not a missing value) and booleans are plotted as 0.0 / 1.0."""
+    if isinstance(value, bool | np.bool_):
+        return float(value)
+    if isinstance(value, float | np.floating) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    return value
+    return json_safe(value)
 
 
 def _label(value: Any) -> str:
@@ -413,5 +412,5 @@ def write_page(inspection: Inspection, path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     if path.is_dir():
         raise InvalidInputError(f"--out {path} is a directory; expected an .html file path")
-    _atomic_write(path, render_page(inspection, page_dir=path.parent))
+    atomic_write(path, render_page(inspection, page_dir=path.parent))
     return path

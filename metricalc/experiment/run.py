@@ -41,13 +41,14 @@ import xarray as xr
 
 from metricalc import __version__
 from metricalc import cube as cubes
+from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.benchmark import Benchmark, Context, Evaluation
 from metricalc.experiment.config import check_tag, config_diff, config_hash, load_config
 from metricalc.experiment.hpatches import HPatches
 from metricalc.experiment.patch_retrieval import Patches
 from metricalc.experiment.results import open_pairs, write_results
-from metricalc.experiment.rundir import RunDir, json_safe
+from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler, check_scheduler
 from metricalc.report.figures import save_figure
 from metricalc.store.database import DEFAULT_DB, open_db

@@ -21,9 +21,7 @@ runs of different tags share nothing and run side by side.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,29 +29,15 @@ from typing import Any
 
 import yaml
 
+from metricalc._io import atomic_write, json_safe
 from metricalc.errors import InvalidInputError
-from metricalc.export import _atomic_write, _json_value
 
 try:  # POSIX; elsewhere runs are not locked
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["RunDir", "file_lock", "json_safe", "temporary_path"]
-
-
-@contextmanager
-def temporary_path(path: Path) -> Iterator[Path]:
-    """A temporary file name next to ``path``; renamed over ``path`` if the block succeeds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+__all__ = ["RunDir", "file_lock"]
 
 
 @contextmanager
@@ -77,15 +61,6 @@ def file_lock(path: Path, what: str, *, wait: bool = False) -> Iterator[None]:
         yield
     finally:
         handle.close()
-
-
-def json_safe(value: Any) -> Any:
-    """Nested dicts / lists with NumPy scalars and non-finite floats made JSON-safe (null)."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return _json_value(value)
 
 
 class RunDir:
@@ -144,7 +119,7 @@ class RunDir:
         return data
 
     def write_conf(self, values: dict[str, Any]) -> None:
-        _atomic_write(self.conf, yaml.safe_dump(values, sort_keys=False))
+        atomic_write(self.conf, yaml.safe_dump(values, sort_keys=False))
 
     def read_json(self, path: Path) -> dict[str, Any] | None:
         if not path.exists():
@@ -158,7 +133,7 @@ class RunDir:
         return data
 
     def write_json(self, path: Path, data: dict[str, Any]) -> None:
-        _atomic_write(path, json.dumps(json_safe(data), indent=2) + "\n")
+        atomic_write(path, json.dumps(json_safe(data), indent=2) + "\n")
 
     def has_predictions(self) -> bool:
         return self.predictions.is_file()

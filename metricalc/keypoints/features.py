@@ -24,7 +24,6 @@ See ``docs/features.md``.
 from __future__ import annotations
 
 import os
-import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ import numpy as np
 from skimage.feature import BRIEF
 from skimage.util import img_as_float
 
+from metricalc._io import temporary_path
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import inside
 from metricalc.progress import progress_bar
@@ -618,17 +618,6 @@ def _check_folder_name(name: Any, what: str) -> str:
     return name
 
 
-def _atomic_save(path: Path, keypoints: np.ndarray, descriptors: np.ndarray) -> None:
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            np.savez(stream, keypoints=keypoints, descriptors=descriptors)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_features(root: str | os.PathLike[str], features: Mapping[str, Any]) -> None:
     """Write features in the bring-your-own layout ``root/<descriptor>/<scene>/<image>.npz``.
 
@@ -688,8 +677,8 @@ def save_features(root: str | os.PathLike[str], features: Mapping[str, Any]) -> 
                     item = Features(kp, desc)
                 plan.append((base / descriptor / scene / f"{int(key)}.npz", item))
     for path, item in plan:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_save(path, item.keypoints, item.descriptors)
+        with temporary_path(path) as tmp, open(tmp, "wb") as stream:
+            np.savez(stream, keypoints=item.keypoints, descriptors=item.descriptors)
 
 
 def _read_npz(path: Path) -> Features:

@@ -52,9 +52,7 @@ import contextlib
 import hashlib
 import json
 import math
-import os
 import re
-import tempfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -63,6 +61,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from metricalc._io import atomic_write
 from metricalc._manifest import read_manifest
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.sequences import Sequence, load_sequences
@@ -345,18 +344,6 @@ def _generate(scene: str, photograph: np.ndarray, seed: int) -> tuple[list, list
 # -- files -------------------------------------------------------------------------------------
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _png(image: np.ndarray) -> bytes:
     if image.ndim == 3:
         image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
@@ -378,7 +365,7 @@ def _write_scene(folder: Path, images: list, homographies: list) -> dict[str, An
     blobs = [(name, _png(image)) for name, image in zip(_IMAGE_NAMES, images, strict=True)]
     blobs += [(name, _homography_text(H)) for name, H in zip(_H_NAMES, homographies, strict=True)]
     for name, data in blobs:
-        _write_atomic(folder / name, data)
+        atomic_write(folder / name, data)
         files[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     return files
 
@@ -409,7 +396,7 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
 
 def _write_manifest(root: Path, manifest: dict[str, Any]) -> None:
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    _write_atomic(root / MANIFEST_NAME, text.encode("utf-8"))
+    atomic_write(root / MANIFEST_NAME, text.encode("utf-8"))
 
 
 def _scene_complete(root: Path, scene: str, record: Any) -> bool:

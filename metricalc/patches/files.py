@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from metricalc._io import atomic_write
 from metricalc.errors import InvalidInputError
 
 __all__ = [
@@ -439,7 +439,8 @@ def write_results(
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``.
+    """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``
+    (:func:`metricalc._io.atomic_write`).
 
     Readers never see a half-written file: an interrupted write leaves the old file (or none).
     Missing parent folders are created; a failure (a parent that is a file, no permission, a
@@ -455,21 +456,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        return atomic_write(path, data)
     except OSError as error:
         raise InvalidInputError(f"{path}: cannot write the file ({error.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except OSError as error:
-        Path(tmp).unlink(missing_ok=True)
-        raise InvalidInputError(f"{path}: cannot write the file ({error.strerror})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 # -- validation -----------------------------------------------------------------------------------

@@ -6,8 +6,6 @@ Figures are built on :class:`matplotlib.figure.Figure` (no pyplot state, any bac
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from metricalc._io import temporary_path
 from metricalc.report.labels import display_name
 
 MAP_COLUMNS = {
@@ -117,17 +116,10 @@ def plot_split_scatter(
 def save_figure(ax: Axes, path: str | Path) -> list[Path]:
     """Save the figure of ``ax`` as ``<path>.png`` and ``<path>.svg`` (atomic); return the paths."""
     stem = Path(path).with_suffix("")
-    stem.parent.mkdir(parents=True, exist_ok=True)
     written = []
     for suffix in (".png", ".svg"):
         target = stem.with_suffix(suffix)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
-        os.close(fd)
-        try:
+        with temporary_path(target, suffix=suffix) as tmp:  # savefig's format: the suffix
             ax.figure.savefig(tmp, dpi=120)
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         written.append(target)
     return written

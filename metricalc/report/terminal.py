@@ -26,8 +26,9 @@ TABLE_METRICS = (
 """(metric name, column header) of the default terminal table; rates shown in percent."""
 
 
-def _console() -> Console:
-    """The terminal's console; a pipe or a log file gets a table as wide as a terminal shows."""
+def terminal_console() -> Console:
+    """The console the ``print_*`` functions of the terminal tables use when given none: the
+    terminal's, or for a pipe or a log file one as wide as a terminal shows (120 columns)."""
     return Console() if sys.stdout.isatty() else Console(width=120)
 
 
@@ -53,7 +54,7 @@ def print_metric_table(
         status = str(row["status"].values) if "status" in row else "ok"
         cells = [_cell(n, float(row[n].values)) for n, _ in shown]
         table.add_row(d if status == "ok" else f"{d} (error)", *cells)
-    (console or _console()).print(table)
+    (console or terminal_console()).print(table)
 
 
 def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None = None) -> None:
@@ -69,7 +70,7 @@ def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None
             else:
                 cells.append("-" if value is None else str(value))
         table.add_row(*cells)
-    (console or _console()).print(table)
+    (console or terminal_console()).print(table)
 
 
 PERCENT_METRICS = ("ap", "image_ap", "nn_correct", "nn_mutual")
@@ -138,4 +139,4 @@ def print_comparisons(
             _effect(row["cohens_dz"]),
             f"{int(row['wins'])}/{int(row['ties'])}/{int(row['losses'])}",
         )
-    (console or _console()).print(table)
+    (console or terminal_console()).print(table)

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
-from metricalc.export import _json_value
 
 
 def plain(value: Any, where: str) -> Any:
@@ -45,7 +45,7 @@ def plain(value: Any, where: str) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if value is None or isinstance(value, (str, bool, int, float, np.generic)):
-        return _json_value(value)
+        return json_safe(value)
     raise InvalidInputError(
         f"{where} has type {type(value).__name__}; expected str, int, float, bool, None, a "
         "mapping or a sequence of them"

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from metricalc.report.terminal import _console
+from metricalc.report.terminal import terminal_console
 from metricalc.store.records import Experiment
 from metricalc.store.workbench import CHECK_COLUMNS, WorkbenchExport
 
@@ -60,14 +60,14 @@ def print_experiments(frame: pd.DataFrame, *, console: Console | None = None) ->
             row.config_hash[:12],
             row.updated_at[:19].replace("T", " "),
         )
-    (console or _console()).print(table)
+    (console or terminal_console()).print(table)
 
 
 def print_experiment(
     experiment: Experiment, *, scenes: bool = False, console: Console | None = None
 ) -> None:
     """Header, config and one row per descriptor of an experiment (and its scenes)."""
-    console = console or _console()
+    console = console or terminal_console()
     _say(console, f"{experiment.benchmark} / {experiment.tag}  (id {experiment.id})")
     _say(
         console,
@@ -116,7 +116,7 @@ def print_experiment(
 
 def print_import(export: WorkbenchExport, db: str, *, console: Console | None = None) -> None:
     """What an import stored and what its recomputation check found."""
-    console = console or _console()
+    console = console or terminal_console()
     tags = export.tags
     span = f"{tags[0]} .. {tags[-1]}" if len(tags) > 1 else (tags[0] if tags else "-")
     _say(console, f"imported {len(export.rows)} row(s) of {export.path} into {db} ({span})")

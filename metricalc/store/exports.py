@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from metricalc._io import atomic_write, json_safe, temporary_path
 from metricalc.errors import InvalidInputError
-from metricalc.export import _atomic_write, _json_value
 from metricalc.store.database import open_db
 from metricalc.store.frames import FRAME_TABLES, read_frame
 
@@ -84,11 +81,7 @@ def to_dataframe(
 
 def _cell(value: Any) -> Any:
     """A JSON value of one frame cell (missing and non-finite -> None)."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, float) and np.isnan(value):
-        return None
-    return _json_value(value)
+    return None if value is pd.NA else json_safe(value)
 
 
 def frame_text(frame: pd.DataFrame, format: str) -> str:
@@ -115,21 +108,6 @@ def _format(path: Path, format: str | None) -> str:
     if format not in FORMATS:
         raise InvalidInputError(f"format must be one of {list(FORMATS)}; got {format!r}")
     return format
-
-
-@contextmanager
-def atomic_path(path: Path) -> Iterator[str]:
-    """A temporary file name next to ``path`` to write to; renamed over ``path`` when the block
-    ends without an error, removed otherwise (so ``path`` is never half-written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def export_table(
@@ -170,8 +148,8 @@ def export_table(
         raise InvalidInputError(f"table must be one of {list(FRAME_TABLES)}; got {table!r}")
     frame = to_dataframe(db, table, benchmark=benchmark, tags=tags)
     if format == "parquet":
-        with atomic_path(target) as tmp:
+        with temporary_path(target) as tmp:
             frame.to_parquet(tmp, engine="pyarrow", index=False)
     else:
-        _atomic_write(target, frame_text(frame, format))
+        atomic_write(target, frame_text(frame, format))
     return target

@@ -44,9 +44,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from metricalc._io import json_safe, temporary_path
 from metricalc.errors import InvalidInputError
 from metricalc.store.database import open_db, transaction
-from metricalc.store.exports import atomic_path
 from metricalc.store.metadata import SCENE_KEYS, parse_metadata
 from metricalc.store.records import _experiment_row, _ResultRow, _write
 from metricalc.store.schema import SEED_COLUMNS
@@ -589,7 +589,7 @@ def write_cube(cube: xr.Dataset, path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     if target.is_dir():
         raise InvalidInputError(f"cube path {target} is a directory; expected a file name (.nc)")
-    with atomic_path(target) as tmp:
+    with temporary_path(target) as tmp:
         cube.to_netcdf(tmp, engine="h5netcdf")
     return target
 
@@ -617,17 +617,17 @@ def _result_row(
         else:
             extra[target] = value
     if recomputed is not None:
-        columns["viewpoint_map"] = _finite(recomputed["viewpoint_map"])
-        columns["illumination_map"] = _finite(recomputed["illumination_map"])
+        columns["viewpoint_map"] = json_safe(recomputed["viewpoint_map"])
+        columns["illumination_map"] = json_safe(recomputed["illumination_map"])
     for key in METADATA_METRICS:
         value = row.meta.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             extra.setdefault(key, value)
     scenes = [
-        (s, _finite(m), _finite(z), q, e, None, None) for s, (m, z, q, e) in row.scenes.items()
+        (s, json_safe(m), json_safe(z), q, e, None, None) for s, (m, z, q, e) in row.scenes.items()
     ]
-    columns = {k: _finite(v) for k, v in columns.items()}
-    extra = {k: _finite(v) if isinstance(v, float) else v for k, v in extra.items()}
+    columns = {k: json_safe(v) for k, v in columns.items()}
+    extra = {k: json_safe(v) if isinstance(v, float) else v for k, v in extra.items()}
     return _ResultRow(
         descriptor=row.descriptor,
         status=status[0],
@@ -637,10 +637,6 @@ def _result_row(
         extra=extra,
         scenes=scenes,
     )
-
-
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else value
 
 
 def _timings(row: _Row) -> dict[str, float]:

@@ -1,0 +1,123 @@
+"""Writing files: JSON-safe values and atomic writes, shared by every module that writes.
+
+- :func:`json_safe`: values as plain JSON types (NumPy scalars and arrays as Python numbers and
+  lists, NaN and infinities as ``null``), through nested mappings and sequences;
+- :func:`atomic_write`: text or bytes to a file through a temporary file and a rename;
+- :func:`temporary_path`: a temporary file name to hand to a writer that wants a path (netCDF,
+  HDF5, Parquet, a figure), renamed over the target when the block succeeds.
+
+Readers of a file written this way never see it half-written: an interrupted write leaves the
+old file (or none) and no temporary file behind.
+
+This module sits below every layer (like :mod:`metricalc.errors`): it imports the standard
+library and NumPy only, so the core, the domain adapters and the layers on top all use it.
+Callers that must differ keep a thin wrapper around it: ``metricalc inspect`` writes infinities
+as ``"inf"`` / ``"-inf"`` strings for its script, :func:`metricalc.patches.write_atomic` turns
+an ``OSError`` into an :class:`~metricalc.errors.InvalidInputError` naming the file, the database
+codec (``metricalc.store._codec``) refuses values JSON cannot hold instead of passing them on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["atomic_write", "json_safe", "temporary_path"]
+
+
+def json_safe(value: Any) -> Any:
+    r"""``value`` with every number a JSON number: what :func:`json.dumps` writes as strict JSON.
+
+    Mappings become dicts with ``str`` keys, lists, tuples and NumPy arrays become lists (nested
+    arrays, nested lists), NumPy integers and Python integers ``int``, booleans ``bool``, finite
+    floats ``float``; NaN and infinities, which JSON cannot hold, become ``None`` (``null``):
+
+    .. math:: v \mapsto \begin{cases} v & v \text{ finite} \\
+              \text{null} & v \in \{\text{NaN}, +\infty, -\infty\} \end{cases}
+
+    Other scalars with an ``.item()`` (NumPy strings and dates, 0-d arrays) become their Python
+    value; anything else (strings, None) is returned as it is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> json_safe({"ap": np.float32(0.5), "n": np.int64(3), "bad": float("nan"), 1: (np.inf,)})
+    {'ap': 0.5, 'n': 3, 'bad': None, '1': [None]}
+    >>> json_safe(np.array([[1.0, np.nan], [np.inf, 2.0]]))
+    [[1.0, None], [None, 2.0]]
+    >>> json_safe([np.bool_(True), "sift", None])
+    [True, 'sift', None]
+    """
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    return value.item() if hasattr(value, "item") else value
+
+
+@contextmanager
+def temporary_path(path: str | os.PathLike[str], *, suffix: str = ".tmp") -> Iterator[Path]:
+    """A temporary file name next to ``path`` (same folder, so the rename is atomic), created
+    empty; renamed over ``path`` when the block ends without an error, removed otherwise.
+
+    Missing parent folders are created. ``suffix`` is the temporary name's ending, for writers
+    that choose the format by it (matplotlib's ``savefig``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     target = Path(tmp) / "out" / "a.txt"
+    ...     with temporary_path(target) as part:
+    ...         _ = part.write_text("done")
+    ...         before = target.exists()
+    ...     before, target.read_text(), sorted(p.name for p in target.parent.iterdir())
+    (False, 'done', ['a.txt'])
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    r"""Write ``data`` (text as UTF-8, or bytes) to ``path`` through a temporary file next to it
+    and a rename; returns ``path`` as a :class:`~pathlib.Path`.
+
+    Missing parent folders are created; an ``OSError`` (a parent that is a file, no permission,
+    a full disk) propagates, and leaves no temporary file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     atomic_write(Path(tmp) / "a.json", '{"ap": null}\n').read_text()
+    '{"ap": null}\n'
+    """
+    with temporary_path(path) as tmp:
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data, encoding="utf-8")
+    return Path(path)
