@@ -42,7 +42,8 @@ def add_eval(verbs: argparse._SubParsersAction) -> None:
 def add_inspect(verbs: argparse._SubParsersAction) -> None:
     """``metricalc inspect <benchmark> TAG ...`` (summaries side by side, the per-unit page)."""
     inspect = verbs.add_parser(
-        "inspect", help="compare runs: summaries side by side, an interactive per-pair page"
+        "inspect",
+        help="compare runs: summaries side by side, an interactive per-pair (per-file) page",
     )
     inspect.add_argument("benchmark", choices=BENCHMARK_NAMES, help="the benchmark of the runs")
     inspect.add_argument(

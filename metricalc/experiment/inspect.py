@@ -1,11 +1,14 @@
-"""Inspect experiments side by side: their summaries, and an interactive per-pair scatter page.
+"""Inspect experiments side by side: their summaries, and an interactive per-unit scatter page.
 
 ``metricalc inspect <benchmark> TAG1 TAG2 ...`` (seed 002's ``gluefactory.eval.inspect``) reads
-the run folders ``<outputs>/results/<benchmark>/<tag>/`` (``summaries.json`` and the ``pairs``
-group of ``results.h5``; nothing is recomputed), prints the summaries side by side and writes one
-HTML page: a scatter of any two per-pair metrics, one point per image pair and experiment, with
-a ``diff_only`` mode relative to the first experiment, hover and click (the pair's match
-visualizations). See ``docs/experiments.md`` ("Inspect").
+the run folders ``<outputs>/results/<benchmark>/<tag>/`` (``summaries.json`` and the per-unit
+group of ``results.h5``, the benchmark's ``units_group``; nothing is recomputed), prints the
+summaries side by side and writes one HTML page: a scatter of any two per-unit metrics, one point
+per unit and experiment, with a ``diff_only`` mode relative to the first experiment, hover and
+click. The units (:data:`UNITS`) are the image pairs of ``hpatches`` (group ``pairs``; a click
+shows the pair's metrics and match visualizations) or the benchmark files of ``patches`` (group
+``files``; a click shows the file's metrics: a file has no match picture). See
+``docs/experiments.md`` ("Inspect").
 
 The page is self-contained except for the match pictures: its script, styles and data are inline
 (no network access, no library), every name is escaped (jinja2 autoescaping for the markup,
@@ -43,7 +46,9 @@ from metricalc.experiment.terminal import SUMMARY_COLUMNS, _cell
 __all__ = [
     "COLORS",
     "DEFAULT_AXES",
+    "UNITS",
     "Inspection",
+    "Units",
     "default_page_path",
     "load_runs",
     "page_data",
@@ -66,7 +71,46 @@ COLORS = (
 """Point colours of the experiments, in order (repeated after ten)."""
 
 DEFAULT_AXES = ("num_matches", "prec@3px")
-"""The variables on the x and y axes when the page opens (when the runs have them)."""
+"""The variables on the x and y axes when the page opens (when the runs have them; else the
+first two variables)."""
+
+
+@dataclass(frozen=True)
+class Units:
+    """What one point of the page stands for, per ``units_group`` of a benchmark.
+
+    Attributes
+    ----------
+    dim : str
+        The dimension of the units in the ``results.h5`` group (``image_pair``, ``file``).
+    name, short : str
+        How the page names a unit (``image pair``, ``pair``); the plural adds an ``s``.
+    labels : tuple of (str, str)
+        The coordinates the page shows next to a unit's id, with the word before the value
+        (``""``: the value alone), e.g. ``(("scene", "scene"), ("pair", "pair"), ("split", ""))``
+        reads "v_a/1-2  (scene v_a, pair 1-2, viewpoint)".
+    pictures : bool
+        Whether a unit has match pictures (the coordinate ``match_image``).
+    """
+
+    dim: str
+    name: str
+    short: str
+    labels: tuple[tuple[str, str], ...]
+    pictures: bool
+
+
+UNITS = {
+    "pairs": Units(
+        "image_pair", "image pair", "pair", (("scene", "scene"), ("pair", "pair"), ("split", "")),
+        pictures=True,
+    ),
+    "files": Units(
+        "file", "benchmark file", "file", (("split", ""), ("difficulty", ""), ("size", "size")),
+        pictures=False,
+    ),
+}
+"""The units of each ``units_group`` (:class:`~metricalc.experiment.benchmark.Benchmark`)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +128,10 @@ class Inspection:
     summaries : dict
         tag -> the content of ``summaries.json``.
     pairs : dict
-        tag -> the per-image-pair metrics (``results.h5`` group ``pairs``).
+        tag -> the per-unit metrics over ``units.dim``: per image pair (``results.h5`` group
+        ``pairs``) or per benchmark file (group ``files``, its ``descriptor`` dim dropped).
+    units : Units
+        What the units are (default: image pairs).
     """
 
     benchmark: str
@@ -92,6 +139,7 @@ class Inspection:
     directories: dict[str, Path]
     summaries: dict[str, dict[str, Any]]
     pairs: dict[str, xr.Dataset]
+    units: Units = UNITS["pairs"]
 
 
 def _known_tags(root: Path) -> list[str]:
@@ -117,12 +165,12 @@ def load_runs(
     *,
     outputs: str | os.PathLike[str] = DEFAULT_OUTPUTS,
 ) -> Inspection:
-    """Read the summaries and per-pair metrics of the runs ``tags`` of ``benchmark``.
+    """Read the summaries and per-unit metrics of the runs ``tags`` of ``benchmark``.
 
     Parameters
     ----------
     benchmark : str
-        A benchmark of :data:`metricalc.experiment.BENCHMARKS` (``"hpatches"``).
+        A benchmark of :data:`metricalc.experiment.BENCHMARKS` (``"hpatches"``, ``"patches"``).
     tags : sequence of str
         One or more experiment tags, each run with ``metricalc eval``; the first is the
         reference of the page's ``diff_only`` mode.
@@ -150,7 +198,7 @@ def load_runs(
     ...
     metricalc.errors.InvalidInputError: no run of benchmark 'hpatches' with tag 'sift' under ...
     """
-    get_benchmark(benchmark)
+    group = get_benchmark(benchmark).units_group
     tags = [check_tag(tag) for tag in tags]
     if not tags:
         raise InvalidInputError("give at least one experiment tag to inspect")
@@ -183,8 +231,22 @@ def load_runs(
         tags=tuple(tags),
         directories={tag: r.path for tag, r in rundirs.items()},
         summaries={tag: r.read_json(r.summaries) or {} for tag, r in rundirs.items()},
-        pairs={tag: open_pairs(r.results) for tag, r in rundirs.items()},
+        pairs={tag: _units(open_pairs(r.results, group=group), r) for tag, r in rundirs.items()},
+        units=UNITS[group],
     )
+
+
+def _units(table: xr.Dataset, rundir: RunDir) -> xr.Dataset:
+    """The per-unit table of one run without its ``descriptor`` dim (a run has one descriptor,
+    named by its tag, in the per-file table of ``patches``)."""
+    if "descriptor" not in table.dims:
+        return table
+    if table.sizes["descriptor"] != 1:
+        raise InvalidInputError(
+            f"{rundir.results} holds {table.sizes['descriptor']} descriptors in its per-unit "
+            "table; expected the one of the run (rerun with --overwrite_eval)"
+        )
+    return table.isel(descriptor=0, drop=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,14 +270,14 @@ def _label(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float | np.floating) else str(value)
 
 
-def _variables(pairs: xr.Dataset) -> dict[str, np.ndarray]:
-    """The per-pair numeric variables: those over ``image_pair`` as they are, those over
-    ``(image_pair, d)`` (the threshold sweep) one per label as ``name[d=label]``."""
+def _variables(pairs: xr.Dataset, unit_dim: str) -> dict[str, np.ndarray]:
+    """The per-unit numeric variables: those over ``unit_dim`` as they are, those over
+    ``(unit_dim, d)`` (the threshold sweep) one per label as ``name[d=label]``."""
     out: dict[str, np.ndarray] = {}
     for name, variable in pairs.data_vars.items():
-        if "image_pair" not in variable.dims or variable.dtype.kind not in "biuf":
+        if unit_dim not in variable.dims or variable.dtype.kind not in "biuf":
             continue
-        variable = variable.transpose("image_pair", ...)
+        variable = variable.transpose(unit_dim, ...)
         if variable.ndim == 1:
             out[str(name)] = variable.values
         elif variable.ndim == 2:
@@ -238,14 +300,16 @@ def _url(target: Path, page_dir: Path) -> str:
 def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The data the page's script draws, as JSON-ready Python values.
 
-    Keys: ``benchmark``; ``variables`` (the per-pair metrics of any run, in order of first
-    appearance); ``axes`` (the initial x and y); ``pairs`` with ``id`` (``"<scene>/<pair>"``,
-    the sorted union over the runs), ``scene``, ``pair``, ``split``; ``experiments``, one per
-    tag, with ``tag``, ``color``, ``present`` (per pair: whether the run has it), ``missing``
-    (how many of the union it lacks), ``values`` (variable -> per-pair values: numbers, None for
-    NaN or an absent pair or variable, ``"inf"`` / ``"-inf"``) and ``images`` (per pair: the
-    match picture's URL relative to ``page_dir``, or None when the run lacks the pair or the
-    file).
+    Keys: ``benchmark``; ``unit`` (what a point stands for: ``name``, ``short``, ``labels``,
+    ``pictures`` of :class:`Units`); ``variables`` (the per-unit metrics of any run, in order of
+    first appearance); ``axes`` (the initial x and y); ``pairs``, the units (image pairs or
+    benchmark files), with ``id`` (``"<scene>/<pair>"`` or the file name, the sorted union over
+    the runs) and one list per label coordinate (``scene``, ``pair``, ``split``; or ``split``,
+    ``difficulty``, ``size``); ``experiments``, one per tag, with ``tag``, ``color``,
+    ``present`` (per unit: whether the run has it), ``missing`` (how many of the union it lacks),
+    ``values`` (variable -> per-unit values: numbers, None for NaN or an absent unit or
+    variable, ``"inf"`` / ``"-inf"``) and ``images`` (per unit: the match picture's URL relative
+    to ``page_dir``, or None when the run lacks the unit or the file, or units have no pictures).
 
     Examples
     --------
@@ -263,21 +327,22 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
     [None, None]
     """  # noqa: E501
     page_dir = Path(page_dir)
+    units = inspection.units
+    labels = [coordinate for coordinate, _ in units.labels]
     ids: set[str] = set()
-    coords: dict[str, tuple[str, str, str]] = {}
+    coords: dict[str, tuple[str, ...]] = {}
     variables: dict[str, None] = {}
     per_run = {}
     for tag in inspection.tags:
         pairs = inspection.pairs[tag]
-        names = [_label(v) for v in pairs["image_pair"].values.tolist()]
+        names = [_label(v) for v in pairs[units.dim].values.tolist()]
         for i, name in enumerate(names):
             if name not in coords:
-                coords[name] = tuple(  # type: ignore[assignment]
-                    _label(pairs[c].values[i]) if c in pairs.coords else ""
-                    for c in ("scene", "pair", "split")
+                coords[name] = tuple(
+                    _label(pairs[c].values[i]) if c in pairs.coords else "" for c in labels
                 )
         ids.update(names)
-        values = _variables(pairs)
+        values = _variables(pairs, units.dim)
         variables.update(dict.fromkeys(values))
         per_run[tag] = (names, values)
     order = sorted(ids)
@@ -297,7 +362,7 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
                     column[row] = _number(value)
             columns[name] = column
         images: list[str | None] = [None] * len(order)
-        if "match_image" in pairs:
+        if units.pictures and "match_image" in pairs:
             for row, relative in zip(rows.tolist(), pairs["match_image"].values, strict=True):
                 target = inspection.directories[tag] / _label(relative)
                 if target.is_file():
@@ -319,13 +384,17 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
     ] if names else []
     return {
         "benchmark": inspection.benchmark,
+        "unit": {
+            "name": units.name,
+            "short": units.short,
+            "labels": [list(label) for label in units.labels],
+            "pictures": units.pictures,
+        },
         "variables": names,
         "axes": axes,
         "pairs": {
             "id": order,
-            "scene": [coords[n][0] for n in order],
-            "pair": [coords[n][1] for n in order],
-            "split": [coords[n][2] for n in order],
+            **{c: [coords[n][j] for n in order] for j, c in enumerate(labels)},
         },
         "experiments": experiments,
     }
@@ -359,7 +428,7 @@ def _summary_table(inspection: Inspection) -> dict[str, Any]:
             {
                 "tag": tag,
                 "color": COLORS[k % len(COLORS)],
-                "pairs": int(inspection.pairs[tag].sizes.get("image_pair", 0)),
+                "pairs": int(inspection.pairs[tag].sizes.get(inspection.units.dim, 0)),
                 "cells": [_cell(values.get(key), percent) for key, _, percent in shown],
             }
         )
@@ -375,6 +444,7 @@ def render_page(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> 
         .render(
             benchmark=inspection.benchmark,
             tags=inspection.tags,
+            unit=inspection.units,
             summary=_summary_table(inspection),
             data=page_data(inspection, page_dir=page_dir),
         )

@@ -1,5 +1,6 @@
-// metricalc inspect: the per-pair scatter, drawn as SVG by plain JavaScript (no library).
-// The data come from the JSON block "inspect-data" (metricalc.experiment.inspect.page_data).
+// metricalc inspect: the per-unit scatter (image pairs, or benchmark files), drawn as SVG by
+// plain JavaScript (no library). The data come from the JSON block "inspect-data"
+// (metricalc.experiment.inspect.page_data).
 // Names are only ever inserted as text (textContent, attribute values), never as markup.
 "use strict";
 (function () {
@@ -10,7 +11,8 @@
 
   var data = JSON.parse(document.getElementById("inspect-data").textContent);
   var experiments = data.experiments;
-  var pairs = data.pairs;
+  var unit = data.unit;   // what a point stands for: an image pair, a benchmark file
+  var pairs = data.pairs;  // the units: id and label coordinates
   var nPairs = pairs.id.length;
 
   function decode(v) {
@@ -48,7 +50,7 @@
     return String(Number(v.toPrecision(6)));
   }
 
-  // ---- the points: one per image pair and experiment (diff_only: minus the first experiment)
+  // ---- the points: one per unit and experiment (diff_only: minus the first experiment)
   function points() {
     var out = [];
     for (var e = state.diff ? 1 : 0; e < experiments.length; e++) {
@@ -190,7 +192,7 @@
     });
   }
 
-  // ---- hover: the pair and its values, lines to the same pair in the other experiments
+  // ---- hover: the unit and its values, lines to the same unit in the other experiments
   function hideTooltip() {
     tooltip.hidden = true;
     var links = document.getElementById("links");
@@ -231,7 +233,7 @@
     if (p) select(p.i);
   });
 
-  // ---- click: the pair's values and match pictures in every experiment
+  // ---- click: the unit's values (and match pictures) in every experiment
   function cell(row, tag, text) {
     var node = document.createElement(tag);
     node.textContent = text;
@@ -239,12 +241,20 @@
     return node;
   }
 
+  // "scene v_a, pair 1-2, viewpoint": the unit's label coordinates, empty ones left out
+  function describe(i) {
+    var parts = [];
+    unit.labels.forEach(function (label) {
+      var value = pairs[label[0]][i];
+      if (value !== "") parts.push(label[1] ? label[1] + " " + value : value);
+    });
+    return parts.length ? "  (" + parts.join(", ") + ")" : "";
+  }
+
   function select(i) {
     state.selected = i;
     current.forEach(function (p) { p.node.classList.toggle("selected", p.i === i); });
-    document.getElementById("detail-title").textContent =
-      pairs.id[i] + "  (scene " + pairs.scene[i] + ", pair " + pairs.pair[i] + ", " +
-      pairs.split[i] + ")";
+    document.getElementById("detail-title").textContent = pairs.id[i] + describe(i);
     var table = document.getElementById("detail-table");
     while (table.firstChild) table.removeChild(table.firstChild);
     var head = document.createElement("tr");
@@ -261,6 +271,7 @@
     });
     var images = document.getElementById("detail-images");
     while (images.firstChild) images.removeChild(images.firstChild);
+    if (!unit.pictures) return;
     experiments.forEach(function (exp) {
       var figure = document.createElement("figure");
       figure.setAttribute("data-tag", exp.tag);
@@ -271,7 +282,8 @@
       caption.appendChild(swatch);
       caption.appendChild(document.createTextNode(exp.tag));
       if (!exp.present[i]) {
-        cell(figure, "p", "no result for this pair in " + exp.tag).className = "absent";
+        cell(figure, "p", "no result for this " + unit.short + " in " + exp.tag).className =
+          "absent";
       } else if (exp.images[i] === null) {
         cell(figure, "p", "match picture not found in the run folder of " + exp.tag)
           .className = "absent";
@@ -312,9 +324,9 @@
 
   var gaps = experiments.filter(function (exp) { return exp.missing > 0; });
   document.getElementById("gaps").textContent = gaps.length === 0 ? "" :
-    "Runs with gaps (the union of the image pairs is shown; a run has no point where it lacks " +
-    "a pair): " + gaps.map(function (exp) {
-      return exp.tag + " lacks " + exp.missing + " of " + nPairs + " pairs";
+    "Runs with gaps (the union of the " + unit.name + "s is shown; a run has no point where it " +
+    "lacks a " + unit.short + "): " + gaps.map(function (exp) {
+      return exp.tag + " lacks " + exp.missing + " of " + nPairs + " " + unit.short + "s";
     }).join("; ") + ".";
 
   draw();
