@@ -95,6 +95,17 @@ def test_a_path_wins_over_a_shipped_name(tmp_path, monkeypatch):
     assert _load("sift").values["model"]["descriptor"] == "brief"
 
 
+def test_a_folder_does_not_hide_a_shipped_name(tmp_path, monkeypatch):
+    """A folder named like a shipped config (``sift/`` of descriptors or results in the working
+    folder) is not a config file: ``--conf sift`` still names the shipped one."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sift").mkdir()
+    assert cfg.find_config("sift") == cfg.CONFIG_DIR / "sift.yaml"
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(InvalidInputError, match="config mine is not a file"):
+        cfg.find_config("mine")
+
+
 def test_empty_config_file_is_the_defaults(tmp_path):
     assert _load(_write(tmp_path, "")).values == DEFAULT_CONF
 

@@ -391,3 +391,40 @@ def test_malformed_data_are_a_clear_error(base, outputs, tmp_path):
     broken = _run(outputs, "broken_data", f"data.root={root}", "data.scenes=null")
     assert broken.status == "error" and isinstance(broken.exception, InvalidInputError)
     assert "H_1_3" in broken.error and "line 2" in broken.error
+
+
+def test_a_run_that_failed_before_exporting_does_not_hold_its_tag(base, outputs, tmp_path):
+    """Nothing was cached with the first configuration (its data folder does not exist), so the
+    corrected configuration runs under the same tag instead of being refused as a conflict."""
+    failed = _run(outputs, "fixed_later", f"data.root={tmp_path / 'nowhere'}", "data.scenes=null")
+    assert failed.status == "error" and "does not exist" in failed.error
+    assert not failed.files["predictions"].exists() and not failed.files["results"].exists()
+    fixed = _run(outputs, "fixed_later")
+    assert fixed.status == "ok" and fixed.exported and fixed.evaluated
+    assert fixed.config["data"]["root"] is None
+    assert yaml.safe_load(fixed.files["conf"].read_text()) == fixed.config
+    assert fixed.summaries == base.summaries | {
+        "processing_time_ms": fixed.summaries["processing_time_ms"]
+    }
+    assert "export" in fixed.timings and "evaluation" in fixed.timings
+
+
+def test_a_changed_config_of_an_interrupted_export_is_refused(base, outputs):
+    """Finished pairs of an interrupted export (predictions.parts/) are cached predictions: a
+    changed data/model configuration still needs --overwrite."""
+    rundir = _copy(base, outputs, "interrupted_conflict")
+    try:
+        rundir.predictions.unlink()
+        rundir.results.unlink()
+        rundir.part("i_camera", "1-2").parent.mkdir(parents=True)
+        rundir.part("i_camera", "1-2").write_bytes(b"")
+        with pytest.raises(InvalidInputError, match="data/model configuration differs"):
+            _run(outputs, "interrupted_conflict", "data.border=30")
+    finally:
+        shutil.rmtree(rundir.path)
+
+
+def test_bad_workers_are_refused_before_anything_is_written(outputs):
+    with pytest.raises(InvalidInputError, match="workers=0"):
+        _run(outputs, "no_workers", workers=0)
+    assert not RunDir(outputs, "hpatches", "no_workers").path.exists()

@@ -20,9 +20,10 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpatches-eccv2
 EXAMPLE = DATA / "train_example.benchmark"
 K = compute.N_NEIGHBOURS
 
-# Small pool: 3 sequences x 2 images, uneven patch counts (M = 252).
+# Small pool: 3 sequences x 2 images, uneven patch counts across sequences (M = 314); the images
+# of one sequence hold the same patches, so the same count.
 NAMES = ["s0.ref", "s0.e1", "s1.ref", "s1.h2", "s2.ref", "s2.t5"]
-COUNTS = [40, 25, 60, 33, 57, 37]
+COUNTS = [40, 40, 60, 60, 57, 57]
 
 # Tiny blocks, groups and batches: query chunks of 7, blocks of 25 columns (fewer than 51: rows
 # stay without a limit over two blocks, then some have one and some not), batches split.
@@ -93,7 +94,7 @@ def test_results_equal_brute_force(tmp_path, small_pool, layout, distance):
     pool = load_descriptor_pool(tmp_path / "desc", NAMES)
     assert pool.descriptors.dtype == np.float32 and pool.descriptors.shape == (sum(COUNTS), 8)
     assert pool.offsets.tolist() == [0, *np.cumsum(COUNTS).tolist()]
-    np.testing.assert_array_equal(pool.descriptors[40:65], arrays["s0.e1"])
+    np.testing.assert_array_equal(pool.descriptors[40:80], arrays["s0.e1"])
     results = compute_results(benchmark, pool, distance=distance)
     assert results == brute_force(pool, queries, distance)
 
@@ -234,6 +235,23 @@ def test_missing_patch_image(tmp_path):
     save_pool(tmp_path, {"g.ref": np.zeros((3, 2))}, "csv")
     with pytest.raises(InvalidInputError, match=r"'g\.e4' \(pool entry 2\).*e4\.npy.*e4\.csv"):
         load_descriptor_pool(tmp_path, ["g.ref", "g.e4"])
+
+
+@pytest.mark.parametrize("layout", ["npy", "csv"])
+def test_a_patch_image_with_a_missing_row_is_refused(tmp_path, layout):
+    """Row i of every image of a sequence is patch i: a file with a row too few or too many
+    would shift every later patch, so its count must equal its sequence's first image's."""
+    rng = np.random.default_rng(3)
+    arrays = {"m.ref": dyadic(rng, (60, 4)), "m.e1": dyadic(rng, (60, 4)),
+              "m.e2": dyadic(rng, (59, 4)), "n.ref": dyadic(rng, (30, 4))}  # fmt: skip
+    save_pool(tmp_path, arrays, layout)
+    with pytest.raises(
+        InvalidInputError, match=rf"e2\.{layout}: 59 rows \(patches\), but .*ref\.{layout} has 60"
+    ):
+        load_descriptor_pool(tmp_path, ["m.ref", "m.e1", "m.e2", "n.ref"])
+    # other sequences may hold other counts
+    pool = load_descriptor_pool(tmp_path, ["m.ref", "m.e1", "n.ref"])
+    assert pool.counts.tolist() == [60, 60, 30]
 
 
 def test_inconsistent_dimensions(tmp_path):

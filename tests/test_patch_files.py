@@ -134,6 +134,14 @@ def test_readers_tolerate_crlf_spaces_and_missing_final_newline(tmp_path: Path) 
     assert benchmark.queries == ("a.ref.0", "a.e1.4")
 
 
+def test_readers_skip_a_utf8_byte_order_mark(tmp_path: Path) -> None:
+    """Editors on Windows start UTF-8 files with a byte order mark; it is not part of the first
+    patch-image's name."""
+    path = tmp_path / "x.benchmark"
+    path.write_bytes(b"\xef\xbb\xbfa.ref,a.e1\na.ref.0\n")
+    assert mp.read_benchmark(path).pool == ("a.ref", "a.e1")
+
+
 def test_write_results_is_atomic_and_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "r.results"
     assert mp.write_results(path, POOL, RESULTS) == path

@@ -157,6 +157,24 @@ def test_folder_names_are_descriptors(folders, tmp_path):
         evaluate_folders(bench, [])
 
 
+def test_a_linked_folder_is_named_as_given(folders, tmp_path, monkeypatch):
+    """The descriptor is the folder name the user gives, also when it is a symbolic link to a
+    folder named otherwise (``results/sift -> runs/2024-05-01``); "." and "sift/" name the
+    folder they are."""
+    bench, mine, _ = folders
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "sift").symlink_to(mine, target_is_directory=True)
+    (tmp_path / "links" / "bench_v1").symlink_to(bench, target_is_directory=True)
+    done = evaluate_folders(tmp_path / "links" / "bench_v1", [tmp_path / "links" / "sift"])
+    assert done.cube.descriptor.values.tolist() == ["sift"]
+    assert done.files["descriptor"].tolist() == ["sift", "sift"]
+    assert done.cube.attrs["dataset"] == "bench_v1"
+    monkeypatch.chdir(mine)
+    assert evaluate_folders(bench, ["."]).cube.descriptor.values.tolist() == ["mine"]
+    monkeypatch.chdir(tmp_path / "links")
+    assert evaluate_folders(bench, ["sift/"]).cube.descriptor.values.tolist() == ["sift"]
+
+
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "metricalc", *args], capture_output=True,
                           text=True, check=False)  # fmt: skip

@@ -127,7 +127,8 @@ def list_configs() -> list[str]:
 
 
 def find_config(conf: str | os.PathLike[str]) -> Path:
-    """The file of ``--conf``: an existing path, else a name in :data:`CONFIG_DIR`.
+    """The file of ``--conf``: an existing file, else a name in :data:`CONFIG_DIR` (a folder
+    named like a shipped config does not hide it).
 
     Examples
     --------
@@ -137,13 +138,13 @@ def find_config(conf: str | os.PathLike[str]) -> Path:
     path = Path(conf)
     if path.is_file():
         return path
-    if path.exists():
-        raise InvalidInputError(f"config {conf} is not a file")
     text = str(conf)
     if os.sep not in text and "/" not in text:
         shipped = CONFIG_DIR / (text if text.endswith(".yaml") else f"{text}.yaml")
         if shipped.is_file():
             return shipped
+    if path.exists():
+        raise InvalidInputError(f"config {conf} is not a file")
     raise InvalidInputError(
         f"config {conf!r} is neither a file nor a shipped config; shipped configs: "
         f"{', '.join(list_configs())}"

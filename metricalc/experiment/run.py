@@ -12,9 +12,12 @@ Cache rules (each a test in tests/test_experiment_run.py):
 state of the tag              flags                  what happens
 ============================  =====================  ========================================
 new tag                       any                    export, evaluate
+nothing exported yet          any                    export, evaluate (a failed first run's
+                                                     conf.yaml does not hold the tag)
 data/model config changed     none / overwrite_eval  refused, the message lists the changes
 data/model config changed     overwrite              everything is redone
-eval config changed           none                   refused (needs overwrite_eval)
+eval config changed           none                   refused if there are results (needs
+                                                     overwrite_eval), else evaluated
 eval config changed           overwrite_eval         evaluation redone on the cached export
 same config, all cached       none                   nothing is computed; outputs are read
 same config                   overwrite_eval         evaluation redone
@@ -49,7 +52,7 @@ from metricalc.experiment.hpatches import HPatches
 from metricalc.experiment.patch_retrieval import Patches
 from metricalc.experiment.results import open_pairs, write_results
 from metricalc.experiment.rundir import RunDir
-from metricalc.experiment.scheduler import Scheduler, check_scheduler
+from metricalc.experiment.scheduler import Scheduler
 from metricalc.report.figures import save_figure
 from metricalc.store.database import DEFAULT_DB, open_db
 from metricalc.store.metadata import format_metadata, metadata_for
@@ -313,7 +316,7 @@ def run(
     if tag is None and config.name is None:
         raise InvalidInputError("give a config (--conf) or a tag (--tag) to name the run")
     tag = check_tag(tag if tag is not None else config.name)
-    check_scheduler(scheduler)
+    pool = Scheduler(scheduler, workers=workers)  # checks both; starts nothing yet
     database = _database(db, outputs)
     values = config.values
     export_hash = config_hash({s: values[s] for s in ("data", "model")})
@@ -331,18 +334,21 @@ def run(
     with rundir.lock():
         old = rundir.read_conf()
         if old is not None and not overwrite:
-            _refuse(rundir, old, values, "--overwrite")
-            if not overwrite_eval:
+            if rundir.has_predictions() or rundir.parts.is_dir():
+                _refuse(rundir, old, values, "--overwrite")
+            elif config_diff(old, values, ("data", "model")):
+                old = None  # nothing was exported with the stored configuration: start afresh
+            if old is not None and not overwrite_eval and rundir.has_results():
                 _refuse(rundir, old, values, "--overwrite_eval")
-        previous = (rundir.read_json(rundir.run_json) or {}) if not overwrite else {}
-        if overwrite or old is None:  # without conf.yaml nothing in the folder can be trusted
+        fresh = overwrite or old is None  # without conf.yaml nothing in the folder is trusted
+        previous = {} if fresh else (rundir.read_json(rundir.run_json) or {})
+        if fresh:
             rundir.clear_all()
         elif overwrite_eval:
             rundir.clear_results()
         rundir.clear_stale_parts()
         rundir.write_conf(values)
         timings = dict(previous.get("timings") or {})
-        pool = Scheduler(scheduler, workers=workers)
         ctx = Context(rundir, values, tag, benchmark, pool, export_hash, progress)
         try:
             if rundir.has_predictions() and rundir.has_results():

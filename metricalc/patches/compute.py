@@ -358,8 +358,9 @@ def load_descriptor_pool(
     ------
     InvalidInputError
         On a malformed or repeated pool name, a missing patch-image (naming it and both paths
-        tried), an unreadable file, a non-finite value (naming file and row), or a descriptor
-        dimension different from the first patch-image's.
+        tried), an unreadable file, a non-finite value (naming file and row), a descriptor
+        dimension different from the first patch-image's, or a number of rows different from
+        that of the first patch-image of the same sequence (naming both files).
 
     Examples
     --------
@@ -395,7 +396,25 @@ def load_descriptor_pool(
                     f"{npy} nor {csv} exists"
                 )
             advance()
-    return DescriptorPool.from_arrays(names, arrays, sources=sources)
+    pool = DescriptorPool.from_arrays(names, arrays, sources=sources)
+    _check_sequence_counts(pool, sources)
+    return pool
+
+
+def _check_sequence_counts(pool: DescriptorPool, sources: Sequence[str]) -> None:
+    """Every patch-image of a sequence has as many rows as the sequence's first one.
+
+    Row ``i`` of each image of a sequence is patch ``i`` (the same surface): a file with a row
+    too few or too many would silently shift the signatures of every later patch.
+    """
+    first: dict[str, tuple[int, str]] = {}
+    for name, rows, source in zip(pool.names, pool.counts.tolist(), sources, strict=True):
+        count, where = first.setdefault(name.split(".")[0], (rows, source))
+        if rows != count:
+            raise InvalidInputError(
+                f"{source}: {rows} rows (patches), but {where} has {count}; every image of a "
+                "sequence holds the same patches (row i is patch i), so expected the same count"
+            )
 
 
 # -- distances and selection -----------------------------------------------------------------------

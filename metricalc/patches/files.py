@@ -17,10 +17,10 @@ patch-images whose patches the queries are compared with.
 
 Readers check the syntax only (no empty file or line, well-formed names) and remember the path,
 so that :func:`validate` can name the file and the 1-based line of every failure; every error is an
-:class:`~metricalc.errors.InvalidInputError`. Whitespace around names and a ``\\r`` before each
-newline are ignored, one final newline is optional. The ``test_*`` benchmarks of the release have
-no ``.labels``: ``validate(benchmark)`` or ``validate(benchmark, None, results)`` checks them
-without labels.
+:class:`~metricalc.errors.InvalidInputError`. Whitespace around names, a ``\\r`` before each
+newline and a UTF-8 byte order mark are ignored, one final newline is optional. The ``test_*``
+benchmarks of the release have no ``.labels``: ``validate(benchmark)`` or
+``validate(benchmark, None, results)`` checks them without labels.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def _read_lines(path: Path) -> list[list[str]]:
     """The comma-separated fields of every line, stripped; refuses empty files, lines and fields."""
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is not a name
     except UnicodeDecodeError as error:
         raise InvalidInputError(f"{where}: expected UTF-8 text ({error})") from None
     except OSError as error:  # missing, a directory, unreadable

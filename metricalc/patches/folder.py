@@ -8,6 +8,7 @@ and skipped; the others are still evaluated. The folder's name is the descriptor
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,18 @@ class FolderEvaluation:
                                            "image_retrieval_map"])  # fmt: skip
 
 
+def folder_name(path: str | os.PathLike[str]) -> str:
+    """The name of a folder as given: ``"."`` and ``"sift/"`` name the folder they are, and a
+    symbolic link keeps its own name (not its target's).
+
+    Examples
+    --------
+    >>> folder_name("results/sift/"), folder_name("results/sift/../raw")
+    ('sift', 'raw')
+    """
+    return Path(os.path.abspath(path)).name
+
+
 def evaluate_folder(
     benchmarks: str | Path, results: str | Path, *, ap_method: str = "vlfeat"
 ) -> FolderEvaluation:
@@ -94,7 +107,7 @@ def evaluate_folder(
     paths = sorted(results.glob("*.results"))
     if not paths:
         raise InvalidInputError(f"{results} holds no .results files")
-    descriptor = results.resolve().name  # "." and "sift/" name their folder too
+    descriptor = folder_name(results)
     rows, errors, queries = [], [], {}
     for path in paths:
         stem = path.stem

@@ -35,7 +35,7 @@ import xarray as xr
 
 from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
-from metricalc.patches.folder import FolderEvaluation, evaluate_folder
+from metricalc.patches.folder import FolderEvaluation, evaluate_folder, folder_name
 
 __all__ = ["BENCHMARK", "RetrievalEvaluation", "evaluate_folders", "folder_cube"]
 
@@ -174,7 +174,7 @@ def evaluate_folders(
         raise InvalidInputError("results: expected at least one results folder, got none")
     seen: dict[str, Path] = {}
     for folder in folders:
-        name = folder.resolve().name
+        name = folder_name(folder)
         if name in seen:
             raise InvalidInputError(
                 f"results folders {seen[name]} and {folder} have the same name {name!r}; the "
@@ -182,6 +182,6 @@ def evaluate_folders(
             )
         seen[name] = folder
     evaluations = [evaluate_folder(benchmarks, folder, ap_method=ap_method) for folder in folders]
-    dataset = Path(benchmarks).resolve().name
+    dataset = folder_name(benchmarks)
     cubes = [folder_cube(e, dataset=dataset, ap_method=ap_method) for e in evaluations]
     return RetrievalEvaluation(qc.combine(cubes), evaluations)
