@@ -323,10 +323,12 @@ def test_duplicate_ids_and_bad_json(tmp_path):
 @pytest.mark.parametrize(
     ("result", "message"),
     [
-        ({"image_id": 2, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 1}, "image_id 2"),
+        ({"image_id": 2, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 1},
+         r"image_id 2 is not in the ground truth's images$"),
         ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "score": "x"}, "score must"),
         ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1], "score": 1}, "bbox must"),
-        ({"image_id": 1, "category_id": 3, "bbox": [0, 0, 1, 1], "score": 1}, "category_id 3"),
+        ({"image_id": 1, "category_id": 3, "bbox": [0, 0, 1, 1], "score": 1},
+         r"category_id 3 is not in the ground truth's categories$"),
     ],
 )
 def test_bad_detections_are_named(result, message):
