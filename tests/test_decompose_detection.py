@@ -263,7 +263,17 @@ def test_bad_options_are_named():
     dt = load_detections(DT, gt)
     with pytest.raises(mc.InvalidInputError, match="convention must be one of"):
         detection_chains(gt, dt, convention="voc")
-    with pytest.raises(mc.InvalidInputError, match="iou_thresholds must be numbers"):
+    with pytest.raises(mc.InvalidInputError, match="iou_thresholds must be in"):
         detection_chains(gt, dt, iou_thresholds=[1.5])
     with pytest.raises(mc.InvalidInputError, match="mask_iou_threshold"):
         detection_chains(gt, dt, iou_type="segm", mask_iou_threshold=2)
+
+
+def test_iou_threshold_zero_only_with_the_strict_convention():
+    gt = load_ground_truth(GT)
+    dt = load_detections(DT, gt)
+    with pytest.raises(mc.InvalidInputError, match=r"iou_thresholds must be in \(0, 1\]"):
+        detection_chains(gt, dt, iou_thresholds=[0.0])
+    # DecompoVision's IoU > 0: any overlap localizes; d5 overlaps nothing
+    c = detection_chains(gt, dt, iou_thresholds=[0.0], convention="decompovision").isel(iou=0)
+    assert values(c, "tp", 2, "L")[:3] == [1, 1, 2]

@@ -368,3 +368,28 @@ def test_ground_truth_id_zero_is_matched():
     dt = [{"image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20], "score": 0.9}]
     assert reference(gt, dt, "bbox").stats[0] == 0.0
     assert ours(gt, dt, "bbox").stats.sel(metric="AP").item() == pytest.approx(1.0)
+
+
+@pytest.mark.filterwarnings(REFERENCE_DECODE_WARNING)
+def test_iou_threshold_zero_is_refused():
+    """At IoU threshold 0 COCOeval matches boxes that do not overlap at all (``iou < 0`` never
+    holds); rather than differ from it, the threshold is refused."""
+    gt = {
+        "images": [{"id": 1, "height": 100, "width": 100}],
+        "categories": [{"id": 1}],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
+                         "area": 100, "iscrowd": 0}],
+    }
+    dt = [{"image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10], "score": 0.9}]
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco = COCO()
+        coco.dataset = copy.deepcopy(gt)
+        coco.createIndex()
+        ev = COCOeval(coco, coco.loadRes(copy.deepcopy(dt)), "bbox")
+        ev.params.iouThrs = np.array([0.0])
+        ev.evaluate()
+        ev.accumulate()
+    assert ev.eval["recall"][0, 0, 0, -1] == 1.0  # the disjoint box counts as a match
+    truth = load_ground_truth(gt)
+    with pytest.raises(mc.InvalidInputError, match=r"iou_thresholds must be in \(0, 1\]"):
+        evaluate(truth, load_detections(dt, truth), iou_thresholds=[0.0, 0.5])

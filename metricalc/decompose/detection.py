@@ -54,6 +54,7 @@ from metricalc.detection.evaluate import (
     COCO_AREA_RANGES,
     COCO_IOU_THRESHOLDS,
     Prepared,
+    check_iou_thresholds,
     coco_stats,
     evaluate,
     prepare,
@@ -271,12 +272,11 @@ def detection_chains(
     """
     check_choice("iou_type", iou_type, IOU_TYPES)
     check_choice("convention", convention, CONVENTIONS)
-    default = COCO_IOU_THRESHOLDS if convention == "coco" else [DECOMPOVISION_IOU]
-    thresholds = np.asarray(default if iou_thresholds is None else iou_thresholds, np.float64)
-    if thresholds.ndim != 1 or thresholds.size == 0 or ((thresholds < 0) | (thresholds > 1)).any():
-        raise InvalidInputError(
-            f"iou_thresholds must be numbers in [0, 1]; got {np.asarray(iou_thresholds).tolist()}"
-        )
+    coco = convention == "coco"
+    default = COCO_IOU_THRESHOLDS if coco else [DECOMPOVISION_IOU]
+    thresholds = check_iou_thresholds(
+        default if iou_thresholds is None else iou_thresholds, strict=not coco
+    )
     segm = iou_type == "segm"
     mask_thresholds = None
     if segm:
@@ -295,7 +295,6 @@ def detection_chains(
     if segm and prep.gt_masks is None:
         prep = prepare(gt, dt, masks=True, progress=progress)
     gt, dt = prep.gt, prep.dt
-    coco = convention == "coco"
     crowd_iou = gt.iscrowd if coco else np.zeros(gt.n, bool)
     pairs = overlapping_pairs(
         dt.image,
