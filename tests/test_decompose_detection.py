@@ -277,3 +277,10 @@ def test_iou_threshold_zero_only_with_the_strict_convention():
     # DecompoVision's IoU > 0: any overlap localizes; d5 overlaps nothing
     c = detection_chains(gt, dt, iou_thresholds=[0.0], convention="decompovision").isel(iou=0)
     assert values(c, "tp", 2, "L")[:3] == [1, 1, 2]
+
+
+def test_ground_truth_without_categories_is_named():
+    gt = load_ground_truth({"images": [{"id": 1, "height": 9, "width": 9}], "categories": [],
+                            "annotations": []})
+    with pytest.raises(mc.InvalidInputError, match="lists no categories"):
+        decompose_detection(gt, load_detections([], gt))

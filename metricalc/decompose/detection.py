@@ -272,6 +272,10 @@ def detection_chains(
     """
     check_choice("iou_type", iou_type, IOU_TYPES)
     check_choice("convention", convention, CONVENTIONS)
+    if gt.category_ids.size == 0:
+        raise InvalidInputError(
+            f"{gt.source}: the ground truth lists no categories; there is no chain to decompose"
+        )
     coco = convention == "coco"
     default = COCO_IOU_THRESHOLDS if coco else [DECOMPOVISION_IOU]
     thresholds = check_iou_thresholds(
