@@ -88,3 +88,17 @@ def test_readme_example_runs():
     exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["result"].verification.ok
     assert list(namespace["result"].table.index) == ["L", "C|L"]
+
+
+def test_unwritable_out_folder_is_an_error_not_a_traceback(files, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = run(
+        "decompose", "detection", "--gt", str(files / "gt.json"), "--dt", str(files / "dt.json"),
+        "--iou", "0.5", "--out", str(blocker / "out"), "--no-progress",
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("metricalc: error: cannot write") and "Traceback" not in (
+        result.stderr
+    )
+    assert str(blocker / "out") in result.stderr

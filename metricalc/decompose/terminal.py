@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from metricalc.decompose.chain import Verification
+from metricalc.errors import InvalidInputError
 from metricalc.export import _atomic_write
 
 __all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]
@@ -133,10 +134,15 @@ def _write(out: str | Path, summary: dict[str, Any], drawings: dict[str, Any]) -
 
     out = Path(out)
     path = out / "decomposition.json"
-    _atomic_write(path, json.dumps(summary, indent=2))
-    written = [path]
-    for name, ax in drawings.items():
-        written += save_figure(ax, out / name)
+    try:
+        _atomic_write(path, json.dumps(summary, indent=2))
+        written = [path]
+        for name, ax in drawings.items():
+            written += save_figure(ax, out / name)
+    except OSError as error:
+        raise InvalidInputError(
+            f"cannot write the decomposition to the folder {out}: {error.strerror or error}"
+        ) from None
     return written
 
 
