@@ -58,12 +58,6 @@ def test_hand_chain_counts_and_curves():
     assert check.ok and check.points_checked == 5 and check.max_deviation < 1e-15
 
 
-def test_factor_precision_uses_the_core_rate():
-    d = decompose(CONFIDENCE, OUTCOMES, 5)
-    core = mc.precision({"tp": d.tp.values, "fp": d.fp.values})
-    np.testing.assert_array_equal(d.factor_precision.values, core)
-
-
 def test_composed_curve_is_the_core_pr_curve():
     rng = np.random.default_rng(3)
     y, s = rng.random(200) < 0.4, np.round(rng.random(200), 2)
@@ -166,17 +160,33 @@ def test_identity_holds_on_random_chains(chain):
     assert check.max_deviation < 1e-12
     # the counts telescope exactly: fp sums to the composed false positives
     np.testing.assert_array_equal(d.fp.sum("stage") + d.tp.isel(stage=-1), d.n_selected)
-    # a brute-force count at every cutoff
+    # a brute-force count at every cutoff, and the curves from those counts by the definitions
     keep = np.ones(confidence.size, bool) if counted is None else counted
     through = np.logical_and.accumulate(outcomes, axis=1)
+    items = np.where(through & keep[:, None], confidence[:, None], -np.inf)
+    items = items if found_at is None else found_at
+    G = ground_truth.astype(float)
     for j, cut in enumerate(d.cutoff.values):
         if np.isnan(cut):
             continue
         selected = keep & (confidence >= cut)
-        assert d.n_selected.values[j] == selected.sum()
-        assert d.tp.values[:, j].tolist() == through[selected].sum(axis=0).tolist()
-        if found_at is not None:
-            assert d.found.values[:, j].tolist() == (found_at >= cut).sum(axis=0).tolist()
+        T = [int(selected.sum()), *through[selected].sum(axis=0).tolist()]
+        F = (items >= cut).sum(axis=0).tolist()
+        assert d.n_selected.values[j] == T[0]
+        assert d.tp.values[:, j].tolist() == T[1:]
+        assert d.found.values[:, j].tolist() == F
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.array(F) / G  # recall of the chain 1..k
+            expected = {
+                "factor_precision": np.array(T[1:]) / np.array(T[:-1]),
+                "factor_recall": rate / np.concatenate([[1.0], rate[:-1]]),
+                "precision": T[-1] / T[0] if T[0] else np.nan,
+                "recall": F[-1] / G[-1] if G[-1] else np.nan,
+            }
+        for name, want in expected.items():
+            got = d[name].values[..., j]
+            want = np.where(np.isfinite(want), want, np.nan)  # 0 / 0 and x / 0: undefined
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=0, err_msg=name)
 
 
 def test_identity_over_batch_dims():
