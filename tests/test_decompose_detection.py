@@ -252,10 +252,33 @@ def test_standard_metrics_are_reported_next_to_the_decomposition():
     assert [r["perfect_stage"] for r in rows] == ["L", "C|L", "S|C,L"]
     means = result.aps.factor_ap.mean(["iou", "category"], skipna=True)
     np.testing.assert_allclose(list(result.factor_ap().values()), means.values)
-    # what-if rows come from the per-chain APs of the product curves
-    per_chain = curve_average_precision(result.curves.factor_precision.sel(stage="L"),
-                                        result.curves.factor_recall.sel(stage="L"))
-    assert per_chain.dims == ("iou", "category")
+
+
+def test_what_if_perfect_mask_stage_is_the_box_task():
+    """With S|C,L made perfect, the segm chain's composed curve is the bbox chain's, whose AP is
+    COCO's bbox AP per category when no scores tie (the evaluation equals pycocotools)."""
+    gt_dict, dt_list = make_coco_dataset(n_images=12, n_categories=3, segm=True, seed=8)
+    assert len({d["score"] for d in dt_list}) == len(dt_list)
+    gt = load_ground_truth(gt_dict)
+    dt = load_detections(dt_list, gt)
+    segm = decompose_detection(gt, dt, iou_type="segm")
+    boxes = evaluate(gt, dt, iou_type="bbox").precision.sel(area="all", maxdets=100)
+    per_chain = segm.what_if.ap_if_perfect.sel(stage="S|C,L")
+    np.testing.assert_allclose(per_chain, boxes.mean("recall"), atol=1e-12)
+    row = segm.to_dict()["decomposition"]["what_if"][2]
+    assert row["perfect_stage"] == "S|C,L"
+    assert row["ap_if_perfect"] == pytest.approx(float(boxes.mean()), abs=1e-12)
+    # a perfect localizer leaves the curve (P_C|L P_S, R_C|L R_S), computed here by hand
+    c = segm.curves
+    rest = c.sel(stage=["C|L", "S|C,L"])
+    ap = curve_average_precision(
+        rest.factor_precision.prod("stage", skipna=False),
+        rest.factor_recall.prod("stage", skipna=False),
+    )
+    ap = ap.where(ap.notnull() | segm.aps.ap.isnull(), 0.0)  # nothing reaches C|L: AP 0
+    assert segm.to_dict()["decomposition"]["what_if"][0]["ap_if_perfect"] == pytest.approx(
+        float(ap.mean()), abs=1e-12
+    )
 
 
 def test_bad_options_are_named():
