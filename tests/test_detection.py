@@ -85,6 +85,114 @@ def test_equals_pycocotools(seed, iou_type, options):
     np.testing.assert_array_equal(list(named.values()), nan_for_minus_one(ref.stats))
 
 
+def odd_dataset(seed: int) -> tuple[dict, list]:
+    """Shapes the generator avoids: empty, sub-pixel and huge boxes, areas on the range bounds,
+    crowd-only images, up to 400 detections per image (maxDets saturates), up to 40
+    categories, rounded coordinates and scores (ties), duplicates of exact boxes."""
+    rng = np.random.default_rng(seed)
+    n_cat = int(rng.integers(1, 41))
+    images = [{"id": i + 1, "height": int(rng.integers(20, 200)),
+               "width": int(rng.integers(20, 200))} for i in range(int(rng.integers(1, 6)))]
+    sides = lambda: float(rng.choice([0, 0.5, 1, 2, rng.uniform(1, 60), rng.uniform(30, 150)]))
+    annotations, results = [], []
+    for image in images:
+        crowd_only = rng.random() < 0.3
+        objects = []
+        for _ in range(int(rng.poisson(rng.choice([1, 5, 40])))):
+            box = [float(rng.uniform(-5, image["width"])), float(rng.uniform(-5, image["height"])),
+                   sides(), sides()]
+            box = [float(round(v)) for v in box] if rng.random() < 0.5 else box
+            area = float(rng.choice([box[2] * box[3], rng.uniform(0, 2e4), 32**2, 96**2, 0]))
+            objects.append({"id": len(annotations) + len(objects) + 1, "image_id": image["id"],
+                            "category_id": int(rng.integers(1, n_cat + 1)), "bbox": box,
+                            "area": area, "iscrowd": int(crowd_only or rng.random() < 0.1)})
+        annotations += objects
+        for _ in range(int(rng.choice([0, 3, 30, 150, 400]))):
+            if objects and rng.random() < 0.7:
+                target = objects[int(rng.integers(len(objects)))]
+                x, y, w, h = target["bbox"]
+                j = rng.normal(0, rng.choice([0, 0.05, 0.3]), 4)
+                box = [x + j[0] * max(w, 1), y + j[1] * max(h, 1), max(0.0, w * (1 + j[2])),
+                       max(0.0, h * (1 + j[3]))]
+                category = (target["category_id"] if rng.random() < 0.8
+                            else int(rng.integers(1, n_cat + 1)))
+            else:
+                box = [float(v) for v in rng.uniform(0, [image["width"], image["height"], 80, 80])]
+                category = int(rng.integers(1, n_cat + 1))
+            box = [float(round(v)) for v in box] if rng.random() < 0.3 else box
+            score = float(rng.choice([rng.random(), round(rng.random(), 1), 1.0]))
+            results.append({"image_id": image["id"], "category_id": category, "bbox": box,
+                            "score": score})
+    categories = [{"id": c + 1} for c in range(n_cat)]
+    return {"images": images, "categories": categories, "annotations": annotations}, results
+
+
+def assert_equal_to_reference(gt: dict, dt: list, iou_type: str) -> None:
+    ref = reference(gt, dt, iou_type)
+    mine = ours(gt, dt, iou_type)
+    np.testing.assert_array_equal(mine.stats.values, nan_for_minus_one(ref.stats))
+    np.testing.assert_array_equal(mine.precision.values, nan_for_minus_one(ref.eval["precision"]))
+    np.testing.assert_array_equal(mine.max_recall.values, nan_for_minus_one(ref.eval["recall"]))
+    np.testing.assert_array_equal(mine.score.values, nan_for_minus_one(ref.eval["scores"]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_odd_shapes_equal_pycocotools(seed):
+    gt, dt = odd_dataset(seed)
+    if not dt:
+        pytest.skip("no detections drawn (pycocotools cannot load an empty result list)")
+    assert_equal_to_reference(gt, dt, "bbox")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_generator_settings_equal_pycocotools(seed):
+    """The generator with every knob drawn at random (hundreds of seeds were compared this way
+    in review; 30 stay in the suite)."""
+    rng = np.random.default_rng(1000 + seed)
+    segm = bool(rng.random() < 0.5)
+    gt, dt = make_coco_dataset(
+        n_images=int(rng.integers(1, 15)), n_categories=int(rng.integers(1, 12)), segm=segm,
+        objects_per_image=float(rng.choice([0.5, 3, 10])),
+        detections_per_object=float(rng.choice([0.5, 1.5, 4])),
+        false_positives_per_image=float(rng.choice([0, 2, 30])),
+        crowd_rate=float(rng.choice([0, 0.05, 0.5])),
+        wrong_class_rate=float(rng.choice([0, 0.15, 0.6])),
+        score_decimals=[None, 1, 2][int(rng.integers(3))],
+        detection_boxes=bool(rng.random() < 0.5), seed=1000 + seed,
+    )
+    if not dt:
+        pytest.skip("no detections drawn (pycocotools cannot load an empty result list)")
+    assert_equal_to_reference(gt, dt, "segm" if segm and rng.random() < 0.7 else "bbox")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_other_parameters_equal_pycocotools(seed):
+    """IoU thresholds up to 1, other detection budgets and area ranges: the cubes agree."""
+    rng = np.random.default_rng(seed)
+    gt, dt = odd_dataset(seed + 100)
+    if not dt:
+        pytest.skip("no detections drawn")
+    thresholds = sorted({float(v) for v in rng.choice([0.1, 0.3, 0.5, 0.77, 0.99, 1.0], 3)})
+    budgets = sorted({int(v) for v in rng.choice([1, 2, 5, 10, 100, 300], 2)})
+    ranges = {"all": (0.0, 1e10), "mid": (float(rng.uniform(0, 500)), 2000.0)}
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco = COCO()
+        coco.dataset = copy.deepcopy(gt)
+        coco.createIndex()
+        ev = COCOeval(coco, coco.loadRes(copy.deepcopy(dt)), "bbox")
+        ev.params.iouThrs = np.array(thresholds)
+        ev.params.maxDets = budgets
+        ev.params.areaRng = [list(v) for v in ranges.values()]
+        ev.params.areaRngLbl = list(ranges)
+        ev.evaluate()
+        ev.accumulate()
+    truth = load_ground_truth(gt)
+    mine = evaluate(truth, load_detections(dt, truth), iou_thresholds=thresholds,
+                    max_dets=budgets, area_ranges=ranges)
+    np.testing.assert_array_equal(mine.precision.values, nan_for_minus_one(ev.eval["precision"]))
+    np.testing.assert_array_equal(mine.max_recall.values, nan_for_minus_one(ev.eval["recall"]))
+
+
 def test_edge_cases_equal_pycocotools():
     """An empty category, images without ground truth or detections, a crowd-only image, a
     category with detections but no ground truth, tied scores across images."""
