@@ -93,7 +93,10 @@ def odd_dataset(seed: int) -> tuple[dict, list]:
     n_cat = int(rng.integers(1, 41))
     images = [{"id": i + 1, "height": int(rng.integers(20, 200)),
                "width": int(rng.integers(20, 200))} for i in range(int(rng.integers(1, 6)))]
-    sides = lambda: float(rng.choice([0, 0.5, 1, 2, rng.uniform(1, 60), rng.uniform(30, 150)]))
+
+    def sides() -> float:
+        return float(rng.choice([0, 0.5, 1, 2, rng.uniform(1, 60), rng.uniform(30, 150)]))
+
     annotations, results = [], []
     for image in images:
         crowd_only = rng.random() < 0.3
