@@ -14,6 +14,7 @@ from metricalc.decompose import (
 )
 from metricalc.detection import evaluate, load_detections, load_ground_truth
 from metricalc.detection.synthetic import make_coco_dataset
+from tests.detection_cases import odd_dataset
 
 H = W = 100
 
@@ -159,6 +160,25 @@ def test_composed_ap_is_coco_per_category_ap_without_ties():
         np.testing.assert_allclose(result.aps.ap.values, cube.values, atol=1e-12)
         assert result.composed_ap() == pytest.approx(result.stats["AP"], abs=1e-12)
         assert result.verification.ok
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_composed_curve_is_coco_on_odd_shapes(seed):
+    """Crowd-only images, maxDets saturation (up to 400 detections per image), empty and tiny
+    boxes, many categories; scores made distinct: the composed AP per IoU threshold and category
+    is COCO's (the evaluation equals pycocotools), the final composed recall COCO's recall."""
+    gt_dict, dt_list = odd_dataset(seed)
+    for rank, d in zip(np.random.default_rng(seed).permutation(len(dt_list)), dt_list,
+                       strict=True):
+        d["score"] = float(rank + 1) / (len(dt_list) + 1)
+    gt = load_ground_truth(gt_dict)
+    result = decompose_detection(gt, load_detections(dt_list, gt))
+    coco = result.evaluation.sel(area="all", maxdets=100)
+    np.testing.assert_allclose(result.aps.ap, coco.precision.mean("recall"), atol=1e-12)
+    final = result.curves.recall.isel(threshold=-1)
+    np.testing.assert_allclose(final.where(coco.max_recall.notnull()), coco.max_recall,
+                               atol=1e-12)
+    assert result.verification.ok
 
 
 def test_ties_make_the_threshold_curve_differ_from_coco():
