@@ -48,7 +48,7 @@ from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import factor_ap
 from metricalc.decompose.chain import Verification, chain_counts, stack_chains, verify
-from metricalc.decompose.whatif import compound, what_if, what_if_table
+from metricalc.decompose.whatif import compound, compound_table, what_if
 from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.evaluate import (
     COCO_AREA_RANGES,
@@ -451,12 +451,13 @@ def decompose_detection(
         progress=progress,
         prepared=prep,
     )
+    scenario = what_if(curves, method=method)
     return DetectionDecomposition(
         evaluation=evaluation,
         curves=curves,
         aps=factor_ap(curves, method=method),
-        what_if=what_if(curves, method=method),
-        table=what_if_table(curves, method=method),
+        what_if=scenario,
+        table=compound_table(scenario),
         verification=verify(curves),
         method=method,
     )

@@ -6,7 +6,6 @@ Figures are built on :class:`matplotlib.figure.Figure` (no pyplot state); save t
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import seaborn as sns
 import xarray as xr
@@ -164,7 +163,7 @@ def plot_detector_or_descriptor(table: xr.Dataset, *, ax: Axes | None = None) ->
         .melt(id_vars="descriptor", value_vars=list(needed), var_name="scenario", value_name="AP")
     )
     frame["scenario"] = frame["scenario"].map(labels)
-    frame["AP"] = frame["AP"].astype(float).fillna(np.nan)
+    frame["AP"] = frame["AP"].astype(float)
     sns.barplot(data=frame, x="descriptor", y="AP", hue="scenario", ax=ax)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("matching AP")

@@ -21,7 +21,14 @@ from metricalc.decompose.ap import curve_average_precision
 from metricalc.decompose.chain import STAGE, THRESHOLD
 from metricalc.errors import InvalidInputError
 
-__all__ = ["compound", "nanmean", "perfect_stage_curves", "what_if", "what_if_table"]
+__all__ = [
+    "compound",
+    "compound_table",
+    "nanmean",
+    "perfect_stage_curves",
+    "what_if",
+    "what_if_table",
+]
 
 Aggregate = Callable[[np.ndarray], np.ndarray]
 """F of a compound metric: maps an array (..., n) of per-chain APs to (...) along the last axis."""
@@ -195,11 +202,29 @@ def what_if_table(
     >>> what_if_table(d, method="step").round(4).to_dict("index")["L"]
     {'ap': 0.5, 'ap_if_perfect': 0.8611, 'gain': 0.3611}
     """
-    table = what_if(curves, method=method)
-    batch = [d for d in table["ap"].dims]
-    names = batch if dims is None else _dims(table["ap"], dims)
-    ap = compound(table["ap"], dims=names, F=F)
-    if_perfect = compound(table["ap_if_perfect"], dims=names, F=F)
+    return compound_table(what_if(curves, method=method), dims=dims, F=F)
+
+
+def compound_table(
+    scenario: xr.Dataset,
+    *,
+    dims: str | Sequence[str] | None = None,
+    F: Aggregate | None = None,
+) -> pd.DataFrame:
+    """The what-if table from per-chain what-if APs (the output of :func:`what_if`), compound
+    over ``dims`` with F; see :func:`what_if_table`.
+
+    Examples
+    --------
+    >>> from metricalc.decompose import decompose, what_if
+    >>> from metricalc.decompose.whatif import compound_table
+    >>> d = decompose([0.9, 0.8, 0.7, 0.6], [[1, 1], [1, 0], [0, 0], [1, 1]], 3)
+    >>> compound_table(what_if(d, method="step")).round(4)["ap_if_perfect"].tolist()
+    [0.8611, 0.9167]
+    """
+    names = [str(d) for d in scenario["ap"].dims] if dims is None else _dims(scenario["ap"], dims)
+    ap = compound(scenario["ap"], dims=names, F=F)
+    if_perfect = compound(scenario["ap_if_perfect"], dims=names, F=F)
     rest = [d for d in if_perfect.dims if d != STAGE]
     if rest:
         raise InvalidInputError(

@@ -222,9 +222,6 @@ def _accumulate(
     npig = np.stack(
         [np.bincount(gt.category[not_ignored[a]], minlength=n_cat) for a in range(n_areas)]
     )  # (A, K)
-    present = (np.bincount(gt.category, minlength=n_cat) > 0) | (
-        np.bincount(dt.category, minlength=n_cat) > 0
-    )
     order = np.lexsort((np.arange(dt.n), dt.image, -dt.score, dt.category))
     bounds = np.searchsorted(dt.category[order], np.arange(n_cat + 1))
     hit = matched >= 0
@@ -233,7 +230,7 @@ def _accumulate(
     with progress_bar("accumulating", total=n_cat, enabled=progress) as advance:
         for k in range(n_cat):
             advance()
-            if not present[k]:
+            if not npig[:, k].any():  # no ground truth counts: undefined in every area range
                 continue
             in_category = order[bounds[k] : bounds[k + 1]]
             for m, budget in enumerate(max_dets):
