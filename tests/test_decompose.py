@@ -267,6 +267,41 @@ def test_curve_ap_hand_values_and_undefined_points():
     assert levels.values.tolist() == [1.0, 1.0, 0.6, 0.6]
 
 
+def slow_curve_ap(P, R, method):
+    """Curve AP by the definitions, one point at a time (undefined points skipped)."""
+    points = [(p, r) for p, r in zip(P, R, strict=True) if not (np.isnan(p) or np.isnan(r))]
+    if all(np.isnan(R)):
+        return np.nan
+    if method in ("coco101", "voc11"):
+        # VOC 2007's code: np.arange(0, 1.1, 0.1), whose 0.3 is 0.30000000000000004
+        levels = np.linspace(0, 1, 101) if method == "coco101" else np.arange(0.0, 1.1, 0.1)
+        return float(np.mean([max([p for p, r in points if r >= t], default=0.0)
+                              for t in levels]))
+    total, (p0, r0) = 0.0, (1.0, 0.0)
+    for p, r in points:
+        total += (r - r0) * ((p + p0) / 2 if method == "trapezoid" else p)
+        p0, r0 = p, r
+    return total
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 30), st.sampled_from(mc.AP_METHODS))
+def test_curve_ap_equals_the_definitions_on_any_curve(seed, n, method):
+    """Factor curves are not ranked lists: recall goes up and down, exceeds 1 (DecompoVision),
+    repeats exactly, and points are undefined."""
+    rng = np.random.default_rng(seed)
+    R = rng.choice([0.0, 0.25, 0.3, 0.5, 0.7, 1.0, 1.5], n) if seed % 2 else rng.random(n) * 1.2
+    P = rng.choice([0.0, 0.5, 1.0], n) if seed % 3 == 0 else rng.random(n)
+    R[rng.random(n) < 0.2] = np.nan
+    P[rng.random(n) < 0.1] = np.nan
+    got = float(curve_average_precision(P, R, method=method))
+    want = slow_curve_ap(P.tolist(), R.tolist(), method)
+    if np.isnan(want):
+        assert np.isnan(got)
+    else:
+        assert got == pytest.approx(want, abs=1e-12)
+
+
 def test_ap_does_not_factor():
     d = decompose(CONFIDENCE, OUTCOMES, 5, stages=["L", "C|L", "S|C,L"])
     aps = factor_ap(d, method="coco101")
