@@ -25,10 +25,12 @@ Two conventions say what "correct" and "found" mean:
     detections of one object all count, so recall factors can exceed 1): detections of any
     class that overlap a class-c object through L, those of class c through C|L. S|C,L compares
     the mask with the first (file order) class-c ground truth the box overlaps, mask IoU > the
-    mask threshold (their default 0.25, measured there inside the detection's box; here over the
-    whole image). Default IoU threshold 0.5. Curve points are the distinct confidences of class
-    c (their code also evaluates at the confidences of other classes, where the composed curve
-    does not move).
+    mask threshold (their default 0.25; their code takes torchmetrics' two-class Jaccard index
+    inside the detection's box, the mean of the foreground and the background IoU there; here
+    the foreground IoU over the whole image). Default IoU threshold 0.5. Curve points are the
+    distinct confidences of class c (their code has one point per detection, of any class and
+    within tied scores, where the composed curve does not move or moves in steps of one tie
+    group).
 
 The standard COCO evaluation (:func:`metricalc.detection.evaluate`) is computed next to the
 decomposition; for ``segm`` it matches by mask IoU alone, which is not the composed task above.
