@@ -19,6 +19,7 @@ from metricalc.decompose import (
     improvement_check,
     interpolated_precision,
     monotonicity_check,
+    perfect_stage_curves,
     random_improvement,
     stack_chains,
     verify,
@@ -326,6 +327,39 @@ def test_what_if_by_hand():
     table = what_if_table(d, method="step")
     assert table.index.tolist() == ["L", "C|L"]
     np.testing.assert_allclose(table["gain"], w.gain.values)
+
+
+@settings(max_examples=150, deadline=None)
+@given(chains(), st.sampled_from(mc.AP_METHODS))
+def test_perfect_last_stage_is_the_shorter_chain_exactly(chain, method):
+    """With the last stage perfect the composed curve is the chain without it, to the last bit:
+    recall levels hit exactly (k / 10 = 0.1 ...) must not be missed by a rounded product."""
+    confidence, outcomes, ground_truth, found_at, counted = chain
+    if outcomes.shape[1] < 2:
+        return
+    names = [f"s{i}" for i in range(outcomes.shape[1])]
+    d = decompose(confidence, outcomes, ground_truth, stages=names, found_at=found_at,
+                  counted=counted)
+    shorter = decompose(confidence, outcomes[:, :-1], ground_truth[:-1], stages=names[:-1],
+                        found_at=None if found_at is None else found_at[:, :-1], counted=counted)
+    perfect = perfect_stage_curves(d).sel(perfect=names[-1])
+    # defined where the other factors are (not where, e.g., G_1 = 0 leaves R_1 undefined)
+    defined = (perfect.precision.notnull() & perfect.recall.notnull()).values
+    for name in ("precision", "recall"):
+        np.testing.assert_array_equal(perfect[name].values[defined], shorter[name].values[defined])
+    if defined.all():
+        got = what_if(d, method=method).ap_if_perfect.sel(stage=names[-1]).item()
+        assert got == float(factor_ap(shorter, method=method).ap) or np.isnan(got)
+
+
+def test_perfect_stage_curve_is_exact_where_a_product_rounds_down():
+    # 3 of 10 objects through L, 1 of those 3 through C|L: (3/10) * (1/3) = 0.09999999999999999
+    found_at = [[0.9, 0.9, 0.9]] + [[0.9, -np.inf, -np.inf]] * 2 + [[-np.inf] * 3] * 7
+    d = decompose([0.9], [[1, 1, 1]], 10, found_at=found_at)
+    assert d.product_recall.item() < 0.1 == d.recall.item()
+    perfect = perfect_stage_curves(d)
+    assert perfect.recall.sel(perfect="S|C,L").item() == 0.1
+    assert what_if(d).ap_if_perfect.sel(stage="S|C,L").item() == pytest.approx(11 / 101)
 
 
 def test_what_if_table_is_compound_over_batch_dims():
