@@ -440,3 +440,16 @@ def test_compound_metric_and_its_monotonicity():
     assert not bool(negative.monotone.where(ap.notnull(), False).any())
     with pytest.raises(mc.InvalidInputError, match="steps"):
         compound_monotonicity(ap, steps=[0])
+
+
+def test_factor_figure_draws_the_product_on_the_composed_curve():
+    from metricalc.decompose.figures import plot_factor_curves
+
+    # (3/10) * (1/3) is one unit in the last place below the recall level 0.1
+    found_at = [[0.9, 0.9, 0.9]] + [[0.9, -np.inf, -np.inf]] * 2 + [[-np.inf] * 3] * 7
+    d = decompose([0.9, 0.5], [[1, 1, 1], [0, 0, 0]], 10, found_at=found_at)
+    assert d.product_recall.values[0] < 0.1 == d.recall.values[0]
+    drawn = [line.get_ydata() for line in plot_factor_curves(d).get_lines()]
+    curves = [y for y in drawn if len(y)]  # in legend order: 3 factors, composed, product
+    assert len(curves) == 5 and curves[3][10] == 1.0
+    np.testing.assert_array_equal(curves[4], curves[3])

@@ -71,8 +71,12 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
                 }
             )
         )
-    composed = interpolated_precision(curves["precision"], curves["recall"])
-    product = interpolated_precision(curves["product_precision"], curves["product_recall"])
+    # recall to 12 decimals: a product such as 0.3 * (1/3) falls one unit in the last place
+    # below a recall level the composed 0.1 reaches, and would draw a step that is not there
+    composed = interpolated_precision(curves["precision"], curves["recall"].round(12))
+    product = interpolated_precision(
+        curves["product_precision"], curves["product_recall"].round(12)
+    )
     # a chain whose product is undefined everywhere has composed precision 0 (as what_if)
     product = xr.where(product.isnull() & composed.notnull(), 0.0, product)
     for label, values in ((COMPOSED, composed), (PRODUCT, product)):
