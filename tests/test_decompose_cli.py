@@ -39,6 +39,7 @@ def test_json_holds_the_coco_stats_next_to_the_decomposition(files, iou_type):
     decomposition = payload["decomposition"]
     assert decomposition["identity"]["ok"] is True
     assert decomposition["identity"]["max_deviation"] < 1e-12
+    assert decomposition["iou_thresholds"] == [round(0.5 + 0.05 * i, 2) for i in range(10)]
     stages = ["L", "C|L"] + (["S|C,L"] if iou_type == "segm" else [])
     assert decomposition["stages"] == stages
     assert [row["perfect_stage"] for row in decomposition["what_if"]] == stages

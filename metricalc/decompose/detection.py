@@ -388,7 +388,7 @@ class DetectionDecomposition:
                 "convention": self.curves.attrs["convention"],
                 "iou_type": self.curves.attrs["iou_type"],
                 "ap_method": self.method,
-                "iou_thresholds": [float(t) for t in self.curves["iou"].values],
+                "iou_thresholds": [round(float(t), 10) for t in self.curves["iou"].values],
                 "stages": self.curves["stage"].values.tolist(),
                 "composed_ap": clean(self.composed_ap()),
                 "factor_ap": {k: clean(v) for k, v in self.factor_ap().items()},
