@@ -19,6 +19,7 @@ from metricalc.decompose import (
     improvement_check,
     interpolated_precision,
     monotonicity_check,
+    perfect_stage_curves,
     random_improvement,
     stack_chains,
     verify,
@@ -56,12 +57,6 @@ def test_hand_chain_counts_and_curves():
     )
     check = verify(d)
     assert check.ok and check.points_checked == 5 and check.max_deviation < 1e-15
-
-
-def test_factor_precision_uses_the_core_rate():
-    d = decompose(CONFIDENCE, OUTCOMES, 5)
-    core = mc.precision({"tp": d.tp.values, "fp": d.fp.values})
-    np.testing.assert_array_equal(d.factor_precision.values, core)
 
 
 def test_composed_curve_is_the_core_pr_curve():
@@ -166,17 +161,33 @@ def test_identity_holds_on_random_chains(chain):
     assert check.max_deviation < 1e-12
     # the counts telescope exactly: fp sums to the composed false positives
     np.testing.assert_array_equal(d.fp.sum("stage") + d.tp.isel(stage=-1), d.n_selected)
-    # a brute-force count at every cutoff
+    # a brute-force count at every cutoff, and the curves from those counts by the definitions
     keep = np.ones(confidence.size, bool) if counted is None else counted
     through = np.logical_and.accumulate(outcomes, axis=1)
+    items = np.where(through & keep[:, None], confidence[:, None], -np.inf)
+    items = items if found_at is None else found_at
+    G = ground_truth.astype(float)
     for j, cut in enumerate(d.cutoff.values):
         if np.isnan(cut):
             continue
         selected = keep & (confidence >= cut)
-        assert d.n_selected.values[j] == selected.sum()
-        assert d.tp.values[:, j].tolist() == through[selected].sum(axis=0).tolist()
-        if found_at is not None:
-            assert d.found.values[:, j].tolist() == (found_at >= cut).sum(axis=0).tolist()
+        T = [int(selected.sum()), *through[selected].sum(axis=0).tolist()]
+        F = (items >= cut).sum(axis=0).tolist()
+        assert d.n_selected.values[j] == T[0]
+        assert d.tp.values[:, j].tolist() == T[1:]
+        assert d.found.values[:, j].tolist() == F
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.array(F) / G  # recall of the chain 1..k
+            expected = {
+                "factor_precision": np.array(T[1:]) / np.array(T[:-1]),
+                "factor_recall": rate / np.concatenate([[1.0], rate[:-1]]),
+                "precision": T[-1] / T[0] if T[0] else np.nan,
+                "recall": F[-1] / G[-1] if G[-1] else np.nan,
+            }
+        for name, want in expected.items():
+            got = d[name].values[..., j]
+            want = np.where(np.isfinite(want), want, np.nan)  # 0 / 0 and x / 0: undefined
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=0, err_msg=name)
 
 
 def test_identity_over_batch_dims():
@@ -257,6 +268,41 @@ def test_curve_ap_hand_values_and_undefined_points():
     assert levels.values.tolist() == [1.0, 1.0, 0.6, 0.6]
 
 
+def slow_curve_ap(P, R, method):
+    """Curve AP by the definitions, one point at a time (undefined points skipped)."""
+    points = [(p, r) for p, r in zip(P, R, strict=True) if not (np.isnan(p) or np.isnan(r))]
+    if all(np.isnan(R)):
+        return np.nan
+    if method in ("coco101", "voc11"):
+        # VOC 2007's code: np.arange(0, 1.1, 0.1), whose 0.3 is 0.30000000000000004
+        levels = np.linspace(0, 1, 101) if method == "coco101" else np.arange(0.0, 1.1, 0.1)
+        return float(np.mean([max([p for p, r in points if r >= t], default=0.0)
+                              for t in levels]))
+    total, (p0, r0) = 0.0, (1.0, 0.0)
+    for p, r in points:
+        total += (r - r0) * ((p + p0) / 2 if method == "trapezoid" else p)
+        p0, r0 = p, r
+    return total
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 30), st.sampled_from(mc.AP_METHODS))
+def test_curve_ap_equals_the_definitions_on_any_curve(seed, n, method):
+    """Factor curves are not ranked lists: recall goes up and down, exceeds 1 (DecompoVision),
+    repeats exactly, and points are undefined."""
+    rng = np.random.default_rng(seed)
+    R = rng.choice([0.0, 0.25, 0.3, 0.5, 0.7, 1.0, 1.5], n) if seed % 2 else rng.random(n) * 1.2
+    P = rng.choice([0.0, 0.5, 1.0], n) if seed % 3 == 0 else rng.random(n)
+    R[rng.random(n) < 0.2] = np.nan
+    P[rng.random(n) < 0.1] = np.nan
+    got = float(curve_average_precision(P, R, method=method))
+    want = slow_curve_ap(P.tolist(), R.tolist(), method)
+    if np.isnan(want):
+        assert np.isnan(got)
+    else:
+        assert got == pytest.approx(want, abs=1e-12)
+
+
 def test_ap_does_not_factor():
     d = decompose(CONFIDENCE, OUTCOMES, 5, stages=["L", "C|L", "S|C,L"])
     aps = factor_ap(d, method="coco101")
@@ -281,6 +327,39 @@ def test_what_if_by_hand():
     table = what_if_table(d, method="step")
     assert table.index.tolist() == ["L", "C|L"]
     np.testing.assert_allclose(table["gain"], w.gain.values)
+
+
+@settings(max_examples=150, deadline=None)
+@given(chains(), st.sampled_from(mc.AP_METHODS))
+def test_perfect_last_stage_is_the_shorter_chain_exactly(chain, method):
+    """With the last stage perfect the composed curve is the chain without it, to the last bit:
+    recall levels hit exactly (k / 10 = 0.1 ...) must not be missed by a rounded product."""
+    confidence, outcomes, ground_truth, found_at, counted = chain
+    if outcomes.shape[1] < 2:
+        return
+    names = [f"s{i}" for i in range(outcomes.shape[1])]
+    d = decompose(confidence, outcomes, ground_truth, stages=names, found_at=found_at,
+                  counted=counted)
+    shorter = decompose(confidence, outcomes[:, :-1], ground_truth[:-1], stages=names[:-1],
+                        found_at=None if found_at is None else found_at[:, :-1], counted=counted)
+    perfect = perfect_stage_curves(d).sel(perfect=names[-1])
+    # defined where the other factors are (not where, e.g., G_1 = 0 leaves R_1 undefined)
+    defined = (perfect.precision.notnull() & perfect.recall.notnull()).values
+    for name in ("precision", "recall"):
+        np.testing.assert_array_equal(perfect[name].values[defined], shorter[name].values[defined])
+    if defined.all():
+        got = what_if(d, method=method).ap_if_perfect.sel(stage=names[-1]).item()
+        assert got == float(factor_ap(shorter, method=method).ap) or np.isnan(got)
+
+
+def test_perfect_stage_curve_is_exact_where_a_product_rounds_down():
+    # 3 of 10 objects through L, 1 of those 3 through C|L: (3/10) * (1/3) = 0.09999999999999999
+    found_at = [[0.9, 0.9, 0.9]] + [[0.9, -np.inf, -np.inf]] * 2 + [[-np.inf] * 3] * 7
+    d = decompose([0.9], [[1, 1, 1]], 10, found_at=found_at)
+    assert d.product_recall.item() < 0.1 == d.recall.item()
+    perfect = perfect_stage_curves(d)
+    assert perfect.recall.sel(perfect="S|C,L").item() == 0.1
+    assert what_if(d).ap_if_perfect.sel(stage="S|C,L").item() == pytest.approx(11 / 101)
 
 
 def test_what_if_table_is_compound_over_batch_dims():
@@ -361,3 +440,16 @@ def test_compound_metric_and_its_monotonicity():
     assert not bool(negative.monotone.where(ap.notnull(), False).any())
     with pytest.raises(mc.InvalidInputError, match="steps"):
         compound_monotonicity(ap, steps=[0])
+
+
+def test_factor_figure_draws_the_product_on_the_composed_curve():
+    from metricalc.decompose.figures import plot_factor_curves
+
+    # (3/10) * (1/3) is one unit in the last place below the recall level 0.1
+    found_at = [[0.9, 0.9, 0.9]] + [[0.9, -np.inf, -np.inf]] * 2 + [[-np.inf] * 3] * 7
+    d = decompose([0.9, 0.5], [[1, 1, 1], [0, 0, 0]], 10, found_at=found_at)
+    assert d.product_recall.values[0] < 0.1 == d.recall.values[0]
+    drawn = [line.get_ydata() for line in plot_factor_curves(d).get_lines()]
+    curves = [y for y in drawn if len(y)]  # in legend order: 3 factors, composed, product
+    assert len(curves) == 5 and curves[3][10] == 1.0
+    np.testing.assert_array_equal(curves[4], curves[3])

@@ -39,6 +39,7 @@ def test_json_holds_the_coco_stats_next_to_the_decomposition(files, iou_type):
     decomposition = payload["decomposition"]
     assert decomposition["identity"]["ok"] is True
     assert decomposition["identity"]["max_deviation"] < 1e-12
+    assert decomposition["iou_thresholds"] == [round(0.5 + 0.05 * i, 2) for i in range(10)]
     stages = ["L", "C|L"] + (["S|C,L"] if iou_type == "segm" else [])
     assert decomposition["stages"] == stages
     assert [row["perfect_stage"] for row in decomposition["what_if"]] == stages
@@ -88,3 +89,17 @@ def test_readme_example_runs():
     exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["result"].verification.ok
     assert list(namespace["result"].table.index) == ["L", "C|L"]
+
+
+def test_unwritable_out_folder_is_an_error_not_a_traceback(files, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = run(
+        "decompose", "detection", "--gt", str(files / "gt.json"), "--dt", str(files / "dt.json"),
+        "--iou", "0.5", "--out", str(blocker / "out"), "--no-progress",
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("metricalc: error: cannot write") and "Traceback" not in (
+        result.stderr
+    )
+    assert str(blocker / "out") in result.stderr

@@ -14,6 +14,7 @@ from metricalc.decompose import (
 )
 from metricalc.detection import evaluate, load_detections, load_ground_truth
 from metricalc.detection.synthetic import make_coco_dataset
+from tests.detection_cases import odd_dataset
 
 H = W = 100
 
@@ -161,6 +162,25 @@ def test_composed_ap_is_coco_per_category_ap_without_ties():
         assert result.verification.ok
 
 
+@pytest.mark.parametrize("seed", range(16))
+def test_composed_curve_is_coco_on_odd_shapes(seed):
+    """Crowd-only images, maxDets saturation (up to 400 detections per image), empty and tiny
+    boxes, many categories; scores made distinct: the composed AP per IoU threshold and category
+    is COCO's (the evaluation equals pycocotools), the final composed recall COCO's recall."""
+    gt_dict, dt_list = odd_dataset(seed)
+    for rank, d in zip(np.random.default_rng(seed).permutation(len(dt_list)), dt_list,
+                       strict=True):
+        d["score"] = float(rank + 1) / (len(dt_list) + 1)
+    gt = load_ground_truth(gt_dict)
+    result = decompose_detection(gt, load_detections(dt_list, gt))
+    coco = result.evaluation.sel(area="all", maxdets=100)
+    np.testing.assert_allclose(result.aps.ap, coco.precision.mean("recall"), atol=1e-12)
+    final = result.curves.recall.isel(threshold=-1)
+    np.testing.assert_allclose(final.where(coco.max_recall.notnull()), coco.max_recall,
+                               atol=1e-12)
+    assert result.verification.ok
+
+
 def test_ties_make_the_threshold_curve_differ_from_coco():
     gt_dict, dt_list = make_coco_dataset(n_images=25, n_categories=4, score_decimals=1, seed=2)
     gt = load_ground_truth(gt_dict)
@@ -252,10 +272,36 @@ def test_standard_metrics_are_reported_next_to_the_decomposition():
     assert [r["perfect_stage"] for r in rows] == ["L", "C|L", "S|C,L"]
     means = result.aps.factor_ap.mean(["iou", "category"], skipna=True)
     np.testing.assert_allclose(list(result.factor_ap().values()), means.values)
-    # what-if rows come from the per-chain APs of the product curves
-    per_chain = curve_average_precision(result.curves.factor_precision.sel(stage="L"),
-                                        result.curves.factor_recall.sel(stage="L"))
-    assert per_chain.dims == ("iou", "category")
+
+
+def test_what_if_perfect_mask_stage_is_the_box_task():
+    """With S|C,L made perfect, the segm chain's composed curve is the bbox chain's, whose AP is
+    COCO's bbox AP per category when no scores tie (the evaluation equals pycocotools)."""
+    # seed 9: recalls such as (3/10) * (1/3) round to just below a COCO recall level
+    gt_dict, dt_list = make_coco_dataset(n_images=12, n_categories=3, segm=True, seed=9)
+    assert len({d["score"] for d in dt_list}) == len(dt_list)
+    gt = load_ground_truth(gt_dict)
+    dt = load_detections(dt_list, gt)
+    segm = decompose_detection(gt, dt, iou_type="segm")
+    boxes = evaluate(gt, dt, iou_type="bbox").precision.sel(area="all", maxdets=100)
+    per_chain = segm.what_if.ap_if_perfect.sel(stage="S|C,L")
+    np.testing.assert_allclose(per_chain, boxes.mean("recall"), atol=1e-12)
+    box_chains = decompose_detection(gt, dt, iou_type="bbox")
+    np.testing.assert_array_equal(per_chain, box_chains.aps.ap)  # to the last bit
+    row = segm.to_dict()["decomposition"]["what_if"][2]
+    assert row["perfect_stage"] == "S|C,L"
+    assert row["ap_if_perfect"] == pytest.approx(float(boxes.mean()), abs=1e-12)
+    # a perfect localizer leaves the curve (P_C|L P_S, R_C|L R_S), computed here by hand
+    c = segm.curves
+    rest = c.sel(stage=["C|L", "S|C,L"])
+    ap = curve_average_precision(
+        rest.factor_precision.prod("stage", skipna=False),
+        rest.factor_recall.prod("stage", skipna=False),
+    )
+    ap = ap.where(ap.notnull() | segm.aps.ap.isnull(), 0.0)  # nothing reaches C|L: AP 0
+    assert segm.to_dict()["decomposition"]["what_if"][0]["ap_if_perfect"] == pytest.approx(
+        float(ap.mean()), abs=1e-12
+    )
 
 
 def test_bad_options_are_named():
@@ -263,7 +309,24 @@ def test_bad_options_are_named():
     dt = load_detections(DT, gt)
     with pytest.raises(mc.InvalidInputError, match="convention must be one of"):
         detection_chains(gt, dt, convention="voc")
-    with pytest.raises(mc.InvalidInputError, match="iou_thresholds must be numbers"):
+    with pytest.raises(mc.InvalidInputError, match="iou_thresholds must be in"):
         detection_chains(gt, dt, iou_thresholds=[1.5])
     with pytest.raises(mc.InvalidInputError, match="mask_iou_threshold"):
         detection_chains(gt, dt, iou_type="segm", mask_iou_threshold=2)
+
+
+def test_iou_threshold_zero_only_with_the_strict_convention():
+    gt = load_ground_truth(GT)
+    dt = load_detections(DT, gt)
+    with pytest.raises(mc.InvalidInputError, match=r"iou_thresholds must be in \(0, 1\]"):
+        detection_chains(gt, dt, iou_thresholds=[0.0])
+    # DecompoVision's IoU > 0: any overlap localizes; d5 overlaps nothing
+    c = detection_chains(gt, dt, iou_thresholds=[0.0], convention="decompovision").isel(iou=0)
+    assert values(c, "tp", 2, "L")[:3] == [1, 1, 2]
+
+
+def test_ground_truth_without_categories_is_named():
+    gt = load_ground_truth({"images": [{"id": 1, "height": 9, "width": 9}], "categories": [],
+                            "annotations": []})
+    with pytest.raises(mc.InvalidInputError, match="lists no categories"):
+        decompose_detection(gt, load_detections([], gt))

@@ -105,7 +105,16 @@ def test_detector_or_descriptor_section(cube):
             else "descriptor"
         )
         assert str(row.limited_by.values) == expected
-    assert section.sentence.count(".") >= 1 and "limits" in section.sentence
+    # the sentence quotes the table: mean gains of the limiting stage and of the other one
+    limiting = set(table.limited_by.values.tolist())
+    assert len(limiting) == 1  # one verdict for both descriptors on this benchmark
+    stage = limiting.pop()
+    other = "descriptor" if stage == "detector" else "detector"
+    for role in (stage, other):
+        gain = float(table[f"gain_perfect_{role}"].mean())
+        assert f"perfect {role} " in section.sentence and f"{gain:.2f}" in section.sentence
+    assert section.sentence.startswith(f"The {stage} limits the result for every descriptor")
+    assert f"repeatability {float(table.repeatability.mean()):.2f}" in section.sentence
     assert isinstance(section.plot(), Axes)
     payload = json.loads(json.dumps(section.to_dict()))
     assert set(payload["descriptors"]) == {"sift", "orb"}

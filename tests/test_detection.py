@@ -23,6 +23,7 @@ from metricalc.detection import (
 from metricalc.detection.iou import box_iou
 from metricalc.detection.masks import encode_rle, mask_iou, masks_from_segmentations
 from metricalc.detection.synthetic import make_coco_dataset
+from tests.detection_cases import odd_dataset
 
 pycoco_mask = pytest.importorskip("pycocotools.mask")
 from pycocotools.coco import COCO  # noqa: E402
@@ -83,6 +84,72 @@ def test_equals_pycocotools(seed, iou_type, options):
     named = coco_stats(mine)
     assert list(named) == list(COCO_STATS)
     np.testing.assert_array_equal(list(named.values()), nan_for_minus_one(ref.stats))
+
+
+def assert_equal_to_reference(gt: dict, dt: list, iou_type: str) -> None:
+    ref = reference(gt, dt, iou_type)
+    mine = ours(gt, dt, iou_type)
+    np.testing.assert_array_equal(mine.stats.values, nan_for_minus_one(ref.stats))
+    np.testing.assert_array_equal(mine.precision.values, nan_for_minus_one(ref.eval["precision"]))
+    np.testing.assert_array_equal(mine.max_recall.values, nan_for_minus_one(ref.eval["recall"]))
+    np.testing.assert_array_equal(mine.score.values, nan_for_minus_one(ref.eval["scores"]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_odd_shapes_equal_pycocotools(seed):
+    gt, dt = odd_dataset(seed)
+    if not dt:
+        pytest.skip("no detections drawn (pycocotools cannot load an empty result list)")
+    assert_equal_to_reference(gt, dt, "bbox")
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_generator_settings_equal_pycocotools(seed):
+    """The generator with every knob drawn at random (hundreds of seeds were compared this way
+    in review; 30 stay in the suite)."""
+    rng = np.random.default_rng(1000 + seed)
+    segm = bool(rng.random() < 0.5)
+    gt, dt = make_coco_dataset(
+        n_images=int(rng.integers(1, 15)), n_categories=int(rng.integers(1, 12)), segm=segm,
+        objects_per_image=float(rng.choice([0.5, 3, 10])),
+        detections_per_object=float(rng.choice([0.5, 1.5, 4])),
+        false_positives_per_image=float(rng.choice([0, 2, 30])),
+        crowd_rate=float(rng.choice([0, 0.05, 0.5])),
+        wrong_class_rate=float(rng.choice([0, 0.15, 0.6])),
+        score_decimals=[None, 1, 2][int(rng.integers(3))],
+        detection_boxes=bool(rng.random() < 0.5), seed=1000 + seed,
+    )
+    if not dt:
+        pytest.skip("no detections drawn (pycocotools cannot load an empty result list)")
+    assert_equal_to_reference(gt, dt, "segm" if segm and rng.random() < 0.7 else "bbox")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_other_parameters_equal_pycocotools(seed):
+    """IoU thresholds up to 1, other detection budgets and area ranges: the cubes agree."""
+    rng = np.random.default_rng(seed)
+    gt, dt = odd_dataset(seed + 100)
+    if not dt:
+        pytest.skip("no detections drawn")
+    thresholds = sorted({float(v) for v in rng.choice([0.1, 0.3, 0.5, 0.77, 0.99, 1.0], 3)})
+    budgets = sorted({int(v) for v in rng.choice([1, 2, 5, 10, 100, 300], 2)})
+    ranges = {"all": (0.0, 1e10), "mid": (float(rng.uniform(0, 500)), 2000.0)}
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco = COCO()
+        coco.dataset = copy.deepcopy(gt)
+        coco.createIndex()
+        ev = COCOeval(coco, coco.loadRes(copy.deepcopy(dt)), "bbox")
+        ev.params.iouThrs = np.array(thresholds)
+        ev.params.maxDets = budgets
+        ev.params.areaRng = [list(v) for v in ranges.values()]
+        ev.params.areaRngLbl = list(ranges)
+        ev.evaluate()
+        ev.accumulate()
+    truth = load_ground_truth(gt)
+    mine = evaluate(truth, load_detections(dt, truth), iou_thresholds=thresholds,
+                    max_dets=budgets, area_ranges=ranges)
+    np.testing.assert_array_equal(mine.precision.values, nan_for_minus_one(ev.eval["precision"]))
+    np.testing.assert_array_equal(mine.max_recall.values, nan_for_minus_one(ev.eval["recall"]))
 
 
 def test_edge_cases_equal_pycocotools():
@@ -323,10 +390,12 @@ def test_duplicate_ids_and_bad_json(tmp_path):
 @pytest.mark.parametrize(
     ("result", "message"),
     [
-        ({"image_id": 2, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 1}, "image_id 2"),
+        ({"image_id": 2, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 1},
+         r"image_id 2 is not in the ground truth's images$"),
         ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "score": "x"}, "score must"),
         ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1], "score": 1}, "bbox must"),
-        ({"image_id": 1, "category_id": 3, "bbox": [0, 0, 1, 1], "score": 1}, "category_id 3"),
+        ({"image_id": 1, "category_id": 3, "bbox": [0, 0, 1, 1], "score": 1},
+         r"category_id 3 is not in the ground truth's categories$"),
     ],
 )
 def test_bad_detections_are_named(result, message):
@@ -366,3 +435,28 @@ def test_ground_truth_id_zero_is_matched():
     dt = [{"image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20], "score": 0.9}]
     assert reference(gt, dt, "bbox").stats[0] == 0.0
     assert ours(gt, dt, "bbox").stats.sel(metric="AP").item() == pytest.approx(1.0)
+
+
+@pytest.mark.filterwarnings(REFERENCE_DECODE_WARNING)
+def test_iou_threshold_zero_is_refused():
+    """At IoU threshold 0 COCOeval matches boxes that do not overlap at all (``iou < 0`` never
+    holds); rather than differ from it, the threshold is refused."""
+    gt = {
+        "images": [{"id": 1, "height": 100, "width": 100}],
+        "categories": [{"id": 1}],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
+                         "area": 100, "iscrowd": 0}],
+    }
+    dt = [{"image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10], "score": 0.9}]
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco = COCO()
+        coco.dataset = copy.deepcopy(gt)
+        coco.createIndex()
+        ev = COCOeval(coco, coco.loadRes(copy.deepcopy(dt)), "bbox")
+        ev.params.iouThrs = np.array([0.0])
+        ev.evaluate()
+        ev.accumulate()
+    assert ev.eval["recall"][0, 0, 0, -1] == 1.0  # the disjoint box counts as a match
+    truth = load_ground_truth(gt)
+    with pytest.raises(mc.InvalidInputError, match=r"iou_thresholds must be in \(0, 1\]"):
+        evaluate(truth, load_detections(dt, truth), iou_thresholds=[0.0, 0.5])

@@ -25,10 +25,12 @@ Two conventions say what "correct" and "found" mean:
     detections of one object all count, so recall factors can exceed 1): detections of any
     class that overlap a class-c object through L, those of class c through C|L. S|C,L compares
     the mask with the first (file order) class-c ground truth the box overlaps, mask IoU > the
-    mask threshold (their default 0.25, measured there inside the detection's box; here over the
-    whole image). Default IoU threshold 0.5. Curve points are the distinct confidences of class
-    c (their code also evaluates at the confidences of other classes, where the composed curve
-    does not move).
+    mask threshold (their default 0.25; their code takes torchmetrics' two-class Jaccard index
+    inside the detection's box, the mean of the foreground and the background IoU there; here
+    the foreground IoU over the whole image). Default IoU threshold 0.5. Curve points are the
+    distinct confidences of class c (their code has one point per detection, of any class and
+    within tied scores, where the composed curve does not move or moves in steps of one tie
+    group).
 
 The standard COCO evaluation (:func:`metricalc.detection.evaluate`) is computed next to the
 decomposition; for ``segm`` it matches by mask IoU alone, which is not the composed task above.
@@ -49,12 +51,13 @@ from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import factor_ap
 from metricalc.decompose.chain import Verification, chain_counts, stack_chains, verify
-from metricalc.decompose.whatif import compound, what_if, what_if_table
+from metricalc.decompose.whatif import compound, compound_table, what_if
 from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.evaluate import (
     COCO_AREA_RANGES,
     COCO_IOU_THRESHOLDS,
     Prepared,
+    check_iou_thresholds,
     coco_stats,
     evaluate,
     prepare,
@@ -272,12 +275,15 @@ def detection_chains(
     """
     check_choice("iou_type", iou_type, IOU_TYPES)
     check_choice("convention", convention, CONVENTIONS)
-    default = COCO_IOU_THRESHOLDS if convention == "coco" else [DECOMPOVISION_IOU]
-    thresholds = np.asarray(default if iou_thresholds is None else iou_thresholds, np.float64)
-    if thresholds.ndim != 1 or thresholds.size == 0 or ((thresholds < 0) | (thresholds > 1)).any():
+    if gt.category_ids.size == 0:
         raise InvalidInputError(
-            f"iou_thresholds must be numbers in [0, 1]; got {np.asarray(iou_thresholds).tolist()}"
+            f"{gt.source}: the ground truth lists no categories; there is no chain to decompose"
         )
+    coco = convention == "coco"
+    default = COCO_IOU_THRESHOLDS if coco else [DECOMPOVISION_IOU]
+    thresholds = check_iou_thresholds(
+        default if iou_thresholds is None else iou_thresholds, strict=not coco
+    )
     segm = iou_type == "segm"
     mask_thresholds = None
     if segm:
@@ -296,7 +302,6 @@ def detection_chains(
     if segm and prep.gt_masks is None:
         prep = prepare(gt, dt, masks=True, progress=progress)
     gt, dt = prep.gt, prep.dt
-    coco = convention == "coco"
     crowd_iou = gt.iscrowd if coco else np.zeros(gt.n, bool)
     pairs = overlapping_pairs(
         dt.image,
@@ -380,7 +385,7 @@ class DetectionDecomposition:
                 "convention": self.curves.attrs["convention"],
                 "iou_type": self.curves.attrs["iou_type"],
                 "ap_method": self.method,
-                "iou_thresholds": [float(t) for t in self.curves["iou"].values],
+                "iou_thresholds": [round(float(t), 10) for t in self.curves["iou"].values],
                 "stages": self.curves["stage"].values.tolist(),
                 "composed_ap": json_safe(self.composed_ap()),
                 "factor_ap": {k: json_safe(v) for k, v in self.factor_ap().items()},
@@ -445,12 +450,13 @@ def decompose_detection(
         progress=progress,
         prepared=prep,
     )
+    scenario = what_if(curves, method=method)
     return DetectionDecomposition(
         evaluation=evaluation,
         curves=curves,
         aps=factor_ap(curves, method=method),
-        what_if=what_if(curves, method=method),
-        table=what_if_table(curves, method=method),
+        what_if=scenario,
+        table=compound_table(scenario),
         verification=verify(curves),
         method=method,
     )

@@ -6,7 +6,6 @@ Figures are built on :class:`matplotlib.figure.Figure` (no pyplot state); save t
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import seaborn as sns
 import xarray as xr
@@ -72,8 +71,12 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
                 }
             )
         )
-    composed = interpolated_precision(curves["precision"], curves["recall"])
-    product = interpolated_precision(curves["product_precision"], curves["product_recall"])
+    # recall to 12 decimals: a product such as 0.3 * (1/3) falls one unit in the last place
+    # below a recall level the composed 0.1 reaches, and would draw a step that is not there
+    composed = interpolated_precision(curves["precision"], curves["recall"].round(12))
+    product = interpolated_precision(
+        curves["product_precision"], curves["product_recall"].round(12)
+    )
     # a chain whose product is undefined everywhere has composed precision 0 (as what_if)
     product = xr.where(product.isnull() & composed.notnull(), 0.0, product)
     for label, values in ((COMPOSED, composed), (PRODUCT, product)):
@@ -164,7 +167,7 @@ def plot_detector_or_descriptor(table: xr.Dataset, *, ax: Axes | None = None) ->
         .melt(id_vars="descriptor", value_vars=list(needed), var_name="scenario", value_name="AP")
     )
     frame["scenario"] = frame["scenario"].map(labels)
-    frame["AP"] = frame["AP"].astype(float).fillna(np.nan)
+    frame["AP"] = frame["AP"].astype(float)
     sns.barplot(data=frame, x="descriptor", y="AP", hue="scenario", ax=ax)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("matching AP")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from metricalc._io import atomic_write
 from metricalc.decompose.chain import Verification
+from metricalc.errors import InvalidInputError
 from metricalc.report.terminal import terminal_console
 
 __all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]
@@ -129,10 +130,15 @@ def _write(out: str | Path, summary: dict[str, Any], drawings: dict[str, Any]) -
 
     out = Path(out)
     path = out / "decomposition.json"
-    atomic_write(path, json.dumps(summary, indent=2))
-    written = [path]
-    for name, ax in drawings.items():
-        written += save_figure(ax, out / name)
+    try:
+        atomic_write(path, json.dumps(summary, indent=2))
+        written = [path]
+        for name, ax in drawings.items():
+            written += save_figure(ax, out / name)
+    except OSError as error:
+        raise InvalidInputError(
+            f"cannot write the decomposition to the folder {out}: {error.strerror or error}"
+        ) from None
     return written
 
 

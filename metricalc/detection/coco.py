@@ -30,6 +30,9 @@ __all__ = ["CocoDetections", "CocoGroundTruth", "load_detections", "load_ground_
 
 IOU_TYPES = ("bbox", "segm")
 
+LISTS = {"image_id": "images", "category_id": "categories"}
+"""The ground-truth list an id field refers to."""
+
 
 @dataclass(frozen=True, eq=False)
 class CocoGroundTruth:
@@ -232,7 +235,7 @@ def _index_of(
         raise _fail(
             source,
             f"{where}[{i}]",
-            f"{what} {int(values[i])} is not in the ground truth's {what.split('_')[0]}s",
+            f"{what} {int(values[i])} is not in the ground truth's {LISTS[what]}",
         )
     return position.astype(np.int64)
 

@@ -47,6 +47,7 @@ __all__ = [
     "COCO_RECALL_LEVELS",
     "COCO_STATS",
     "Prepared",
+    "check_iou_thresholds",
     "coco_stats",
     "evaluate",
     "prepare",
@@ -146,6 +147,30 @@ def prepare(
     return Prepared(gt=gt, dt=dt, rank=rank, gt_masks=gt_masks, dt_masks=dt_masks)
 
 
+def check_iou_thresholds(values: Any, *, strict: bool = False) -> np.ndarray:
+    """IoU thresholds as a float64 array: numbers in (0, 1] under COCO's matching (IoU >= t),
+    in [0, 1] under a strict one (IoU > t).
+
+    COCOeval accepts t = 0 and then matches boxes that do not overlap at all (their IoU 0 is not
+    below it); that is refused rather than reproduced.
+
+    Examples
+    --------
+    >>> from metricalc.detection.evaluate import check_iou_thresholds
+    >>> check_iou_thresholds([0.5, 0.75]).tolist(), check_iou_thresholds([0], strict=True).tolist()
+    ([0.5, 0.75], [0.0])
+    """
+    try:
+        thresholds = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        thresholds = np.zeros(0)
+    low_ok = thresholds >= 0 if strict else thresholds > 0
+    if thresholds.ndim != 1 or thresholds.size == 0 or not (low_ok & (thresholds <= 1)).all():
+        bounds = "[0, 1]" if strict else "(0, 1] (at 0 COCO's matching pairs disjoint boxes)"
+        raise InvalidInputError(f"iou_thresholds must be in {bounds}; got {values!r}")
+    return thresholds
+
+
 def _area_flags(area: np.ndarray, ranges: Sequence[tuple[float, float]]) -> np.ndarray:
     """(A, n): area outside each range (COCO: area < low or area > high)."""
     low = np.array([r[0] for r in ranges])[:, None]
@@ -197,9 +222,6 @@ def _accumulate(
     npig = np.stack(
         [np.bincount(gt.category[not_ignored[a]], minlength=n_cat) for a in range(n_areas)]
     )  # (A, K)
-    present = (np.bincount(gt.category, minlength=n_cat) > 0) | (
-        np.bincount(dt.category, minlength=n_cat) > 0
-    )
     order = np.lexsort((np.arange(dt.n), dt.image, -dt.score, dt.category))
     bounds = np.searchsorted(dt.category[order], np.arange(n_cat + 1))
     hit = matched >= 0
@@ -208,7 +230,7 @@ def _accumulate(
     with progress_bar("accumulating", total=n_cat, enabled=progress) as advance:
         for k in range(n_cat):
             advance()
-            if not present[k]:
+            if not npig[:, k].any():  # no ground truth counts: undefined in every area range
                 continue
             in_category = order[bounds[k] : bounds[k + 1]]
             for m, budget in enumerate(max_dets):
@@ -328,9 +350,7 @@ def evaluate(
     """
     if iou_type not in IOU_TYPES:
         raise InvalidInputError(f"iou_type must be one of {IOU_TYPES}; got {iou_type!r}")
-    thresholds = np.asarray(iou_thresholds, dtype=np.float64)
-    if thresholds.ndim != 1 or thresholds.size == 0 or ((thresholds < 0) | (thresholds > 1)).any():
-        raise InvalidInputError(f"iou_thresholds must be numbers in [0, 1]; got {thresholds}")
+    thresholds = check_iou_thresholds(iou_thresholds)
     budgets = sorted(int(m) for m in max_dets)
     if not budgets or budgets[0] < 1:
         raise InvalidInputError(f"max_dets must be positive integers; got {list(max_dets)!r}")
