@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -199,10 +200,12 @@ def test_cli_errors_exit_2(tmp_path, capsys, extra, message):
 
 
 def test_cli_conflict_shows_the_difference(tmp_path, capsys, folder, uninterrupted):
-    # a conf.yaml as the reference run wrote it, under a new outputs root
+    # conf.yaml and predictions.h5 as the reference run wrote them, under a new outputs root
+    # (a conf.yaml alone, from a run that failed before exporting, does not hold the tag)
     rundir = RunDir(tmp_path, "hpatches", "sift")
     rundir.path.mkdir(parents=True)
     rundir.conf.write_text(uninterrupted.files["conf"].read_text())
+    shutil.copyfile(uninterrupted.files["predictions"], rundir.predictions)
     code, captured = _main(tmp_path, capsys, *folder, "model.max_keypoints=50")
     assert code == 2
     assert "model.max_keypoints: 200 -> 50" in captured.err and "--overwrite" in captured.err
