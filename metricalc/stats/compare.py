@@ -383,9 +383,11 @@ def compare(
             rows[name].append(value)
     tested = [k for k, note in enumerate(rows["note"]) if not note]
     if not tested:
-        reasons = [f"{names[i]!r} vs {names[j]!r}: {note}" for (i, j), note in
-                   zip(pairs_, rows["note"], strict=True)]  # fmt: skip
-        if len(reasons) == 1:
+        by_reason: dict[str, list[str]] = {}  # comparisons with the same reason named together
+        for (i, j), note in zip(pairs_, rows["note"], strict=True):
+            by_reason.setdefault(note, []).append(f"{names[i]!r} vs {names[j]!r}")
+        reasons = [f"{', '.join(which)}: {note}" for note, which in by_reason.items()]
+        if len(pairs_) == 1:
             raise InvalidInputError(reasons[0])
         raise InvalidInputError("no comparison of the call can be tested: " + "; ".join(reasons))
     flips, resamples = generators(seed)

@@ -97,8 +97,9 @@ def rank_systems(
         :math:`|R_i - R_j| > CD`), ``pvalue_corrected`` and ``reject`` (descriptor, other:
         pairwise :func:`scipy.stats.wilcoxon` p-values after the correction, symmetric; NaN and
         False on the diagonal and for two systems equal on every unit, which the Wilcoxon test
-        cannot compare; the correction family is the pairs with a p-value); scalars ``friedman_statistic``, ``friedman_pvalue`` (NaN for
-        k = 2: scipy's test needs three systems), ``n_units``, ``n_dropped``,
+        cannot compare; the correction family is the pairs with a p-value); scalars
+        ``friedman_statistic``, ``friedman_pvalue`` (NaN for k = 2: scipy's test needs three
+        systems), ``n_units``, ``n_dropped``,
         ``critical_difference``, ``q_alpha``. attrs: ``metric``, ``pair_by``, ``split``,
         ``alpha``, ``correction``, ``k``, ``excluded_descriptors`` and the protocol attrs.
 
