@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 from statsmodels.stats.multitest import multipletests
 
 from metricalc import cube as qc
@@ -187,8 +188,9 @@ def test_label_baseline_pairs_each_descriptor_and_corrects_one_family(tmp_path, 
     assert (report.out / "comparisons.csv").is_file()
 
 
-def test_identical_systems_are_left_out_of_the_family(tmp_path, make_query_cube):
-    # SIFT on SIFT keypoints is the same system locked and native: the test refuses that pair
+def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_query_cube):
+    # SIFT on SIFT keypoints is the same system locked and native: compare keeps that pair with
+    # a note, outside the correction family (one compare call with pairs= for the label)
     locked = make_query_cube({"sift": 0.8, "orb": 0.4, "brief": 0.6}, seed=5)
     other = make_query_cube({"sift": 0.8, "orb": 0.7, "brief": 0.2}, seed=6)
     native = locked.copy(deep=True).assign_attrs(keypoints="native")
@@ -203,30 +205,41 @@ def test_identical_systems_are_left_out_of_the_family(tmp_path, make_query_cube)
             "baseline": "native",
             "metrics": ["true_map_micro"],
             "tests": {"pair_by": "pair", "n_resamples": 999, "rank": False},
-            "outputs": ["csv"],
+            "outputs": ["csv", "summary"],
         },
         source=tmp_path / "lvn.yaml",
     )
-    report = build(study, cubes={"locked": locked, "native": native})
+    cubes = {"locked": locked, "native": native}
+    report = build(study, cubes=cubes)
     comparison = report.tests["true_map_micro"].comparison
-    assert list(comparison.get_index("comparison")) == [
-        ("orb (locked)", "orb (native)"), ("brief (locked)", "brief (native)"),
-    ]  # fmt: skip
-    expected = multipletests(comparison.pvalue.values, alpha=0.05, method="holm")[1]
-    np.testing.assert_allclose(comparison.pvalue_corrected.values, expected)
+    pairs = [("sift (locked)", "sift (native)"), ("orb (locked)", "orb (native)"),
+             ("brief (locked)", "brief (native)")]  # fmt: skip
+    assert list(comparison.get_index("comparison")) == pairs
+    direct = stats.compare(cubes, pairs=pairs, pair_by="pair", n_resamples=999)
+    assert comparison.pvalue.values[1:].tolist() == direct.pvalue.values[1:].tolist()
+    expected = multipletests(comparison.pvalue.values[1:], alpha=0.05, method="holm")[1]
+    np.testing.assert_allclose(comparison.pvalue_corrected.values[1:], expected)
+    same = comparison.sel(descriptor="sift (locked)", baseline="sift (native)")
+    assert np.isnan(float(same.pvalue_corrected)) and not bool(same.reject)
+    assert same.note.item().startswith("all 30 paired differences are zero")
     (note,) = report.notes
-    assert note.startswith("mAP: not tested (") and "'sift (locked)' vs 'sift (native)'" in note
-    # the same in one cube, all pairs: one compare call is refused, the other pairs are kept
+    assert note == f"mAP: sift (locked) vs sift (native) not tested ({same.note.item()})"
+    summary = (report.out / "summary.txt").read_text()
+    assert f"sift (locked) vs sift (native) on mAP: not tested: {same.note.item()}" in summary
+    # the same in one cube, all pairs: one compare call, the identical pair kept untested
     one = locked.copy(deep=True)
     for variable in one.data_vars.values():
         if variable.dims == ("descriptor", "query"):
             variable.loc[{"descriptor": "brief"}] = variable.sel(descriptor="sift")
     study = replace(study, baseline=None)
     report = build(study, cubes={"": one}, out=tmp_path / "one")
-    pairs = list(report.tests["true_map_micro"].comparison.get_index("comparison"))
-    assert pairs == [("sift", "orb"), ("orb", "brief")]
+    comparison = report.tests["true_map_micro"].comparison
+    direct = stats.compare(one, pair_by="pair", n_resamples=999)
+    xr.testing.assert_identical(comparison, direct)
+    assert comparison.note.values.tolist() == ["", comparison.note.values[1], ""]
     (note,) = report.notes
-    assert note.startswith("mAP: not tested (") and "'sift' vs 'brief'" in note
+    assert note.startswith("mAP: sift vs brief not tested (all 30 paired differences are zero")
+    assert "(1 more not testable)" in report.table.caption
 
 
 def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):

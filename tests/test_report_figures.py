@@ -171,6 +171,18 @@ def test_forest_plot_draws_differences_and_intervals_in_points():
     assert "viewpoint mAP" in ax.get_title()
 
 
+def test_forest_plot_marks_untested_comparisons():
+    ds = comparison().assign(note=("comparison", ["", "too few units", "identical systems"]))
+    ds["mean_diff"][1] = np.nan  # no paired unit at all: nothing to draw
+    ds["ci_low"][1:] = [np.nan, 0.0]
+    ds["ci_high"][1:] = [np.nan, 0.0]
+    ax = plot_forest(ds)
+    points = [line for line in ax.get_lines() if line.get_marker() in ("o", "x")]
+    assert [(p.get_marker(), float(p.get_ydata()[0])) for p in points] == [("o", 2.0), ("x", 0.0)]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["orb - sift", "brief - sift (not tested)", "rootsift - sift (not tested)"]
+
+
 def ranking() -> xr.Dataset:
     names = ["sift", "orb", "rootsift", "brief", "superpoint"]
     ranks = [2.0, 3.9, 1.7, 4.2, 3.2]

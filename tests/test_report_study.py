@@ -12,8 +12,15 @@ from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
 from metricalc.metrics import metric_set
 from metricalc.report import data as report_data
-from metricalc.report.analysis import with_test_metric
-from metricalc.report.study import FIGURES, OUTPUTS, demo_study, load_study, study_from_dict
+from metricalc.report.analysis import run_tests
+from metricalc.report.study import (
+    FIGURES,
+    OUTPUTS,
+    TestSpec,
+    demo_study,
+    load_study,
+    study_from_dict,
+)
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
@@ -160,15 +167,24 @@ def test_data_loaders_can_be_registered(tmp_path, make_query_cube):
 
 
 @pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic", "workbench"])
-def test_derived_hit_values_average_to_the_metric_set(make_query_cube, policy):
-    cube = make_query_cube({"a": 0.7, "b": 0.2}, seed=4)
-    cube = cube.assign_attrs(tie_policy=policy)
+def test_hit_rate_columns_test_the_values_the_table_shows(make_query_cube, policy):
+    # the HR@K column is tested on compare's hit@K, whose mean is the column's value
+    cube = make_query_cube({"a": 0.7, "b": 0.2, "c": 0.5}, seed=4)
+    cube = qc.new_cube(
+        cube.descriptor.values.tolist(),
+        {k: cube[k].values for k in ("scene", "pair", "keypoint_set", "query_keypoint")},
+        {k: cube[k].values for k in ("better", "ties", "n_relevant")},
+        attrs={**cube.attrs, "tie_policy": policy},
+    )
     metrics = metric_set(cube, k=(1, 5))
-    for k in (1, 5):
-        values = with_test_metric(cube, f"precision_at_{k}")[f"precision_at_{k}"]
-        r1 = cube.n_relevant.values == 1
-        assert np.isnan(values.values[~r1]).all() and np.isfinite(values.values[r1]).all()
-        np.testing.assert_allclose(
-            values.mean("query", skipna=True).values, metrics[f"precision_at_{k}"].values
-        )
-    assert with_test_metric(cube, "ap") is cube
+    columns = ["precision_at_1", "precision_at_5"]
+    tests = run_tests({"": cube}, columns, tests=TestSpec(n_resamples=99, rank=False),
+                      baseline="a")  # fmt: skip
+    for k, column in zip((1, 5), columns, strict=True):
+        comparison = tests[column].comparison
+        assert comparison.attrs["metric"] == f"hit@{k}"
+        for name in ("b", "c"):
+            row = comparison.sel(descriptor=name, baseline="a")
+            for system, mean in ((name, row.mean_descriptor), ("a", row.mean_baseline)):
+                expected = float(metrics[column].sel(descriptor=system))
+                assert float(mean) == pytest.approx(expected, rel=1e-12)

@@ -90,11 +90,13 @@ def comparison(rows: list[tuple], **attrs) -> xr.Dataset:
                 "pvalue": p / 2,
                 "pvalue_corrected": p,
                 "reject": reject,
+                "favours": int(np.sign(diff)) if reject else 0,
                 "rank_biserial": np.sign(diff) * 0.4,
                 "cohens_dz": np.sign(diff) * 0.6,
                 "wins": 300,
                 "ties": 0,
                 "losses": 200,
+                "note": "",
             }
             for d, b, diff, reject, p in rows
         ]
@@ -424,15 +426,19 @@ def test_sentence_settings_follow_the_attrs():
         describe_comparison(hit, "sift", "orb")
 
 
-def test_letters_and_sentences_follow_the_direction_of_the_test():
-    # many small wins of sift against a few large losses: the ranks favour sift, the mean orb
+def test_letters_and_sentences_follow_favours_where_the_mean_disagrees():
+    # many small wins of sift against a few large losses: a rank or sign test favours sift
+    # (compare's favours = -1 for orb vs sift), a test of the mean orb (+1); the table and the
+    # sentences read favours (tests/test_stats_families.py checks favours against scipy)
     frame = comparison([("orb", "sift", 0.001, True, 0.0001)]).to_dataframe()
     frame["rank_biserial"] = -0.22
-    for test, winner in (("wilcoxon", "sift"), ("ttest", "orb"), ("randomization", "orb")):
+    metrics = xr.Dataset(
+        {"true_map_micro": ("descriptor", [0.5, 0.6])}, coords={"descriptor": ["sift", "orb"]}
+    )
+    cases = (("wilcoxon", -1, "sift"), ("ttest", 1, "orb"), ("sign", -1, "sift"))
+    for test, favours, winner in cases:
+        frame["favours"] = favours
         ds = comparison_from_frame(frame, {**COMPARE_ATTRS, "test": test})
-        metrics = xr.Dataset(
-            {"true_map_micro": ("descriptor", [0.5, 0.6])}, coords={"descriptor": ["sift", "orb"]}
-        )
         t = Table(metrics, {"true_map_micro": ds})
         letters = {s: row[0].letters for s, row in zip(t.systems, t.cells, strict=True)}
         # rows: a = sift, b = orb
@@ -447,9 +453,33 @@ def test_letters_and_sentences_follow_the_direction_of_the_test():
                 "effect), although the mean difference favours orb: -0.1 points (sift minus "
                 "orb), 95% CI [-2.1, 1.9] (rank-biserial r = 0.22; 500 paired queries)."
             )
-    frame["wins"], frame["losses"] = 100, 300  # the sign test counts wins and losses
-    ds = comparison_from_frame(frame, {**COMPARE_ATTRS, "test": "sign"})
-    assert describe_comparison(ds, "orb", "sift").startswith("sift > orb on mAP by the sign test")
+        if test == "sign":
+            assert sentence.startswith("sift > orb on mAP by the sign test")
+    # lower is better (r0_rate): the side favoured by the test has the higher rate, so it loses
+    rates = xr.Dataset(
+        {"r0_rate": ("descriptor", [0.1, 0.3])}, coords={"descriptor": ["sift", "orb"]}
+    )
+    t = Table(rates, {"r0_rate": comparison([("orb", "sift", 0.2, True, 0.001)])})
+    assert [row[0].letters for row in t.cells] == ["b", ""]
+
+
+def test_untested_comparisons_have_no_letter_a_sentence_and_leave_the_caption_family():
+    ds = comparison(
+        [("orb", "sift", -0.2, True, 0.001), ("sift (native)", "sift", 0.0, False, np.nan)]
+    )
+    ds["note"][1] = "all 40 paired differences are zero"
+    ds["pvalue"][1] = np.nan
+    metrics = xr.Dataset(
+        {"true_map_micro": ("descriptor", [0.5, 0.3, 0.5])},
+        coords={"descriptor": ["sift", "orb", "sift (native)"]},
+    )
+    t = Table(metrics, {"true_map_micro": ds})
+    assert [row[0].letters for row in t.cells] == ["b", "", ""]
+    assert "Holm correction over 1 comparison (1 more not testable), alpha = 0.05" in t.caption
+    assert describe_comparison(ds, "sift (native)", "sift") == (
+        "sift (native) vs sift on mAP: not tested: all 40 paired differences are zero (500 "
+        "paired queries)."
+    )
 
 
 def test_effect_size_thresholds():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -21,8 +23,8 @@ from metricalc.stats.compare import generators
 
 CONTRACT_VARIABLES = (
     "n", "n_dropped", "mean_descriptor", "mean_baseline", "mean_diff", "median_diff", "ci_low",
-    "ci_high", "statistic", "pvalue", "pvalue_corrected", "reject", "rank_biserial", "cohens_dz",
-    "wins", "ties", "losses",
+    "ci_high", "statistic", "pvalue", "pvalue_corrected", "reject", "favours", "rank_biserial",
+    "cohens_dz", "wins", "ties", "losses", "note",
 )  # fmt: skip
 CONTRACT_ATTRS = (
     "metric", "pair_by", "test", "correction", "alpha", "split", "seed", "n_resamples",
@@ -167,10 +169,12 @@ def test_layout_all_pairs_order_multiindex_dtypes_and_attrs(hand):
     assert ds.indexes["comparison"].names == ["descriptor", "baseline"]
     assert list(ds.indexes["comparison"]) == [("sift", "orb"), ("sift", "brief"), ("orb", "brief")]
     assert list(ds.data_vars) == list(CONTRACT_VARIABLES)
-    for name in ("n", "n_dropped", "wins", "ties", "losses"):
+    integers = {"n", "n_dropped", "favours", "wins", "ties", "losses"}
+    for name in integers:
         assert ds[name].dtype == np.int64
-    assert ds.reject.dtype == bool
-    for name in set(CONTRACT_VARIABLES) - {"n", "n_dropped", "wins", "ties", "losses", "reject"}:
+    assert ds.reject.dtype == bool and ds.note.dtype.kind == "U"
+    assert ds.note.values.tolist() == ["", "", ""]
+    for name in set(CONTRACT_VARIABLES) - {*integers, "reject", "note"}:
         assert ds[name].dtype == np.float64
     frame = ds.to_dataframe()
     assert frame.index.names == ["descriptor", "baseline"] and len(frame) == 3
@@ -416,9 +420,14 @@ def test_native_keypoints_paired_by_query_point_to_pair_by_pair(benchmark):
     locked, native = benchmark
     with pytest.raises(InvalidInputError, match=r"share no query .* pair_by='pair'"):
         compare(native, pair_by="query")
-    with pytest.raises(InvalidInputError, match="'orb \\(native\\)' and 'sift \\(locked\\)'"):
-        compare({"locked": locked, "native": native}, baseline="sift (locked)",
-                test="randomization", n_resamples=100)  # fmt: skip
+    # several comparisons: the one without shared queries is kept untested, with the reason
+    ds = compare({"locked": locked, "native": native}, baseline="sift (locked)",
+                 test="randomization", n_resamples=100)  # fmt: skip
+    untested = ds.sel(descriptor="orb (native)", baseline="sift (locked)")
+    assert re.fullmatch(r"the two systems share no query .* pair_by='pair'", untested.note.item())
+    assert int(untested.n) == 0 and np.isnan(float(untested.pvalue)) and not bool(untested.reject)
+    tested = ds.sel(descriptor="orb (locked)", baseline="sift (locked)")
+    assert tested.note.item() == "" and np.isfinite(float(tested.pvalue_corrected))
     ds = compare(locked, pair_by="query", baseline="sift")  # locked: every query shared
     assert int(ds.n_dropped.item()) == 0 and int(ds.n.item()) == int(
         (locked.n_relevant.sel(descriptor="sift") == 1).sum()

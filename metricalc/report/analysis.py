@@ -2,46 +2,34 @@
 :func:`metricalc.stats.rank_systems`) per table column that can be tested on per-query values.
 
 A column's test comes from :data:`metricalc.report.labels.METRICS` (``test``: the cube metric,
-the split, and the coarsest pairing unit the column needs: scene-averaged mAP pairs by scene).
-The study's ``pair_by`` is used unless the column needs a coarser unit.
+the split, and the coarsest pairing unit the column needs: scene-averaged mAP pairs by scene;
+``precision_at_K`` is tested on ``hit@K``, whose mean is the column's value). The study's
+``pair_by`` is used unless the column needs a coarser unit.
 
-Baselines (:func:`family`): ``None`` compares all pairs of systems; a system name compares every
-other system against it; with several labelled cubes, a *label* (``baseline: native``) compares
-each descriptor under every other label against the same descriptor under that label
-(``sift (locked)`` vs ``sift (native)``). A family is tested by one
-:func:`~metricalc.stats.compare` call where possible; label baselines, and families in which the
-test refuses a pair (two systems identical on every unit), are tested pair by pair without
-correction and then corrected together (:func:`correct_family`), so the family is always the
-column's tested comparisons.
+Baselines: ``None`` compares all pairs of systems; a system name compares every other system
+against it; with several labelled cubes, a *label* (``baseline: native``) compares each
+descriptor under every other label against the same descriptor under that label
+(``sift (locked)`` vs ``sift (native)``: :func:`label_pairs`, given to ``compare`` as
+``pairs=``). Each column's family is one ``compare`` call, so one correction family. A
+comparison ``compare`` cannot test (e.g. two systems identical on every unit: a detector's own
+keypoints locked and native) stays in the Dataset with its ``note`` and outside the family; the
+report lists it in its notes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import xarray as xr
 
-from metricalc.core.ranking import hit_rate_at_k
 from metricalc.errors import InvalidInputError
 from metricalc.report.data import system_name
 from metricalc.report.labels import PAIR_BY_ORDER, metric_info
 from metricalc.report.study import TestSpec
-from metricalc.report.tables import comparison_from_frame
 
-__all__ = [
-    "ColumnTests",
-    "correct_family",
-    "family",
-    "run_tests",
-    "systems_of",
-    "with_test_metric",
-]
+__all__ = ["ColumnTests", "label_pairs", "run_tests", "systems_of"]
 
 
 @dataclass
@@ -74,68 +62,10 @@ def _pair_by(study_pair_by: str, needed: str | None) -> str:
     return PAIR_BY_ORDER[max(PAIR_BY_ORDER.index(study_pair_by), PAIR_BY_ORDER.index(needed))]
 
 
-_PRECISION_AT = re.compile(r"precision_at_([1-9][0-9]*)")
-
-
 def _has_metric(cube: xr.Dataset, metric: str) -> bool:
-    if metric.startswith("hit@") or _PRECISION_AT.fullmatch(metric):
+    if metric.startswith("hit@"):
         return "better" in cube.data_vars and "ties" in cube.data_vars
     return metric in cube.data_vars
-
-
-def with_test_metric(cube: xr.Dataset, metric: str) -> xr.Dataset:
-    r"""The cube with the per-query values of ``metric`` added when they are derived.
-
-    ``precision_at_K`` (the metric set's hit rate at K) becomes, per query with a relevant item
-    (R = 1 and rank statistics), its hit probability under the cube's tie policy:
-    :func:`metricalc.hit_rate_at_k` of that query alone, so the mean over queries is the table's
-    value (under ``expected`` a query tied across rank K counts
-    :math:`\mathrm{clip}(K - b, 0, t + 1) / (t + 1)`); NaN for the other queries. Any other
-    metric leaves the cube as it is.
-
-    Examples
-    --------
-    >>> from metricalc.metrics import _example_cube
-    >>> with_test_metric(_example_cube(), "precision_at_1")["precision_at_1"].values.tolist()
-    [[1.0, 0.0, nan]]
-    """
-    match = _PRECISION_AT.fullmatch(metric)
-    if match is None or metric in cube.data_vars:
-        return cube
-    better = np.asarray(cube["better"].values)
-    ties = np.asarray(cube["ties"].values)
-    ranked = (np.asarray(cube["n_relevant"].values) == 1) & (better >= 0)
-    values = hit_rate_at_k(
-        np.where(ranked, better, -1)[..., None],
-        np.where(ranked, ties, -1)[..., None],
-        int(match.group(1)),
-        policy=str(cube.attrs.get("tie_policy", "expected")),
-    )
-    return cube.assign({metric: (("descriptor", "query"), np.asarray(values, np.float64))})
-
-
-def correct_family(comparison: xr.Dataset, *, correction: str, alpha: float) -> xr.Dataset:
-    """Recompute ``pvalue_corrected`` and ``reject`` of a Dataset of comparisons as one family
-    (:func:`metricalc.stats.correct`: ``multipletests`` with the method passed explicitly;
-    ``"none"``: corrected = raw). NaN p-values stay NaN, are left out of the family and never
-    reject."""
-    from metricalc.stats import correct
-
-    p = np.asarray(comparison["pvalue"].values, dtype=np.float64)
-    corrected = np.full_like(p, np.nan)
-    finite = np.isfinite(p)
-    corrected[finite] = correct(p[finite], method=correction)
-    reject = np.where(np.isfinite(corrected), corrected < alpha, False)
-    out = comparison.assign(
-        pvalue_corrected=("comparison", corrected), reject=("comparison", reject)
-    )
-    out.attrs = {**comparison.attrs, "correction": correction, "alpha": alpha}
-    return out
-
-
-def _concat_comparisons(parts: list[xr.Dataset]) -> xr.Dataset:
-    frame = pd.concat([part.to_dataframe() for part in parts])
-    return comparison_from_frame(frame, parts[0].attrs)
 
 
 def _ok_systems(cubes: Mapping[str, xr.Dataset]) -> dict[str, tuple[str, str]]:
@@ -149,68 +79,24 @@ def _ok_systems(cubes: Mapping[str, xr.Dataset]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def family(cubes: Mapping[str, xr.Dataset], baseline: str | None) -> list[tuple[str, str]]:
-    """``(descriptor, baseline)`` of every comparison of a column's family, over the systems
-    that did not fail: all pairs i < j in system order (no baseline), every system against the
-    baseline system, or each descriptor under every other label against itself under the
-    baseline label."""
+def label_pairs(cubes: Mapping[str, xr.Dataset], label: str) -> list[tuple[str, str]]:
+    """``(descriptor, baseline)`` system pairs of a label baseline: each descriptor under every
+    other label against the same descriptor under ``label``, over the systems that did not
+    fail, in system order.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube
+    >>> cube = _example_cube()
+    >>> label_pairs({"locked": cube, "native": cube}, "native")
+    [('sift (locked)', 'sift (native)')]
+    """
     systems = _ok_systems(cubes)
-    names = list(systems)
-    if baseline is None:
-        return [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-    if baseline in systems:
-        return [(s, baseline) for s in names if s != baseline]
     return [
-        (s, system_name(d, baseline))
-        for s, (label, d) in systems.items()
-        if label != baseline and system_name(d, baseline) in systems
+        (s, system_name(d, label))
+        for s, (own, d) in systems.items()
+        if own != label and system_name(d, label) in systems
     ]
-
-
-def _pair_source(cubes: Mapping[str, xr.Dataset], a: str, b: str) -> Any:
-    """The cube (or mapping of cubes) holding just systems ``a`` and ``b``, named as in
-    ``cubes``."""
-    systems = _ok_systems(cubes)
-    parts: dict[str, list[str]] = {}
-    for system in (a, b):
-        label, descriptor = systems[system]
-        parts.setdefault(label, []).append(descriptor)
-    if list(cubes) == [""]:
-        return cubes[""].sel(descriptor=parts[""])
-    return {label: cubes[label].sel(descriptor=ds) for label, ds in parts.items()}
-
-
-def _pairwise(
-    cubes: Mapping[str, xr.Dataset],
-    pairs: list[tuple[str, str]],
-    options: dict[str, Any],
-    label: str,
-    notes: list[str],
-) -> xr.Dataset | None:
-    """One uncorrected ``compare`` per pair, then one correction over the pairs tested; pairs
-    the test refuses get a note (one note if it refuses them all)."""
-    from metricalc.stats import compare
-
-    parts, refused = [], []
-    for a, b in pairs:
-        try:
-            parts.append(
-                compare(_pair_source(cubes, a, b), baseline=b, **{**options, "correction": "none"})
-            )
-        except InvalidInputError as error:
-            refused.append((a, b, str(error)))
-    if not parts:
-        reason = refused[0][2] if refused else "no pair of systems to compare"
-        notes.append(f"{label}: not tested ({reason})")
-        return None
-    notes += [
-        f"{label}: not tested ({reason})" if a in reason and b in reason
-        else f"{label}: {a} vs {b} not tested ({reason})"
-        for a, b, reason in refused
-    ]  # fmt: skip
-    return correct_family(
-        _concat_comparisons(parts), correction=options["correction"], alpha=options["alpha"]
-    )
 
 
 def run_tests(
@@ -239,12 +125,11 @@ def run_tests(
     Returns
     -------
     dict of str to ColumnTests
-        One entry per column. A column's family (:func:`family`) is tested by one ``compare``
-        call when it can be; when the test refuses some pair (e.g. two systems identical on
-        every unit: a detector's own keypoints locked and native), each pair is tested alone
-        and the pairs tested are corrected together, the refused ones noted. Label baselines
-        are always tested pair by pair. Refusals of the whole column (fewer than 5 paired
-        units, ...) become notes; a baseline that names no system is an error.
+        One entry per column: the column's family tested by one ``compare`` call (label
+        baselines through ``pairs=``). Comparisons ``compare`` could not test keep their
+        ``note``, and a note of the column names each; a column ``compare`` refuses as a whole
+        (e.g. fewer than 5 paired units in every comparison) gets a note instead of a
+        comparison. A baseline that names no system is an error.
     """
     from metricalc.stats import compare, rank_systems
 
@@ -256,7 +141,9 @@ def run_tests(
         raise InvalidInputError(
             f"baseline: {baseline!r} is not a system of the data; expected one of {systems}{extra}"
         )
-    pairs = family(cubes, baseline)
+    family: dict[str, Any] = {"baseline": baseline}
+    if by_label:
+        family = {"pairs": label_pairs(cubes, str(baseline))}
     results = {}
     for column in columns:
         result = ColumnTests(column)
@@ -267,11 +154,16 @@ def run_tests(
             advance()
             continue
         metric, split, needed = info.test
-        if not all(_has_metric(cube, metric) for cube in cubes.values()):
-            result.notes.append(f"{info.label}: not tested (the cube has no {metric!r})")
+        missing = not all(_has_metric(cube, metric) for cube in cubes.values())
+        if missing or family.get("pairs") == []:
+            why = (
+                f"the cube has no {metric!r}"
+                if missing
+                else f"no descriptor is under both {baseline!r} and another label"
+            )
+            result.notes.append(f"{info.label}: not tested ({why})")
             advance()
             continue
-        ready = {label: with_test_metric(cube, metric) for label, cube in cubes.items()}
         options = {
             "metric": metric,
             "pair_by": _pair_by(tests.pair_by, needed),
@@ -279,21 +171,28 @@ def run_tests(
             "alpha": tests.alpha,
             "correction": tests.correction,
         }
-        comparing = {
-            **options,
-            "test": tests.test,
-            "seed": tests.seed,
-            "n_resamples": tests.n_resamples,
-            "confidence_level": tests.confidence_level,
-        }
-        if not by_label:  # a refusal: tested pair by pair below, keeping the accepted pairs
-            with contextlib.suppress(InvalidInputError):
-                result.comparison = compare(_source(ready), baseline=baseline, **comparing)
-        if result.comparison is None:
-            result.comparison = _pairwise(ready, pairs, comparing, info.label, result.notes)
+        try:
+            result.comparison = compare(
+                _source(cubes),
+                **family,
+                **options,
+                test=tests.test,
+                seed=tests.seed,
+                n_resamples=tests.n_resamples,
+                confidence_level=tests.confidence_level,
+            )
+        except InvalidInputError as error:
+            result.notes.append(f"{info.label}: not tested ({error})")
+        else:
+            index = result.comparison.get_index("comparison")
+            result.notes += [
+                f"{info.label}: {d} vs {b} not tested ({note})"
+                for (d, b), note in zip(index, result.comparison["note"].values, strict=True)
+                if note
+            ]
         if tests.rank and len(systems) >= 3:
             try:
-                result.ranking = rank_systems(_source(ready), **options)
+                result.ranking = rank_systems(_source(cubes), **options)
             except InvalidInputError as error:
                 result.notes.append(f"{info.label}: not ranked ({error})")
         advance()

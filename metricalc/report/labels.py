@@ -44,9 +44,10 @@ class MetricInfo:
         Direction of "best" (bold) and "second" (underlined).
     test : tuple or None
         ``(metric, split, pair_by)`` of the :func:`metricalc.stats.compare` call that tests this
-        column on a QueryCube: the cube variable (``precision_at_K`` is derived per query by
-        :func:`metricalc.report.analysis.with_test_metric`), the split (None for all queries)
-        and the coarsest-needed pairing unit (None: the study's choice). None when the column
+        column on a QueryCube: the compare metric (a cube variable, or ``hit@K`` for
+        ``precision_at_K``: per query the hit probability under the tie policy, whose mean is
+        the column's value), the split (None for all queries) and the coarsest-needed pairing
+        unit (None: the study's choice). None when the column
         cannot be tested from per-query values (e.g. the Bojanic APs are per scene).
     """
 
@@ -74,9 +75,9 @@ METRICS: Mapping[str, MetricInfo] = {
     "legacy_macro_precision_by_scene": MetricInfo(
         "precision (scenes)", "scene-averaged legacy precision", test=("nn_correct", None, "scene")
     ),
-    "precision_at_1": MetricInfo("HR@1", "hit rate at 1", test=("precision_at_1", None, None)),
-    "precision_at_5": MetricInfo("HR@5", "hit rate at 5", test=("precision_at_5", None, None)),
-    "precision_at_10": MetricInfo("HR@10", "hit rate at 10", test=("precision_at_10", None, None)),
+    "precision_at_1": MetricInfo("HR@1", "hit rate at 1", test=("hit@1", None, None)),
+    "precision_at_5": MetricInfo("HR@5", "hit rate at 5", test=("hit@5", None, None)),
+    "precision_at_10": MetricInfo("HR@10", "hit rate at 10", test=("hit@10", None, None)),
     "keypoint_verification_ap": MetricInfo("verif. AP", "keypoint verification AP"),
     "keypoint_retrieval_ap": MetricInfo("retr. AP", "keypoint retrieval AP"),
     "r0_rate": MetricInfo("R=0 rate", "R=0 rate", higher_is_better=False),
@@ -90,7 +91,7 @@ METRICS: Mapping[str, MetricInfo] = {
 PAIR_BY_ORDER = ("query", "pair", "scene")
 """Pairing units from finest to coarsest."""
 
-_HIT = re.compile(r"(?:hit@|precision_at_)([0-9]+)")
+_HIT = re.compile(r"hit@([0-9]+)")
 _PRECISION_AT = re.compile(r"(ir_)?(precision|recall)_at_([0-9]+)")
 
 
@@ -111,7 +112,7 @@ def metric_info(name: str) -> MetricInfo:
         ir, _, k = match.groups()
         if ir:
             return MetricInfo(f"P@{k}", f"IR precision at {k}")
-        test = (f"precision_at_{k}", None, None)
+        test = (f"hit@{k}", None, None)
         return MetricInfo(f"HR@{k}", f"hit rate at {k}", test=test)
     return MetricInfo(name, name.replace("_", " "), kind="value")
 
@@ -121,7 +122,7 @@ def compared_metric_phrase(metric: str, split: str = "") -> str:
 
     Examples
     --------
-    >>> compared_metric_phrase("ap", "viewpoint"), compared_metric_phrase("precision_at_5")
+    >>> compared_metric_phrase("ap", "viewpoint"), compared_metric_phrase("hit@5")
     ('viewpoint mAP', 'hit rate at 5')
     """
     hit = _HIT.fullmatch(metric)

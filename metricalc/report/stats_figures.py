@@ -33,8 +33,9 @@ def plot_forest(
     """Forest plot: one row per comparison, the mean difference (descriptor minus baseline) as
     a point and its bootstrap CI as a bar, a vertical line at 0.
 
-    Filled points are significant after the correction (``reject``), hollow points are not.
-    Differences of metrics in [0, 1] are drawn in percentage points.
+    Filled points are significant after the correction (``reject``), hollow points are not;
+    a comparison that was not tested (its ``note``: e.g. two identical systems) is a grey cross,
+    labelled "(not tested)". Differences of metrics in [0, 1] are drawn in percentage points.
     """
     pairs = comparison_pairs(comparison, "plot_forest: comparison")
     attrs = comparison.attrs
@@ -45,9 +46,18 @@ def plot_forest(
     low = scale * np.asarray(comparison["ci_low"].values, float)
     high = scale * np.asarray(comparison["ci_high"].values, float)
     reject = np.asarray(comparison["reject"].values, bool)
+    notes = (
+        [str(n) for n in comparison["note"].values.tolist()]
+        if "note" in comparison.data_vars
+        else [""] * len(pairs)
+    )
     y = np.arange(len(pairs))[::-1]
     ax.axvline(0, color="gray", linestyle="--", linewidth=1)
     for i, significant in enumerate(reject):
+        if notes[i]:
+            if np.isfinite(diff[i]):
+                ax.plot(diff[i], y[i], "x", color="gray", gid=f"comparison:{i}")
+            continue
         ax.errorbar(
             diff[i],
             y[i],
@@ -59,7 +69,13 @@ def plot_forest(
             gid=f"comparison:{i}",
         )
     ax.set_yticks(y)
-    ax.set_yticklabels([f"{display_name(d, names)} - {display_name(b, names)}" for d, b in pairs])
+    ax.set_yticklabels(
+        [
+            f"{display_name(d, names)} - {display_name(b, names)}"
+            + (" (not tested)" if note else "")
+            for (d, b), note in zip(pairs, notes, strict=True)
+        ]
+    )
     level = float(attrs.get("confidence_level", 0.95))
     unit = "points" if scale == 100.0 else "units"
     ax.set_xlabel(f"mean difference ({unit}), {100 * level:g}% bootstrap CI")

@@ -17,6 +17,7 @@ import yaml
 
 from metricalc.core._validate import TIE_POLICIES
 from metricalc.errors import InvalidInputError
+from metricalc.stats import CORRECTIONS, PAIR_BY, TESTS  # a study's tests.* choices
 
 __all__ = [
     "CORRECTIONS",
@@ -32,9 +33,6 @@ __all__ = [
     "study_from_dict",
 ]
 
-TESTS = ("wilcoxon", "ttest", "randomization", "sign", "mcnemar")
-CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
-PAIR_BY = ("query", "pair", "scene")
 FIGURES = (
     "map_by_split",
     "split_scatter",

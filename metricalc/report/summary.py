@@ -26,7 +26,7 @@ from metricalc.report.labels import (
     format_p,
     is_fraction_metric,
 )
-from metricalc.report.tables import TEST_NAMES, comparison_pairs, comparison_row, direction
+from metricalc.report.tables import READ_VARIABLES, TEST_NAMES, comparison_pairs, comparison_row
 
 __all__ = [
     "EFFECT_THRESHOLDS",
@@ -125,10 +125,12 @@ def describe_comparison(
 
     - significant (``reject``: corrected p < alpha): ``"A > B on <metric>: +d points, 95% CI
       [lo, hi], <test> p ... <correction>, <size> effect (...)"`` with A the system the test
-      favours (:func:`~metricalc.report.tables.direction`), d = mean(A - B) and its bootstrap
-      CI (points = percentage points, for metrics in [0, 1]); when a rank or sign test and the
-      mean difference disagree, ``"A > B on <metric> by the <test> (p ..., <size> effect),
-      although the mean difference favours B: d points (A minus B), ..."``;
+      favours (the comparison's ``favours``, by the test's own statistic), d = mean(A - B) and
+      its bootstrap CI (points = percentage points, for metrics in [0, 1]); when a rank or sign
+      test and the mean difference disagree, ``"A > B on <metric> by the <test> (p ..., <size>
+      effect), although the mean difference favours B: d points (A minus B), ..."``;
+    - not tested (the comparison's ``note``): ``"A vs B on <metric>: not tested: <note>
+      (<units>)."``;
     - otherwise: ``"No significant difference between A and B on <metric>: d points (A minus
       B), ..."`` in the Dataset's order (A = descriptor, B = baseline);
     - the p-value is the corrected one, printed by :func:`~metricalc.report.labels.format_p`;
@@ -143,15 +145,17 @@ def describe_comparison(
     ...     {"n": ("comparison", [1234]), "n_dropped": ("comparison", [0]),
     ...      "mean_diff": ("comparison", [-0.123]), "ci_low": ("comparison", [-0.149]),
     ...      "ci_high": ("comparison", [-0.098]), "pvalue_corrected": ("comparison", [1e-5]),
-    ...      "reject": ("comparison", [True]), "rank_biserial": ("comparison", [-0.62]),
-    ...      "cohens_dz": ("comparison", [-1.1])},
+    ...      "reject": ("comparison", [True]), "favours": ("comparison", [-1]),
+    ...      "rank_biserial": ("comparison", [-0.62]), "cohens_dz": ("comparison", [-1.1])},
     ...     coords=xr.Coordinates.from_pandas_multiindex(index, "comparison"),
     ...     attrs={"metric": "ap", "split": "viewpoint", "test": "wilcoxon", "correction": "holm",
     ...            "alpha": 0.05, "pair_by": "query", "confidence_level": 0.95})
     >>> print(describe_comparison(ds, "orb", "sift", names={"sift": "SIFT", "orb": "ORB"}))
     SIFT > ORB on viewpoint mAP: +12.3 points, 95% CI [9.8, 14.9], Wilcoxon p < 0.001 after Holm, large effect (rank-biserial r = 0.62; 1,234 paired queries).
     """  # noqa: E501
-    pairs = comparison_pairs(comparison, "describe_comparison: comparison")
+    pairs = comparison_pairs(
+        comparison, "describe_comparison: comparison", needs=READ_VARIABLES
+    )
     if (descriptor, baseline) not in pairs:
         raise InvalidInputError(
             f"describe_comparison: no comparison of {descriptor!r} against {baseline!r}; the "
@@ -168,7 +172,7 @@ def describe_comparison(
     diff, low, high = (float(row[k]) for k in ("mean_diff", "ci_low", "ci_high"))
     effect_name, effect, word = effect_size(row, test)
     significant = bool(row["reject"])
-    if significant and direction(row, test) < 0:  # the baseline wins: winner minus loser
+    if significant and int(row["favours"]) < 0:  # the baseline wins: winner minus loser
         a, b, diff, low, high, effect = b, a, -diff, -high, -low, -effect
     level = float(attrs.get("confidence_level", 0.95))
     p = format_p(float(row["pvalue_corrected"]), alpha=float(attrs.get("alpha", 0.05)))
@@ -188,6 +192,9 @@ def describe_comparison(
         f"{EFFECT_NAMES[effect_name]} = {_number(effect, 2)}" if math.isfinite(effect) else ""
     )
     details = "; ".join(t for t in (effect_text, counted) if t)
+    note = str(row.get("note", "") or "")
+    if note:
+        return f"{a} vs {b} on {phrase}: not tested: {note} ({counted})."
     if not significant:
         return (
             f"No significant difference between {a} and {b} on {phrase}: {difference} "
@@ -215,7 +222,7 @@ def summarize(
         describe_comparison(
             comparison, d, b, names=names, metric_phrase=metric_phrase, decimals=decimals
         )
-        for d, b in comparison_pairs(comparison, "summarize: comparison")
+        for d, b in comparison_pairs(comparison, "summarize: comparison", needs=READ_VARIABLES)
     ]
 
 

@@ -4,9 +4,9 @@
 ``descriptor``) as LaTeX (booktabs), Markdown, CSV and HTML. Rows get letters a, b, c, ... in row
 order; a cell carries, as superscripts, the letters of the systems that row is significantly
 better than in that column, read from the :func:`metricalc.stats.compare` Dataset given for the
-column (``reject`` at the corrected alpha, and the effect the test found in the row's favour,
-:func:`direction`). The best
-value of a column is bold and the second best underlined. docs/report.md shows an example.
+column (its ``favours``: the side of a comparison rejected at the corrected alpha, by the test's
+own statistic). The best value of a column is bold and the second best underlined.
+docs/report.md shows an example.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from metricalc.report.labels import (
 __all__ = [
     "CORRECTION_NAMES",
     "DEFAULT_COLUMNS",
+    "READ_VARIABLES",
     "TEST_NAMES",
     "Table",
     "comparison_from_frame",
     "comparison_pairs",
     "comparison_row",
-    "direction",
     "row_letter",
 ]
 
@@ -71,6 +71,10 @@ CORRECTION_NAMES = {
     "none": "no",
 }
 """Names of the multiple-comparison corrections."""
+
+READ_VARIABLES = ("reject", "favours", "mean_diff")
+"""Variables of a compare Dataset the table and the sentences read (``favours``: the side of a
+significant comparison, decided by :func:`metricalc.stats.compare`)."""
 
 PAIR_UNITS = {"query": "query", "pair": "image pair", "scene": "scene"}
 """How a caption names the unit of ``pair_by``."""
@@ -119,46 +123,6 @@ def _attr_text(value: Any) -> str:
     return str(value)
 
 
-MEAN_TESTS = ("ttest", "randomization")
-"""Tests of the mean difference; the other tests (Wilcoxon, sign, McNemar) test ranks or signs."""
-
-
-def direction(values: Mapping[str, Any], test: str) -> float:
-    """The sign of the effect a test found (+1: the descriptor is better, -1: the baseline, 0:
-    none), from one comparison's values.
-
-    The paired t-test and the randomization test test the mean difference: its sign. The
-    Wilcoxon test ranks the differences: the sign of the matched-pairs rank-biserial r (the
-    share of the rank sum on the positive side minus the negative side). The sign and McNemar
-    tests count wins and losses: the sign of wins - losses. Where that is 0 or missing, the mean
-    and then the median difference decide. The mean difference can disagree with a rank or sign
-    test (many small wins against a few large losses); the table's letters and the sentences
-    follow the test.
-
-    Examples
-    --------
-    >>> direction({"mean_diff": 0.001, "rank_biserial": -0.22}, "wilcoxon")
-    -1.0
-    >>> direction({"mean_diff": 0.001, "rank_biserial": -0.22}, "ttest")
-    1.0
-    >>> direction({"mean_diff": -0.2, "wins": 30, "losses": 10}, "sign")
-    1.0
-    """
-
-    def sign(name: str) -> float:
-        value = float(values.get(name, math.nan))
-        return float(np.sign(value)) if math.isfinite(value) else 0.0
-
-    if test in MEAN_TESTS:
-        first = sign("mean_diff")
-    elif test == "wilcoxon":
-        first = sign("rank_biserial")
-    else:
-        wins, losses = float(values.get("wins", math.nan)), float(values.get("losses", math.nan))
-        first = float(np.sign(wins - losses)) if math.isfinite(wins - losses) else 0.0
-    return first or sign("mean_diff") or sign("median_diff")
-
-
 def comparison_from_frame(
     frame: pd.DataFrame, attrs: Mapping[str, Any] | None = None
 ) -> xr.Dataset:
@@ -201,9 +165,12 @@ def comparison_row(comparison: xr.Dataset, i: int) -> dict[str, Any]:
     }
 
 
-def comparison_pairs(comparison: xr.Dataset, what: str) -> list[tuple[str, str]]:
+def comparison_pairs(
+    comparison: xr.Dataset, what: str, *, needs: tuple[str, ...] = ("reject", "mean_diff")
+) -> list[tuple[str, str]]:
     """``(descriptor, baseline)`` of every comparison of a :func:`metricalc.stats.compare`
-    Dataset (its ``comparison`` MultiIndex); a clear error for anything else."""
+    Dataset (its ``comparison`` MultiIndex); a clear error for anything else, or for a Dataset
+    without the variables ``needs``."""
     if not isinstance(comparison, xr.Dataset) or "comparison" not in comparison.dims:
         raise InvalidInputError(
             f"{what} must be a Dataset from metricalc.stats.compare (dim 'comparison'); got "
@@ -215,7 +182,7 @@ def comparison_pairs(comparison: xr.Dataset, what: str) -> list[tuple[str, str]]
             f"{what}: the 'comparison' dim must be indexed by a MultiIndex with levels "
             f"descriptor and baseline; got {list(index.names)}"
         )
-    missing = [v for v in ("reject", "mean_diff") if v not in comparison.data_vars]
+    missing = [v for v in needs if v not in comparison.data_vars]
     if missing:
         raise InvalidInputError(f"{what} lacks the variable(s) {missing} (metricalc.stats.compare)")
     return [(str(d), str(b)) for d, b in index]
@@ -245,6 +212,15 @@ def _number(text: str) -> float:
     return float(text.replace(",", "")) if text else math.nan
 
 
+def _family_size(comparison: xr.Dataset) -> tuple[int, int]:
+    """(comparisons in the correction family, comparisons not tested) of a compare Dataset: the
+    family is the comparisons with a p-value (:func:`metricalc.stats.compare`)."""
+    if "pvalue" not in comparison.data_vars:
+        return comparison.sizes["comparison"], 0
+    tested = int(np.isfinite(np.asarray(comparison["pvalue"].values, dtype=np.float64)).sum())
+    return tested, comparison.sizes["comparison"] - tested
+
+
 class Table:
     """A results table of a metric set, with significance letters from comparisons.
 
@@ -255,9 +231,9 @@ class Table:
         (the protocol) go into the caption. Rows are its descriptors in order.
     comparisons : mapping of str to xarray.Dataset, optional
         Column name -> :func:`metricalc.stats.compare` Dataset of that column's metric. A row
-        carries the letter of system ``x`` in that column when the comparison of the two has
-        ``reject`` True (corrected p < alpha) and the effect the test found is in the row's
-        favour (:func:`direction`).
+        carries the letter of system ``x`` in that column when the comparison of the two
+        ``favours`` the row: rejected at the corrected alpha, the test's own statistic on the
+        row's side (for a column where lower is better, the other side).
     columns : sequence of str, optional
         Metric names in order; default :data:`DEFAULT_COLUMNS` minus those absent or all-NaN. A
         chosen column must exist (all-NaN columns then show dashes).
@@ -378,7 +354,8 @@ class Table:
                     f"Table: comparisons given for {column!r}, which is not a column of the "
                     f"table {self.columns}"
                 )
-            for d, b in comparison_pairs(comparison, f"Table: comparisons[{column!r}]"):
+            where = f"Table: comparisons[{column!r}]"
+            for d, b in comparison_pairs(comparison, where, needs=READ_VARIABLES):
                 for system in (d, b):
                     if system not in self.systems:
                         raise InvalidInputError(
@@ -417,17 +394,14 @@ class Table:
         comparison = self.comparisons.get(column)
         if comparison is None:
             return [""] * len(self.systems)
-        sign = 1.0 if metric_info(column).higher_is_better else -1.0
-        test = str(comparison.attrs.get("test", "wilcoxon"))
+        sign = 1 if metric_info(column).higher_is_better else -1
         position = {s: i for i, s in enumerate(self.systems)}
         beaten: list[set[int]] = [set() for _ in self.systems]
-        pairs = comparison_pairs(comparison, f"comparisons[{column!r}]")
-        for i, (d, b) in enumerate(pairs):
-            row = comparison_row(comparison, i)
-            favours = sign * direction(row, test)
-            if not bool(row["reject"]) or favours == 0:
+        pairs = comparison_pairs(comparison, f"comparisons[{column!r}]", needs=READ_VARIABLES)
+        for (d, b), favours in zip(pairs, comparison["favours"].values, strict=True):
+            if favours == 0:
                 continue
-            winner, loser = (d, b) if favours > 0 else (b, d)
+            winner, loser = (d, b) if sign * favours > 0 else (b, d)
             beaten[position[winner]].add(position[loser])
         return ["".join(self.letters[j] for j in sorted(s)) for s in beaten]
 
@@ -481,15 +455,17 @@ class Table:
                 str(a.get("pair_by", "?")),
                 str(a.get("correction", "?")),
                 _attr_text(a.get("alpha", "?")),
-                comparison.sizes["comparison"],
+                *_family_size(comparison),
             )
             settings.setdefault(key, []).append(metric_info(column).label)
         described = []
-        for (test, pair_by, correction, alpha, n), labels in settings.items():
+        for (test, pair_by, correction, alpha, n, untestable), labels in settings.items():
             text = (
                 f"{TEST_NAMES.get(test, test)} paired by {PAIR_UNITS.get(pair_by, pair_by)}, "
                 f"{CORRECTION_NAMES.get(correction, correction)} correction over "
-                f"{n} comparison{'s' if n != 1 else ''}, alpha = {alpha}"
+                f"{n} comparison{'s' if n != 1 else ''}"
+                + (f" ({untestable} more not testable)" if untestable else "")
+                + f", alpha = {alpha}"
             )
             if len(settings) > 1:
                 text += f" ({', '.join(labels)})"

@@ -100,7 +100,9 @@ def print_comparisons(
     """Print a :func:`metricalc.stats.compare` result, one row per comparison.
 
     Means and differences of metrics in [0, 1] (``ap``, ``hit@K``, ...) are shown in percent
-    points; a ``*`` marks a comparison rejected at the corrected alpha."""
+    points; ``>`` marks a comparison rejected at the corrected alpha in the descriptor's favour,
+    ``<`` in the baseline's (``favours``). Comparisons that could not be tested show ``-`` for
+    their p-values and are listed below the table with the reason (``note``)."""
     attrs = comparisons.attrs
     metric = str(attrs.get("metric", ""))
     percent = metric in PERCENT_METRICS or metric.startswith("hit@")
@@ -134,9 +136,13 @@ def print_comparisons(
             f"[{low}, {high}]",
             _pvalue(row["pvalue"]),
             _pvalue(row["pvalue_corrected"]),
-            "*" if row["reject"] else "",
+            {1: ">", -1: "<"}.get(int(row["favours"]), ""),
             _effect(row["rank_biserial"]),
             _effect(row["cohens_dz"]),
             f"{int(row['wins'])}/{int(row['ties'])}/{int(row['losses'])}",
         )
-    (console or terminal_console()).print(table)
+    console = console or terminal_console()
+    console.print(table)
+    for (descriptor, baseline), note in frame["note"].items():
+        if note:
+            console.print(f"not tested: {descriptor} vs {baseline}: {note}", markup=False)

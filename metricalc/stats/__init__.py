@@ -7,14 +7,15 @@
 - :func:`power`: power and sample size of the paired t-test;
 - the building blocks: :func:`unit_values` (the units a comparison pairs on), :func:`correct`,
   :func:`rank_biserial`, :func:`cohens_dz`, :func:`bca_interval`, :func:`sign_flip_pvalues`,
-  :func:`paired_test`, :func:`nemenyi_q`, :func:`critical_difference`.
+  :func:`paired_test`, :func:`untestable`, :func:`direction`, :func:`nemenyi_q`,
+  :func:`critical_difference`.
 """
 
 from metricalc.stats.bootstrap import bca_interval
-from metricalc.stats.compare import MIN_UNITS, compare
+from metricalc.stats.compare import MIN_UNITS, compare, direction
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.effect import cohens_dz, rank_biserial
-from metricalc.stats.paired import TESTS, paired_test
+from metricalc.stats.paired import TESTS, paired_test, untestable
 from metricalc.stats.power import PowerResult, power
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.ranking import critical_difference, nemenyi_q, rank_systems
@@ -32,6 +33,7 @@ __all__ = [
     "compare",
     "correct",
     "critical_difference",
+    "direction",
     "metric_values",
     "nemenyi_q",
     "paired_test",
@@ -40,4 +42,5 @@ __all__ = [
     "rank_systems",
     "sign_flip_pvalues",
     "unit_values",
+    "untestable",
 ]

@@ -10,9 +10,22 @@ p-values sorted increasingly, :math:`p_{(1)} \\le .. \\le p_{(m)}`:
 - ``fdr_bh`` (Benjamini-Hochberg, controls the false discovery rate):
   :math:`\\tilde p_{(i)} = \\min_{j \\ge i} \\min(1, m\\, p_{(j)} / j)`;
 - ``none``: :math:`\\tilde p_i = p_i`.
+
+Speed: statsmodels' Holm branch ends with an explicit ``gc.collect()``, a full collection whose
+cost grows with the number of Python objects alive in the process (0.1-0.4 s per call in a
+report build, about 0.08 s right after importing statsmodels). :func:`correct` therefore moves
+the objects that exist before the call to the collector's permanent generation
+(:func:`gc.freeze`) for the duration of the call, so that collection visits only the few objects
+the call creates; the corrected p-values are the same (a collection frees memory, it does not
+change values), and the frozen objects are handed back (:func:`gc.unfreeze`) afterwards. A
+process that froze objects itself is left alone (the call then pays the full collection).
 """
 
 from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 from statsmodels.stats.multitest import multipletests
@@ -23,6 +36,19 @@ __all__ = ["CORRECTIONS", "correct"]
 
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """The correction methods (statsmodels' names)."""
+
+
+@contextmanager
+def _quick_collections() -> Iterator[None]:
+    """Objects alive now are skipped by ``gc.collect()`` inside the block (module docstring)."""
+    if gc.get_freeze_count():  # the process froze objects itself: unfreezing would undo that
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def correct(pvalues: np.ndarray, *, method: str = "holm") -> np.ndarray:
@@ -40,4 +66,6 @@ def correct(pvalues: np.ndarray, *, method: str = "holm") -> np.ndarray:
     p = np.asarray(pvalues, dtype=np.float64)
     if method == "none" or p.size == 0:
         return p.copy()
-    return np.asarray(multipletests(p, method=method)[1], dtype=np.float64)
+    with _quick_collections():
+        corrected = multipletests(p, method=method)[1]
+    return np.asarray(corrected, dtype=np.float64)

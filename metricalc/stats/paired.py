@@ -28,7 +28,14 @@ from statsmodels.stats.contingency_tables import mcnemar
 from metricalc.core._validate import check_choice
 from metricalc.errors import InvalidInputError
 
-__all__ = ["MCNEMAR_EXACT_BELOW", "NEEDS_NONZERO", "TESTS", "paired_test"]
+__all__ = [
+    "MCNEMAR_EXACT_BELOW",
+    "NEEDS_NONZERO",
+    "TESTS",
+    "is_binary",
+    "paired_test",
+    "untestable",
+]
 
 TESTS = ("wilcoxon", "ttest", "randomization", "sign", "mcnemar")
 """The paired tests :func:`metricalc.stats.compare` runs."""
@@ -43,6 +50,37 @@ MCNEMAR_EXACT_BELOW = 25
 def is_binary(values: np.ndarray) -> bool:
     """True when every value is 0 or 1."""
     return bool(np.isin(values, (0.0, 1.0)).all())
+
+
+def untestable(differences: np.ndarray, *, test: str) -> str:
+    """Why ``test`` cannot be run on these paired differences; ``""`` when it can.
+
+    Every test but the randomization test needs a non-zero difference (with all differences
+    zero the statistic is undefined, and the two systems are identical on the units); the
+    t-test also needs differences that are not all equal (zero standard deviation).
+
+    Examples
+    --------
+    >>> from metricalc.stats.paired import untestable
+    >>> untestable([0.0, 0.0, 0.0], test="wilcoxon")
+    'all 3 paired differences are zero (the systems give identical values on every unit): the wilcoxon test needs a non-zero difference'
+    >>> untestable([0.1, 0.1, 0.1], test="ttest")
+    "all 3 paired differences equal 0.1: the t statistic is undefined (zero standard deviation); use test='sign' or 'wilcoxon'"
+    >>> untestable([0.0, 0.0], test="randomization"), untestable([0.1, 0.2], test="ttest")
+    ('', '')
+    """  # noqa: E501
+    d = np.asarray(differences, dtype=np.float64)
+    if test in NEEDS_NONZERO and d.size and not (d != 0).any():
+        return (
+            f"all {d.size:,} paired differences are zero (the systems give identical values on "
+            f"every unit): the {test} test needs a non-zero difference"
+        )
+    if test == "ttest" and d.size and (d == d[0]).all():
+        return (
+            f"all {d.size:,} paired differences equal {d[0]:.6g}: the t statistic is undefined "
+            "(zero standard deviation); use test='sign' or 'wilcoxon'"
+        )
+    return ""
 
 
 def paired_test(x: np.ndarray, y: np.ndarray, *, test: str) -> tuple[float, float]:
@@ -76,31 +114,24 @@ def paired_test(x: np.ndarray, y: np.ndarray, *, test: str) -> tuple[float, floa
     check_choice("test", test, tuple(t for t in TESTS if t != "randomization"))
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    d = x - y
-    if not (d != 0).any():
+    reason = untestable(x - y, test=test)
+    if reason:
+        raise InvalidInputError(reason)
+    if test == "mcnemar" and not (is_binary(x) and is_binary(y)):
         raise InvalidInputError(
-            f"all {d.size} paired differences are zero: the {test} test needs a non-zero "
-            "difference (the systems give identical values on every unit)"
+            "the mcnemar test needs binary outcomes (0 or 1 per unit, e.g. metric='hit@1' or "
+            "'nn_correct' with pair_by='query'); found other values"
         )
     if test == "wilcoxon":
         result = scipy.stats.wilcoxon(x, y)
         return float(result.statistic), float(result.pvalue)
     if test == "ttest":
-        if (d == d[0]).all():
-            raise InvalidInputError(
-                f"all {d.size} paired differences equal {d[0]!r}: the t statistic is undefined "
-                "(zero standard deviation); use test='sign' or 'wilcoxon'"
-            )
         result = scipy.stats.ttest_rel(x, y)
         return float(result.statistic), float(result.pvalue)
     if test == "sign":
+        d = x - y
         wins, losses = int((d > 0).sum()), int((d < 0).sum())
         return float(wins), float(scipy.stats.binomtest(wins, wins + losses, 0.5).pvalue)
-    if not (is_binary(x) and is_binary(y)):
-        raise InvalidInputError(
-            "the mcnemar test needs binary outcomes (0 or 1 per unit, e.g. metric='hit@1' or "
-            "'nn_correct' with pair_by='query'); found other values"
-        )
     table = np.array(
         [
             [np.sum((x == 1) & (y == 1)), np.sum((x == 1) & (y == 0))],

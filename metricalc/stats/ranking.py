@@ -32,7 +32,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.stats._checks import check_fraction, check_int
 from metricalc.stats.compare import MIN_UNITS
 from metricalc.stats.correction import CORRECTIONS, correct
-from metricalc.stats.paired import paired_test
+from metricalc.stats.paired import paired_test, untestable
 from metricalc.stats.units import unit_values
 
 __all__ = ["critical_difference", "nemenyi_q", "rank_systems"]
@@ -96,8 +96,10 @@ def rank_systems(
         (descriptor); ``nemenyi_different`` (descriptor, other; bool:
         :math:`|R_i - R_j| > CD`), ``pvalue_corrected`` and ``reject`` (descriptor, other:
         pairwise :func:`scipy.stats.wilcoxon` p-values after the correction, symmetric; NaN and
-        False on the diagonal); scalars ``friedman_statistic``, ``friedman_pvalue`` (NaN for
-        k = 2: scipy's test needs three systems), ``n_units``, ``n_dropped``,
+        False on the diagonal and for two systems equal on every unit, which the Wilcoxon test
+        cannot compare; the correction family is the pairs with a p-value); scalars
+        ``friedman_statistic``, ``friedman_pvalue`` (NaN for k = 2: scipy's test needs three
+        systems), ``n_units``, ``n_dropped``,
         ``critical_difference``, ``q_alpha``. attrs: ``metric``, ``pair_by``, ``split``,
         ``alpha``, ``correction``, ``k``, ``excluded_descriptors`` and the protocol attrs.
 
@@ -152,13 +154,13 @@ def rank_systems(
     cd = critical_difference(k, n_units, alpha)
 
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-    raw = []
-    for i, j in pairs:
-        try:
-            raw.append(paired_test(table[i], table[j], test="wilcoxon")[1])
-        except InvalidInputError as error:
-            raise InvalidInputError(f"{names[i]!r} vs {names[j]!r}: {error}") from None
-    corrected = correct(np.asarray(raw), method=correction)
+    raw = np.full(len(pairs), np.nan)  # NaN: two systems equal on every unit, no test
+    for m, (i, j) in enumerate(pairs):
+        if not untestable(table[i] - table[j], test="wilcoxon"):
+            raw[m] = paired_test(table[i], table[j], test="wilcoxon")[1]
+    corrected = np.full_like(raw, np.nan)
+    tested = np.isfinite(raw)
+    corrected[tested] = correct(raw[tested], method=correction)
     pmatrix = np.full((k, k), np.nan)
     for (i, j), p in zip(pairs, corrected, strict=True):
         pmatrix[i, j] = pmatrix[j, i] = p

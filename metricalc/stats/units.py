@@ -19,8 +19,8 @@ import pandas as pd
 import xarray as xr
 
 from metricalc import cube as qc
+from metricalc.core._kernels import hit_probability
 from metricalc.core._validate import check_choice
-from metricalc.core.ranking import rank_from_rank_stats
 from metricalc.errors import InvalidInputError
 
 __all__ = ["PAIR_BY", "SPLITS", "SYSTEM_ATTRS", "metric_values", "unit_values"]
@@ -55,18 +55,28 @@ def _available(cube: xr.Dataset) -> list[str]:
 
 
 def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
-    """The values of ``metric`` over (descriptor, query) as float64, NaN where there is none.
+    r"""The values of ``metric`` over (descriptor, query) as float64, NaN where there is none.
 
     ``metric`` is a numeric (descriptor, query) variable of the cube (its -1 sentinels and NaN
-    mean "no value"), or ``"hit@K"``:
+    mean "no value"), or ``"hit@K"``: the probability that the query's relevant item ranks
+    within the top K under the cube's tie policy, from its rank statistics ``better`` (b) and
+    ``ties`` (t):
 
     .. math::
 
-        \\mathrm{hit@K} = [\\,\\mathrm{rank}(b, t) \\le K\\,],
+        \mathrm{hit@K} =
+        \begin{cases}
+        \mathrm{clip}(K - b,\ 0,\ t + 1) / (t + 1) & \text{policy } \texttt{expected},\\
+        [\,\mathrm{rank}(b, t) \le K\,] & \text{otherwise}
+        \end{cases}
 
-    1.0 or 0.0 where the query has one relevant item and rank statistics ``better`` (b) and
-    ``ties`` (t), the rank under the cube's tie policy (:func:`metricalc.rank_from_rank_stats`);
-    NaN elsewhere.
+    (:func:`metricalc.hit_rate_at_k` of the query alone; the rank is
+    :func:`metricalc.rank_from_rank_stats`). It is 0 or 1 except under ``expected`` for a
+    query whose tied items straddle rank K (b < K < b + t + 1), which counts the share of the
+    random orders of the tied items that put the relevant one in the top K. The mean of
+    ``hit@K`` over a descriptor's R = 1 queries is therefore the metric set's
+    ``precision_at_K`` (:func:`metricalc.metric_set`). NaN where the query has no relevant item
+    (R != 1) or no rank statistics.
 
     Examples
     --------
@@ -76,7 +86,9 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
     ...                            "keypoint_set": ["sift"] * 3, "query_keypoint": [0, 1, 2]},
     ...                 {"better": [[0, 3, -1]], "ties": [[1, 0, -1]]}, attrs=qc.DEFAULT_ATTRS)
     >>> metric_values(c, "hit@1").values.tolist(), metric_values(c, "hit@4").values.tolist()
-    ([[0.0, 0.0, nan]], [[1.0, 1.0, nan]])
+    ([[0.5, 0.0, nan]], [[1.0, 1.0, nan]])
+    >>> metric_values(c.assign_attrs(tie_policy="optimistic"), "hit@1").values.tolist()
+    [[1.0, 0.0, nan]]
     >>> metric_values(c, "ap").values.round(3).tolist()
     [[0.75, 0.25, nan]]
     """
@@ -97,10 +109,11 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
                 f"metric {metric!r} needs the rank statistics better/ties, and this cube has "
                 "none (a patch retrieval cube holds AP only); use metric='ap'"
             )
-        values = np.full(better.shape, np.nan)
         policy = str(qc._plain(cube.attrs["tie_policy"]))
-        rank = rank_from_rank_stats(better[ranked], ties[ranked], policy=policy)
-        values[ranked] = (rank <= int(hit.group(1))).astype(np.float64)
+        k = np.array([int(hit.group(1))])
+        values = hit_probability(
+            np.where(ranked, better, -1), np.where(ranked, ties, -1), k, policy
+        )[..., 0]
     else:
         values = np.asarray(cube[metric].values).astype(np.float64)
         values[values == -1] = np.nan
