@@ -369,11 +369,11 @@ def load_descriptor_pool(
     >>> import numpy as np
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     (Path(tmp) / "s").mkdir()
-    ...     np.save(Path(tmp) / "s" / "ref.npy", np.zeros((3, 2)))
+    ...     np.save(Path(tmp) / "s" / "ref.npy", np.zeros((2, 2)))
     ...     _ = (Path(tmp) / "s" / "e1.csv").write_text("1,2\\n3,4\\n")
     ...     pool = load_descriptor_pool(tmp, ["s.ref", "s.e1"])
     >>> pool.descriptors.tolist()[-1], pool.counts.tolist()
-    ([3.0, 4.0], [3, 2])
+    ([3.0, 4.0], [2, 2])
     """
     directory = Path(directory)
     names = _check_names(pool, "pool")
