@@ -188,3 +188,17 @@ def test_hit_rate_columns_test_the_values_the_table_shows(make_query_cube, polic
             for system, mean in ((name, row.mean_descriptor), ("a", row.mean_baseline)):
                 expected = float(metrics[column].sel(descriptor=system))
                 assert float(mean) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_label_baseline_without_shared_descriptors_still_ranks_the_systems(make_query_cube):
+    # no descriptor is under both labels: nothing to compare, but the ranking of all systems stands
+    locked = make_query_cube({"a": 0.7, "b": 0.2, "c": 0.5}, seed=4)
+    native = make_query_cube({"d": 0.6}, seed=5)
+    tests = run_tests({"locked": locked, "native": native}, ["true_map_micro"],
+                      tests=TestSpec(n_resamples=99, rank=True), baseline="native")  # fmt: skip
+    column = tests["true_map_micro"]
+    assert column.comparison is None
+    assert any("no descriptor is under both 'native' and another label" in n for n in column.notes)
+    assert sorted(column.ranking["descriptor"].values.tolist()) == [
+        "a (locked)", "b (locked)", "c (locked)", "d (native)",
+    ]  # fmt: skip

@@ -101,7 +101,7 @@ def test_hit_at_k_equals_the_brute_force_over_tied_ranks(b, t, k, policy):
 def test_mcnemar_refuses_fractional_hits_and_says_why_and_what_to_do():
     cube = random_rank_cube(np.random.default_rng(3), "expected")
     values = metric_values(cube, "hit@2").values
-    straddling = int(((values > 0) & (values < 1)).sum())
+    straddling = int(((values > 0) & (values < 1)).any(axis=0).sum())  # queries, not cells
     assert straddling > 0
     with pytest.raises(InvalidInputError) as error:
         compare(cube, metric="hit@2", test="mcnemar")
@@ -222,6 +222,12 @@ def test_a_call_raises_only_when_no_comparison_can_be_tested(systems):
     with pytest.raises(InvalidInputError, match=r"all 40 paired differences equal 0\.25: the t "):
         compare(shifted, test="ttest")
     assert bool(compare(shifted, test="sign").reject.item())
+    uniform = np.random.default_rng(4).uniform(0, 0.8, 40)
+    rounded = ap_cube({"a": uniform + 0.125, "b": uniform})  # 0.125 up to rounding
+    spread = np.ptp((uniform + 0.125) - uniform)
+    assert spread > 0  # not bitwise constant: scipy would return a p-value from rounding noise
+    with pytest.raises(InvalidInputError, match=r"all 40 paired differences equal 0\.125: the t "):
+        compare(rounded, test="ttest")
 
 
 def test_notes_reach_the_json_and_the_terminal_table_of_the_cli(systems, tmp_path):

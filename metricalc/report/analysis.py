@@ -62,6 +62,38 @@ def _pair_by(study_pair_by: str, needed: str | None) -> str:
     return PAIR_BY_ORDER[max(PAIR_BY_ORDER.index(study_pair_by), PAIR_BY_ORDER.index(needed))]
 
 
+def _compare_column(
+    result: ColumnTests,
+    label: str,
+    cubes: Mapping[str, xr.Dataset],
+    family: dict[str, Any],
+    options: dict[str, Any],
+    tests: TestSpec,
+) -> None:
+    """One ``compare`` call for a column: its Dataset into ``result``, its refusals as notes."""
+    from metricalc.stats import compare
+
+    try:
+        result.comparison = compare(
+            _source(cubes),
+            **family,
+            **options,
+            test=tests.test,
+            seed=tests.seed,
+            n_resamples=tests.n_resamples,
+            confidence_level=tests.confidence_level,
+        )
+    except InvalidInputError as error:
+        result.notes.append(f"{label}: not tested ({error})")
+        return
+    index = result.comparison.get_index("comparison")
+    result.notes += [
+        f"{label}: {d} vs {b} not tested ({note})"
+        for (d, b), note in zip(index, result.comparison["note"].values, strict=True)
+        if note
+    ]
+
+
 def _has_metric(cube: xr.Dataset, metric: str) -> bool:
     if metric.startswith("hit@"):
         return "better" in cube.data_vars and "ties" in cube.data_vars
@@ -131,7 +163,7 @@ def run_tests(
         (e.g. fewer than 5 paired units in every comparison) gets a note instead of a
         comparison. A baseline that names no system is an error.
     """
-    from metricalc.stats import compare, rank_systems
+    from metricalc.stats import rank_systems
 
     systems = systems_of(cubes)
     labels = [label for label in cubes if label]
@@ -154,14 +186,8 @@ def run_tests(
             advance()
             continue
         metric, split, needed = info.test
-        missing = not all(_has_metric(cube, metric) for cube in cubes.values())
-        if missing or family.get("pairs") == []:
-            why = (
-                f"the cube has no {metric!r}"
-                if missing
-                else f"no descriptor is under both {baseline!r} and another label"
-            )
-            result.notes.append(f"{info.label}: not tested ({why})")
+        if not all(_has_metric(cube, metric) for cube in cubes.values()):
+            result.notes.append(f"{info.label}: not tested (the cube has no {metric!r})")
             advance()
             continue
         options = {
@@ -171,25 +197,11 @@ def run_tests(
             "alpha": tests.alpha,
             "correction": tests.correction,
         }
-        try:
-            result.comparison = compare(
-                _source(cubes),
-                **family,
-                **options,
-                test=tests.test,
-                seed=tests.seed,
-                n_resamples=tests.n_resamples,
-                confidence_level=tests.confidence_level,
-            )
-        except InvalidInputError as error:
-            result.notes.append(f"{info.label}: not tested ({error})")
+        if family.get("pairs") == []:
+            why = f"no descriptor is under both {baseline!r} and another label"
+            result.notes.append(f"{info.label}: not tested ({why})")
         else:
-            index = result.comparison.get_index("comparison")
-            result.notes += [
-                f"{info.label}: {d} vs {b} not tested ({note})"
-                for (d, b), note in zip(index, result.comparison["note"].values, strict=True)
-                if note
-            ]
+            _compare_column(result, info.label, cubes, family, options, tests)
         if tests.rank and len(systems) >= 3:
             try:
                 result.ranking = rank_systems(_source(cubes), **options)

@@ -169,7 +169,7 @@ def _check_binary(values: np.ndarray, metric: str, policy: Any) -> None:
         return
     if metric.startswith("hit@"):
         k = metric[4:]
-        fractional = int(((present > 0) & (present < 1)).sum())
+        fractional = int(((values > 0) & (values < 1)).any(axis=0).sum())
         raise InvalidInputError(
             f"the mcnemar test needs binary outcomes (a hit or a miss per query), but {metric!r} "
             f"is fractional on {fractional:,} queries: under the cube's tie policy {policy!r}, a "

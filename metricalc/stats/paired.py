@@ -44,6 +44,11 @@ NEEDS_NONZERO = ("wilcoxon", "ttest", "sign", "mcnemar")
 """Tests that are undefined when every difference is zero (the randomization test gives 1)."""
 
 MCNEMAR_EXACT_BELOW = 25
+
+# Differences whose spread is within this many machine epsilons of their largest magnitude are
+# constant up to the rounding of the subtraction x - y (e.g. (s + 0.125) - s); the t statistic
+# of such differences is rounding noise (scipy warns of catastrophic cancellation).
+_ROUNDING = 8 * np.finfo(np.float64).eps
 """McNemar's test is the exact binomial test when fewer units than this are discordant."""
 
 
@@ -57,7 +62,9 @@ def untestable(differences: np.ndarray, *, test: str) -> str:
 
     Every test but the randomization test needs a non-zero difference (with all differences
     zero the statistic is undefined, and the two systems are identical on the units); the
-    t-test also needs differences that are not all equal (zero standard deviation).
+    t-test also needs differences that are not all equal (zero standard deviation), up to the
+    rounding of the subtraction: a spread of at most 8 machine epsilons times the largest
+    magnitude counts as constant.
 
     Examples
     --------
@@ -75,7 +82,7 @@ def untestable(differences: np.ndarray, *, test: str) -> str:
             f"all {d.size:,} paired differences are zero (the systems give identical values on "
             f"every unit): the {test} test needs a non-zero difference"
         )
-    if test == "ttest" and d.size and (d == d[0]).all():
+    if test == "ttest" and d.size and np.ptp(d) <= _ROUNDING * np.abs(d).max():
         return (
             f"all {d.size:,} paired differences equal {d[0]:.6g}: the t statistic is undefined "
             "(zero standard deviation); use test='sign' or 'wilcoxon'"
