@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -322,3 +323,24 @@ def test_concurrent_writers(tmp_path):
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
         assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_opening_waits_for_a_writer_creating_the_file(tmp_path):
+    # SQLite refuses the switch to WAL at once, without its busy handler, while another
+    # connection writes a database still in rollback mode (the first writer creating the file)
+    path = tmp_path / "new.sqlite"
+    creator = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    creator.execute("BEGIN IMMEDIATE")  # the write lock, as a writer creating the schema holds it
+    probe = sqlite3.connect(path, timeout=5, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        probe.execute("PRAGMA journal_mode = WAL")  # what open_db has to wait through
+    probe.close()
+    release = threading.Timer(0.3, creator.execute, ["COMMIT"])
+    release.start()
+    try:
+        with open_db(path) as connection:
+            assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        release.join()
+        creator.close()

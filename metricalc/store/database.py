@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,6 +93,25 @@ def _path(db: str | os.PathLike[str]) -> Path:
     return path
 
 
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Switch ``connection``'s database to WAL journaling, waiting up to :data:`BUSY_TIMEOUT_S`.
+
+    SQLite answers ``PRAGMA journal_mode = WAL`` with "database is locked" at once, without
+    calling the busy handler, while another connection holds a lock on a database still in
+    rollback mode (e.g. the first writer creating the file). The switch is retried here every
+    50 ms until the timeout, then the error is raised.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 @contextmanager
 def open_db(db: str | os.PathLike[str], *, create: bool = True) -> Iterator[sqlite3.Connection]:
     """A connection to the database ``db``, migrated to the current schema, closed on exit.
@@ -136,7 +156,7 @@ def open_db(db: str | os.PathLike[str], *, create: bool = True) -> Iterator[sqli
         raise InvalidInputError(f"cannot open database {path}: {error}") from error
     try:
         connection.execute("PRAGMA foreign_keys = ON")
-        connection.execute("PRAGMA journal_mode = WAL")
+        _use_wal(connection)
         _migrate(connection, path)
         yield connection
     except sqlite3.OperationalError as error:
