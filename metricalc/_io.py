@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from metricalc.errors import InvalidInputError
+
 __all__ = ["atomic_write", "json_safe", "temporary_path"]
 
 
@@ -43,7 +45,9 @@ def json_safe(value: Any) -> Any:
               \text{null} & v \in \{\text{NaN}, +\infty, -\infty\} \end{cases}
 
     Other scalars with an ``.item()`` (NumPy strings and dates, 0-d arrays) become their Python
-    value; anything else (strings, None) is returned as it is.
+    value; anything else (strings, None) is returned as it is. Two keys of one mapping that are
+    equal as strings (``5`` and ``"5"``) raise :class:`~metricalc.errors.InvalidInputError`
+    rather than one value silently replacing the other.
 
     Examples
     --------
@@ -56,7 +60,13 @@ def json_safe(value: Any) -> Any:
     [True, 'sift', None]
     """
     if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        safe = {str(k): json_safe(v) for k, v in value.items()}
+        if len(safe) < len(value):  # e.g. 5 and "5": one value would silently replace the other
+            keys = [k for k in value if sum(str(j) == str(k) for j in value) > 1]
+            raise InvalidInputError(
+                f"keys {keys!r} become the same JSON key; expected keys distinct as strings"
+            )
+        return safe
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     if isinstance(value, np.ndarray):

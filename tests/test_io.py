@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from metricalc._io import atomic_write, json_safe, temporary_path
+from metricalc.errors import InvalidInputError
 
 
 def _expected(value):
@@ -70,7 +71,7 @@ def _pairs(value):
             st.lists(children, max_size=4).map(tuple),
             st.dictionaries(
                 st.one_of(st.text(max_size=3), st.integers(0, 9)), children, max_size=4
-            ),
+            ).filter(lambda d: len({str(k) for k in d}) == len(d)),  # colliding keys: below
         ),
         max_leaves=20,
     )
@@ -93,6 +94,11 @@ def test_json_safe_of_arrays_is_the_nested_list_with_nulls(values, shape):
     assert np.array(converted, dtype=object).shape == shape
     assert flat == expected
     json.dumps(converted, allow_nan=False)
+
+
+def test_json_safe_refuses_keys_equal_as_strings():
+    with pytest.raises(InvalidInputError, match=r"keys \['5', 5\] become the same JSON key"):
+        json_safe({"ok": {"5": None, 5: 1.0}})
 
 
 def test_json_safe_of_other_numpy_scalars_and_zero_d_arrays():
