@@ -30,19 +30,16 @@ results missing               none                   evaluation only
 from __future__ import annotations
 
 import os
-import platform
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from metricalc import __version__
 from metricalc import cube as cubes
 from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
@@ -56,7 +53,7 @@ from metricalc.experiment.scheduler import Scheduler
 from metricalc.report.figures import save_figure
 from metricalc.store.database import DEFAULT_DB, open_db
 from metricalc.store.metadata import format_metadata, metadata_for
-from metricalc.store.records import record_experiment
+from metricalc.store.records import library_versions, record_experiment
 
 __all__ = ["BENCHMARKS", "DEFAULT_OUTPUTS", "RunResult", "default_db", "get_benchmark", "run"]
 
@@ -65,7 +62,6 @@ BENCHMARKS: dict[str, Benchmark] = {"hpatches": HPatches(), "patches": Patches()
 
 DEFAULT_OUTPUTS = Path("outputs")
 """Default outputs root: runs go to ``outputs/results/<benchmark>/<tag>/``."""
-
 
 
 def default_db(outputs: str | os.PathLike[str] = DEFAULT_OUTPUTS) -> Path:
@@ -79,8 +75,6 @@ def default_db(outputs: str | os.PathLike[str] = DEFAULT_OUTPUTS) -> Path:
     """
     return Path(outputs) / DEFAULT_DB.name
 
-_VERSIONED = ("numpy", "scipy", "xarray", "opencv-python-headless", "scikit-image", "h5py", "dask")
-
 
 def get_benchmark(name: str) -> Benchmark:
     """The benchmark called ``name``."""
@@ -89,17 +83,6 @@ def get_benchmark(name: str) -> Benchmark:
             f"unknown benchmark {name!r}; available: {', '.join(sorted(BENCHMARKS))}"
         )
     return BENCHMARKS[name]
-
-
-def versions() -> dict[str, str]:
-    """Versions of metricalc, Python and the libraries that shape the results."""
-    out = {"metricalc": __version__, "python": platform.python_version()}
-    for name in _VERSIONED:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
 
 
 def _now() -> str:
@@ -133,7 +116,7 @@ class RunResult:
         Wall-clock seconds: ``export`` and ``evaluation`` (of the call that computed them, kept
         in ``run.json``) and ``total`` (this call).
     versions : dict
-        Package versions (:func:`versions`).
+        Package versions (:func:`metricalc.store.library_versions`).
     started_at, finished_at : str
         ISO 8601 times (UTC) of this call.
     summaries : dict
@@ -328,7 +311,7 @@ def run(
         config_hash=config_hash(values),
         export_hash=export_hash,
         directory=rundir.path,
-        versions=versions(),
+        versions=library_versions(),
         started_at=started_at,
     )
     with rundir.lock():
