@@ -229,6 +229,24 @@ def test_success_false_is_an_error_row(tmp_path):
     assert row.status == "error" and "success=false" in row.error
 
 
+def test_a_scene_with_only_excluded_queries_is_no_mismatch(tmp_path):
+    """Its true_map is undefined (nan) and its query count 0: it adds nothing to the micro
+    mAPs, which are (4 * 0.5) / 4 and (4 * 0.5) / (4 + 3) by hand."""
+    empty = (
+        "i_b_excluded_count=3;i_b_query_count=0;i_b_true_map=nan;i_b_true_map_with_zeros=0.000000;"
+    )
+    path = small(
+        tmp_path,
+        "experiment_id,descriptor_type,true_map_macro,true_map_micro,true_map_micro_with_zeros,"
+        f"illumination_map,metadata\n1,sift,0.5,0.5,{2 / 7!r},0.5,{SCENE}{empty}\n",
+    )
+    export = read_workbench(path)
+    assert export.mismatches.empty, export.mismatches.to_string()
+    assert export.checks.set_index("check")["recomputed"].to_dict() == pytest.approx(
+        {"true_map_macro": 0.5, "true_map_micro": 0.5, "true_map_micro_with_zeros": 2 / 7}
+    )
+
+
 HEADER = "experiment_id,descriptor_type,true_map_macro,metadata\n"
 
 

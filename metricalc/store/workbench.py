@@ -361,6 +361,7 @@ def _recompute(row: _Row) -> dict[str, float]:
     """The summaries of :data:`CHECKS` (and the split mAPs) recomputed from a row's scenes."""
     names = np.array(list(row.scenes))
     m, z, q, e = (np.array(v, dtype=np.float64) for v in zip(*row.scenes.values(), strict=True))
+    ap_sum = np.where(q > 0, m * q, 0.0)  # a scene without queries has true_map NaN, sum 0
 
     def mean(values: np.ndarray, keep: np.ndarray) -> float:
         return float(values[keep].mean()) if keep.any() else math.nan
@@ -370,15 +371,15 @@ def _recompute(row: _Row) -> dict[str, float]:
 
     out = {
         "true_map_macro": mean(m, q > 0),
-        "true_map_micro": ratio(float((m * q).sum()), float(q.sum())),
+        "true_map_micro": ratio(float(ap_sum.sum()), float(q.sum())),
         "true_map_macro_with_zeros": mean(z, q + e > 0),
-        "true_map_micro_with_zeros": ratio(float((m * q).sum()), float((q + e).sum())),
+        "true_map_micro_with_zeros": ratio(float(ap_sum.sum()), float((q + e).sum())),
         "total_queries_processed": float(q.sum()),
         "total_queries_excluded": float(e.sum()),
     }
     for split, prefix in (("viewpoint_map", "v_"), ("illumination_map", "i_")):
         part = np.char.startswith(names, prefix)
-        out[split] = ratio(float((m * q)[part].sum()), float(q[part].sum()))
+        out[split] = ratio(float(ap_sum[part].sum()), float(q[part].sum()))
     return out
 
 
