@@ -24,8 +24,6 @@ are checked by the benchmark. ``--conf`` takes a file path or the name of a conf
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -38,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from metricalc.errors import InvalidInputError
+from metricalc.store import _codec
 
 __all__ = [
     "CONFIG_DIR",
@@ -347,13 +346,15 @@ def check_tag(tag: Any) -> str:
 def config_hash(values: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of a configuration (sorted keys, no spaces).
 
+    The canonical JSON is the results database's (:func:`metricalc.store._codec.dumps`), so the
+    hash of a run and of its database record are one value computed one way.
+
     Examples
     --------
     >>> config_hash({"a": 1, "b": [1, 2]}) == config_hash({"b": [1, 2], "a": 1})
     True
     """
-    text = json.dumps(values, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _codec.sha256(_codec.dumps(values, "config"))
 
 
 def _flatten(values: Any, prefix: str = "") -> dict[str, Any]:
