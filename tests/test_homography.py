@@ -90,6 +90,16 @@ def test_symmetric_error_of_a_projective_map_averages_both_directions():
     assert hg.symmetric_error(p0, p1, H)[0] == pytest.approx((forward + backward) / 2)
 
 
+def test_a_singular_true_homography_is_refused_by_name():
+    """H^-1 is needed for the backward error: a singular H is an input error, not a traceback."""
+    singular = np.array([[1.0, 0, 0], [0, 1, 0], [0, 0, 0]])
+    with pytest.raises(InvalidInputError, match=r"^H: homography is singular"):
+        hg.symmetric_error([[0.0, 0.0]], [[1.0, 1.0]], singular)
+    k0 = np.array([[10.0, 10.0], [20, 20]])
+    with pytest.raises(InvalidInputError, match=r"^H_true: homography is singular"):
+        hg.pair_homography_metrics(k0, k0, np.array([0, 1]), singular, (50, 50))
+
+
 def test_pair_without_matches():
     k0 = np.array([[10.0, 10.0], [20, 20]])
     m = hg.pair_homography_metrics(k0, k0[:1], np.array([-1, -1]), np.eye(3), (50, 50))

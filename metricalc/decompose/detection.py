@@ -50,7 +50,13 @@ from metricalc._io import json_safe
 from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import factor_ap
-from metricalc.decompose.chain import Verification, chain_counts, stack_chains, verify
+from metricalc.decompose.chain import (
+    DEFAULT_STAGES,
+    Verification,
+    chain_counts,
+    stack_chains,
+    verify,
+)
 from metricalc.decompose.whatif import compound, compound_table, what_if
 from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.evaluate import (
@@ -286,16 +292,14 @@ def detection_chains(
     )
     segm = iou_type == "segm"
     mask_thresholds = None
-    if segm:
-        if mask_iou_threshold is None:
-            mask = thresholds if convention == "coco" else np.full(thresholds.size, 0.25)
-        else:
-            if not 0 <= float(mask_iou_threshold) <= 1:
-                raise InvalidInputError(
-                    f"mask_iou_threshold must be in [0, 1]; got {mask_iou_threshold!r}"
-                )
-            mask = np.full(thresholds.size, float(mask_iou_threshold))
-        mask_thresholds = mask
+    if segm and mask_iou_threshold is None:
+        mask_thresholds = thresholds if coco else np.full(thresholds.size, DECOMPOVISION_MASK_IOU)
+    elif segm:
+        if not 0 <= float(mask_iou_threshold) <= 1:
+            raise InvalidInputError(
+                f"mask_iou_threshold must be in [0, 1]; got {mask_iou_threshold!r}"
+            )
+        mask_thresholds = np.full(thresholds.size, float(mask_iou_threshold))
     if isinstance(max_det, bool) or not isinstance(max_det, int) or max_det < 1:
         raise InvalidInputError(f"max_det must be a positive integer; got {max_det!r}")
     prep = prepared or prepare(gt, dt, masks=segm, progress=progress)
@@ -317,7 +321,7 @@ def detection_chains(
         stages = _coco_stages(prep, pairs, thresholds, mask_thresholds, max_det)
     else:
         stages = _decompovision_stages(prep, pairs, thresholds, mask_thresholds)
-    names = ["L", "C|L", "S|C,L"][: stages.outcomes.shape[-1]]
+    names = list(DEFAULT_STAGES[: stages.outcomes.shape[-1]])
     n_cat = gt.category_ids.size
     n_ground_truth = np.bincount(gt.category[stages.gt_counted], minlength=n_cat)
     chains = []

@@ -38,6 +38,8 @@ import cv2
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+from metricalc.keypoints.geometry import project
+from metricalc.keypoints.sequences import _check_homography
 
 __all__ = [
     "AUC_THRESHOLDS",
@@ -120,19 +122,17 @@ def _pair(points0: Any, points1: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _homography(H: Any, name: str = "H") -> np.ndarray:
+    """H as float64, refused unless a finite invertible 3 x 3 matrix (as a homography file)."""
     matrix = np.asarray(H, dtype=np.float64)
-    if matrix.shape != (3, 3) or not np.isfinite(matrix).all():
-        raise InvalidInputError(f"{name} must be a finite 3 x 3 matrix; got shape {matrix.shape}")
+    _check_homography(matrix, name)
     return matrix
 
 
 def _apply(H: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Map points with H; points whose homogeneous coordinate is 0 map to inf."""
-    homogeneous = points @ H[:, :2].T + H[:, 2]
-    w = homogeneous[:, 2:]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mapped = homogeneous[:, :2] / w
-    return np.where(np.isfinite(mapped), mapped, np.inf)
+    """Map points with H (:func:`~metricalc.keypoints.geometry.project`); points without a
+    projection map to inf."""
+    mapped, defined = project(H, points)
+    return np.where(defined[:, None], mapped, np.inf)
 
 
 def _normalized(H: np.ndarray | None) -> np.ndarray | None:
