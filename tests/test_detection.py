@@ -460,3 +460,11 @@ def test_iou_threshold_zero_is_refused():
     truth = load_ground_truth(gt)
     with pytest.raises(mc.InvalidInputError, match=r"iou_thresholds must be in \(0, 1\]"):
         evaluate(truth, load_detections(dt, truth), iou_thresholds=[0.0, 0.5])
+
+
+@pytest.mark.parametrize("max_dets", [[1.5, 10], ["ten"], [0, 10], []])
+def test_bad_budgets_are_named_not_truncated(max_dets):
+    gt = load_ground_truth(GOOD_GT)
+    dt = load_detections([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 4, 4], "score": 1}], gt)
+    with pytest.raises(mc.InvalidInputError, match=r"max_dets must be positive integers"):
+        evaluate(gt, dt, max_dets=max_dets)

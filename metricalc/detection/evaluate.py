@@ -26,6 +26,7 @@ thresholds and categories; AR the mean of the final recall over IoU thresholds a
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from metricalc.core._validate import check_choice
 from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.iou import Pairs, overlapping_pairs
 from metricalc.detection.masks import Masks, masks_from_segmentations
@@ -348,10 +350,12 @@ def evaluate(
     >>> ev.stats.sel(metric=["AP50", "AP75", "AR100"]).values.round(4).tolist()   # IoU 0.905
     [1.0, 1.0, 0.9]
     """
-    if iou_type not in IOU_TYPES:
-        raise InvalidInputError(f"iou_type must be one of {IOU_TYPES}; got {iou_type!r}")
+    check_choice("iou_type", iou_type, IOU_TYPES)
     thresholds = check_iou_thresholds(iou_thresholds)
-    budgets = sorted(int(m) for m in max_dets)
+    try:  # operator.index: integers (Python or NumPy) only, never a truncated 1.5
+        budgets = sorted(operator.index(m) for m in max_dets)
+    except TypeError:
+        budgets = []
     if not budgets or budgets[0] < 1:
         raise InvalidInputError(f"max_dets must be positive integers; got {list(max_dets)!r}")
     labels = list(area_ranges)
