@@ -578,3 +578,36 @@ def test_ranking_paragraph():
         "significantly different: SIFT and rootsift; orb and brief."
     )
     assert "every pair of systems differs" in describe_ranking(ranking([1.0, 2.0, 3.0], 0.5))
+
+
+def test_fraction_metrics_are_the_same_for_the_report_and_the_terminal_table():
+    """Every 0/1-per-query or [0, 1] cube metric is shown in percent points, by the report's
+    sentences and forest plots and by ``metricalc compare``'s table alike (``nn_mutual`` is 0 or
+    1 per query, docs/cube.md)."""
+    from rich.console import Console
+
+    from metricalc.report.labels import is_fraction_metric
+    from metricalc.report.terminal import print_comparisons
+
+    for metric in ("ap", "image_ap", "nn_correct", "nn_mutual", "hit@1", "hit@10"):
+        assert is_fraction_metric(metric), metric
+    for metric in ("nn_distance", "better", "hit@", "hit@0x"):
+        assert not is_fraction_metric(metric), metric
+    index = pd.MultiIndex.from_arrays([["orb"], ["sift"]], names=["descriptor", "baseline"])
+    one = {name: ("comparison", [value]) for name, value in {
+        "n": 9, "mean_descriptor": 0.25, "mean_baseline": 0.5, "mean_diff": -0.25,
+        "ci_low": -0.375, "ci_high": -0.125, "pvalue": 0.01, "pvalue_corrected": 0.01,
+        "favours": -1, "rank_biserial": -1.0, "cohens_dz": -2.0, "wins": 0, "ties": 0,
+        "losses": 9, "note": "",
+    }.items()}  # fmt: skip
+    for metric, percent in (("nn_mutual", True), ("nn_distance", False)):
+        ds = xr.Dataset(
+            one, coords=xr.Coordinates.from_pandas_multiindex(index, "comparison"),
+            attrs={"metric": metric, "test": "wilcoxon", "correction": "holm", "alpha": 0.05,
+                   "pair_by": "query", "split": ""},
+        )  # fmt: skip
+        console = Console(file=io.StringIO(), width=200)
+        print_comparisons(ds, console=console)
+        text = console.file.getvalue()
+        assert ("-25.00" in text and "values in percent" in text) == percent, metric
+        assert ("-0.25" in text and "values in percent" not in text) == (not percent), metric

@@ -43,6 +43,7 @@ __all__ = [
     "SPLITS",
     "SPLITS_NAME",
     "PatchDataset",
+    "check_patches",
     "read_patch_dataset",
     "write_patches",
 ]
@@ -305,6 +306,30 @@ def read_patch_dataset(root: str | os.PathLike[str]) -> PatchDataset:
     )
 
 
+def check_patches(patches: np.ndarray, *, minimum: int = 0) -> np.ndarray:
+    """``patches`` as an array (N, 65, 65) of uint8 pixels with N >= ``minimum``.
+
+    Raises
+    ------
+    InvalidInputError
+        Another shape or fewer patches (naming the shape), or other pixels than uint8.
+    """
+    patches = np.asarray(patches)
+    if (
+        patches.ndim != 3
+        or patches.shape[1:] != (PATCH_SIZE, PATCH_SIZE)
+        or len(patches) < minimum
+    ):
+        at_least = f" with N >= {minimum}" if minimum else ""
+        raise InvalidInputError(
+            f"patches: expected an array (N, {PATCH_SIZE}, {PATCH_SIZE}){at_least}, got shape "
+            f"{patches.shape}"
+        )
+    if patches.dtype != np.uint8:
+        raise InvalidInputError(f"patches: expected uint8 pixels, got {patches.dtype}")
+    return patches
+
+
 def write_patches(path: str | os.PathLike[str], patches: np.ndarray) -> Path:
     """Write patches (N, 65, 65) uint8 as one PNG of stacked patches, atomically.
 
@@ -318,14 +343,7 @@ def write_patches(path: str | os.PathLike[str], patches: np.ndarray) -> Path:
     ...     _png_size(path)
     (65, 130)
     """
-    patches = np.asarray(patches)
-    if patches.ndim != 3 or patches.shape[1:] != (PATCH_SIZE, PATCH_SIZE) or not len(patches):
-        raise InvalidInputError(
-            f"patches: expected an array (N, {PATCH_SIZE}, {PATCH_SIZE}) with N >= 1, got shape "
-            f"{patches.shape}"
-        )
-    if patches.dtype != np.uint8:
-        raise InvalidInputError(f"patches: expected uint8 pixels, got {patches.dtype}")
+    patches = check_patches(patches, minimum=1)
     ok, buffer = cv2.imencode(".png", patches.reshape(-1, PATCH_SIZE), _PNG_PARAMS)
     if not ok:  # pragma: no cover - OpenCV always encodes uint8 gray images
         raise InvalidInputError(f"{path}: OpenCV could not encode {len(patches)} patches")

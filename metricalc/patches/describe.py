@@ -38,7 +38,12 @@ import cv2
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.patches.dataset import PATCH_SIZE, PatchDataset, read_patch_dataset
+from metricalc.patches.dataset import (
+    PATCH_SIZE,
+    PatchDataset,
+    check_patches,
+    read_patch_dataset,
+)
 from metricalc.patches.files import write_atomic
 from metricalc.progress import progress_bar
 
@@ -72,18 +77,6 @@ RAW_SIZE = 16
 
 CHUNK = 512
 """Patches described at once (bounds the memory of the stacked image)."""
-
-
-def _check_patches(patches: np.ndarray) -> np.ndarray:
-    patches = np.asarray(patches)
-    if patches.ndim != 3 or patches.shape[1:] != (PATCH_SIZE, PATCH_SIZE):
-        raise InvalidInputError(
-            f"patches: expected an array (N, {PATCH_SIZE}, {PATCH_SIZE}), got shape "
-            f"{patches.shape}"
-        )
-    if patches.dtype != np.uint8:
-        raise InvalidInputError(f"patches: expected uint8 pixels, got {patches.dtype}")
-    return patches
 
 
 def _sift(patches: np.ndarray) -> np.ndarray:
@@ -132,7 +125,7 @@ def describe_patches(patches: np.ndarray, *, method: str = "sift") -> np.ndarray
     """
     if method not in METHODS:
         raise InvalidInputError(f"method: expected one of {METHODS}, got {method!r}")
-    patches = _check_patches(patches)
+    patches = check_patches(patches)
     kernel = _sift if method == "sift" else _raw
     width = 128 if method == "sift" else RAW_SIZE * RAW_SIZE
     out = np.empty((len(patches), width), dtype=np.float32)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "FRACTION_METRICS",
     "METRICS",
     "PAIR_BY_ORDER",
     "MetricInfo",
@@ -134,9 +135,20 @@ def compared_metric_phrase(metric: str, split: str = "") -> str:
     return f"{split} {base}" if split else base
 
 
+FRACTION_METRICS = ("ap", "image_ap", "nn_correct", "nn_mutual")
+"""Cube variables whose values lie in [0, 1] (as do ``hit@K``): shown in percent points."""
+
+
 def is_fraction_metric(metric: str) -> bool:
-    """True for compare metrics whose values lie in [0, 1] (differences shown in points)."""
-    return metric in ("ap", "image_ap", "nn_correct") or bool(_HIT.fullmatch(metric))
+    """True for compare metrics whose values lie in [0, 1]: :data:`FRACTION_METRICS` and
+    ``hit@K`` (means and differences shown in percent points).
+
+    Examples
+    --------
+    >>> is_fraction_metric("nn_mutual"), is_fraction_metric("hit@5"), is_fraction_metric("ties")
+    (True, True, False)
+    """
+    return metric in FRACTION_METRICS or bool(_HIT.fullmatch(metric))
 
 
 def display_name(system: str, names: Mapping[str, str] | None = None) -> str:

@@ -11,6 +11,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from metricalc.report.labels import is_fraction_metric
+
 TABLE_METRICS = (
     ("true_map_micro", "mAP"),
     ("true_map_macro_by_scene", "mAP macro"),
@@ -73,10 +75,6 @@ def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None
     (console or terminal_console()).print(table)
 
 
-PERCENT_METRICS = ("ap", "image_ap", "nn_correct", "nn_mutual")
-"""Metrics in [0, 1] that comparison tables show in percent (as are ``hit@K``)."""
-
-
 def _number(value: float, *, percent: bool, signed: bool = False) -> str:
     if not math.isfinite(value):
         return "-"
@@ -105,7 +103,7 @@ def print_comparisons(
     their p-values and are listed below the table with the reason (``note``)."""
     attrs = comparisons.attrs
     metric = str(attrs.get("metric", ""))
-    percent = metric in PERCENT_METRICS or metric.startswith("hit@")
+    percent = is_fraction_metric(metric)
     level = round(100 * float(attrs.get("confidence_level", 0.95)), 1)
     caption = (
         f"{attrs.get('test')} test, {attrs.get('correction')} correction, alpha "

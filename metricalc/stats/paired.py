@@ -44,12 +44,12 @@ NEEDS_NONZERO = ("wilcoxon", "ttest", "sign", "mcnemar")
 """Tests that are undefined when every difference is zero (the randomization test gives 1)."""
 
 MCNEMAR_EXACT_BELOW = 25
+"""McNemar's test is the exact binomial test when fewer units than this are discordant."""
 
 # Differences whose spread is within this many machine epsilons of their largest magnitude are
 # constant up to the rounding of the subtraction x - y (e.g. (s + 0.125) - s); the t statistic
 # of such differences is rounding noise (scipy warns of catastrophic cancellation).
 _ROUNDING = 8 * np.finfo(np.float64).eps
-"""McNemar's test is the exact binomial test when fewer units than this are discordant."""
 
 
 def is_binary(values: np.ndarray) -> bool:
