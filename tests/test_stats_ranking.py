@@ -189,3 +189,12 @@ def test_power_with_a_difference_and_its_standard_deviation():
 def test_power_refuses_bad_requests(kwargs, message):
     with pytest.raises(InvalidInputError, match=message):
         power(**kwargs)
+
+
+def test_power_takes_numpy_numbers():
+    # values read from arrays (np.int64 / np.float64) are numbers like any other
+    plain = power(diff=0.01, sd=0.25, n=500)
+    numpy_valued = power(diff=np.float64(0.01), sd=np.float32(0.25), n=np.int64(500))
+    assert numpy_valued.power == pytest.approx(plain.power, rel=1e-6)
+    with pytest.raises(InvalidInputError, match="n must be a finite number"):
+        power(diff=0.01, sd=0.25, n=np.bool_(True))

@@ -34,6 +34,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc import cube as qc
+from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
 from metricalc.patches.folder import FolderEvaluation, evaluate_folder, folder_name
 
@@ -130,14 +131,15 @@ class RetrievalEvaluation:
         return [(f.descriptor, path, message) for f in self.folders for path, message in f.errors]
 
     def to_dict(self) -> dict[str, Any]:
-        """``files``, ``groups`` (lists of row objects) and ``errors``, for JSON output."""
-        return {
+        """``files``, ``groups`` (lists of row objects) and ``errors``, for JSON output
+        (:func:`metricalc._io.json_safe`: NumPy values as Python, non-finite values as None)."""
+        return json_safe({
             "files": self.files.to_dict(orient="records"),
             "groups": self.groups().to_dict(orient="records"),
             "errors": [
                 {"descriptor": d, "file": str(path), "error": m} for d, path, m in self.errors
             ],
-        }
+        })
 
 
 def evaluate_folders(

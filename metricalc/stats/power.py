@@ -16,8 +16,10 @@ Given any two of n, power and effect size, :func:`power` solves for the third
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
+import numpy as np
 from statsmodels.stats.power import TTestPower
 
 from metricalc.core._validate import check_choice
@@ -54,8 +56,8 @@ class PowerResult:
 
 def _number(name: str, value: object, *, positive: bool = False) -> float:
     if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)  # Python and NumPy ints and floats
         or not math.isfinite(value)
         or (positive and value <= 0)
     ):
