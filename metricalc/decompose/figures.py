@@ -10,20 +10,16 @@ import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
 from metricalc.decompose.ap import interpolated_precision
 from metricalc.decompose.chain import STAGE
 from metricalc.errors import InvalidInputError
+from metricalc.report.figures import axes_or_new
 
 __all__ = ["plot_detector_or_descriptor", "plot_factor_curves", "plot_what_if"]
 
 COMPOSED = "composed $P_D$, $R_D$"
 PRODUCT = "product of the factors"
-
-
-def _axes(ax: Axes | None, size: tuple[float, float] = (7.0, 4.5)) -> Axes:
-    return ax if ax is not None else Figure(figsize=size, layout="constrained").subplots()
 
 
 def _mean_curve(precision: xr.DataArray, recall: xr.DataArray) -> xr.DataArray:
@@ -57,7 +53,7 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
     >>> [line.get_label() for line in ax.get_legend().get_lines()][:2]
     ['factor L', 'factor C|L']
     """
-    ax = _axes(ax)
+    ax = axes_or_new(ax, (7.0, 4.5))
     frames = []
     factors = _mean_curve(curves["factor_precision"], curves["factor_recall"])
     for stage in curves[STAGE].values.tolist():
@@ -120,7 +116,7 @@ def plot_what_if(table: pd.DataFrame, *, ax: Axes | None = None, title: str = ""
     """
     if not {"ap", "ap_if_perfect"} <= set(table.columns):
         raise InvalidInputError("plot_what_if needs the what_if_table (columns ap, ap_if_perfect)")
-    ax = _axes(ax, (6.0, 4.0))
+    ax = axes_or_new(ax, (6.0, 4.0))
     rows = [("now", float(table["ap"].iloc[0]))] + [
         (f"perfect {stage}", float(value)) for stage, value in table["ap_if_perfect"].items()
     ]
@@ -154,7 +150,7 @@ def plot_detector_or_descriptor(table: xr.Dataset, *, ax: Axes | None = None) ->
     needed = ("matching_ap", "ap_perfect_detector", "ap_perfect_descriptor")
     if any(v not in table for v in needed):
         raise InvalidInputError(f"plot_detector_or_descriptor needs {list(needed)} per descriptor")
-    ax = _axes(ax, (max(5.0, 1.6 * table.sizes["descriptor"] + 2), 4.0))
+    ax = axes_or_new(ax, (max(5.0, 1.6 * table.sizes["descriptor"] + 2), 4.0))
     labels = {
         "matching_ap": "now",
         "ap_perfect_detector": "perfect detector",

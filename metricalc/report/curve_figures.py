@@ -16,7 +16,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 from metricalc.errors import InvalidInputError
-from metricalc.report.figures import _axes
+from metricalc.report.figures import axes_or_new
 from metricalc.report.labels import display_name
 
 __all__ = ["plot_mma", "plot_pr_curves", "plot_roc"]
@@ -73,7 +73,7 @@ def plot_pr_curves(
     ``pr`` is :func:`metricalc.matching_pr_curve` of a cube: each point is one ratio threshold.
     """
     _check(pr, ("precision", "recall"), "plot_pr_curves", "metricalc.matching_pr_curve")
-    ax = _axes(ax, size=(6.0, 4.5))
+    ax = axes_or_new(ax, size=(6.0, 4.5))
     _draw_lines(ax, pr, lambda d: _points(pr, d, "recall", "precision"), names)
     ax.set_xlabel("recall")
     ax.set_ylabel("precision")
@@ -94,7 +94,7 @@ def plot_roc(
     """
     needed = ("fpr", "tpr", "best_fpr", "best_tpr", "best_j", "best_ratio")
     _check(roc, needed, "plot_roc", "metricalc.matching_roc_curve")
-    ax = _axes(ax, size=(5.5, 5.0))
+    ax = axes_or_new(ax, size=(5.5, 5.0))
 
     def legend(d: str) -> str:
         one = roc.sel(descriptor=d)
@@ -134,7 +134,7 @@ def plot_mma(
     _check(mma, (), "plot_mma", "metricalc.matching_accuracy")
     if not isinstance(mma, xr.DataArray) or "threshold" not in mma.dims:
         raise InvalidInputError("plot_mma: expected the DataArray of metricalc.matching_accuracy")
-    ax = _axes(ax, size=(6.0, 4.5))
+    ax = axes_or_new(ax, size=(6.0, 4.5))
     thresholds = np.asarray(mma["threshold"].values, float)
 
     def points(d: str) -> tuple[np.ndarray, np.ndarray]:

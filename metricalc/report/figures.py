@@ -26,13 +26,15 @@ MAP_COLUMNS = {
 }
 
 
-def _axes(ax: Axes | None, size: tuple[float, float] = (7.0, 4.0)) -> Axes:
+def axes_or_new(ax: Axes | None, size: tuple[float, float] = (7.0, 4.0)) -> Axes:
+    """``ax``, or the Axes of a new constrained-layout Figure of ``size`` inches (not registered
+    with pyplot, so no figure is left open) for the plotting functions' ``ax=None``."""
     return ax if ax is not None else Figure(figsize=size, layout="constrained").subplots()
 
 
 def plot_map_by_split(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
     """Bars of true mAP (micro) per descriptor: all scenes, viewpoint and illumination."""
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     table = (
         metrics[list(MAP_COLUMNS)]
         .to_dataframe()
@@ -51,7 +53,7 @@ def plot_map_by_split(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
 
 def plot_rank_histogram(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
     """Share of R = 1 queries per rank bin of the relevant item, one line per descriptor."""
-    ax = _axes(ax)
+    ax = axes_or_new(ax)
     counts = metrics["rank_histogram"]
     share = counts / counts.sum("rank_bin")
     table = share.to_dataframe(name="share").reset_index()
@@ -65,7 +67,7 @@ def plot_rank_histogram(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
 def plot_scene_map(scenes: xr.Dataset, ax: Axes | None = None) -> Axes:
     """Heatmap of the per-scene true mAP (descriptor x scene)."""
     n_scenes = scenes.sizes.get("scene", 1)
-    ax = _axes(ax, size=(max(6.0, 0.45 * n_scenes + 2), 0.5 * scenes.sizes["descriptor"] + 2))
+    ax = axes_or_new(ax, size=(max(6.0, 0.45 * n_scenes + 2), 0.5 * scenes.sizes["descriptor"] + 2))
     table = scenes["true_map"].to_pandas()
     sns.heatmap(
         pd.DataFrame(table), annot=n_scenes <= 12, fmt=".2f", vmin=0, vmax=1, ax=ax, cmap="viridis"
@@ -83,7 +85,7 @@ def plot_split_scatter(
     A point above the diagonal is better under illumination changes than under viewpoint
     changes. Descriptors without both values (NaN) are not drawn.
     """
-    ax = _axes(ax, size=(5.5, 5.0))
+    ax = axes_or_new(ax, size=(5.5, 5.0))
     table = pd.DataFrame(
         {
             "descriptor": [

@@ -15,7 +15,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from metricalc.report.figures import _axes
+from metricalc.report.figures import axes_or_new
 from metricalc.report.labels import compared_metric_phrase, display_name, is_fraction_metric
 from metricalc.report.summary import _check_ranking, cd_groups
 from metricalc.report.tables import comparison_pairs
@@ -41,7 +41,7 @@ def plot_forest(
     attrs = comparison.attrs
     metric = str(attrs.get("metric", "ap"))
     scale = 100.0 if is_fraction_metric(metric) else 1.0
-    ax = _axes(ax, size=(7.0, 0.45 * len(pairs) + 1.6))
+    ax = axes_or_new(ax, size=(7.0, 0.45 * len(pairs) + 1.6))
     diff = scale * np.asarray(comparison["mean_diff"].values, float)
     low = scale * np.asarray(comparison["ci_low"].values, float)
     high = scale * np.asarray(comparison["ci_high"].values, float)
