@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import metricalc
+from tests.data_files import HPATCHES_RETRIEVAL
 
 
 def run(*args: str, executable: list[str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -166,7 +167,7 @@ def test_eval_refuses_bad_protocol_and_directory_output_before_any_work(tmp_path
     assert result.returncode == 2 and "is a directory" in result.stderr
 
 
-RETRIEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpatches-eccv2016-retrieval"
+RETRIEVAL = HPATCHES_RETRIEVAL
 
 
 def write_oracle_results(name: str, out: Path) -> Path:

@@ -40,10 +40,11 @@ from metricalc.experiment.rundir import RunDir
 from metricalc.patches.compute import DescriptorPool, compute_results, load_descriptor_pool
 from metricalc.patches.describe import describe_patches
 from metricalc.store import get_experiment, record_experiment
+from tests.data_files import HPATCHES_RETRIEVAL
 from tests.experiment_helpers import datasets
 
 ROOT = Path(__file__).resolve().parents[1]
-RELEASE = ROOT.parent / "shared" / "data" / "hpatches-eccv2016-retrieval"
+RELEASE = HPATCHES_RETRIEVAL
 QUICK = [
     "data.quick=true",
     "data.size=256",

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,9 @@ import metricalc.patches as mp
 from metricalc.errors import InvalidInputError
 from metricalc.patches.benchmark import benchmark_name, make_benchmark
 from metricalc.patches.dataset import ECCV2016_SPLITS, read_patch_dataset, write_patches
+from tests.data_files import HPATCHES_RETRIEVAL
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpatches-eccv2016-retrieval"
+DATA = HPATCHES_RETRIEVAL
 ALL = ("ref", *(f"{level}{k}" for level in "eht" for k in range(1, 6)))
 
 

@@ -15,8 +15,9 @@ from metricalc.patches.compute import (
     load_descriptor_pool,
     write_results,
 )
+from tests.data_files import HPATCHES_RETRIEVAL
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpatches-eccv2016-retrieval"
+DATA = HPATCHES_RETRIEVAL
 EXAMPLE = DATA / "train_example.benchmark"
 K = compute.N_NEIGHBOURS
 

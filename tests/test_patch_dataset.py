@@ -17,8 +17,9 @@ from metricalc.patches.dataset import (
     write_patches,
 )
 from metricalc.patches.files import read_benchmark
+from tests.data_files import HPATCHES_RETRIEVAL
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpatches-eccv2016-retrieval"
+DATA = HPATCHES_RETRIEVAL
 EASY = ("ref", "e1", "e2", "e3", "e4", "e5")
 
 

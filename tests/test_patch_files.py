@@ -10,8 +10,9 @@ import pytest
 
 import metricalc.patches as mp
 from metricalc.errors import InvalidInputError
+from tests.data_files import HPATCHES_RETRIEVAL
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hpatches-eccv2016-retrieval"
+DATA = HPATCHES_RETRIEVAL
 REAL_BENCHMARKS = sorted(DATA.glob("*.benchmark"))
 
 POOL = ("a.ref", "a.e1", "a.e2", "b.ref", "b.e1")
@@ -314,8 +315,6 @@ def test_benchmark_without_labels_validates_results(task: dict[str, Path]) -> No
 
 
 def test_real_data_folder_is_complete() -> None:
-    if not DATA.is_dir():
-        pytest.skip(f"{DATA} is not available")
     names = {p.stem for p in REAL_BENCHMARKS}
     assert len(names) == 23
     assert {p.stem for p in DATA.glob("*.labels")} == {n for n in names if n.startswith("train")}
