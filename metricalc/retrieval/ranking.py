@@ -80,10 +80,10 @@ class Ranked:
 def _score_key(qid: np.ndarray, score: np.ndarray) -> np.ndarray:
     """uint64 keys ordering (query ascending, float32 score descending); equal keys tie."""
     s32 = score.astype(np.float32) + np.float32(0.0)  # -0.0 becomes +0.0: C compares them equal
-    bits = s32.view(np.uint32).astype(np.uint64)
-    ascending = np.where(bits >> np.uint64(31), ~bits & np.uint64(0xFFFFFFFF),
-                         bits | np.uint64(0x80000000))
-    return (qid.astype(np.uint64) << np.uint64(32)) | (np.uint64(0xFFFFFFFF) - ascending)
+    bits = s32.view(np.uint32)
+    # the float's bits as an unsigned integer in the float's order, then reversed (descending)
+    ascending = np.where(bits >> np.uint32(31), ~bits, bits | np.uint32(0x80000000))
+    return (qid.astype(np.uint64) << np.uint64(32)) | (~ascending).astype(np.uint64)
 
 
 def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.Array,
