@@ -228,29 +228,59 @@ def test_optimistic_and_pessimistic_bound_trec_eval(collection):
         assert (best.per_query[name] >= base.per_query[name] - 1e-12).all(), name
         assert (worst.per_query[name] <= base.per_query[name] + 1e-12).all(), name
     assert best.summary["map"] > base.summary["map"] > worst.summary["map"]
+    allowed = ["map", "map_cut", "P", "recall", "Rprec", "recip_rank", "ndcg", "ndcg_cut",
+               "success", "set_P", "set_recall", "set_F", "num_rel_ret"]
+    mean = evaluate(q, r, allowed, ties="expected")
+    for name, value in mean.per_query.items():
+        assert (value <= best.per_query[name] + 1e-12).all(), name
+        assert (value >= worst.per_query[name] - 1e-12).all(), name
 
 
-def test_expected_is_the_mean_over_every_order_of_the_tied_documents():
-    qrels = {"q": {"a": 2, "b": 0, "c": 1, "e": 1}}
-    scores = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 2.0, "e": 0.5}
-    measures = ["P.1,2,3", "recall.2", "ndcg", "ndcg_cut.2,3", "Rprec", "set_F", "f1@2"]
-    result = evaluate(Qrels.from_dict(qrels), Run.from_dict({"q": scores}), measures,
-                      ties="expected", depth=3)
+EXPECTED_MEASURES = ["P.1,2,3,5", "recall.2", "ndcg", "ndcg_cut.2,3", "Rprec", "set_F", "f1@2",
+                     "map", "map_cut.2,4", "recip_rank", "success.1,2,3,6", "num_rel_ret"]
+
+
+def brute_force_expectation(qrels, scores, depth):
+    """The mean of every measure over every order of every tie group (each order made strict)."""
+    groups: dict[float, list[str]] = {}
+    for doc, score in scores.items():
+        groups.setdefault(score, []).append(doc)
+    levels = sorted(groups, reverse=True)
     totals: dict[str, float] = {}
-    orders = list(itertools.permutations("abc"))
-    for perm in orders:  # brute force: each order of the tie, scores making it strict
-        strict = {"d": 2.0, perm[0]: 1.5, perm[1]: 1.25, perm[2]: 1.0, "e": 0.5}
-        one = evaluate(Qrels.from_dict(qrels), Run.from_dict({"q": strict}), measures, depth=3)
+    orders = list(itertools.product(*(itertools.permutations(groups[v]) for v in levels)))
+    for order in orders:
+        ranked = [doc for group in order for doc in group]
+        strict = {doc: float(len(ranked) - i) for i, doc in enumerate(ranked)}
+        one = evaluate(Qrels.from_dict(qrels), Run.from_dict({"q": strict}), EXPECTED_MEASURES,
+                       depth=depth)
         for name, value in one.summary.items():
             totals[name] = totals.get(name, 0.0) + value
-    for name, total in totals.items():
-        assert result.summary[name] == pytest.approx(total / len(orders), abs=1e-12), name
+    return {name: total / len(orders) for name, total in totals.items()}
+
+
+@pytest.mark.parametrize("depth", [None, 3, 4])
+@pytest.mark.parametrize(
+    "scores",
+    [
+        {"a": 1.0, "b": 1.0, "c": 1.0, "d": 2.0, "e": 0.5},
+        {"d": 3.0, "a": 2.0, "b": 2.0, "x": 2.0, "c": 1.0, "e": 1.0, "y": 1.0},
+        {"x": 5.0, "y": 5.0, "a": 5.0, "b": 5.0, "c": 4.0},
+    ],
+)
+def test_expected_is_the_mean_over_every_order_of_the_tied_documents(scores, depth):
+    qrels = {"q": {"a": 2, "b": 0, "c": 1, "e": 1, "f": 1}}
+    result = evaluate(Qrels.from_dict(qrels), Run.from_dict({"q": scores}), EXPECTED_MEASURES,
+                      ties="expected", depth=depth)
+    expected = brute_force_expectation(qrels, scores, depth)
+    assert set(result.summary) == set(expected)
+    for name, value in expected.items():
+        assert result.summary[name] == pytest.approx(value, abs=1e-12), name
 
 
 def test_expected_refuses_measures_without_a_linear_form():
     qrels, run = Qrels.from_dict(HAND_QRELS), Run.from_dict(HAND_RUN)
-    with pytest.raises(InvalidInputError, match="not for map, recip_rank"):
-        evaluate(qrels, run, ["map", "recip_rank", "P.5"], ties="expected")
+    with pytest.raises(InvalidInputError, match="not for gm_map, bpref, iprec_at_recall"):
+        evaluate(qrels, run, ["official"], ties="expected")
 
 
 def test_cli_tie_choices_agree_with_the_library():
@@ -348,7 +378,7 @@ def test_cli_json(files, capsys):
     [
         (["-m", "bogus"], "unknown measure 'bogus'"),
         (["-M", "0"], "depth (-M) must be a positive integer; got 0"),
-        (["--ties", "expected", "-m", "map"], "ties='expected' is defined for"),
+        (["--ties", "expected", "-m", "bpref"], "ties='expected' is defined for"),
     ],
 )
 def test_cli_errors_are_one_line(files, capsys, args, message):

@@ -46,10 +46,12 @@ GM_FLOOR = 1e-5
 
 EXPECTED_OK = frozenset({
     "num_ret", "num_rel", "num_rel_ret", "P", "recall", "Rprec", "ndcg", "ndcg_cut",
-    "set_P", "set_recall", "set_F", "f1",
+    "set_P", "set_recall", "set_F", "f1", "map", "map_cut", "recip_rank", "success",
 })
-"""Measures linear in the per-position relevance indicators and gains (given ``num_ret``), whose
-value under ``ties="expected"`` is the expectation over random orders of tied documents."""
+"""Measures whose value under ``ties="expected"`` is their exact expectation over uniformly random
+orders of the tied documents: those linear in the per-position relevance indicators and gains
+(given ``num_ret``), and AP, reciprocal rank and success in closed form. ``bpref``,
+``iprec_at_recall`` and ``gm_map`` (a log of AP) have none here."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -78,19 +80,30 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 class _Prefix:
-    """Cumulative sums of a per-position array, read per query up to a cutoff."""
+    """Cumulative sums of a per-position array, read per query up to a cutoff.
+
+    One global cumulative sum serves every query when the values are integers (exact in floating
+    point); expectations (``ties="expected"``) are summed query by query instead, so that no
+    rounding of the other queries' totals reaches them.
+    """
 
     def __init__(self, ranked: Ranked, values: np.ndarray) -> None:
+        self.values = values
         self.total = np.r_[0.0, np.cumsum(values)]
         self.lo = ranked.start[:-1]
         self.n = ranked.num_ret
+        self.exact = ranked.tie_groups is None
 
     def upto(self, k: np.ndarray | int) -> np.ndarray:
         """Sum over the first min(k, n) positions of each query."""
-        return self.total[self.lo + np.minimum(k, self.n)] - self.total[self.lo]
+        hi = self.lo + np.minimum(k, self.n)
+        if self.exact:
+            return self.total[hi] - self.total[self.lo]
+        return _segment_reduce(np.add, self.values, self.lo, hi, 0.0)
 
     def within(self) -> np.ndarray:
-        """Per position, the sum over the positions of its query up to and including it."""
+        """Per position, the sum over the positions of its query up to and including it (for
+        integer values only: the measures needing it have their own expected form)."""
         return self.total[1:] - np.repeat(self.total[self.lo], self.n)
 
 
@@ -154,8 +167,24 @@ def recall(ranked: Ranked, k: int) -> np.ndarray:
 
 
 def success(ranked: Ranked, k: int) -> np.ndarray:
-    r"""``success_k``: 1 if :math:`H_k > 0`, else 0."""
-    return (_hits(ranked).upto(k) > 0).astype(np.float64)
+    r"""``success_k``: 1 if :math:`H_k > 0`, else 0.
+
+    Under ``ties="expected"``: the probability that the first :math:`m = \min(k, n)` ranks hold
+    a relevant document; with the tie group at rank :math:`m` (:math:`t` documents, :math:`r`
+    relevant, :math:`m'` of them within the first :math:`m` ranks, :math:`c` relevant ones
+    before it): 1 if :math:`c > 0`, else :math:`1 - \binom{t - r}{m'} / \binom{t}{m'}`."""
+    groups = ranked.tie_groups
+    if groups is None:
+        return (_hits(ranked).upto(k) > 0).astype(np.float64)
+    m = np.minimum(k, ranked.num_ret)
+    out = np.zeros(len(ranked.qids))
+    q = np.flatnonzero(m > 0)
+    at = ranked.start[q] + m[q] - 1
+    t, r = groups.size[at], groups.relevant[at].round()
+    inside = m[q] - groups.first[at] + 1
+    none = np.exp(_log_comb(t - r, inside) - _log_comb(t, inside))
+    out[q] = np.where(groups.before[at] > 0, 1.0, 1.0 - none)
+    return out
 
 
 def f1(ranked: Ranked, k: int) -> np.ndarray:
@@ -178,8 +207,32 @@ def rprec(ranked: Ranked) -> np.ndarray:
 
 
 def _precision_at_hits(ranked: Ranked) -> np.ndarray:
-    """Per position, :math:`h_i H_i / i`."""
-    return ranked.hit * _hits(ranked).within() / ranked.rank
+    r"""Per position, :math:`h_i H_i / i`; under ``ties="expected"`` its expectation
+    :math:`\frac{r}{t} \big(c + 1 + (j - 1) \frac{r - 1}{t - 1}\big) / i` for the :math:`j`-th
+    position of a tie group of :math:`t` documents, :math:`r` relevant, :math:`c` relevant ones
+    ranked before the group (given that position holds a relevant document, each of the other
+    :math:`j - 1` positions does with probability :math:`(r - 1) / (t - 1)`)."""
+    groups = ranked.tie_groups
+    if groups is None:
+        return ranked.hit * _hits(ranked).within() / ranked.rank
+    rank = ranked.rank
+    t = groups.size.astype(np.float64)
+    r = groups.relevant
+    j = rank - groups.first + 1
+    others = (j - 1) * (r - 1) / np.maximum(t - 1, 1)
+    return r / t * (groups.before + 1 + others) / rank
+
+
+def _log_comb(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    r""":math:`\log \binom{n}{k}` (``-inf`` where k > n)."""
+    from scipy.special import gammaln
+
+    n, k = np.asarray(n, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    ok = (k >= 0) & (k <= n)
+    out = np.full(np.broadcast(n, k).shape, -np.inf)
+    kk, nn = np.broadcast_to(k, out.shape)[ok], np.broadcast_to(n, out.shape)[ok]
+    out[ok] = gammaln(nn + 1) - gammaln(kk + 1) - gammaln(nn - kk + 1)
+    return out
 
 
 def map_(ranked: Ranked) -> np.ndarray:
@@ -198,12 +251,30 @@ def map_cut(ranked: Ranked, k: int) -> np.ndarray:
 
 
 def recip_rank(ranked: Ranked) -> np.ndarray:
-    r"""``recip_rank``: :math:`1 / \min\{i : h_i = 1\}`, 0 if no relevant document is retrieved."""
+    r"""``recip_rank``: :math:`1 / \min\{i : h_i = 1\}`, 0 if no relevant document is retrieved.
+
+    Under ``ties="expected"``: the first tie group holding a relevant document starts after rank
+    :math:`s`, has :math:`t` documents, :math:`r` relevant; the first relevant one is its
+    :math:`x`-th with probability :math:`\binom{t - x}{r - 1} / \binom{t}{r}`, so the value is
+    :math:`\sum_x \binom{t - x}{r - 1} \binom{t}{r}^{-1} / (s + x)` over the ranks kept."""
     where = np.flatnonzero(ranked.hit > 0)
     query = ranked.query[where]
     first = np.r_[True, query[1:] != query[:-1]] if where.size else np.zeros(0, dtype=bool)
     out = np.zeros(len(ranked.qids))
-    out[query[first]] = 1.0 / ranked.rank[where[first]]
+    groups = ranked.tie_groups
+    if groups is None:
+        out[query[first]] = 1.0 / ranked.rank[where[first]]
+        return out
+    at = where[first]
+    q = query[first]
+    s = groups.first[at] - 1
+    t, r = groups.size[at], groups.relevant[at].round().astype(np.int64)
+    count = np.minimum(t - r + 1, ranked.num_ret[q] - s)
+    x = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count) + 1
+    t_x, r_x, s_x = (np.repeat(a, count) for a in (t, r, s))
+    p = np.exp(_log_comb(t_x - x, r_x - 1) - _log_comb(t_x, r_x))
+    out[q] = np.bincount(np.repeat(np.arange(q.size), count), weights=p / (s_x + x),
+                         minlength=q.size)
     return out
 
 

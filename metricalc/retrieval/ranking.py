@@ -14,8 +14,8 @@ Tie policies other than trec_eval's docno order (``ties=``):
 - ``"optimistic"`` / ``"pessimistic"``: inside a group of tied scores, documents in decreasing /
   increasing relevance code (then docno descending), the best / worst order for every measure;
 - ``"expected"``: every position of a tie group holds the group's mean relevance indicator and
-  mean gain, the expectation under a uniformly random order of the tied documents. Exact for the
-  measures linear in the per-position indicators (see
+  mean gain, the expectation under a uniformly random order of the tied documents, and the
+  groups' shape (:class:`TieGroups`) for the measures that need more than the means (see
   :data:`metricalc.retrieval.measures.EXPECTED_OK`).
 """
 
@@ -31,13 +31,26 @@ import pyarrow.compute as pc
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval.trec_files import Qrels, Run
 
-__all__ = ["TIES", "Ranked", "rank_run", "trec_order"]
+__all__ = ["TIES", "Ranked", "TieGroups", "rank_run", "trec_order"]
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 NOT_IN_POOL = -1
 """Relevance code of a retrieved document the qrels do not list (trec_eval RELVALUE_NONPOOL)."""
 UNJUDGED = -2
 """Relevance code of a document with a negative qrels value (trec_eval RELVALUE_UNJUDGED)."""
+
+
+@dataclass(frozen=True, eq=False)
+class TieGroups:
+    """Per position (``ties="expected"``): its tie group's first rank in the query (1-based),
+    size :math:`t`, relevant documents :math:`r`, and relevant documents ranked before the group
+    :math:`c` (whole groups before it, so an integer). Sizes count the whole group, also the part
+    a depth cut removes."""
+
+    first: np.ndarray
+    size: np.ndarray
+    relevant: np.ndarray
+    before: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +74,7 @@ class Ranked:
     n_qrels_queries: int
     tag: str
     ties: str
+    tie_groups: TieGroups | None = None
 
     @property
     def num_ret(self) -> np.ndarray:
@@ -170,17 +184,17 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     run_q, code = run_q[order], code[order]
     hit = (code >= level).astype(np.float64)
     gain = np.maximum(code, 0).astype(np.float64)
-    if ties == "expected":
-        group = np.cumsum(np.r_[True, np.diff(_score_key(run_q, run.score[keep][order])) != 0]) - 1
-        size = np.bincount(group)
-        hit = (np.bincount(group, weights=hit) / size)[group]
-        gain = (np.bincount(group, weights=gain) / size)[group]
-    # per-query offsets, then the depth cut
     evaluated, first, counts = np.unique(run_q, return_index=True, return_counts=True)
+    within = np.arange(run_q.size) - np.repeat(first, counts)  # 0-based rank in the query
+    groups = None
+    if ties == "expected":
+        hit, gain, groups = _expected(run_q, run.score[keep][order], hit, gain, within)
     if depth is not None:
-        within = np.arange(run_q.size) - np.repeat(first, counts)
         cut = within < depth
         code, hit, gain = code[cut], hit[cut], gain[cut]
+        if groups is not None:
+            groups = TieGroups(*(a[cut] for a in (groups.first, groups.size, groups.relevant,
+                                                  groups.before)))
         counts = np.minimum(counts, depth)
     start = np.r_[0, np.cumsum(counts)]
     # judgments per query: relevant, judged non-relevant, the ideal gains (positive, descending)
@@ -202,7 +216,25 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         n_qrels_queries=n_queries,
         tag=run.tag,
         ties=ties,
+        tie_groups=groups,
     )
+
+
+def _expected(qid: np.ndarray, score: np.ndarray, hit: np.ndarray, gain: np.ndarray,
+              within: np.ndarray) -> tuple[np.ndarray, np.ndarray, TieGroups]:
+    """Group means of ``hit`` and ``gain`` over each tie group, and the groups' shape."""
+    starts = np.r_[True, np.diff(_score_key(qid, score)) != 0]
+    group = np.cumsum(starts) - 1
+    size = np.bincount(group)
+    relevant = np.bincount(group, weights=hit)
+    first_rank = within[starts] + 1
+    # relevant documents before each group: a within-query cumulative count at the group start
+    query_start = np.r_[True, qid[1:] != qid[:-1]] if qid.size else starts
+    total = np.r_[0.0, np.cumsum(hit)]
+    at_query = np.maximum.accumulate(np.where(query_start, np.arange(qid.size), 0))
+    before = (total[:-1] - total[at_query])[starts]
+    groups = TieGroups(first_rank[group], size[group], relevant[group], before[group])
+    return (relevant / size)[group], (np.bincount(group, weights=gain) / size)[group], groups
 
 
 def _ideal(qrels: Qrels, evaluated: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
