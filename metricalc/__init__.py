@@ -80,6 +80,7 @@ __all__ = [
     "rank_stats",
     "rate_confint",
     "recall",
+    "retrieval",
     "roc_auc",
     "roc_curve",
     "scene_metrics",
@@ -99,6 +100,7 @@ _LAZY_SUBPACKAGES = (
     "decompose",
     "detection",
     "experiment",
+    "retrieval",
 )
 """Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
 
