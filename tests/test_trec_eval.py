@@ -139,6 +139,18 @@ def test_float32_ties_are_broken_by_docno_descending():
     assert evaluate(qrels, run, ["recip_rank"]).summary["recip_rank"] == 1.0
 
 
+@pytest.mark.parametrize(
+    "scores",
+    [{"a": -0.0, "b": 0.0}, {"a": 1e39, "b": 2e39}, {"a": 1e39, "b": 1.0},
+     {"a": -1e39, "b": -2e39}, {"a": 1e-46, "b": 0.0}],
+)
+def test_float32_edge_scores_as_pytrec_eval(scores):
+    """-0.0 ties 0.0; beyond float32's range scores become +-inf and tie; below it, 0."""
+    ref = pytrec_eval.RelevanceEvaluator({"q": {"a": 1}}, {"recip_rank"}).evaluate({"q": scores})
+    ours = evaluate(Qrels.from_dict({"q": {"a": 1}}), Run.from_dict({"q": scores}), ["mrr"])
+    assert ours.summary["recip_rank"] == ref["q"]["recip_rank"]
+
+
 # --------------------------------------------------------------------------------------------
 # Hand-computed cases
 # --------------------------------------------------------------------------------------------

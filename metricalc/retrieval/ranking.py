@@ -93,7 +93,9 @@ class Ranked:
 
 def _score_key(qid: np.ndarray, score: np.ndarray) -> np.ndarray:
     """uint64 keys ordering (query ascending, float32 score descending); equal keys tie."""
-    s32 = score.astype(np.float32) + np.float32(0.0)  # -0.0 becomes +0.0: C compares them equal
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, as C's (float) cast
+        s32 = score.astype(np.float32)
+    s32 = s32 + np.float32(0.0)  # -0.0 becomes +0.0: C compares them equal
     bits = s32.view(np.uint32)
     # the float's bits as an unsigned integer in the float's order, then reversed (descending)
     ascending = np.where(bits >> np.uint32(31), ~bits, bits | np.uint32(0x80000000))
