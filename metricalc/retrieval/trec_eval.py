@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -214,7 +215,7 @@ class TrecEval:
                 lines.append(_line(name, "all", value, name in self.integer))
         return "\n".join(lines) + "\n"
 
-    def to_json(self) -> dict[str, dict]:
+    def to_json(self) -> dict[str, dict[str, Any]]:
         """``{"per_query": {qid: {name: value}}, "all": {name: value}}``, full precision."""
         names = [n for n in self.summary if n in self.per_query]
         per_query = {

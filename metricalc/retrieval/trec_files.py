@@ -126,9 +126,7 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     table = _fast_table(path, ["qid", "iter", "docno", "rel"], {"rel": pa.int64()})
     if table is None:
         return _scan_qrels(path)
-    rel = table["rel"].to_numpy()
-    qrels = _make_qrels(table["qid"], table["docno"], rel, str(path), path)
-    return qrels
+    return _make_qrels(table["qid"], table["docno"], table["rel"].to_numpy(), str(path), path)
 
 
 def read_run(path: str | os.PathLike[str]) -> Run:
@@ -333,14 +331,13 @@ def _flatten(
     qid: list[bytes] = []
     docno: list[bytes] = []
     values: list[float] = []
+    what = "an integer relevance" if kind is int else "a numeric score"
     for q, docs in nested.items():
         for d, v in docs.items():
             if not isinstance(v, int | float | np.integer | np.floating) or (
                 kind is int and not float(v).is_integer()
             ):
-                raise InvalidInputError(
-                    f"query {q!r} document {d!r}: expected {'an integer relevance' if kind is int else 'a numeric score'}; got {v!r}"  # noqa: E501
-                )
+                raise InvalidInputError(f"query {q!r} document {d!r}: expected {what}; got {v!r}")
             qid.append(str(q).encode())
             docno.append(str(d).encode())
             values.append(v)
