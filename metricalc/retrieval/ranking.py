@@ -102,7 +102,7 @@ def _score_key(qid: np.ndarray, score: np.ndarray) -> np.ndarray:
     return (qid.astype(np.uint64) << np.uint64(32)) | (~ascending).astype(np.uint64)
 
 
-def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.Array,
+def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.Array, *,
                code: np.ndarray | None = None, ties: str = "trec_eval") -> np.ndarray:
     """Indices ordering run lines by query code, float32 score descending, then (tied scores)
     relevance code descending (``"optimistic"``) or ascending (``"pessimistic"``) when ``code``
@@ -182,14 +182,14 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     found = index.get_indexer(run_q * n_docs + run_doc)
     code = np.where(found >= 0, qrels.rel[judged][found], NOT_IN_POOL)
     code = np.where((found >= 0) & (code < 0), UNJUDGED, code)
-    order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code, ties)
+    order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code=code, ties=ties)
     run_q, code = run_q[order], code[order]
     hit = (code >= level).astype(np.float64)
     gain = np.maximum(code, 0).astype(np.float64)
     evaluated, first, counts = np.unique(run_q, return_index=True, return_counts=True)
     within = np.arange(run_q.size) - np.repeat(first, counts)  # 0-based rank in the query
     groups = None
-    if ties == "expected":
+    if ties == "expected" and run_q.size:
         hit, gain, groups = _expected(run_q, run.score[keep][order], hit, gain, within)
     if depth is not None:
         cut = within < depth
