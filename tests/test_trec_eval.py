@@ -20,7 +20,8 @@ from metricalc.retrieval import TIES, Qrels, Run, evaluate, parse_measures
 PYTREC_MEASURES = {
     "map", "P", "recall", "Rprec", "recip_rank", "bpref", "ndcg", "ndcg_cut", "map_cut",
     "iprec_at_recall", "success", "set_P", "set_recall", "set_F", "num_ret", "num_rel",
-    "num_rel_ret", "gm_map",
+    "num_rel_ret", "gm_map", "gm_bpref", "Rprec_mult", "11pt_avg", "relative_P",
+    "set_relative_P", "set_map", "num_nonrel_judged_ret",
 }
 ALL = ["all_trec", "success.1,5,10"]
 
@@ -67,15 +68,17 @@ def assert_matches(result, ref):
     assert sorted(result.queries) == sorted(ref)
     index = {q: i for i, q in enumerate(result.queries)}
     names = set(next(iter(ref.values())))
-    assert names - {"gm_map"} <= set(result.per_query), names - set(result.per_query)
-    for name in names - {"gm_map"}:
+    geometric = {"gm_map": "map", "gm_bpref": "bpref"}
+    assert names - set(geometric) <= set(result.per_query), names - set(result.per_query)
+    for name in names - set(geometric):
         ours = result.per_query[name]
         theirs = np.array([ref[q][name] for q in result.queries])
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9, err_msg=name)
-    # gm_map: trec_eval keeps log(max(AP, 1e-5)) per query
-    logs = np.log(np.maximum(result.per_query["map"], 1e-5))
-    theirs = np.array([ref[q]["gm_map"] for q in result.queries])
-    np.testing.assert_allclose(logs, theirs, rtol=0, atol=1e-9)
+    # gm_map, gm_bpref: trec_eval keeps log(max(value, 1e-5)) per query
+    for name, of in geometric.items():
+        logs = np.log(np.maximum(result.per_query[of], 1e-5))
+        theirs = np.array([ref[q][name] for q in result.queries])
+        np.testing.assert_allclose(logs, theirs, rtol=0, atol=1e-9, err_msg=name)
     return index
 
 
@@ -108,7 +111,7 @@ def test_complete_averages_over_every_qrels_query(collection):
             assert value == n
         elif name.startswith("num_"):
             assert value == sum(ref[q][name] for q in ref)
-        elif name == "gm_map":
+        elif name.startswith("gm_"):
             total = sum(ref[q][name] for q in ref) + (n - len(ref)) * math.log(1e-5)
             assert value == pytest.approx(math.exp(total / n), abs=1e-12)
         else:
@@ -241,7 +244,8 @@ def test_optimistic_and_pessimistic_bound_trec_eval(collection):
         assert (worst.per_query[name] <= base.per_query[name] + 1e-12).all(), name
     assert best.summary["map"] > base.summary["map"] > worst.summary["map"]
     allowed = ["map", "map_cut", "P", "recall", "Rprec", "recip_rank", "ndcg", "ndcg_cut",
-               "success", "set_P", "set_recall", "set_F", "num_rel_ret"]
+               "success", "set_P", "set_recall", "set_F", "num_rel_ret", "relative_P",
+               "set_relative_P", "Rprec_mult"]
     mean = evaluate(q, r, allowed, ties="expected")
     for name, value in mean.per_query.items():
         assert (value <= best.per_query[name] + 1e-12).all(), name
@@ -249,7 +253,8 @@ def test_optimistic_and_pessimistic_bound_trec_eval(collection):
 
 
 EXPECTED_MEASURES = ["P.1,2,3,5", "recall.2", "ndcg", "ndcg_cut.2,3", "Rprec", "set_F", "f1@2",
-                     "map", "map_cut.2,4", "recip_rank", "success.1,2,3,6", "num_rel_ret"]
+                     "map", "map_cut.2,4", "recip_rank", "success.1,2,3,6", "num_rel_ret",
+                     "relative_P.2,3", "set_relative_P", "Rprec_mult"]
 
 
 def brute_force_expectation(qrels, scores, depth):

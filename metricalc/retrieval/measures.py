@@ -22,22 +22,28 @@ __all__ = [
     "EXPECTED_OK",
     "GM_FLOOR",
     "bpref",
+    "eleven_point",
     "f1",
     "iprec_at_recall",
     "map_",
     "map_cut",
     "ndcg",
     "ndcg_cut",
+    "num_nonrel_judged_ret",
     "num_rel",
     "num_rel_ret",
     "num_ret",
     "precision",
     "recall",
     "recip_rank",
+    "relative_p",
     "rprec",
+    "rprec_mult",
     "set_f",
+    "set_map",
     "set_p",
     "set_recall",
+    "set_relative_p",
     "success",
 ]
 
@@ -47,11 +53,13 @@ GM_FLOOR = 1e-5
 EXPECTED_OK = frozenset({
     "num_ret", "num_rel", "num_rel_ret", "P", "recall", "Rprec", "ndcg", "ndcg_cut",
     "set_P", "set_recall", "set_F", "f1", "map", "map_cut", "recip_rank", "success",
+    "relative_P", "set_relative_P", "Rprec_mult",
 })
 """Measures whose value under ``ties="expected"`` is their exact expectation over uniformly random
 orders of the tied documents: those linear in the per-position relevance indicators and gains
 (given ``num_ret``), and AP, reciprocal rank and success in closed form. ``bpref``,
-``iprec_at_recall`` and ``gm_map`` (a log of AP) have none here."""
+``iprec_at_recall``, ``11pt_avg``, ``set_map``, ``num_nonrel_judged_ret`` and the geometric
+means have none here."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,6 +139,24 @@ def num_rel_ret(ranked: Ranked) -> np.ndarray:
     return _hits(ranked).upto(ranked.num_ret)
 
 
+def num_nonrel_judged_ret(ranked: Ranked) -> np.ndarray:
+    r"""Judged non-relevant documents retrieved (qrels value :math:`\ge 0` and below the level);
+    the summary is the sum."""
+    judged = (ranked.code >= 0) & (ranked.hit == 0)
+    return _Prefix(ranked, judged.astype(np.float64)).upto(ranked.num_ret)
+
+
+def set_relative_p(ranked: Ranked) -> np.ndarray:
+    r"""``set_relative_P``: :math:`H_n / \min(n, R)`."""
+    return _ratio(num_rel_ret(ranked), np.minimum(ranked.num_ret, ranked.num_rel))
+
+
+def set_map(ranked: Ranked) -> np.ndarray:
+    r"""``set_map``: :math:`H_n^2 / (n R)`, set precision times set recall."""
+    found = num_rel_ret(ranked)
+    return _ratio(found * found, ranked.num_ret.astype(np.float64) * ranked.num_rel)
+
+
 def set_p(ranked: Ranked) -> np.ndarray:
     r"""``set_P``: :math:`H_n / n`."""
     return _ratio(num_rel_ret(ranked), ranked.num_ret)
@@ -194,6 +220,18 @@ def f1(ranked: Ranked, k: int) -> np.ndarray:
     p = found / k
     r = _ratio(found, ranked.num_rel)
     return _ratio(2.0 * p * r, p + r)
+
+
+def relative_p(ranked: Ranked, k: int) -> np.ndarray:
+    r"""``relative_P_k``: :math:`H_k / \min(k, R)`."""
+    return _ratio(_hits(ranked).upto(k), np.minimum(k, ranked.num_rel))
+
+
+def rprec_mult(ranked: Ranked, x: float) -> np.ndarray:
+    r"""``Rprec_mult_x``: precision at rank :math:`c = \lfloor xR + 0.9 \rfloor`,
+    :math:`H_c / c` (missing ranks non-relevant; 0 if :math:`c = 0`)."""
+    cut = (x * ranked.num_rel.astype(np.float64) + 0.9).astype(np.int64)
+    return _ratio(_hits(ranked).upto(cut), cut)
 
 
 def rprec(ranked: Ranked) -> np.ndarray:
@@ -310,6 +348,12 @@ def iprec_at_recall(ranked: Ranked, level: float) -> np.ndarray:
     lo = hit_start[:-1] + np.maximum(cut, 1) - 1
     out = _segment_reduce(np.maximum, prec, lo, hit_start[1:], 0.0)
     return np.where((cut <= found) & (found > 0), out, 0.0)
+
+
+def eleven_point(ranked: Ranked, levels: tuple[float, ...]) -> np.ndarray:
+    r"""``11pt_avg``: the mean of ``iprec_at_recall`` over ``levels`` (default 0.0, 0.1, ...,
+    1.0)."""
+    return np.mean([iprec_at_recall(ranked, x) for x in levels], axis=0)
 
 
 def _log2_discount(rank: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ __all__ = ["ALIASES", "FAMILIES", "NICKNAMES", "TrecEval", "evaluate", "parse_me
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+R_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Family:
 
     name: str
     kind: str  # "mean", "sum" (printed as an integer), "gm", "runid", "num_q"
-    params: str  # "none", "cutoffs", "levels", "beta"
+    params: str  # "none", "cutoffs", "levels", "multiples" (one value each), "beta", "average"
     default: tuple[float, ...] = ()
     fn: Callable[..., np.ndarray] | None = None
 
@@ -63,13 +64,20 @@ FAMILIES: dict[str, Family] = {
         Family("iprec_at_recall", "mean", "levels", RECALL_LEVELS, m.iprec_at_recall),
         Family("P", "mean", "cutoffs", CUTOFFS, m.precision),
         Family("recall", "mean", "cutoffs", CUTOFFS, m.recall),
+        Family("gm_bpref", "gm", "none", fn=m.bpref),
+        Family("Rprec_mult", "mean", "multiples", R_MULTIPLES, m.rprec_mult),
+        Family("11pt_avg", "mean", "average", RECALL_LEVELS, m.eleven_point),
         Family("ndcg", "mean", "none", fn=m.ndcg),
         Family("ndcg_cut", "mean", "cutoffs", CUTOFFS, m.ndcg_cut),
         Family("map_cut", "mean", "cutoffs", CUTOFFS, m.map_cut),
+        Family("relative_P", "mean", "cutoffs", CUTOFFS, m.relative_p),
         Family("success", "mean", "cutoffs", (1, 5, 10), m.success),
         Family("set_P", "mean", "none", fn=m.set_p),
+        Family("set_relative_P", "mean", "none", fn=m.set_relative_p),
         Family("set_recall", "mean", "none", fn=m.set_recall),
+        Family("set_map", "mean", "none", fn=m.set_map),
         Family("set_F", "mean", "beta", (1.0,), m.set_f),
+        Family("num_nonrel_judged_ret", "sum", "none", fn=m.num_nonrel_judged_ret),
         Family("f1", "mean", "cutoffs", (5, 10), m.f1),
     )
 }
@@ -79,10 +87,12 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
     "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
                  "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
     "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
-                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "recall", "ndcg",
-                 "ndcg_cut", "map_cut", "success", "set_P", "set_recall", "set_F"),
+                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "recall", "gm_bpref",
+                 "Rprec_mult", "11pt_avg", "ndcg", "ndcg_cut", "map_cut", "relative_P",
+                 "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+                 "num_nonrel_judged_ret"),
     "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "set_P", "set_recall",
-            "set_F"),
+            "set_relative_P", "set_map", "set_F"),
 }
 """trec_eval's nicknames; ``all_trec`` is the part of trec_eval's ``all_trec`` metricalc has
 (docs/retrieval.md lists the measures it leaves out)."""
@@ -112,9 +122,9 @@ class Requested:
         f = self.family
         if f.params == "cutoffs":
             return [f"{f.name}_{int(k)}" for k in self.values]
-        if f.params == "levels":
+        if f.params in ("levels", "multiples"):
             return [f"{f.name}_{x:3.2f}" for x in self.values]
-        if f.params == "beta" and self.label is not None:
+        if f.params in ("beta", "average") and self.label is not None:
             return [f"{f.name}_{self.label}"]
         return [f.name]
 
@@ -138,7 +148,7 @@ def parse_measures(specs: Iterable[str]) -> list[Requested]:
             else:
                 parsed = _parse_params(family, params, spec)
                 values.update(parsed)
-                if family.params == "beta":
+                if family.params in ("beta", "average"):  # one value named by its parameters
                     asked[name] = (set(parsed), params)
     return [Requested(FAMILIES[n], tuple(sorted(asked[n][0])), asked[n][1])
             for n in FAMILIES if n in asked]
@@ -179,9 +189,11 @@ def _parse_params(family: Family, params: str, spec: str) -> set[float]:
                 f"measure {spec!r}: cutoffs must be positive integers like 5,10; got {params!r}"
             )
     elif not values or any(not math.isfinite(v) for v in values) or (
-        family.params == "levels" and any(not 0 <= v <= 1 for v in values)
-    ):
-        what = "recall levels in [0, 1] like 0.1,0.5" if family.params == "levels" else "a number"
+        family.params in ("levels", "average") and any(not 0 <= v <= 1 for v in values)
+    ) or (family.params == "multiples" and any(v < 0 for v in values)):
+        what = {"levels": "recall levels in [0, 1] like 0.1,0.5",
+                "average": "recall levels in [0, 1] like 0.2,0.5,0.8",
+                "multiples": "multiples of R >= 0 like 0.5,1,2"}.get(family.params, "a number")
         raise InvalidInputError(f"measure {spec!r}: expected {what}; got {params!r}")
     return set(values)
 
@@ -316,8 +328,10 @@ def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int) -> None:
         values = [f.fn(ranked)]
     elif f.params == "beta":
         values = [f.fn(ranked, req.values[0])]
+    elif f.params == "average":
+        values = [f.fn(ranked, req.values)]
     else:
-        values = [f.fn(ranked, v if f.params == "levels" else int(v)) for v in req.values]
+        values = [f.fn(ranked, int(v) if f.params == "cutoffs" else v) for v in req.values]
     for name, value in zip(names, values, strict=True):
         if f.kind == "gm":
             logs = np.log(np.maximum(value, m.GM_FLOOR))
