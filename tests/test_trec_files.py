@@ -38,6 +38,14 @@ def test_read_run_whitespace_variants(tmp_path, text):
     assert as_dict(read_run(path)) == {("q", "d1"): 2.5, ("q", "d2"): 1.5}
 
 
+def test_a_tab_inside_a_space_separated_line_splits_fields_as_trec_eval(tmp_path):
+    """isspace splits 'd1<tab>x': docno d1, rank x, score 1 (a CSV reader would keep 'd1<tab>x'
+    as one docno and read the score 2.5)."""
+    path = tmp_path / "run.txt"
+    path.write_text("q Q0 d1\tx 1 2.5 t\nq Q0 d2 2 1.5 t\n")
+    assert as_dict(read_run(path)) == {("q", "d1"): 1.0, ("q", "d2"): 1.5}
+
+
 def test_read_qrels(tmp_path):
     path = tmp_path / "qrels.txt"
     path.write_text("q1 0 d1 2\nq1 0 d2 -1\nq2 Q0 d1 0\n")

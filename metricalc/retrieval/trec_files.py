@@ -20,6 +20,7 @@ file.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -170,6 +171,8 @@ def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType]) -> 
     with path.open("rb") as f:
         first = f.readline()
     delimiter = "\t" if b"\t" in first and b" " not in first.strip() else " "
+    if _has_other_whitespace(path, delimiter):
+        return None  # fields split where the CSV reader would not: trec_eval splits on isspace
     column_types = {name: pa.binary() for name in names} | types
     keep = [name for name in names if name in ("qid", "docno", "rel", "score", "tag")]
     try:
@@ -181,6 +184,13 @@ def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType]) -> 
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
+
+
+def _has_other_whitespace(path: Path, delimiter: str) -> bool:
+    """Whether the file holds whitespace other than ``delimiter`` and line ends."""
+    others = [b"\x0b", b"\x0c", b"\t" if delimiter == " " else b" "]
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return any(data.find(c) >= 0 for c in others)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, list[bytes]]]:
