@@ -4,8 +4,8 @@ Notation for one query: documents at ranks :math:`i = 1..n` (``num_ret``, after 
 :math:`h_i = 1` if document :math:`i` is relevant (qrels value :math:`\ge` level), :math:`g_i` its
 gain (the qrels value where positive, else 0, whatever the level), :math:`H_k = \sum_{i \le
 \min(k, n)} h_i`, :math:`R` the relevant documents in the qrels (``num_rel``), :math:`N` the
-judged non-relevant ones (:math:`0 \le` value :math:`<` level). Every measure of a query with
-:math:`R = 0` is 0 (trec_eval evaluates such queries, and they count in the mean).
+judged non-relevant ones (:math:`0 \le` value :math:`<` level). Every measure but the counts is 0
+for a query with :math:`R = 0` (trec_eval evaluates such queries, and they count in the mean).
 
 Each function takes the :class:`~.ranking.Ranked` run (and the measure's parameters) and returns
 one float per query. The definitions follow trec_eval 9.0.8's ``m_<name>.c`` (docs/retrieval.md
