@@ -1,8 +1,10 @@
-"""``metricalc trec-eval QRELS RUN`` (a TREC run evaluated as trec_eval evaluates it).
+"""``metricalc trec-eval QRELS RUN [RUN ...]``: one TREC run evaluated as trec_eval evaluates
+it, or several compared (their ``all`` values and paired significance tests against a baseline).
 
-Building the parser must not import :mod:`metricalc.retrieval` (pyarrow and pandas), so the tie
-policies are spelled here; ``tests/test_trec_eval.py`` checks that they agree with
-``metricalc.retrieval.TIES``.
+Building the parser must not import :mod:`metricalc.retrieval` (pyarrow and pandas) or
+:mod:`metricalc.stats`, so the tie policies and tests are spelled here;
+``tests/test_trec_eval.py`` and ``tests/test_trec_compare.py`` check that they agree with
+``metricalc.retrieval.TIES`` and ``metricalc.stats.TESTS``.
 """
 
 from __future__ import annotations
@@ -11,22 +13,31 @@ import argparse
 import json
 from pathlib import Path
 
+from metricalc.errors import InvalidInputError
+
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 """``metricalc.retrieval.TIES``."""
+TESTS = ("randomization", "ttest", "wilcoxon", "sign")
+"""The tests of ``metricalc.stats.TESTS`` that take any per-query value (not McNemar's)."""
+CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
+"""``metricalc.stats.CORRECTIONS``."""
 
 
 def add_trec_eval(verbs: argparse._SubParsersAction) -> None:
-    """``metricalc trec-eval QRELS RUN [-m MEASURE ...] [-q] [-c] [-l LEVEL] [-M DEPTH] ...``."""
+    """``metricalc trec-eval QRELS RUN [RUN ...] [-m MEASURE ...] [-q] [-c] [-l LEVEL] ...``."""
     te = verbs.add_parser(
         "trec-eval",
         help="evaluate a TREC run against qrels, with trec_eval's measures and output",
         description=(
             "Evaluate a TREC run (qid Q0 docno rank score tag) against TREC qrels (qid 0 docno "
-            "rel) with trec_eval 9.0.8's definitions, ordering and output format."
+            "rel) with trec_eval 9.0.8's definitions, ordering and output format. With several "
+            "runs: a table of their all values, with paired significance tests of every run "
+            "against a baseline (Holm-corrected per measure)."
         ),
     )
     te.add_argument("qrels", type=Path, metavar="QRELS", help="TREC qrels file")
-    te.add_argument("run_file", type=Path, metavar="RUN", help="TREC run file")
+    te.add_argument("run_files", type=Path, nargs="+", metavar="RUN",
+                    help="TREC run file(s); several: compared (named by file stem)")
     te.add_argument(
         "-m", "--measure", action="append", dest="measures", metavar="MEASURE",
         help="trec_eval measure (map, P.5,10, ndcg_cut.10, official, all_trec, set) or ranx "
@@ -43,25 +54,94 @@ def add_trec_eval(verbs: argparse._SubParsersAction) -> None:
                     help="order of tied scores (default trec_eval: docno descending)")
     te.add_argument("--json", action="store_true",
                     help='print {"per_query": {qid: {measure: value}}, "all": {...}}')
+    te.add_argument("--cube", type=Path, metavar="FILE",
+                    help="also write the runs' per-query measures as a QueryCube (.nc) for "
+                    "metricalc compare / report")
+    several = te.add_argument_group("several runs")
+    several.add_argument("--baseline", metavar="RUN",
+                         help="run every other run is tested against (default: the first)")
+    several.add_argument("--test", choices=TESTS, default="randomization",
+                         help="paired test per measure (default: randomization, on the mean "
+                         "difference)")
+    several.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                         help="over the comparisons of one measure (default: holm)")
+    several.add_argument("--alpha", type=float, default=0.05)
+    several.add_argument("--seed", type=int, default=0, help="seed of the sign flips")
+    several.add_argument("--n-resamples", type=int, default=10_000,
+                         help="sign flips / bootstrap resamples")
+    several.add_argument("--latex", type=Path, metavar="FILE", help="write the table as LaTeX")
     te.set_defaults(run=_trec_eval)
 
 
 def _trec_eval(args: argparse.Namespace) -> int:
-    from metricalc.retrieval import evaluate, read_qrels, read_run
+    from metricalc.retrieval import read_qrels, read_run
 
     qrels = read_qrels(args.qrels)
-    run = read_run(args.run_file)
-    result = evaluate(
-        qrels,
-        run,
-        args.measures or ["official"],
-        complete=args.complete,
-        level=args.level,
-        depth=args.depth,
-        ties=args.ties,
-    )
+    if len(args.run_files) > 1:
+        return _compare_runs(args, qrels, {name: read_run(path) for name, path in
+                                           _run_names(args.run_files).items()})
+    for flag, value in (("--baseline", args.baseline), ("--latex", args.latex)):
+        if value is not None:
+            raise InvalidInputError(f"{flag} compares several runs; give two run files or more")
+    return _one_run(args, qrels, read_run(args.run_files[0]))
+
+
+def _one_run(args: argparse.Namespace, qrels: object, run: object) -> int:
+    from metricalc.retrieval import evaluate
+
+    measures = args.measures or ["official"]
+    options = {"complete": args.complete, "level": args.level, "depth": args.depth,
+               "ties": args.ties}
+    result = evaluate(qrels, run, measures, **options)  # type: ignore[arg-type]
+    if args.cube is not None:
+        _write_cube(args.cube, qrels, {Path(args.run_files[0]).stem: result}, options)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:
         print(result.to_text(per_query=args.per_query), end="")
+    return 0
+
+
+def _run_names(paths: list[Path]) -> dict[str, Path]:
+    """Run names: the file stems, or the paths as given where two stems are equal."""
+    if len({str(p) for p in paths}) != len(paths):
+        raise InvalidInputError(f"a run file is given twice: {', '.join(map(str, paths))}")
+    stems = [p.stem for p in paths]
+    if len(set(stems)) == len(stems):
+        return dict(zip(stems, paths, strict=True))
+    return {str(p): p for p in paths}
+
+
+def _write_cube(path: Path, qrels: object, results: dict, options: dict) -> None:
+    from metricalc import cube as qc
+    from metricalc.retrieval.querycube import retrieval_cube
+
+    qc.save(retrieval_cube(qrels, results, **options), path)  # type: ignore[arg-type]
+
+
+def _compare_runs(args: argparse.Namespace, qrels: object, runs: dict) -> int:
+    from metricalc._io import atomic_write
+    from metricalc.retrieval.comparison import compare_runs
+
+    if args.per_query and not args.json:
+        raise InvalidInputError(
+            "-q with several runs adds the per-query values to --json; give --json too"
+        )
+    options = {"complete": args.complete, "level": args.level, "depth": args.depth,
+               "ties": args.ties}
+    result = compare_runs(
+        qrels, runs, args.measures or ["official"], **options,  # type: ignore[arg-type]
+        baseline=args.baseline, test=args.test, correction=args.correction, alpha=args.alpha,
+        seed=args.seed, n_resamples=args.n_resamples,
+    )
+    if args.cube is not None:
+        from metricalc import cube as qc
+
+        qc.save(result.cube, args.cube)
+    if args.latex is not None:
+        atomic_write(args.latex, result.table().to_latex())
+    if args.json:
+        print(json.dumps(result.to_json(per_query=args.per_query), indent=1))
+    else:
+        result.print()
     return 0

@@ -1,0 +1,364 @@
+r"""Several TREC runs compared on one qrels: trec_eval's ``all`` per run and measure, and paired
+significance tests of every run against a baseline, one correction family per measure.
+
+:func:`compare_runs` evaluates every run (:func:`~metricalc.retrieval.evaluate`), builds their
+QueryCube (:func:`~metricalc.retrieval.querycube.retrieval_cube`) and, for every measure with a
+per-query value, calls :func:`metricalc.stats.compare` on it: by default the paired
+randomization (sign-flip) test on the mean difference over the queries both runs have
+(PROTOCOLS.md section 9), every run against the baseline, Holm's correction over those
+comparisons. :meth:`RunComparison.table` is the results table (:class:`metricalc.report.tables.
+Table`): one row per run, one column per measure holding its ``all`` value, a superscript letter
+where a run is significantly better than the run of that letter.
+
+A letter is never put on the run whose ``all`` is lower: the test's direction
+(:func:`metricalc.stats.direction`, the sign of the paired mean difference) is computed on the
+queries both runs have, while ``all`` averages each run over its own queries; where a run lacks
+queries the two can disagree, and such a comparison is left unmarked with a note
+(:attr:`RunComparison.withheld`). With ``complete`` (``-c``) every run has every qrels query and
+they cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from metricalc._io import json_safe
+from metricalc.errors import InvalidInputError
+from metricalc.retrieval.querycube import cube_variable, evaluate_runs, retrieval_cube
+from metricalc.retrieval.trec_eval import FAMILIES, Family, TrecEval, parse_measures
+from metricalc.retrieval.trec_files import Qrels, Run
+
+__all__ = ["RunComparison", "compare_runs", "table_measures"]
+
+
+def table_measures(result: TrecEval) -> list[str]:
+    """The printed names of the measures a comparison table shows: those whose ``all`` is a
+    mean over queries (``map``, ``P_5``, ``gm_map``, ...), in trec_eval's order; not ``runid``,
+    ``num_q`` or the counts (``num_ret``, ``num_rel``, ``num_rel_ret``,
+    ``num_nonrel_judged_ret``, whose ``all`` is a sum)."""
+    return [name for name in result.summary if _family(name).kind in ("mean", "gm")]
+
+
+def _family(printed: str) -> Family:
+    """The measure family of a printed name (``P_5`` -> ``P``, ``set_F_0.5`` -> ``set_F``)."""
+    name = printed
+    while name not in FAMILIES:
+        name = name.rpartition("_")[0]
+    return FAMILIES[name]
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Runs evaluated on one qrels and tested against a baseline (:func:`compare_runs`).
+
+    Attributes
+    ----------
+    results : dict of str to TrecEval
+        Each run's evaluation, by run name, in the order given (``summary`` is its ``all``).
+    cube : xarray.Dataset
+        The runs' QueryCube (:func:`~metricalc.retrieval.querycube.retrieval_cube`).
+    baseline : str
+        The run every other run is compared with.
+    measures : list of str
+        The table's measures (:func:`table_measures`), printed names.
+    comparisons : dict of str to xarray.Dataset
+        Printed measure name -> :func:`metricalc.stats.compare` Dataset (every run against the
+        baseline on that measure's per-query values; one correction family).
+    untested : dict of str to str
+        Measures of the table without a test, and why (``gm_map``: no per-query value; fewer
+        than 5 queries in common, ...).
+    withheld : list of str
+        Significant comparisons whose direction disagrees with the runs' ``all`` values (a run
+        lacking queries), left unmarked in the table.
+    """
+
+    results: dict[str, TrecEval]
+    cube: xr.Dataset
+    baseline: str
+    measures: list[str]
+    comparisons: dict[str, xr.Dataset]
+    untested: dict[str, str]
+    withheld: list[str]
+
+    @property
+    def runs(self) -> list[str]:
+        """The run names, in order."""
+        return list(self.results)
+
+    def summary(self) -> xr.Dataset:
+        """Over ``descriptor`` (the runs): each table measure's ``all`` value (float64)."""
+        data = {
+            name: ("descriptor", np.array([float(r.summary[name]) for r in
+                                           self.results.values()]))
+            for name in self.measures
+        }
+        return xr.Dataset(data, coords={"descriptor": self.runs})
+
+    def marked(self) -> dict[str, xr.Dataset]:
+        """The comparisons the table marks: :attr:`comparisons` with ``favours`` set to 0 where
+        it points to the run whose ``all`` is lower (:attr:`withheld`)."""
+        out = {}
+        for measure, comparison in self.comparisons.items():
+            favours = np.asarray(comparison["favours"].values).copy()
+            favours[_against_all(self, measure, comparison)] = 0
+            out[measure] = comparison.assign(favours=("comparison", favours))
+        return out
+
+    def table(self, *, decimals: int = 4, label: str = "tab:trec") -> Any:
+        """The results table (:class:`metricalc.report.tables.Table`): ``all`` values, best in
+        bold, second underlined, superscript letters for significant wins (:meth:`marked`);
+        ``.to_latex()``, ``.to_markdown()``, ``.to_html()``, ``.to_csv()``."""
+        from metricalc.report.tables import Table
+
+        n_q = {int(r.summary["num_q"]) for r in self.results.values() if "num_q" in r.summary}
+        queries = (f" over {n_q.pop():,} queries" if len(n_q) == 1 else
+                   " over the queries each run was evaluated on")
+        caption = (
+            f"trec_eval measures of {len(self.runs)} runs on {self.cube.attrs['qrels']}: the "
+            f"mean{queries} (trec_eval's all); tests against the baseline "
+            f"{self.baseline}."
+        )
+        return Table(self.summary(), self.marked(), columns=self.measures, decimals=decimals,
+                     caption=caption, label=label)
+
+    def print(self, *, console: Any = None) -> None:
+        """Print the table (:func:`metricalc.report.terminal.print_results_table`), then the
+        corrected p-value of every run against the baseline per tested measure (``>``: the run
+        is significantly better, ``<``: worse, as marked in the table), and the notes."""
+        from metricalc.report.terminal import print_blocks, print_results_table, terminal_console
+
+        console = console or terminal_console()
+        print_results_table(self.table(), console=console)
+        tested = list(self.comparisons)
+        others = [run for run in self.runs if run != self.baseline]
+        marked = self.marked()
+        if tested:
+            cells = []
+            for run in others:
+                row = []
+                for measure in tested:
+                    one = marked[measure].sel(descriptor=run, baseline=self.baseline)
+                    sign = {1: " >", -1: " <"}.get(int(one["favours"]), "")
+                    row.append((_p_text(float(one["pvalue_corrected"])) + sign,
+                                "bold" if sign else ""))
+                cells.append(row)
+            settings = self.comparisons[tested[0]].attrs
+            console.print()
+            print_blocks(
+                "run", others, tested, cells, console=console,
+                title=f"{settings['correction']}-corrected p vs {self.baseline} "
+                      f"({settings['test']} test, alpha {settings['alpha']})",
+            )
+        notes = [f"not tested: {m}: {why}" for m, why in self.untested.items()]
+        for measure, comparison in self.comparisons.items():
+            for (d, b), note in comparison["note"].to_series().items():
+                if note:
+                    notes.append(f"not tested: {measure}: {d} vs {b}: {note}")
+        dropped: dict[tuple[str, str], set[int]] = {}
+        for comparison in self.comparisons.values():
+            for pair, n in comparison["n_dropped"].to_series().items():
+                dropped.setdefault(pair, set()).add(int(n))
+        for (d, b), counts in dropped.items():
+            if counts != {0}:
+                n = "/".join(str(c) for c in sorted(counts))
+                notes.append(f"{d} vs {b}: {n} queries in only one of the two runs, left out "
+                             "of the tests")
+        for line in [*notes, *self.withheld]:
+            console.print(line, markup=False)
+
+    def to_json(self, *, per_query: bool = False) -> dict[str, Any]:
+        """``{"baseline", "test", "correction", "alpha", "seed", "n_resamples", "runs":
+        {name: {"all": {...}} (with ``per_query`` too)}, "comparisons": {measure: [{"run",
+        "baseline", "n", "n_dropped", "mean_run", "mean_baseline", "mean_diff", "ci_low",
+        "ci_high", "pvalue", "pvalue_corrected", "reject", "favours", "marked", "note"}]},
+        "untested": {measure: why}, "withheld": [...]}``; NaN as null."""
+        settings = next(iter(self.comparisons.values())).attrs if self.comparisons else {}
+        runs = {}
+        for name, result in self.results.items():
+            data = result.to_json()
+            runs[name] = data if per_query else {"all": data["all"]}
+        marked = self.marked()
+        comparisons: dict[str, list[dict[str, Any]]] = {}
+        for measure, comparison in self.comparisons.items():
+            frame = comparison.to_dataframe().reset_index()
+            rows = []
+            for k, row in enumerate(frame.to_dict(orient="records")):
+                rows.append({
+                    "run": row["descriptor"], "baseline": row["baseline"], "n": row["n"],
+                    "n_dropped": row["n_dropped"], "mean_run": row["mean_descriptor"],
+                    "mean_baseline": row["mean_baseline"], "mean_diff": row["mean_diff"],
+                    "ci_low": row["ci_low"], "ci_high": row["ci_high"], "pvalue": row["pvalue"],
+                    "pvalue_corrected": row["pvalue_corrected"], "reject": row["reject"],
+                    "favours": row["favours"],
+                    "marked": int(marked[measure]["favours"].values[k]),
+                    "note": row["note"],
+                })
+            comparisons[measure] = rows
+        return json_safe({
+            "baseline": self.baseline,
+            **{key: settings.get(key) for key in ("test", "correction", "alpha", "seed",
+                                                  "n_resamples", "confidence_level")},
+            "runs": runs,
+            "comparisons": comparisons,
+            "untested": self.untested,
+            "withheld": self.withheld,
+        })
+
+
+def _p_text(p: float) -> str:
+    if not np.isfinite(p):
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _against_all(result: RunComparison, measure: str, comparison: xr.Dataset) -> np.ndarray:
+    """Comparisons of ``measure`` whose ``favours`` points to the run with the lower ``all``."""
+    values = {name: float(r.summary[measure]) for name, r in result.results.items()}
+    index = comparison.get_index("comparison")
+    favours = np.asarray(comparison["favours"].values)
+    sign = np.array([np.sign(values[d] - values[b]) for d, b in index])
+    return (favours != 0) & (favours != sign)
+
+
+def compare_runs(
+    qrels: Qrels,
+    runs: Mapping[str, Run] | Sequence[Run],
+    measures: Sequence[str] = ("official",),
+    *,
+    complete: bool = False,
+    level: int = 1,
+    depth: int | None = None,
+    ties: str = "trec_eval",
+    baseline: str | None = None,
+    test: str = "randomization",
+    correction: str = "holm",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = 10_000,
+    confidence_level: float = 0.95,
+) -> RunComparison:
+    """Evaluate several runs on one qrels and test every run against a baseline, per measure.
+
+    Parameters
+    ----------
+    qrels : Qrels
+        The judgments.
+    runs : mapping of str to Run, or sequence of Run
+        At least two runs, by name (a sequence: named by their tags, which must then differ).
+    measures, complete, level, depth, ties
+        As :func:`~metricalc.retrieval.evaluate`.
+    baseline : str, optional
+        The run every other run is compared with; default the first.
+    test, correction, alpha, seed, n_resamples, confidence_level
+        As :func:`metricalc.stats.compare` (paired by query, i.e. by qid). The default test is
+        the paired randomization test on the mean difference (:math:`p = (b+1)/(m+1)` over
+        ``n_resamples`` sign flips); every measure's comparisons are one correction family and
+        use the same ``seed``.
+
+    Returns
+    -------
+    RunComparison
+        The evaluations, the cube, the comparisons per measure and the table.
+
+    Raises
+    ------
+    InvalidInputError
+        Fewer than two runs, an unknown baseline, or what :func:`~metricalc.retrieval.evaluate`
+        and :func:`metricalc.stats.compare` refuse (except a measure that cannot be tested,
+        which is listed in ``untested``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.retrieval import Qrels, Run
+    >>> rng = np.random.default_rng(0)
+    >>> qrels = Qrels.from_dict({f"q{i}": {f"d{j}": int(j < 3) for j in range(10)}
+    ...                          for i in range(20)})
+    >>> good = Run.from_dict({f"q{i}": {f"d{j}": 10.0 - j + rng.random() for j in range(10)}
+    ...                       for i in range(20)}, tag="good")
+    >>> noise = Run.from_dict({f"q{i}": {f"d{j}": rng.random() for j in range(10)}
+    ...                        for i in range(20)}, tag="noise")
+    >>> result = compare_runs(qrels, [noise, good], ["map", "P.5"], n_resamples=2000)
+    >>> result.measures, result.baseline
+    (['map', 'P_5'], 'noise')
+    >>> row = result.comparisons["map"].sel(descriptor="good", baseline="noise")
+    >>> bool(row.reject), int(row.favours)
+    (True, 1)
+    """
+    from metricalc.stats import TESTS, compare
+
+    if test not in TESTS:
+        raise InvalidInputError(f"test must be one of {', '.join(TESTS)}; got {test!r}")
+    results = evaluate_runs(qrels, runs, [*measures, "map"], complete=complete, level=level,
+                            depth=depth, ties=ties)
+    if len(results) < 2:
+        raise InvalidInputError(
+            f"a comparison needs at least two runs; got {len(results)} ({', '.join(results)})"
+        )
+    names = list(results)
+    baseline = names[0] if baseline is None else baseline
+    if baseline not in results:
+        raise InvalidInputError(
+            f"baseline {baseline!r} is not one of the runs: {', '.join(names)}"
+        )
+    cube = retrieval_cube(qrels, results, complete=complete, level=level, depth=depth,
+                          ties=ties)
+    if "map" not in {r.family.name for r in parse_measures(measures)}:
+        for result in results.values():
+            del result.summary["map"]
+    shown = table_measures(results[names[0]])
+    comparisons: dict[str, xr.Dataset] = {}
+    untested: dict[str, str] = {}
+    for measure in shown:
+        why = _untestable(cube, measure, baseline, test)
+        if why:
+            untested[measure] = why
+            continue
+        comparisons[measure] = compare(
+            cube, metric=cube_variable(measure), pair_by="query", test=test,
+            correction=correction, alpha=alpha, baseline=baseline, seed=seed,
+            n_resamples=n_resamples, confidence_level=confidence_level,
+        )
+    partial = RunComparison(results, cube, baseline, shown, comparisons, untested, [])
+    withheld = []
+    for measure, comparison in comparisons.items():
+        index = comparison.get_index("comparison")
+        for d, b in index[_against_all(partial, measure, comparison)]:
+            withheld.append(
+                f"{measure}: {d} vs {b} is significant on the queries both have, in favour of "
+                "the run whose all (over its own queries) is lower: not marked"
+            )
+    return RunComparison(results, cube, baseline, shown, comparisons, untested, withheld)
+
+
+def _untestable(cube: xr.Dataset, measure: str, baseline: str, test: str) -> str:
+    """Why no comparison of ``measure`` against ``baseline`` can be tested ("" if one can): no
+    per-query value, fewer than :data:`metricalc.stats.MIN_UNITS` queries in common, or
+    differences :func:`metricalc.stats.untestable` refuses for ``test``."""
+    from metricalc.stats import MIN_UNITS, untestable
+
+    name = cube_variable(measure)
+    if name not in cube.data_vars:
+        return "trec_eval has no per-query value of it (a geometric mean, printed for all only)"
+    values = np.asarray(cube[name].values)
+    base = values[list(cube["descriptor"].values).index(baseline)]
+    reasons = []
+    for run, row in zip(cube["descriptor"].values.tolist(), values, strict=True):
+        if run == baseline:
+            continue
+        both = np.isfinite(row) & np.isfinite(base)
+        n = int(both.sum())
+        if n < MIN_UNITS:
+            reasons.append(f"{run}: {n} queries in common with {baseline}, a paired test needs "
+                           f"at least {MIN_UNITS}")
+            continue
+        note = untestable(row[both] - base[both], test=test)
+        if not note:
+            return ""
+        reasons.append(f"{run}: {note}")
+    return "; ".join(reasons)
