@@ -29,7 +29,12 @@ import xarray as xr
 
 from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval.querycube import cube_variable, evaluate_runs, retrieval_cube
+from metricalc.retrieval.querycube import (
+    cube_variable,
+    evaluate_runs,
+    retrieval_cube,
+    run_names,
+)
 from metricalc.retrieval.trec_eval import FAMILIES, Family, TrecEval, parse_measures
 from metricalc.retrieval.trec_files import Qrels, Run
 
@@ -149,11 +154,12 @@ class RunComparison:
                 cells.append(row)
             settings = self.comparisons[tested[0]].attrs
             console.print()
-            print_blocks(
-                "run", others, tested, cells, console=console,
-                title=f"{settings['correction']}-corrected p vs {self.baseline} "
-                      f"({settings['test']} test, alpha {settings['alpha']})",
+            console.print(
+                f"{settings['correction']}-corrected p vs {self.baseline} ({settings['test']} "
+                f"test, alpha {settings['alpha']}; >: the run is better, <: worse):",
+                markup=False,
             )
+            print_blocks("run", others, tested, cells, console=console)
         notes = [f"not tested: {m}: {why}" for m, why in self.untested.items()]
         for measure, comparison in self.comparisons.items():
             for (d, b), note in comparison["note"].to_series().items():
@@ -294,7 +300,8 @@ def compare_runs(
 
     if test not in TESTS:
         raise InvalidInputError(f"test must be one of {', '.join(TESTS)}; got {test!r}")
-    results = evaluate_runs(qrels, runs, [*measures, "map"], complete=complete, level=level,
+    named = run_names(runs)
+    results = evaluate_runs(qrels, named, [*measures, "map"], complete=complete, level=level,
                             depth=depth, ties=ties)
     if len(results) < 2:
         raise InvalidInputError(
@@ -308,6 +315,7 @@ def compare_runs(
         )
     cube = retrieval_cube(qrels, results, complete=complete, level=level, depth=depth,
                           ties=ties)
+    cube["runid"] = ("descriptor", np.array([run.tag for run in named.values()], dtype=str))
     if "map" not in {r.family.name for r in parse_measures(measures)}:
         for result in results.values():
             del result.summary["map"]

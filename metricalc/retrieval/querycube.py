@@ -19,7 +19,8 @@ checked by :func:`validate_retrieval_cube`.
 ...                       name (``iprec_at_recall_0.10``, ``num_rel_ret``, ...), float64
 ``n_relevant``            1 where the run has a value for the query, -1 where it has none
                           (``better`` and ``ties`` are -1: a TREC query has no single rank)
-``runid``                 over ``descriptor``: the run's tag (trec_eval's ``runid``)
+``runid``                 over ``descriptor``: the run's tag (trec_eval's ``runid``; ``""``
+                          for evaluations given without ``runid``)
 ========================  ===============================================================
 
 Queries: without ``complete``, those evaluated for at least one run (in both that run and the
@@ -187,9 +188,12 @@ def retrieval_cube(
         isinstance(r, TrecEval) for r in runs.values()
     ):
         results = dict(runs)
+        tags = [str(r.summary.get("runid", "")) for r in results.values()]
     else:
         asked = list(measures)
-        results = evaluate_runs(qrels, runs, [*asked, "map"], complete=complete, level=level,
+        named = run_names(runs)  # type: ignore[arg-type]
+        tags = [run.tag for run in named.values()]
+        results = evaluate_runs(qrels, named, [*asked, "map"], complete=complete, level=level,
                                 depth=depth, ties=ties)
         if "map" not in {r.family.name for r in parse_measures(asked)}:
             for result in results.values():
@@ -257,8 +261,7 @@ def retrieval_cube(
     )
     for name, table in values.items():
         cube[name] = ((qc.DESCRIPTOR, qc.QUERY), np.where(has_value, table, np.nan))
-    cube["runid"] = (qc.DESCRIPTOR, np.array([str(r.summary.get("runid", ""))
-                                             for r in results.values()], dtype=str))
+    cube["runid"] = (qc.DESCRIPTOR, np.array(tags, dtype=str))
     return validate_retrieval_cube(cube)
 
 
