@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from metricalc.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from metricalc.retrieval import Qrels, Run
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 """``metricalc.retrieval.TIES``."""
@@ -86,15 +90,23 @@ def _trec_eval(args: argparse.Namespace) -> int:
     return _one_run(args, qrels, read_run(args.run_files[0]))
 
 
-def _one_run(args: argparse.Namespace, qrels: object, run: object) -> int:
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The evaluation options of ``evaluate`` given on the command line."""
+    return {"complete": args.complete, "level": args.level, "depth": args.depth,
+            "ties": args.ties}
+
+
+def _one_run(args: argparse.Namespace, qrels: Qrels, run: Run) -> int:
     from metricalc.retrieval import evaluate
 
-    measures = args.measures or ["official"]
-    options = {"complete": args.complete, "level": args.level, "depth": args.depth,
-               "ties": args.ties}
-    result = evaluate(qrels, run, measures, **options)  # type: ignore[arg-type]
+    result = evaluate(qrels, run, args.measures or ["official"], **_options(args))
     if args.cube is not None:
-        _write_cube(args.cube, qrels, {Path(args.run_files[0]).stem: result}, options)
+        from metricalc import cube as qc
+        from metricalc.retrieval.querycube import retrieval_cube
+
+        cube = retrieval_cube(qrels, {Path(args.run_files[0]).stem: run},
+                              args.measures or ["official"], **_options(args))
+        qc.save(cube, args.cube)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:
@@ -112,14 +124,7 @@ def _run_names(paths: list[Path]) -> dict[str, Path]:
     return {str(p): p for p in paths}
 
 
-def _write_cube(path: Path, qrels: object, results: dict, options: dict) -> None:
-    from metricalc import cube as qc
-    from metricalc.retrieval.querycube import retrieval_cube
-
-    qc.save(retrieval_cube(qrels, results, **options), path)  # type: ignore[arg-type]
-
-
-def _compare_runs(args: argparse.Namespace, qrels: object, runs: dict) -> int:
+def _compare_runs(args: argparse.Namespace, qrels: Qrels, runs: dict[str, Run]) -> int:
     from metricalc._io import atomic_write
     from metricalc.retrieval.comparison import compare_runs
 
@@ -127,10 +132,8 @@ def _compare_runs(args: argparse.Namespace, qrels: object, runs: dict) -> int:
         raise InvalidInputError(
             "-q with several runs adds the per-query values to --json; give --json too"
         )
-    options = {"complete": args.complete, "level": args.level, "depth": args.depth,
-               "ties": args.ties}
     result = compare_runs(
-        qrels, runs, args.measures or ["official"], **options,  # type: ignore[arg-type]
+        qrels, runs, args.measures or ["official"], **_options(args),
         baseline=args.baseline, test=args.test, correction=args.correction, alpha=args.alpha,
         seed=args.seed, n_resamples=args.n_resamples,
     )
