@@ -168,8 +168,8 @@ def _slots(
         slots.append(np.where(index >= 0, index + offset, -1))
         descriptors.append(desc)
         offset += len(points)
-    big = np.iinfo(np.int64).max
-    slot = np.sort(np.where(np.stack(slots, axis=1) >= 0, np.stack(slots, axis=1), big), axis=1)
+    slot, big = np.stack(slots, axis=1), np.iinfo(np.int64).max
+    slot = np.sort(np.where(slot >= 0, slot, big), axis=1)
     return np.where(slot == big, -1, slot), np.concatenate(descriptors)
 
 
