@@ -121,6 +121,8 @@ SEQUENCE_VARIABLES: Mapping[str, Field] = MappingProxyType(
     {
         "verification_ap": Field(_F64, _NAN),
         "retrieval_ap": Field(_F64, _NAN),
+        "verification_ap_per_keypoint": Field(_F64, _NAN),
+        "retrieval_ap_per_keypoint": Field(_F64, _NAN),
         "retrieval_num_true_positives": Field(_I64, -1),
         "retrieval_num_hard_negatives": Field(_I64, -1),
         "retrieval_num_distractors": Field(_I64, -1),

@@ -76,15 +76,37 @@ BOJANIC_METRICS = (
     "keypoint_retrieval_ap",
     "retrieval_viewpoint_ap",
     "retrieval_illumination_ap",
+    "keypoint_verification_ap_per_keypoint",
+    "verification_viewpoint_ap_per_keypoint",
+    "verification_illumination_ap_per_keypoint",
+    "keypoint_retrieval_ap_per_keypoint",
+    "retrieval_viewpoint_ap_per_keypoint",
+    "retrieval_illumination_ap_per_keypoint",
 )
-"""Bojanic et al. APs: means over the ``sequence`` dim of the cube (all, ``v_*``, ``i_*``)."""
+"""Bojanic et al. APs: means over the ``sequence`` dim of the cube (all, ``v_*``, ``i_*``).
+
+The first six are DescriptorWorkbench's (``KeypointVerification.cpp``): means of the per-scene
+APs of each scene's pooled list (cube variables ``verification_ap``, ``retrieval_ap``). The
+``*_per_keypoint`` six are metricalc's decomposable variant: means of the per-scene means of
+per-keypoint APs (``verification_ap_per_keypoint``, ``retrieval_ap_per_keypoint``).
+:mod:`metricalc.keypoints.bojanic` defines both."""
 
 BOJANIC_COUNTS = (
     "retrieval_num_true_positives",
     "retrieval_num_hard_negatives",
     "retrieval_num_distractors",
 )
-"""Bojanic et al. retrieval counts: sums over the ``sequence`` dim."""
+"""Bojanic et al. retrieval counts (DescriptorWorkbench's label counts of the pooled lists):
+sums over the ``sequence`` dim."""
+
+_BOJANIC_TASKS = (
+    ("verification_ap", "keypoint_verification_ap", "verification", ""),
+    ("retrieval_ap", "keypoint_retrieval_ap", "retrieval", ""),
+    ("verification_ap_per_keypoint", "keypoint_verification_ap", "verification", "_per_keypoint"),
+    ("retrieval_ap_per_keypoint", "keypoint_retrieval_ap", "retrieval", "_per_keypoint"),
+)
+"""Cube variable on ``(descriptor, sequence)``, the metric name of its mean over all scenes,
+the prefix of its split means and the suffix of all three."""
 
 _QUERY_VARS = ("better", "ties", "n_relevant", "ap")
 _GROUP_COORDS = ("scene", "split", "pair")
@@ -251,7 +273,19 @@ def _rank_histogram(
 
 
 def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The Bojanic et al. aggregates: NaN APs and zero counts without a ``sequence`` dim."""
+    r"""The Bojanic et al. aggregates: NaN APs and zero counts without a ``sequence`` dim.
+
+    Each AP is the mean over scenes (all, names starting ``v_``, names starting ``i_``) of a
+    per-scene value, NaN scenes skipped (DescriptorWorkbench skips scenes without candidates;
+    its AP of a scene with candidates but no correspondence is 0 and counts):
+
+    .. math::
+
+        \mathrm{keypoint\_verification\_ap} = \frac{1}{|S|} \sum_{s \in S} AP^{pool}_s
+
+    with :math:`S` the scenes whose ``verification_ap`` is not NaN. An empty mean is NaN where
+    DescriptorWorkbench writes 0.0.
+    """
     if "sequence" not in cube.dims:
         coords = {"descriptor": cube["descriptor"].values}
         nan = xr.DataArray(
@@ -259,7 +293,7 @@ def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
         )
         zero = xr.zeros_like(nan, dtype=np.int64)
         return {**dict.fromkeys(BOJANIC_METRICS, nan), **dict.fromkeys(BOJANIC_COUNTS, zero)}
-    needed = ("verification_ap", "retrieval_ap", *BOJANIC_COUNTS)
+    needed = [task for task, *_ in _BOJANIC_TASKS] + list(BOJANIC_COUNTS)
     missing = [v for v in needed if v not in cube.data_vars]
     if missing:
         raise InvalidInputError(
@@ -274,11 +308,11 @@ def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
         for part, prefix in (("viewpoint", "v_"), ("illumination", "i_"))
     }
     out: dict[str, xr.DataArray] = {}
-    for task, prefix in (("verification_ap", "verification"), ("retrieval_ap", "retrieval")):
+    for task, overall, prefix, suffix in _BOJANIC_TASKS:
         values = cube[task].assign_coords(sequence=names)
-        out[f"keypoint_{task}"] = _nanmean(values, "sequence")
+        out[overall + suffix] = _nanmean(values, "sequence")
         for part, mask in split.items():
-            out[f"{prefix}_{part}_ap"] = _nanmean(values.where(mask), "sequence")
+            out[f"{prefix}_{part}_ap{suffix}"] = _nanmean(values.where(mask), "sequence")
     for name in BOJANIC_COUNTS:
         out[name] = cube[name].sum("sequence").astype(np.int64)
     return out

@@ -142,6 +142,14 @@ def make_cube(*, bojanic: bool = True, tie_policy: str = "expected") -> xr.Datas
         seq = ("descriptor", "sequence")
         data["verification_ap"] = (seq, np.array([[0.9, 0.6, 0.3], [0.8, 0.2, 0.5], [NAN] * 3]))
         data["retrieval_ap"] = (seq, np.array([[0.5, 0.4, NAN], [0.7, 0.1, 0.4], [NAN] * 3]))
+        data["verification_ap_per_keypoint"] = (
+            seq,
+            np.array([[0.8, NAN, 0.2], [0.6, 0.4, 0.1], [NAN] * 3]),
+        )
+        data["retrieval_ap_per_keypoint"] = (
+            seq,
+            np.array([[0.7, NAN, 0.3], [0.5, 0.3, 0.9], [NAN] * 3]),
+        )
         data["retrieval_num_true_positives"] = (seq, np.array([[10, 20, 30], [1, 2, 3], [0] * 3]))
         data["retrieval_num_hard_negatives"] = (
             seq,
@@ -366,6 +374,18 @@ def test_bojanic_aggregations(metrics: xr.Dataset) -> None:
     assert value(metrics, "retrieval_illumination_ap", "alpha") == pytest.approx(0.5)
     assert value(metrics, "keypoint_retrieval_ap", "beta") == pytest.approx((0.7 + 0.1 + 0.4) / 3)
     assert value(metrics, "retrieval_viewpoint_ap", "beta") == pytest.approx((0.1 + 0.4) / 2)
+    # the per-keypoint variants: alpha 0.8, NaN, 0.2 (verification) and 0.7, NaN, 0.3
+    per_keypoint = {
+        "keypoint_verification_ap_per_keypoint": ((0.8 + 0.2) / 2, (0.6 + 0.4 + 0.1) / 3),
+        "verification_viewpoint_ap_per_keypoint": (0.2, (0.4 + 0.1) / 2),
+        "verification_illumination_ap_per_keypoint": (0.8, 0.6),
+        "keypoint_retrieval_ap_per_keypoint": ((0.7 + 0.3) / 2, (0.5 + 0.3 + 0.9) / 3),
+        "retrieval_viewpoint_ap_per_keypoint": (0.3, (0.3 + 0.9) / 2),
+        "retrieval_illumination_ap_per_keypoint": (0.7, 0.5),
+    }
+    for name, (alpha, beta) in per_keypoint.items():
+        assert value(metrics, name, "alpha") == pytest.approx(alpha)
+        assert value(metrics, name, "beta") == pytest.approx(beta)
     sums = {
         "retrieval_num_true_positives": (10 + 20 + 30, 1 + 2 + 3),
         "retrieval_num_hard_negatives": (100 + 200 + 300, 4 + 5 + 6),
@@ -378,7 +398,11 @@ def test_bojanic_aggregations(metrics: xr.Dataset) -> None:
 
 def test_without_sequence_dim_bojanic_is_nan() -> None:
     m = metric_set(make_cube(bojanic=False))
-    for name in ("keypoint_verification_ap", "retrieval_viewpoint_ap"):
+    for name in (
+        "keypoint_verification_ap",
+        "retrieval_viewpoint_ap",
+        "keypoint_retrieval_ap_per_keypoint",
+    ):
         assert np.isnan(m[name].values).all()
     assert (m.retrieval_num_distractors.values == 0).all()
     assert value(m, "true_map_micro", "beta") == pytest.approx(29 / 36)
@@ -405,6 +429,12 @@ def test_dataset_shape_and_attrs(metrics: xr.Dataset, cube: xr.Dataset) -> None:
         "keypoint_retrieval_ap",
         "retrieval_viewpoint_ap",
         "retrieval_illumination_ap",
+        "keypoint_verification_ap_per_keypoint",
+        "verification_viewpoint_ap_per_keypoint",
+        "verification_illumination_ap_per_keypoint",
+        "keypoint_retrieval_ap_per_keypoint",
+        "retrieval_viewpoint_ap_per_keypoint",
+        "retrieval_illumination_ap_per_keypoint",
         "retrieval_num_true_positives",
         "retrieval_num_hard_negatives",
         "retrieval_num_distractors",
@@ -758,6 +788,8 @@ def test_invalid_cubes(cube: xr.Dataset) -> None:
         metric_set(cube, k=[True])
     with pytest.raises(InvalidInputError, match=r"lacks .*retrieval_ap"):
         metric_set(cube.drop_vars("retrieval_ap"))
+    with pytest.raises(InvalidInputError, match=r"lacks .*verification_ap_per_keypoint"):
+        metric_set(cube.drop_vars("verification_ap_per_keypoint"))
     with pytest.raises(InvalidInputError, match="nn_mutual"):
         matching_accuracy(cube.drop_vars("nn_mutual"), mutual=True)
     bad_pairs = cube.assign_coords(pair=("query", np.array(["12"] * 11, dtype=object)))
