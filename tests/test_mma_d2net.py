@@ -1,13 +1,12 @@
 """D2-Net's HPatches-sequences evaluation, reproduced: metricalc against a line-by-line port.
 
-``d2net_benchmark`` below is a NumPy transcription, statement by statement, of
-``benchmark_features`` and ``mnn_matcher`` in D2-Net's
-``hpatches_sequences/HPatches-Sequences-Matching-Benchmark.ipynb`` (torch replaced by NumPy:
-``torch.max(..., dim)[1]`` is the first index of the maximum, as ``np.argmax``), and of the
-plotting cell that turns ``i_err`` / ``v_err`` into MMA (divided by ``n_i * 5``, ``n_v * 5``,
-``(n_i + n_v) * 5``). Random scenes (keypoints, homographies, descriptors) go through both
-the port and ``metricalc.keypoints.evaluate`` + :func:`metricalc.matching_accuracy`; the
-curves must agree to 1e-12.
+``d2net_benchmark`` below follows, step for step, ``benchmark_features`` and ``mnn_matcher``
+in D2-Net's ``hpatches_sequences/HPatches-Sequences-Matching-Benchmark.ipynb`` (rewritten in
+NumPy: ``torch.max(..., dim)[1]`` is the first index of the maximum, as ``np.argmax``), and
+``d2net_mma`` the plotting cell that turns the sums into MMA (divided by ``n_i * 5``,
+``n_v * 5``, ``(n_i + n_v) * 5``). Random scenes (keypoints, homographies, descriptors) go
+through both the port and ``metricalc.keypoints.evaluate`` + :func:`metricalc.matching_accuracy`;
+the curves must agree to 1e-12.
 
 Descriptors are 0/1 vectors with the same number of ones (so every dot product and squared
 distance is a small integer, computed exactly by both, and the largest dot product is the
@@ -34,81 +33,70 @@ THRESHOLDS = np.arange(1, 11)
 # ---- the port ---------------------------------------------------------------------------------
 
 
-def mnn_matcher(descriptors_a, descriptors_b):
-    sim = descriptors_a @ descriptors_b.T
-    nn12 = np.argmax(sim, axis=1)
-    nn21 = np.argmax(sim, axis=0)
-    ids1 = np.arange(0, sim.shape[0])
-    mask = ids1 == nn21[nn12]
-    matches = np.stack([ids1[mask], nn12[mask]])
-    return matches.T
+def mutual_matches(desc1, desc2):
+    """D2-Net's ``mnn_matcher``, step for step: similarities by dot product, the best column of
+    every row and the best row of every column (first index on ties, as ``torch.max``), and
+    the rows whose best column points back at them. Returns (row, column) pairs."""
+    similarity = desc1 @ desc2.T
+    best_col = similarity.argmax(axis=1)
+    best_row = similarity.argmax(axis=0)
+    rows = np.arange(similarity.shape[0])
+    back = best_row[best_col] == rows
+    return np.column_stack([rows[back], best_col[back]])
 
 
-def d2net_benchmark(seq_names, read_feats, read_homography, rng=THRESHOLDS):
-    n_feats = []
-    n_matches = []
-    seq_type = []
-    i_err = {thr: 0 for thr in rng}
-    v_err = {thr: 0 for thr in rng}
-
-    for seq_name in sorted(seq_names):
-        keypoints_a, descriptors_a = read_feats(seq_name, 1)
-        n_feats.append(keypoints_a.shape[0])
-
-        for im_idx in range(2, 7):
-            keypoints_b, descriptors_b = read_feats(seq_name, im_idx)
-            n_feats.append(keypoints_b.shape[0])
-
-            matches = mnn_matcher(descriptors_a, descriptors_b)
-
-            homography = read_homography(seq_name, im_idx)
-
-            pos_a = keypoints_a[matches[:, 0], :2]
-            pos_a_h = np.concatenate([pos_a, np.ones([matches.shape[0], 1])], axis=1)
-            pos_b_proj_h = np.transpose(np.dot(homography, np.transpose(pos_a_h)))
-            with np.errstate(divide="ignore", invalid="ignore"):  # w = 0: inf / nan, as torch
-                pos_b_proj = pos_b_proj_h[:, :2] / pos_b_proj_h[:, 2:]
-
-            pos_b = keypoints_b[matches[:, 1], :2]
-
-            with np.errstate(invalid="ignore"):
-                dist = np.sqrt(np.sum((pos_b - pos_b_proj) ** 2, axis=1))
-
-            n_matches.append(matches.shape[0])
-            seq_type.append(seq_name[0])
-
-            if dist.shape[0] == 0:
-                dist = np.array([float("inf")])
-
-            for thr in rng:
-                if seq_name[0] == "i":
-                    i_err[thr] += np.mean(dist <= thr)
-                else:
-                    v_err[thr] += np.mean(dist <= thr)
-
-    seq_type = np.array(seq_type)
-    n_feats = np.array(n_feats)
-    n_matches = np.array(n_matches)
-
-    return i_err, v_err, [seq_type, n_feats, n_matches]
+def d2net_benchmark(sequence_names, features_of, homography_of, thresholds=THRESHOLDS):
+    """D2-Net's ``benchmark_features``, step for step: every sequence in sorted order, image 1
+    against images 2..6, errors of the mutual matches, per-pair accuracy added to the sums of
+    the sequence's kind (its name's first letter). Returns the two sums and the counts."""
+    feature_counts, match_counts, kinds = [], [], []
+    illumination = dict.fromkeys(thresholds, 0)
+    viewpoint = dict.fromkeys(thresholds, 0)
+    for name in sorted(sequence_names):
+        points1, desc1 = features_of(name, 1)
+        feature_counts.append(len(points1))
+        for k in range(2, 7):
+            pointsk, desck = features_of(name, k)
+            feature_counts.append(len(pointsk))
+            found = mutual_matches(desc1, desck)
+            H = homography_of(name, k)
+            homogeneous = np.hstack([points1[found[:, 0], :2], np.ones((len(found), 1))])
+            mapped = (H @ homogeneous.T).T
+            with np.errstate(divide="ignore", invalid="ignore"):  # w = 0: inf or nan, as torch
+                projected = mapped[:, :2] / mapped[:, 2:]
+                errors = np.sqrt(((pointsk[found[:, 1], :2] - projected) ** 2).sum(axis=1))
+            match_counts.append(len(found))
+            kinds.append(name[0])
+            if len(errors) == 0:  # D2-Net: an empty pair gets one infinite error
+                errors = np.array([np.inf])
+            sums = illumination if name[0] == "i" else viewpoint
+            for t in thresholds:
+                sums[t] += np.mean(errors <= t)
+    return illumination, viewpoint, (np.array(kinds), np.array(feature_counts), match_counts)
 
 
-def d2net_mma(i_err, v_err, n_i, n_v, rng=THRESHOLDS):
-    """The three curves of the plotting cell: overall, illumination, viewpoint."""
-    overall = [(i_err[thr] + v_err[thr]) / ((n_i + n_v) * 5) for thr in rng]
-    illumination = [i_err[thr] / (n_i * 5) for thr in rng]
-    viewpoint = [v_err[thr] / (n_v * 5) for thr in rng]
-    return np.array([overall, illumination, viewpoint])
+def d2net_mma(illumination, viewpoint, n_i, n_v, thresholds=THRESHOLDS):
+    """The three curves of D2-Net's plotting cell: sums over pairs divided by the number of
+    pairs of the split, (n_i + n_v) * 5, n_i * 5, n_v * 5."""
+    return np.array(
+        [
+            [(illumination[t] + viewpoint[t]) / ((n_i + n_v) * 5) for t in thresholds],
+            [illumination[t] / (n_i * 5) for t in thresholds],
+            [viewpoint[t] / (n_v * 5) for t in thresholds],
+        ]
+    )
 
 
-def d2net_summary(stats, n_i, n_v):
-    """The numbers ``summary`` prints: features mean, min, max; matches overall, i, v."""
-    seq_type, n_feats, n_matches = stats
-    features = (np.mean(n_feats), np.min(n_feats), np.max(n_feats))
+def d2net_summary(counts, n_i, n_v):
+    """What D2-Net's ``summary`` prints: keypoints per image (mean, min, max), and matches per
+    pair overall, illumination, viewpoint (sums divided by the number of pairs)."""
+    kinds, feature_counts, match_counts = counts
+    match_counts = np.asarray(match_counts)
+    features = (feature_counts.mean(), feature_counts.min(), feature_counts.max())
     matches = (
-        np.sum(n_matches) / ((n_i + n_v) * 5),
-        np.sum(n_matches[seq_type == "i"]) / (n_i * 5),
-        np.sum(n_matches[seq_type == "v"]) / (n_v * 5),
+        match_counts.sum() / ((n_i + n_v) * 5),
+        match_counts[kinds == "i"].sum() / (n_i * 5),
+        match_counts[kinds == "v"].sum() / (n_v * 5),
     )
     return features, matches
 
@@ -200,14 +188,15 @@ def both(scenes, images, **kwargs):
     counts = matching_counts(cube, **kwargs)
     homographies = {s.name: s for s in scenes}
     names = [s.name for s in scenes]
-    i_err, v_err, stats = d2net_benchmark(
+    illumination, viewpoint, stats = d2net_benchmark(
         names,
         lambda seq, k: (images[seq][k].keypoints, images[seq][k].descriptors),
         lambda seq, k: homographies[seq].homography(k),
     )
     n_i = sum(n.startswith("i_") for n in names)
     n_v = len(names) - n_i
-    return mma, counts, d2net_mma(i_err, v_err, n_i, n_v), d2net_summary(stats, n_i, n_v)
+    reference = d2net_mma(illumination, viewpoint, n_i, n_v)
+    return mma, counts, reference, d2net_summary(stats, n_i, n_v)
 
 
 NAMES = ["i_one", "i_two", "i_three", "v_four", "v_five", "v_six", "v_seven"]
@@ -236,7 +225,7 @@ def test_the_port_sees_ties_and_non_mutual_matches():
     a, b = images["v_four"][1].descriptors, images["v_four"][2].descriptors
     sim = a @ b.T
     assert ((sim == sim.max(axis=1, keepdims=True)).sum(axis=1) > 1).any()
-    assert len(mnn_matcher(a, b)) < len(a)
+    assert len(mutual_matches(a, b)) < len(a)
 
 
 def test_listed_sequences_give_the_same_numbers():
