@@ -7,9 +7,10 @@ sums, ``groupby`` over scenes and image pairs, ``xr.dot``), so a dask-backed cub
 chunks=...)``) stays lazy until ``.compute()``; only the string coordinates that define the
 groups (``scene``, ``split``, ``pair``, a few bytes per query) are loaded.
 
-Besides the metric set (:func:`metric_set`, :func:`scene_metrics`) the module computes two
-matching metrics from the nearest-neighbour fields of the cube: the mean matching accuracy of D2-Net
-(:func:`matching_accuracy`) and the precision-recall curve of the ratio test
+Besides the metric set (:func:`metric_set`, :func:`scene_metrics`) the module computes
+matching metrics from the nearest-neighbour fields of the cube: the mean matching accuracy of
+D2-Net's HPatches-sequences benchmark (:func:`matching_accuracy`, with the counts it prints,
+:func:`matching_counts`) and the precision-recall curve of the ratio test
 (:func:`matching_pr_curve`). ``docs/metric_set.md`` lists every formula. The metadata strings of
 the DescriptorWorkbench database (``format_metadata``, ``parse_metadata``, ``metadata_for``) live
 in :mod:`metricalc.store.metadata`.
@@ -18,7 +19,7 @@ in :mod:`metricalc.store.metadata`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,12 +31,16 @@ from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr, 
 from metricalc.core.curves import _with_start_point
 from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import HPATCHES_PAIRS, select_sequences
 
 __all__ = [
     "BOJANIC_METRICS",
     "MAP_METRICS",
+    "MMA_CONVENTIONS",
+    "MMA_SPLITS",
     "RANK_BINS",
     "matching_accuracy",
+    "matching_counts",
     "matching_pr_curve",
     "matching_roc_curve",
     "metric_set",
@@ -201,6 +206,14 @@ def _group_sum(values: xr.DataArray, key: str) -> xr.DataArray:
     return xr.DataArray(
         np.zeros(shape, dtype), dims=[*kept, key], coords={**coords, key: np.array([], str)}
     )
+
+
+def _group_max(values: xr.DataArray, key: str) -> xr.DataArray:
+    """Largest of ``values`` within the groups of coordinate ``key`` (empty dim allowed)."""
+    (dim,) = values[key].dims
+    if values.sizes[dim] > 0:
+        return values.groupby(key).max()
+    return _group_sum(values, key)
 
 
 def _group_nanmean(values: xr.DataArray, key: str) -> xr.DataArray:
@@ -552,62 +565,254 @@ def _image_count(cube: xr.Dataset) -> xr.DataArray:
 # --------------------------------------------------------------------------------------------
 
 
-def matching_accuracy(
-    cube: xr.Dataset, thresholds: Iterable[float] = range(1, 11), *, mutual: bool = False
-) -> xr.DataArray:
-    r"""Mean matching accuracy (MMA) at pixel thresholds, the D2-Net convention.
+MMA_CONVENTIONS = ("d2net", "matched_pairs")
+"""Conventions of :func:`matching_accuracy`: ``"d2net"`` (the default) and ``"matched_pairs"``."""
 
-    The matches of an image pair :math:`p` are its queries' nearest neighbours :math:`M_p`
-    (queries with a finite ``nn_error``; with ``mutual=True`` only those with ``nn_mutual == 1``,
-    mutual nearest neighbours). With :math:`e_q` the reprojection error ``nn_error`` (px):
+MMA_SPLITS = ("overall", "illumination", "viewpoint")
+"""Labels of the ``split`` dim of :func:`matching_accuracy` and :func:`matching_counts`
+(``by_split=True``): every image pair, the ``illumination`` pairs, the ``viewpoint`` pairs."""
 
-    .. math::
 
-        MMA(t) = \operatorname{mean}_p \frac{\#\{q \in M_p : e_q \le t\}}{|M_p|}
-
-    over the image pairs with at least one match (a pair without matches has no accuracy and is
-    left out).
-
-    Parameters
-    ----------
-    cube : xarray.Dataset
-        A QueryCube with ``nn_error`` (and ``nn_mutual`` for ``mutual=True``).
-    thresholds : iterable of float
-        Pixel thresholds :math:`t` (inclusive), default 1..10.
-    mutual : bool
-        Keep mutual nearest neighbours only.
-
-    Returns
-    -------
-    xarray.DataArray
-        ``mma`` over ``(descriptor, threshold)``; NaN for descriptors with status ``"error"``.
-
-    Examples
-    --------
-    >>> from metricalc.metrics import _example_cube, matching_accuracy
-    >>> mma = matching_accuracy(_example_cube(), [1, 3])   # errors 0.5, 2.0, 4.0 px
-    >>> mma.sel(descriptor="sift").values.round(4).tolist()
-    [0.3333, 0.6667]
-    """
+def _mma_thresholds(thresholds: Iterable[float]) -> xr.DataArray:
     values = np.asarray(list(thresholds), dtype=np.float64)
     if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all():
         raise InvalidInputError(
             f"matching_accuracy: thresholds must be a non-empty sequence of finite numbers; got "
             f"{values.tolist()}"
         )
+    return xr.DataArray(values, dims="threshold", coords={"threshold": values})
+
+
+def _first_of(keys: np.ndarray, values: np.ndarray) -> dict[str, str]:
+    """``{key: value}`` from two parallel arrays, the first value of every key."""
+    unique, first = np.unique(keys, return_index=True)
+    return dict(zip(unique.tolist(), values[first].tolist(), strict=True))
+
+
+def _pair_set(
+    cube: xr.Dataset, sequences: str | Iterable[str] | None, what: str
+) -> tuple[xr.Dataset, Callable[[np.ndarray], xr.DataArray], np.ndarray, str]:
+    """The image pairs that count: the cube restricted to them, a function giving the
+    ``(split, pair unit)`` membership matrix of a list of pair units, the number of pairs of
+    each of :data:`MMA_SPLITS`, and a label of the pair set for the attrs."""
+    scene_split = _first_of(cube["scene"].values, cube["split"].values)
+    if sequences is None:
+        scenes = None
+        label = ""
+    else:
+        scenes = select_sequences(sequences, scene_split, where=f"the cube ({what})")
+        keep = np.isin(cube["scene"].values, scenes) & np.isin(cube["pair"].values, HPATCHES_PAIRS)
+        cube = cube.isel(query=np.flatnonzero(keep))
+        label = sequences if isinstance(sequences, str) else f"{len(scenes)} listed"
+
+    def member(units: np.ndarray) -> xr.DataArray:
+        split = np.array([scene_split[s] for s in _unit_scene(units).tolist()], dtype=str)
+        rows = [np.ones(units.size, bool), split == "illumination", split == "viewpoint"]
+        matrix = np.array(rows, dtype=np.int64).reshape(len(MMA_SPLITS), units.size)
+        return xr.DataArray(
+            matrix, dims=("split", _UNIT), coords={"split": list(MMA_SPLITS), _UNIT: units}
+        )
+
+    if scenes is None:
+        units = np.unique(cube[_UNIT].values)
+        n_pairs = member(units).sum(_UNIT).values
+    else:
+        split = np.array([scene_split[s] for s in scenes], dtype=str)
+        per_scene = len(HPATCHES_PAIRS)
+        n_pairs = per_scene * np.array(
+            [split.size, (split == "illumination").sum(), (split == "viewpoint").sum()]
+        )
+    return cube, member, np.asarray(n_pairs, np.int64), label
+
+
+def _split_result(
+    result: xr.DataArray, n_pairs: np.ndarray, by_split: bool, attrs: dict[str, Any]
+) -> xr.DataArray:
+    """``result`` over ``split`` (with the coordinate ``n_pairs``), or its overall row."""
+    result = result.assign_coords(n_pairs=("split", n_pairs))
+    if not by_split:
+        attrs = {**attrs, "n_pairs": int(n_pairs[0])}
+        result = result.sel(split="overall", drop=True)
+    keep = ("descriptor", "threshold", "split", "n_pairs")
+    result = result.drop_vars([c for c in result.coords if c not in keep])
+    result.attrs = attrs
+    return result
+
+
+def matching_accuracy(
+    cube: xr.Dataset,
+    thresholds: Iterable[float] = range(1, 11),
+    *,
+    convention: str = "d2net",
+    sequences: str | Iterable[str] | None = None,
+    mutual: bool | None = None,
+    by_split: bool = False,
+) -> xr.DataArray:
+    r"""Mean matching accuracy (MMA) at pixel thresholds; D2-Net's HPatches evaluation by default.
+
+    The matches :math:`M_p` of an image pair :math:`p` are its queries' nearest neighbours; with
+    :math:`e_q` the reprojection error ``nn_error`` (pixels between the match in image :math:`k`
+    and the query projected by the ground-truth homography :math:`H_{1k}`), the accuracy of a
+    pair is the share of its matches within :math:`t` pixels, averaged over a set of image
+    pairs :math:`P`:
+
+    .. math::
+
+        \operatorname{acc}_p(t) = \frac{\#\{q \in M_p : e_q \le t\}}{|M_p|}, \qquad
+        MMA(t) = \frac{1}{|P|} \sum_{p \in P} \operatorname{acc}_p(t)
+
+    The conventions differ in :math:`M_p` and :math:`P`:
+
+    - ``"d2net"`` (default): D2-Net's ``HPatches-Sequences-Matching-Benchmark.ipynb``
+      (``benchmark_features``). :math:`M_p` are the mutual nearest neighbours (``nn_mutual ==
+      1``); :math:`P` is **every** image pair, and a pair without a match has
+      :math:`\operatorname{acc}_p = 0` (D2-Net replaces its empty error list by ``[inf]``). A
+      match whose error is undefined (a projection at infinity, ``nn_error`` NaN) is a wrong
+      match, as ``nan <= t`` is in D2-Net's code. A pair the cube lacks for a descriptor (no
+      query there) counts 0 for it.
+    - ``"matched_pairs"``: :math:`M_p` are the nearest neighbours with a finite ``nn_error``
+      (only the mutual ones with ``mutual=True``); :math:`P` is the pairs with at least one match
+      (a pair without matches has no accuracy and is left out). This was metricalc's
+      ``matching_accuracy`` before the D2-Net convention became the default.
+
+    Parameters
+    ----------
+    cube : xarray.Dataset
+        A QueryCube with ``nn_error`` and (``"d2net"`` or ``mutual=True``) ``nn_mutual``.
+    thresholds : iterable of float
+        Pixel thresholds :math:`t` (inclusive), default 1..10 (D2-Net's plots).
+    convention : {"d2net", "matched_pairs"}
+        See above.
+    sequences : str or sequence of str, optional
+        The pairs :math:`P`: by default every image pair of the cube (over all descriptors).
+        ``"d2net"`` for D2-Net's 108 HPatches sequences x 5 pairs (540 pairs; 260
+        illumination, 280 viewpoint, the ``n_i * 5`` and ``n_v * 5`` that D2-Net divides by),
+        ``"full"`` for all 116, or a list of sequence names: pairs ``1-2`` .. ``1-6`` of each
+        (:mod:`metricalc.hpatches`). Queries of other scenes are left out; a sequence the cube
+        lacks raises :class:`~metricalc.errors.InvalidInputError` naming it.
+    mutual : bool, optional
+        Mutual nearest neighbours only. ``"d2net"`` always matches mutually (``False`` is
+        refused); ``"matched_pairs"`` defaults to ``False``.
+    by_split : bool
+        Add a leading ``split`` dim over :data:`MMA_SPLITS`: ``overall``, ``illumination``
+        (pairs of ``i_*`` scenes), ``viewpoint`` (``v_*``), as D2-Net's three plots.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``mma`` over ``(descriptor, threshold)`` (``(descriptor, split, threshold)`` with
+        ``by_split``; coordinate ``n_pairs`` on ``split`` = :math:`|P|` of each, where the
+        ``"matched_pairs"`` mean still leaves out pairs without matches); NaN for descriptors
+        with status ``"error"`` and for an empty :math:`P`. Attrs: the cube's, ``convention``,
+        ``mutual``, ``sequences`` and (without ``by_split``) ``n_pairs``.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, matching_accuracy
+    >>> cube = _example_cube()   # one pair; errors 0.5, 2.0, 4.0 px; the 1st and 3rd mutual
+    >>> matching_accuracy(cube, [1, 3]).sel(descriptor="sift").values.tolist()
+    [0.5, 0.5]
+    >>> old = matching_accuracy(cube, [1, 3], convention="matched_pairs")
+    >>> old.sel(descriptor="sift").values.round(4).tolist()
+    [0.3333, 0.6667]
+    """
+    threshold = _mma_thresholds(thresholds)
+    check_choice("matching_accuracy: convention", convention, MMA_CONVENTIONS)
+    d2net = convention == "d2net"
+    if mutual is None:
+        mutual = d2net
+    if d2net and not mutual:
+        raise InvalidInputError(
+            "matching_accuracy: convention='d2net' matches mutual nearest neighbours; for all "
+            "nearest neighbours use convention='matched_pairs' (mutual=False)"
+        )
     needed = (*_QUERY_VARS, "nn_error", *(("nn_mutual",) if mutual else ()))
     cube = _prepare(cube, needed, "matching_accuracy")
+    attrs = {**cube.attrs, "convention": convention, "mutual": int(mutual)}
+    cube, member, n_pairs, attrs["sequences"] = _pair_set(cube, sequences, "matching_accuracy")
     error = cube["nn_error"]
-    matched = np.isfinite(error)
-    if mutual:
+    matched = cube["nn_mutual"] == 1 if d2net else np.isfinite(error)
+    if mutual and not d2net:
         matched = matched & (cube["nn_mutual"] == 1)
-    threshold = xr.DataArray(values, dims="threshold", coords={"threshold": values})
-    accurate = (error <= threshold) & matched
+    accurate = (error <= threshold) & matched  # NaN error: never accurate
     per_pair = _ratio(_group_sum(accurate, _UNIT), _group_sum(matched, _UNIT))
-    mma = _nanmean(per_pair, _UNIT).where(_ok(cube))
-    mma = mma.transpose("descriptor", "threshold").rename("mma")
-    mma.attrs = {**cube.attrs, "mutual": int(mutual)}
-    return mma.drop_vars([c for c in mma.coords if c not in ("descriptor", "threshold")])
+    members = member(per_pair[_UNIT].values.astype(str))
+    total = xr.dot(per_pair.fillna(0), members, dim=_UNIT)
+    if d2net:
+        pairs = xr.DataArray(n_pairs, dims="split", coords={"split": list(MMA_SPLITS)})
+    else:
+        pairs = xr.dot(per_pair.notnull().astype(np.int64), members, dim=_UNIT)
+    mma = _ratio(total, pairs).where(_ok(cube))
+    mma = mma.transpose("descriptor", "split", "threshold").rename("mma")
+    return _split_result(mma, n_pairs, by_split, attrs)
+
+
+def matching_counts(
+    cube: xr.Dataset, *, sequences: str | Iterable[str] | None = None
+) -> xr.Dataset:
+    r"""The keypoint and match counts that D2-Net's HPatches benchmark prints (``summary``).
+
+    - ``matches_per_pair`` over ``(descriptor, split)``: mutual nearest-neighbour matches
+      summed over the image pairs :math:`P` of each of :data:`MMA_SPLITS`, divided by
+      :math:`|P|` (a pair without matches counts 0): D2-Net's ``# Matches: Overall ...,
+      Illumination ..., Viewpoint ...``.
+    - ``keypoints_mean``, ``keypoints_min``, ``keypoints_max`` over ``descriptor``: keypoints
+      per image, over image 1 of every scene and image :math:`k` of every pair: D2-Net's
+      ``# Features: mean - [min, max]``. The cube holds image 1's keypoints as the queries of
+      each pair and image :math:`k`'s as ``n_candidates``, both after the border filter
+      (evaluate with ``border=0`` for D2-Net's counts); image :math:`k` of a pair where the
+      descriptor has no query is not in the cube and is left out.
+
+    ``sequences`` selects :math:`P` as in :func:`matching_accuracy`.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, matching_counts
+    >>> cube = _example_cube()   # one pair, three queries, two of them mutual
+    >>> cube["n_candidates"] = ("descriptor", "query"), [[4, 4, 4]]   # image 2: 4 keypoints
+    >>> counts = matching_counts(cube)
+    >>> counts.matches_per_pair.sel(descriptor="sift", split="overall").item()
+    2.0
+    >>> counts.keypoints_mean.sel(descriptor="sift").item()   # images 1 and 2: (3 + 4) / 2
+    3.5
+    """
+    cube = _prepare(cube, (*_QUERY_VARS, "nn_mutual", "n_candidates"), "matching_counts")
+    cube, member, n_pairs, label = _pair_set(cube, sequences, "matching_counts")
+    ok = _ok(cube)
+    matches = _group_sum(cube["nn_mutual"] == 1, _UNIT)
+    members = member(matches[_UNIT].values.astype(str))
+    pairs = xr.DataArray(n_pairs, dims="split", coords={"split": list(MMA_SPLITS)})
+    per_pair = _ratio(xr.dot(matches, members, dim=_UNIT), pairs).where(ok)
+    present = cube["n_relevant"] >= 0
+    queries = _group_sum(present, _UNIT)  # image 1's keypoints: the same in every pair
+    candidates = _ratio(_group_sum(cube["n_candidates"].where(present, 0), _UNIT), queries)
+    scene_of = _unit_scene(queries[_UNIT].values.astype(str))
+    queries = queries.assign_coords(_unit_scene=(_UNIT, scene_of))
+    reference = _group_max(queries, "_unit_scene")  # pairs of one scene share image 1
+    images = xr.concat(
+        [
+            reference.rename(_unit_scene="_image").drop_vars("_image"),
+            candidates.rename({_UNIT: "_image"}).drop_vars("_image"),
+        ],
+        dim="_image",
+    )
+    seen = images.notnull().sum("_image") > 0
+    if images.sizes["_image"]:
+        low, high = images.fillna(np.inf).min("_image"), images.fillna(-np.inf).max("_image")
+    else:  # no image at all: no min / max
+        low = high = _nanmean(images, "_image")
+    result = xr.Dataset(
+        {
+            "matches_per_pair": per_pair.transpose("descriptor", "split"),
+            "keypoints_mean": _nanmean(images, "_image").where(ok),
+            "keypoints_min": low.where(seen & ok),
+            "keypoints_max": high.where(seen & ok),
+        },
+        attrs={**cube.attrs, "sequences": label},
+    )
+    result = result.assign_coords(n_pairs=("split", n_pairs))
+    keep = ("descriptor", "split", "n_pairs")
+    return result.drop_vars([c for c in result.coords if c not in keep])
 
 
 def _ratio_score(cube: xr.Dataset) -> xr.DataArray:

@@ -39,6 +39,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.metrics import (
     RANK_BINS,
     matching_accuracy,
+    matching_counts,
     matching_pr_curve,
     metric_set,
     scene_metrics,
@@ -468,6 +469,16 @@ def test_lazy_cube_stays_lazy_and_matches(cube: xr.Dataset, metrics: xr.Dataset)
     lazy_mma = matching_accuracy(lazy_cube, [1, 3])
     assert lazy_mma.chunks is not None
     xr.testing.assert_allclose(lazy_mma.compute(), matching_accuracy(cube, [1, 3]))
+    for convention in ("d2net", "matched_pairs"):
+        lazy_split = matching_accuracy(lazy_cube, [1, 3], convention=convention, by_split=True)
+        assert lazy_split.chunks is not None
+        xr.testing.assert_allclose(
+            lazy_split.compute(),
+            matching_accuracy(cube, [1, 3], convention=convention, by_split=True),
+        )
+    lazy_counts = matching_counts(lazy_cube)
+    assert lazy_counts.matches_per_pair.chunks is not None
+    xr.testing.assert_allclose(lazy_counts.compute(), matching_counts(cube))
 
 
 def test_scene_metrics(scenes: xr.Dataset) -> None:
@@ -493,8 +504,8 @@ def test_scene_metrics(scenes: xr.Dataset) -> None:
 # ---- matching accuracy and the ratio-test PR curve -----------------------------------------
 
 
-def test_matching_accuracy_by_hand(cube: xr.Dataset) -> None:
-    mma = matching_accuracy(cube, [1, 3, 5, 10])
+def test_matching_accuracy_matched_pairs_by_hand(cube: xr.Dataset) -> None:
+    mma = matching_accuracy(cube, [1, 3, 5, 10], convention="matched_pairs")
     assert mma.dims == ("descriptor", "threshold") and mma.name == "mma"
     # alpha matches (finite nn_error) per pair: i_a 1-2 {0.5, 2.5, 7.0}; i_a 1-3 {1.0, 4.0};
     # v_b 1-2 {1.5, 9.0} (q6 NaN); v_b 1-3 {3.0, 12.0, 0.8}; thresholds inclusive
@@ -511,12 +522,101 @@ def test_matching_accuracy_by_hand(cube: xr.Dataset) -> None:
     assert np.isnan(mma.sel(descriptor="broken").values).all()
 
 
-def test_matching_accuracy_mutual(cube: xr.Dataset) -> None:
-    mma = matching_accuracy(cube, [1, 3, 10], mutual=True)
+def test_matching_accuracy_matched_pairs_mutual(cube: xr.Dataset) -> None:
+    mma = matching_accuracy(cube, [1, 3, 10], convention="matched_pairs", mutual=True)
     # alpha mutual matches: i_a 1-2 {0.5, 7.0}; i_a 1-3 {1.0}; v_b 1-2 {1.5}; v_b 1-3 {3.0, 0.8}
     alpha = [(1 / 2 + 1 + 0 + 1 / 2) / 4, (1 / 2 + 1 + 1 + 1) / 4, 1.0]
     np.testing.assert_allclose(mma.sel(descriptor="alpha").values, alpha)
     assert mma.attrs["mutual"] == 1
+
+
+def test_matching_accuracy_d2net_by_hand(cube: xr.Dataset) -> None:
+    mma = matching_accuracy(cube, [1, 3, 5, 10])  # convention="d2net" is the default
+    assert mma.dims == ("descriptor", "threshold") and mma.name == "mma"
+    assert mma.attrs["convention"] == "d2net" and mma.attrs["mutual"] == 1
+    assert mma.attrs["n_pairs"] == 4
+    # alpha mutual matches: i_a 1-2 {0.5, 7.0}; i_a 1-3 {1.0}; v_b 1-2 {1.5}; v_b 1-3 {3.0, 0.8};
+    # the non-mutual ones (2.5, 4.0, 9.0, 12.0 and q6) are dropped
+    alpha = [(1 / 2 + 1 + 0 + 1 / 2) / 4, (1 / 2 + 1 + 1 + 1) / 4, 3.5 / 4, 1.0]
+    np.testing.assert_allclose(mma.sel(descriptor="alpha").values, alpha, rtol=0, atol=1e-15)
+    # beta: i_a 1-2 {0.3, 1.2}; i_a 1-3 {2.0}; v_b 1-2 {3.5}; v_b 1-3 has no query for beta:
+    # it counts 0 (every pair of the cube counts), it is not left out
+    beta = [(1 / 2) / 4, (1 + 1) / 4, (1 + 1 + 1) / 4, 3 / 4]
+    np.testing.assert_allclose(mma.sel(descriptor="beta").values, beta, rtol=0, atol=1e-15)
+    assert np.isnan(mma.sel(descriptor="broken").values).all()
+
+
+def test_matching_accuracy_d2net_by_split(cube: xr.Dataset) -> None:
+    mma = matching_accuracy(cube, [1, 3], by_split=True)
+    assert mma.dims == ("descriptor", "split", "threshold")
+    assert mma.split.values.tolist() == ["overall", "illumination", "viewpoint"]
+    assert mma.n_pairs.values.tolist() == [4, 2, 2]
+    a = mma.sel(descriptor="alpha")
+    np.testing.assert_allclose(a.sel(split="illumination").values, [(1 / 2 + 1) / 2] * 2)
+    np.testing.assert_allclose(a.sel(split="viewpoint").values, [(0 + 1 / 2) / 2, 1.0])
+    b = mma.sel(descriptor="beta")
+    np.testing.assert_allclose(b.sel(split="illumination").values, [1 / 4, 1.0])
+    np.testing.assert_allclose(b.sel(split="viewpoint").values, [0.0, 0.0])
+    overall = matching_accuracy(cube, [1, 3])
+    xr.testing.assert_identical(
+        mma.sel(split="overall", drop=True).assign_attrs(n_pairs=4), overall
+    )
+
+
+def test_matching_accuracy_d2net_sequences_fix_the_pairs(cube: xr.Dataset) -> None:
+    # a listed sequence has 5 pairs (1-2 .. 1-6), present in the cube or not; others are left out
+    mma = matching_accuracy(cube, [1, 3], sequences=["i_a"], by_split=True)
+    assert mma.n_pairs.values.tolist() == [5, 5, 0]
+    np.testing.assert_allclose(
+        mma.sel(descriptor="alpha", split="overall").values, [(1 / 2 + 1) / 5] * 2
+    )
+    assert np.isnan(mma.sel(split="viewpoint").values).all()  # no viewpoint pair: undefined
+    assert mma.attrs["sequences"] == "1 listed"
+    with pytest.raises(InvalidInputError, match=r"missing from the cube.*: v_zz"):
+        matching_accuracy(cube, sequences=["i_a", "v_zz"])
+    with pytest.raises(InvalidInputError, match=r"'d2net': 108 of its 108 sequences are missing"):
+        matching_accuracy(cube, sequences="d2net")
+    with pytest.raises(InvalidInputError, match="unknown split 'hpatches'"):
+        matching_accuracy(cube, sequences="hpatches")
+
+
+def test_matching_accuracy_d2net_pair_without_matches_and_undefined_errors() -> None:
+    one = make_cube().isel(descriptor=[0])
+    # pair i_a 1-3 loses its mutual match; q0 (i_a 1-2, mutual) gets an undefined error
+    mutual = one["nn_mutual"].values.copy()
+    mutual[0, 3] = 0
+    error = one["nn_error"].values.copy()
+    error[0, 0] = np.nan
+    changed = one.assign(
+        nn_mutual=(("descriptor", "query"), mutual), nn_error=(("descriptor", "query"), error)
+    )
+    mma = matching_accuracy(changed, [1, 10])
+    # i_a 1-2 {nan, 7.0}: 0 and 1/2; i_a 1-3: no match -> 0; v_b 1-2 {1.5}; v_b 1-3 {3.0, 0.8}
+    np.testing.assert_allclose(mma.values[0], [(0 + 0 + 0 + 1 / 2) / 4, (1 / 2 + 0 + 1 + 1) / 4])
+    old = matching_accuracy(changed, [1, 10], convention="matched_pairs", mutual=True)
+    # the old convention drops the NaN match and the pair without matches
+    np.testing.assert_allclose(old.values[0], [(0 + 0 + 1 / 2) / 3, 1.0])
+
+
+def test_matching_accuracy_convention_checks(cube: xr.Dataset) -> None:
+    with pytest.raises(InvalidInputError, match="convention must be one of"):
+        matching_accuracy(cube, convention="D2-Net")
+    with pytest.raises(InvalidInputError, match="mutual=False"):
+        matching_accuracy(cube, mutual=False)
+
+
+def test_matching_counts_by_hand(cube: xr.Dataset) -> None:
+    counts = matching_counts(cube)
+    # mutual matches per pair: alpha 2, 1, 1, 2; beta 2, 1, 1, 0 (pairs i_a 1-2, 1-3, v_b ...)
+    np.testing.assert_allclose(counts.matches_per_pair.sel(descriptor="alpha"), [1.5, 1.5, 1.5])
+    np.testing.assert_allclose(counts.matches_per_pair.sel(descriptor="beta"), [1.0, 1.5, 0.5])
+    # keypoints: image 1 of i_a and v_b (3 queries each), image k: n_candidates 50 per pair
+    # with queries (alpha 4 pairs, beta 3)
+    np.testing.assert_allclose(counts.keypoints_mean.values[:2], [206 / 6, 156 / 5])
+    assert counts.keypoints_min.values[:2].tolist() == [3, 3]
+    assert counts.keypoints_max.values[:2].tolist() == [50, 50]
+    assert counts.matches_per_pair.sel(descriptor="broken").isnull().all()
+    assert counts.n_pairs.values.tolist() == [4, 2, 2]
 
 
 def test_matching_accuracy_default_thresholds(cube: xr.Dataset) -> None:
@@ -791,7 +891,9 @@ def test_invalid_cubes(cube: xr.Dataset) -> None:
     with pytest.raises(InvalidInputError, match=r"lacks .*verification_ap_per_keypoint"):
         metric_set(cube.drop_vars("verification_ap_per_keypoint"))
     with pytest.raises(InvalidInputError, match="nn_mutual"):
-        matching_accuracy(cube.drop_vars("nn_mutual"), mutual=True)
+        matching_accuracy(cube.drop_vars("nn_mutual"), convention="matched_pairs", mutual=True)
+    with pytest.raises(InvalidInputError, match="nn_mutual"):
+        matching_accuracy(cube.drop_vars("nn_mutual"))  # the d2net default matches mutually
     bad_pairs = cube.assign_coords(pair=("query", np.array(["12"] * 11, dtype=object)))
     with pytest.raises(InvalidInputError, match="'12'"):
         scene_metrics(bad_pairs)
@@ -810,6 +912,8 @@ def test_cube_without_queries() -> None:
     assert (m.total_queries_processed.values == 0).all()
     assert scene_metrics(empty).sizes == {"descriptor": 3, "scene": 0}
     assert np.isnan(matching_accuracy(empty, [1]).values).all()
+    assert np.isnan(matching_accuracy(empty, [1], convention="matched_pairs").values).all()
+    assert np.isnan(matching_counts(empty).keypoints_mean.values).all()
     assert matching_pr_curve(empty).sizes["threshold"] == 0
 
 

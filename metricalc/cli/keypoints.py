@@ -12,6 +12,7 @@ import numpy as np
 from metricalc.cli._args import cutoffs, names
 from metricalc.core._validate import TIE_POLICIES
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import SEQUENCE_SPLITS
 
 
 def add_demo(verbs: argparse._SubParsersAction) -> None:
@@ -39,6 +40,12 @@ def add_keypoints(verbs: argparse._SubParsersAction) -> None:
 
     ev = keypoint_verbs.add_parser("eval", help="evaluate descriptors into a QueryCube")
     ev.add_argument("--data", type=Path, required=True, help="sequences folder (HPatches layout)")
+    ev.add_argument(
+        "--split",
+        choices=sorted(SEQUENCE_SPLITS),
+        help="evaluate these HPatches sequences only, all of which must be in --data: d2net = "
+        "D2-Net's 108 (the 8 with images over 1600x1200 left out), full = all 116",
+    )
     ev.add_argument("--descriptors", help="comma-separated names (default: all built-in)")
     ev.add_argument("--locked", help="detector whose keypoints every descriptor describes")
     ev.add_argument("--features", type=Path, help="bring-your-own features folder")
@@ -103,7 +110,7 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
     check_protocol(tau=args.tau, border=args.border)
     if args.out.is_dir():
         raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
-    sequences = load_sequences(args.data)
+    sequences = load_sequences(args.data, split=args.split)
     descriptors = names(args.descriptors) if args.descriptors else None
     if args.features:
         features = load_features(args.features, descriptors=descriptors)

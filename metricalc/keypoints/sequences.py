@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import select_sequences
 
 __all__ = ["IMAGE_SUFFIXES", "Sequence", "load_sequences", "read_homography", "read_image"]
 
@@ -324,7 +325,10 @@ def _load_scene(folder: Path) -> Sequence:
 
 
 def load_sequences(
-    root: str | Path, *, scenes: Iterable[str] | str | None = None
+    root: str | Path,
+    *,
+    scenes: Iterable[str] | str | None = None,
+    split: str | None = None,
 ) -> list[Sequence]:
     """Load every scene folder below ``root`` (HPatches layout), sorted by name.
 
@@ -339,6 +343,11 @@ def load_sequences(
         The sequences folder, e.g. ``hpatches-sequences-release``.
     scenes : sequence of str, optional
         Load only these scenes (folder names); by default all.
+    split : str, optional
+        Load the sequences of a named split of :data:`metricalc.hpatches.SEQUENCE_SPLITS`:
+        ``"d2net"`` for D2-Net's 108 HPatches sequences (the 8 of
+        :data:`~metricalc.hpatches.D2NET_EXCLUDED` are skipped if present), ``"full"`` for all
+        116. Every sequence of the split must be in ``root``. Not together with ``scenes``.
 
     Returns
     -------
@@ -348,7 +357,8 @@ def load_sequences(
     Raises
     ------
     InvalidInputError
-        Missing ``root`` or no scene in it; an unknown name in ``scenes``; a scene without one of
+        Missing ``root`` or no scene in it; an unknown name in ``scenes``; a sequence of
+        ``split`` missing from ``root`` (all missing ones are named); a scene without one of
         the images 1..6 or with an unreadable one; a missing ``H_1_k``; a homography file that is
         not three lines of three numbers (the line is named), non-finite or singular.
 
@@ -369,7 +379,11 @@ def load_sequences(
     available = sorted(
         entry.name for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith(".")
     )
-    if scenes is None:
+    if split is not None:
+        if scenes is not None:
+            raise InvalidInputError("load_sequences: give scenes= or split=, not both")
+        selected = list(select_sequences(split, available, where=str(root)))
+    elif scenes is None:
         selected = available
     else:
         if isinstance(scenes, str):

@@ -162,8 +162,8 @@ def _figure_jobs(
          lambda: curve_figures.plot_roc(per_label(matching_roc_curve, "threshold"), names=names)),
         ("mma", _has(cubes, ("nn_error",)), "the cube has no reprojection errors (nn_error)",
          "Mean matching accuracy",
-         "Share of nearest-neighbour matches within each pixel threshold, averaged over image "
-         "pairs (D2-Net convention).",
+         "Share of mutual nearest-neighbour matches within each pixel threshold, averaged over "
+         "every image pair, a pair without matches counting 0 (D2-Net's convention).",
          lambda: curve_figures.plot_mma(per_label(matching_accuracy), names=names)),
     ]  # fmt: skip
     jobs: list[_FigureJob] = []
