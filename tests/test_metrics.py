@@ -840,3 +840,28 @@ def test_rank_histogram_skips_queries_without_rank_statistics():
     histogram = mc.metric_set(cube)["rank_histogram"].sel(descriptor="d")
     assert float(histogram.sum()) == 0.0  # AP-only queries have no rank to bin
     assert float(mc.metric_set(cube).true_map_micro.sel(descriptor="d")) == pytest.approx(1.75 / 3)
+
+
+def test_zero_division_fills_empty_means_only() -> None:
+    """A descriptor whose queries all have R = 0: its mAPs are empty means (NaN); with
+    zero_division=0 they are DescriptorWorkbench's 0.0, "warn" warns, a failed descriptor stays
+    NaN and a defined value is untouched."""
+    cube = make_cube(bojanic=False)
+    cube["n_relevant"][1] = np.where(cube["n_relevant"][1] == 1, 0, cube["n_relevant"][1])
+    default = metric_set(cube)
+    assert math.isnan(value(default, "true_map_micro", "beta"))
+    assert math.isnan(value(default, "viewpoint_map", "beta"))
+    zero = metric_set(cube, zero_division=0)
+    for name in ("true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "precision_at_1"):
+        assert value(zero, name, "beta") == 0.0, name
+        assert math.isnan(value(zero, name, "broken")), name
+        assert value(zero, name, "alpha") == value(default, name, "alpha"), name
+    assert value(zero, "viewpoint_map_including_zeros", "beta") == 0.0  # defined: 0 / 3
+    assert math.isnan(value(zero, "image_retrieval_map", "beta"))  # DW's -1 sentinel, not a mean
+    with pytest.warns(mc.UndefinedMetricWarning) as record:
+        warned = metric_set(cube, zero_division="warn")
+    messages = [str(w.message) for w in record]
+    assert any(m.startswith("metric_set: true_map_micro is undefined") for m in messages)
+    assert value(warned, "true_map_micro", "beta") == 0.0
+    with pytest.raises(InvalidInputError, match="zero_division"):
+        metric_set(cube, zero_division=0.5)
