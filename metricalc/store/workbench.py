@@ -202,8 +202,8 @@ class WorkbenchExport:
     tags : tuple of str
         The tags the rows were stored under (set by :func:`import_workbench`).
     recomputed : dict
-        Per file line, the values recomputed from the row's scenes (the checks and the
-        ``viewpoint_map`` / ``illumination_map`` stored with the import).
+        Per file line, the values recomputed from the row's scenes (the checks and the split
+        mAPs of :data:`SPLIT_MAPS` stored with the import).
     """
 
     path: Path
