@@ -143,3 +143,11 @@ def test_metric_set_reads_it() -> None:
         },
     ).assign(image_retrieval_ap=aps.assign_coords(descriptor=["d"]))
     assert float(metric_set(cube).image_retrieval_map.sel(descriptor="d")) == 0.75
+
+
+def test_the_dim_is_the_one_metric_set_reads() -> None:
+    from metricalc.metrics import IMAGE_RETRIEVAL_DIM
+
+    features = {"x": {"i_a": random_features(np.random.default_rng(0), 0.0)}}
+    got = image_retrieval_ap([FakeSequence("i_a")], features)
+    assert got.dims == ("descriptor", IMAGE_RETRIEVAL_DIM)

@@ -31,11 +31,11 @@ import xarray as xr
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import inside
 from metricalc.keypoints.matching import nn_matches
-from metricalc.metrics import IMAGE_RETRIEVAL_DIM
 
 __all__ = ["image_retrieval_ap", "retrieval_ap"]
 
 _IMAGES = range(1, 7)
+_DIM = "image_query"  # metricalc.metrics.IMAGE_RETRIEVAL_DIM (keypoints/ does not import metrics)
 
 
 def retrieval_ap(relevant: np.ndarray) -> float:
@@ -123,7 +123,7 @@ def image_retrieval_ap(
     ).reshape(len(names), len(scenes))
     return xr.DataArray(
         values,
-        dims=("descriptor", IMAGE_RETRIEVAL_DIM),
-        coords={"descriptor": names, "image_scene": (IMAGE_RETRIEVAL_DIM, scenes)},
+        dims=("descriptor", _DIM),
+        coords={"descriptor": names, "image_scene": (_DIM, scenes)},
         name="image_retrieval_ap",
     )
