@@ -26,7 +26,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc.core._validate import TIE_POLICIES, check_choice
+from metricalc.core._validate import (
+    TIE_POLICIES,
+    ZeroDivision,
+    check_choice,
+    check_zero_division,
+    fill_value,
+    warn_undefined,
+)
 from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr, youden_j
 from metricalc.core.curves import _with_start_point
 from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
@@ -69,10 +76,23 @@ MAP_METRICS = (
     "true_map_macro_by_scene",
     "viewpoint_map",
     "illumination_map",
+    "viewpoint_map_micro",
+    "illumination_map_micro",
     "true_map_micro_including_zeros",
     "true_map_macro_by_scene_including_zeros",
+    "viewpoint_map_including_zeros",
+    "illumination_map_including_zeros",
+    "image_retrieval_map",
 )
 """The mAP and legacy precision metrics of the set, in the order of the output."""
+
+SPLIT_LETTERS = (("viewpoint", "v"), ("illumination", "i"))
+"""DescriptorWorkbench's split of the scenes (``ExperimentMetrics::addQueryAP``): a scene whose
+name starts with ``v`` is a viewpoint scene, with ``i`` an illumination scene (HPatches ``v_*`` /
+``i_*``); any other scene belongs to neither."""
+
+WORKBENCH_COUNTS = ("total_matches", "total_keypoints")
+"""DescriptorWorkbench's match and keypoint counts (``ExperimentMetrics::addImageResult``)."""
 
 BOJANIC_METRICS = (
     "keypoint_verification_ap",
@@ -285,6 +305,109 @@ def _rank_histogram(
     return histogram.transpose("descriptor", "rank_bin").assign_coords(rank_bin=labels)
 
 
+def _descriptor_constant(cube: xr.Dataset, value: float | int) -> xr.DataArray:
+    """``value`` for every descriptor of the cube."""
+    names = cube["descriptor"].values
+    return xr.DataArray(np.full(len(names), value), dims="descriptor", coords={"descriptor": names})
+
+
+def _scene_maps(ap: xr.DataArray, r1: xr.DataArray, r0: xr.DataArray) -> dict[str, xr.DataArray]:
+    r"""The scene-based mAPs of DescriptorWorkbench (``ExperimentMetrics::calculateMeanPrecision``)
+    and the query-weighted ``*_map_micro`` split variants.
+
+    Per scene :math:`s`: the AP sum :math:`S_s`, the R = 1 and R = 0 counts :math:`n^1_s`,
+    :math:`n^0_s` (one grouped sum each), :math:`m_s = S_s / n^1_s` and
+    :math:`z_s = S_s / (n^1_s + n^0_s)`; then means over the scenes, a split being the scenes
+    whose name starts with ``v`` / ``i`` (:data:`SPLIT_LETTERS`). A mean over no scene is NaN.
+    """
+    ap_sum = _group_sum(ap.fillna(0), "scene")
+    n1, n0 = _group_sum(r1, "scene"), _group_sum(r0, "scene")
+    scene_map = _ratio(ap_sum, n1)  # NaN for a scene without R = 1 queries
+    with_zeros = _ratio(ap_sum, n1 + n0)  # NaN for a scene without any query
+    names = np.asarray(ap_sum["scene"].values).astype(str)
+    out = {
+        "true_map_macro_by_scene": _nanmean(scene_map, "scene"),
+        # DescriptorWorkbench averages over its per_scene_ap map: scenes with an R = 1 query
+        "true_map_macro_by_scene_including_zeros": _nanmean(with_zeros.where(n1 > 0), "scene"),
+    }
+    for split, letter in SPLIT_LETTERS:
+        part = xr.DataArray(
+            np.char.startswith(names, letter), dims="scene", coords={"scene": ap_sum["scene"]}
+        )
+        out[f"{split}_map"] = _nanmean(scene_map.where(part), "scene")
+        out[f"{split}_map_micro"] = _ratio(
+            ap_sum.where(part, 0).sum("scene"), n1.where(part, 0).sum("scene")
+        )
+        out[f"{split}_map_including_zeros"] = _nanmean(with_zeros.where(part), "scene")
+    return out
+
+
+def _match_counts(cube: xr.Dataset) -> dict[str, xr.DataArray]:
+    """DescriptorWorkbench's ``total_matches`` and ``total_keypoints`` (-1 without the
+    ``nn_mutual`` and ``n_candidates`` variables).
+
+    Summed over the image pairs with at least one match (``addImageResult`` is called only for
+    them): the matches of cross-checked brute-force matching, i.e. the queries whose nearest
+    neighbour is mutual, and the keypoints of the pair's target image (``n_candidates``; -1 if
+    that is unknown for a matched pair)."""
+    if any(name not in cube.data_vars for name in ("nn_mutual", "n_candidates")):
+        unknown = _descriptor_constant(cube, -1).astype(np.int64)
+        return dict.fromkeys(WORKBENCH_COUNTS, unknown)
+    present = cube["n_relevant"] >= 0
+    matches = _group_sum(present & (cube["nn_mutual"] == 1), _UNIT)
+    known = present & (cube["n_candidates"] >= 0)
+    # n_candidates is one number per image pair: the mean over the pair's queries is that number
+    keypoints = _ratio(
+        _group_sum(cube["n_candidates"].where(known, 0), _UNIT), _group_sum(known, _UNIT)
+    )
+    total_keypoints = keypoints.where(matches > 0, 0).sum(_UNIT, skipna=False)
+    return {
+        "total_matches": matches.sum(_UNIT),
+        # a matched pair whose n_candidates is unknown (-1) leaves the total unknown
+        "total_keypoints": total_keypoints.fillna(-1),
+    }
+
+
+IMAGE_RETRIEVAL_DIM = "image_query"
+"""Dim of the optional cube variable ``image_retrieval_ap`` (one AP per query image)."""
+
+
+def _image_retrieval_map(cube: xr.Dataset) -> xr.DataArray:
+    """Mean of the cube's ``image_retrieval_ap`` over :data:`IMAGE_RETRIEVAL_DIM` (NaN values
+    skipped); NaN without the variable (DescriptorWorkbench writes -1 then)."""
+    if "image_retrieval_ap" not in cube.data_vars:
+        return _descriptor_constant(cube, np.nan)
+    values = cube["image_retrieval_ap"]
+    if values.dims != ("descriptor", IMAGE_RETRIEVAL_DIM):
+        raise InvalidInputError(
+            f"metric_set: cube variable 'image_retrieval_ap' has dims {values.dims}; expected "
+            f"('descriptor', {IMAGE_RETRIEVAL_DIM!r})"
+        )
+    return _nanmean(values, IMAGE_RETRIEVAL_DIM)
+
+
+_NOT_FILLED = frozenset(("image_retrieval_map",))  # DescriptorWorkbench's sentinel there is -1
+
+
+def _fill_empty_means(
+    metrics: dict[str, xr.DataArray], ok: xr.DataArray, zero_division: ZeroDivision
+) -> dict[str, xr.DataArray]:
+    """Replace the NaN of an empty mean (descriptors with status ``ok``) by the
+    ``zero_division`` value (DescriptorWorkbench writes 0.0: ``zero_division=0``)."""
+    if zero_division == "nan":
+        return metrics
+    out = dict(metrics)
+    value = fill_value(zero_division)
+    for name, values in metrics.items():
+        if name in _NOT_FILLED:
+            continue
+        undefined = values.isnull() & ok
+        if zero_division == "warn":
+            warn_undefined(f"metric_set: {name}", int(undefined.sum()), zero_division)
+        out[name] = values.where(~undefined, value)
+    return out
+
+
 def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
     r"""The Bojanic et al. aggregates: NaN APs and zero counts without a ``sequence`` dim.
 
@@ -336,7 +459,12 @@ def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
 # --------------------------------------------------------------------------------------------
 
 
-def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.Dataset:
+def metric_set(
+    cube: xr.Dataset,
+    *,
+    k: int | Sequence[int] = (1, 5, 10),
+    zero_division: ZeroDivision = "nan",
+) -> xr.Dataset:
     r"""The DescriptorWorkbench metric set of every descriptor of a QueryCube.
 
     With :math:`Q_1` the queries with one relevant item (``n_relevant == 1``), :math:`Q_0` those
@@ -347,10 +475,21 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
     .. math::
 
         \text{true\_map\_micro} = \frac{1}{|Q_1|}\sum_{q \in Q_1} AP_q, \qquad
-        \text{true\_map\_macro\_by\_scene} = \operatorname{mean}_s \frac{1}{|Q_1^s|}
-            \sum_{q \in Q_1^s} AP_q
+        \text{true\_map\_micro\_including\_zeros} = \frac{1}{|Q_1| + |Q_0|}
+            \sum_{q \in Q_1} AP_q
 
-        \text{*\_including\_zeros}: |Q_1| \to |Q_1| + |Q_0| \text{ (R = 0 queries count AP 0)}
+        m_s = \frac{1}{|Q_1^s|}\sum_{q \in Q_1^s} AP_q, \qquad
+        z_s = \frac{1}{|Q_1^s| + |Q_0^s|}\sum_{q \in Q_1^s} AP_q
+
+        \text{true\_map\_macro\_by\_scene} = \operatorname{mean}_{s : |Q_1^s| > 0} m_s, \qquad
+        \text{true\_map\_macro\_by\_scene\_including\_zeros} =
+            \operatorname{mean}_{s : |Q_1^s| > 0} z_s
+
+        \text{viewpoint\_map} = \operatorname{mean}_{s \in V : |Q_1^s| > 0} m_s, \qquad
+        \text{viewpoint\_map\_including\_zeros} =
+            \operatorname{mean}_{s \in V : |Q_1^s| + |Q_0^s| > 0} z_s, \qquad
+        \text{viewpoint\_map\_micro} = \frac{\sum_{s \in V}\sum_{q \in Q_1^s} AP_q}
+            {\sum_{s \in V} |Q_1^s|}
 
         \text{mean\_precision} = \operatorname{mean}_p P_p, \quad
         P_p = \frac{\#\{q \in p : \text{nn\_correct}_q = 1\}}{\#\{q \in p\}}, \quad
@@ -361,11 +500,26 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         \text{ir\_precision\_at\_k} = HR@k / k, \quad
         \text{r0\_rate} = \frac{|Q_0|}{|Q_1| + |Q_0|}
 
-    ``viewpoint_map`` / ``illumination_map`` are the micro mAP over the queries whose ``split``
-    is ``"viewpoint"`` / ``"illumination"``. ``precision_at_k`` is the seed's definition, a hit
-    rate (:func:`metricalc.hit_rate_at_k` with the cube's tie policy); the IR precision (hits / k,
-    :func:`metricalc.precision_at_k`) is ``ir_precision_at_k``. Means over scenes or pairs skip
-    the undefined ones (no query of that kind for the descriptor).
+    These are DescriptorWorkbench's definitions (``ExperimentMetrics::calculateMeanPrecision``):
+    :math:`V` (:math:`I`) are the scenes whose name starts with ``v`` (``i``), the HPatches
+    ``v_*`` / ``i_*`` sequences (:data:`SPLIT_LETTERS`; ``illumination_*`` likewise over
+    :math:`I`); a scene whose queries all have R = 0 enters only the split
+    ``*_map_including_zeros`` means (as a 0). ``*_map_micro`` (query-weighted) is metricalc's
+    variant. ``precision_at_k`` is the seed's definition, a hit rate
+    (:func:`metricalc.hit_rate_at_k` with the cube's tie policy); the IR precision (hits / k,
+    :func:`metricalc.precision_at_k`) is ``ir_precision_at_k``.
+
+    ``image_retrieval_map`` is the mean of the cube's optional ``image_retrieval_ap`` over
+    ``image_query`` (one AP per query image: all other images of the dataset ranked by their
+    number of matches with it, relevant = same scene), NaN without it. ``total_matches`` /
+    ``total_keypoints`` (``addImageResult``) sum, over the image pairs with at least one match,
+    the mutual nearest neighbours (``nn_mutual == 1``; DescriptorWorkbench matches with
+    cross-checked brute force) and the target image's keypoints (``n_candidates``); -1 when the
+    cube lacks those variables.
+
+    An empty mean (no scene, pair or query of that kind for the descriptor) is NaN by default;
+    DescriptorWorkbench writes 0.0 there, which ``zero_division=0`` reproduces
+    (``image_retrieval_map`` and the Bojanic APs stay NaN: DescriptorWorkbench's -1.0 sentinel).
 
     Parameters
     ----------
@@ -375,19 +529,23 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         variables on ``(descriptor, sequence)`` when present).
     k : int or sequence of int
         Cut-offs of ``precision_at_k``, ``recall_at_k`` and ``ir_precision_at_k``.
+    zero_division : {"nan", "warn", 0, 1}
+        Value of an empty mean (descriptors with status ``ok``): NaN (default), or 0 / 1
+        (``"warn"``: 0 and an :class:`metricalc.errors.UndefinedMetricWarning`). ``0`` gives
+        DescriptorWorkbench's values.
 
     Returns
     -------
     xarray.Dataset
         Over ``descriptor``: one variable per metric name (float64; the counts
-        ``total_queries_processed``, ``total_queries_excluded`` and
-        ``retrieval_num_*`` int64), ``rank_histogram`` over ``(descriptor, rank_bin)``
-        (counts of R = 1 queries per :data:`RANK_BINS` bin; a query tied over several ranks
-        under ``expected`` adds its share to each), and ``status`` / ``error`` when the cube has
-        them. attrs: the cube's attrs (protocol), ``tie_policy`` and ``k``. A descriptor with
-        status ``"error"`` gets NaN metrics and zero counts (``processing_time_ms`` and the
-        error string are kept). Without a ``sequence`` dim (no Bojanic results) the Bojanic APs
-        are NaN and their counts 0.
+        ``total_queries_processed``, ``total_queries_excluded``, ``total_matches``,
+        ``total_keypoints`` and ``retrieval_num_*`` int64), ``rank_histogram`` over
+        ``(descriptor, rank_bin)`` (counts of R = 1 queries per :data:`RANK_BINS` bin; a query
+        tied over several ranks under ``expected`` adds its share to each), and ``status`` /
+        ``error`` when the cube has them. attrs: the cube's attrs (protocol), ``tie_policy``
+        and ``k``. A descriptor with status ``"error"`` gets NaN metrics and zero counts
+        (``processing_time_ms`` and the error string are kept). Without a ``sequence`` dim
+        (no Bojanic results) the Bojanic APs are NaN and their counts 0.
 
     Examples
     --------
@@ -401,15 +559,13 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
     (0.5, 0.3333333333333333)
     """
     ks = _check_k(k)
+    policy_zero = check_zero_division(zero_division)
     cube = _prepare(cube, (*_QUERY_VARS, "nn_correct"), "metric_set")
     policy = _tie_policy(cube)
     ok = _ok(cube)
     ap, r1, r0 = _ap_sums(cube)
     n1, n0 = r1.sum("query"), r0.sum("query")
     ap_sum = ap.sum("query", skipna=True)
-
-    by_scene_sum = _group_sum(ap.fillna(0), "scene")
-    by_scene_n1, by_scene_n0 = _group_sum(r1, "scene"), _group_sum(r0, "scene")
     pair_precision = _pair_precision(cube)
     scene_precision = _group_nanmean(pair_precision, "_unit_scene")
 
@@ -417,17 +573,11 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         "mean_precision": _nanmean(pair_precision, _UNIT),
         "legacy_macro_precision_by_scene": _nanmean(scene_precision, "_unit_scene"),
         "true_map_micro": _ratio(ap_sum, n1),
-        "true_map_macro_by_scene": _nanmean(_ratio(by_scene_sum, by_scene_n1), "scene"),
+        "true_map_micro_including_zeros": _ratio(ap_sum, n1 + n0),
+        **_scene_maps(ap, r1, r0),
+        "image_retrieval_map": _image_retrieval_map(cube),
     }
-    for name, split in (("viewpoint_map", "viewpoint"), ("illumination_map", "illumination")):
-        in_split = cube["split"] == split
-        metrics[name] = _ratio(
-            ap.where(in_split).sum("query", skipna=True), (r1 & in_split).sum("query")
-        )
-    metrics["true_map_micro_including_zeros"] = _ratio(ap_sum, n1 + n0)
-    metrics["true_map_macro_by_scene_including_zeros"] = _nanmean(
-        _ratio(by_scene_sum, by_scene_n1 + by_scene_n0), "scene"
-    )
+    metrics = {name: metrics[name] for name in MAP_METRICS}
 
     better = cube["better"].where(r1, -1)
     ties = cube["ties"].where(r1, -1)
@@ -437,8 +587,9 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         for kk in ks:
             metrics[f"{name}_{kk}"] = values.sel(k=kk, drop=True)
 
-    counts = {"total_queries_processed": n1, "total_queries_excluded": n0}
+    counts = {"total_queries_processed": n1, "total_queries_excluded": n0, **_match_counts(cube)}
     metrics["r0_rate"] = _ratio(n0, n1 + n0)
+    metrics = _fill_empty_means(metrics, ok, policy_zero)
     metrics.update(_bojanic(cube))
     # queries brought with an AP only (better = -1) have no rank to put in a bin
     metrics["rank_histogram"] = _rank_histogram(better, ties, r1 & (better >= 0), policy)
@@ -463,6 +614,7 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         f"{name}_{kk}" for name in ("precision_at", "recall_at", "ir_precision_at") for kk in ks
     ]
     order += ["total_queries_processed", "total_queries_excluded", "r0_rate", "processing_time_ms"]
+    order += [*WORKBENCH_COUNTS]
     order += [*BOJANIC_METRICS, *BOJANIC_COUNTS, "rank_histogram"]
     order += [n for n in ("status", "error") if n in out]
     attrs = {**cube.attrs, "tie_policy": policy, "k": ks}

@@ -46,7 +46,7 @@ from metricalc.metrics import (
 )
 from metricalc.store.metadata import format_metadata, metadata_for, parse_metadata
 
-DATA = Path(__file__).parents[2] / "shared" / "data" / "descriptorworkbench-export"
+DATA = Path(__file__).parent / "data" / "descriptorworkbench-export"
 NAN = np.nan
 
 SCENES = ["i_a"] * 5 + ["v_b"] * 6
@@ -240,6 +240,29 @@ def test_including_zeros(metrics: xr.Dataset) -> None:
         (B_IA / 5 + B_VB / 3) / 2  # (2/3 + 1/2) / 2 = 7/12
     )
     assert pytest.approx(7 / 12) == (B_IA / 5 + B_VB / 3) / 2
+    # one scene per split here: the split means are the scene's own values
+    assert value(metrics, "viewpoint_map_including_zeros", "beta") == pytest.approx(B_VB / 3)
+    assert value(metrics, "illumination_map_including_zeros", "alpha") == pytest.approx(A_IA / 5)
+    assert value(metrics, "viewpoint_map_micro", "beta") == pytest.approx(3 / 4)
+
+
+def test_match_and_keypoint_counts(cube: xr.Dataset, metrics: xr.Dataset) -> None:
+    # matches = mutual nearest neighbours per image pair: alpha 2 + 1 + 1 + 2, beta 2 + 1 + 1
+    assert int(metrics.total_matches.sel(descriptor="alpha")) == 6
+    assert int(metrics.total_matches.sel(descriptor="beta")) == 4
+    # keypoints: n_candidates (50) of each image pair with a match: alpha 4 pairs, beta 3
+    assert int(metrics.total_keypoints.sel(descriptor="alpha")) == 200
+    assert int(metrics.total_keypoints.sel(descriptor="beta")) == 150
+    assert int(metrics.total_matches.sel(descriptor="broken")) == 0
+    assert metrics.total_matches.dtype == metrics.total_keypoints.dtype == np.int64
+    # a matched pair without its keypoint count leaves the total unknown (-1)
+    unknown = cube.copy(deep=True)
+    unknown["n_candidates"][0, 8:] = -1
+    assert int(metric_set(unknown).total_keypoints.sel(descriptor="alpha")) == -1
+    # without nn_mutual / n_candidates both counts are unknown
+    for name in ("nn_mutual", "n_candidates"):
+        counts = metric_set(cube.drop_vars(name))
+        assert counts.total_matches.values.tolist() == [-1, -1, 0]
 
 
 def test_counts_and_r0_rate(metrics: xr.Dataset) -> None:
@@ -417,13 +440,20 @@ def test_dataset_shape_and_attrs(metrics: xr.Dataset, cube: xr.Dataset) -> None:
         "true_map_macro_by_scene",
         "viewpoint_map",
         "illumination_map",
+        "viewpoint_map_micro",
+        "illumination_map_micro",
         "true_map_micro_including_zeros",
         "true_map_macro_by_scene_including_zeros",
+        "viewpoint_map_including_zeros",
+        "illumination_map_including_zeros",
+        "image_retrieval_map",
         *(f"{p}_at_{k}" for p in ("precision", "recall", "ir_precision") for k in (1, 5, 10)),
         "total_queries_processed",
         "total_queries_excluded",
         "r0_rate",
         "processing_time_ms",
+        "total_matches",
+        "total_keypoints",
         "keypoint_verification_ap",
         "verification_viewpoint_ap",
         "verification_illumination_ap",
@@ -946,3 +976,28 @@ def test_rank_histogram_skips_queries_without_rank_statistics():
     histogram = mc.metric_set(cube)["rank_histogram"].sel(descriptor="d")
     assert float(histogram.sum()) == 0.0  # AP-only queries have no rank to bin
     assert float(mc.metric_set(cube).true_map_micro.sel(descriptor="d")) == pytest.approx(1.75 / 3)
+
+
+def test_zero_division_fills_empty_means_only() -> None:
+    """A descriptor whose queries all have R = 0: its mAPs are empty means (NaN); with
+    zero_division=0 they are DescriptorWorkbench's 0.0, "warn" warns, a failed descriptor stays
+    NaN and a defined value is untouched."""
+    cube = make_cube(bojanic=False)
+    cube["n_relevant"][1] = np.where(cube["n_relevant"][1] == 1, 0, cube["n_relevant"][1])
+    default = metric_set(cube)
+    assert math.isnan(value(default, "true_map_micro", "beta"))
+    assert math.isnan(value(default, "viewpoint_map", "beta"))
+    zero = metric_set(cube, zero_division=0)
+    for name in ("true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "precision_at_1"):
+        assert value(zero, name, "beta") == 0.0, name
+        assert math.isnan(value(zero, name, "broken")), name
+        assert value(zero, name, "alpha") == value(default, name, "alpha"), name
+    assert value(zero, "viewpoint_map_including_zeros", "beta") == 0.0  # defined: 0 / 3
+    assert math.isnan(value(zero, "image_retrieval_map", "beta"))  # DW's -1 sentinel, not a mean
+    with pytest.warns(mc.UndefinedMetricWarning) as record:
+        warned = metric_set(cube, zero_division="warn")
+    messages = [str(w.message) for w in record]
+    assert any(m.startswith("metric_set: true_map_micro is undefined") for m in messages)
+    assert value(warned, "true_map_micro", "beta") == 0.0
+    with pytest.raises(InvalidInputError, match="zero_division"):
+        metric_set(cube, zero_division=0.5)
