@@ -89,7 +89,7 @@ def test_average_ranks_by_hand_with_ties():
         [0.1, 0.4, 0.7, 0.2, 0.9, 0.5],
     ])
     # unit ranks (1 = highest): (1.5,1.5,3) (2,1,3) (1.5,3,1.5) (2,2,2) (2,3,1) (2,2,2)
-    r = rank_systems(table_cube(values, ["a", "b", "c"]))
+    r = rank_systems(table_cube(values, ["a", "b", "c"]), pair_by="query")
     expected = np.array([1.5 + 2 + 1.5 + 2 + 2 + 2, 1.5 + 1 + 3 + 2 + 3 + 2,
                          3 + 3 + 1.5 + 2 + 1 + 2]) / 6
     assert r.average_rank.values.tolist() == pytest.approx(expected.tolist())
@@ -104,7 +104,7 @@ def test_friedman_wilcoxon_holm_and_nemenyi_against_direct_computation():
     values = np.clip(values, 0, 1)
     values[2, :4] = np.nan  # four units missing in one system: dropped from every system
     names = ["sift", "rootsift", "orb", "brief", "mine"]
-    r = rank_systems(table_cube(values, names), correction="holm")
+    r = rank_systems(table_cube(values, names), correction="holm", pair_by="query")
     complete = values[:, 4:]
     friedman = scipy.stats.friedmanchisquare(*complete)
     assert float(r.friedman_statistic) == friedman.statistic
@@ -134,13 +134,37 @@ def test_friedman_wilcoxon_holm_and_nemenyi_against_direct_computation():
 def test_two_systems_have_no_friedman_test_and_too_few_units_are_refused():
     rng = np.random.default_rng(2)
     values = rng.uniform(size=(2, 20))
-    r = rank_systems(table_cube(values, ["a", "b"]))
+    r = rank_systems(table_cube(values, ["a", "b"]), pair_by="query")
     assert np.isnan(float(r.friedman_pvalue)) and float(r.q_alpha) == pytest.approx(1.96, abs=1e-3)
     values[1, 4:] = np.nan
     with pytest.raises(InvalidInputError, match="4 units have a value in all 2 systems"):
-        rank_systems(table_cube(values, ["a", "b"]))
+        rank_systems(table_cube(values, ["a", "b"]), pair_by="query")
     with pytest.raises(InvalidInputError, match="nothing to rank"):
-        rank_systems(table_cube(np.full((3, 10), 0.5), ["a", "b", "c"]))
+        rank_systems(table_cube(np.full((3, 10), 0.5), ["a", "b", "c"]), pair_by="query")
+    with pytest.raises(InvalidInputError, match=r"1 units .*pair_by='scene'.*pair_by='pair'"):
+        rank_systems(table_cube(values, ["a", "b"]))  # one scene: the default blocks say so
+
+
+def test_the_blocks_are_scenes_by_default():
+    # 8 scenes x 3 pairs x 10 queries: the default ranks the 8 scene means (Demsar 2006),
+    # not the 240 queries, whose N would shrink the CD to nothing
+    rng = np.random.default_rng(5)
+    scenes = np.repeat([f"v_{i}" for i in range(8)], 30)
+    pairs = np.tile(np.repeat(["1-2", "1-3", "1-4"], 10), 8)
+    n = scenes.size
+    coords = {"scene": scenes, "pair": pairs, "keypoint_set": ["sift"] * n,
+              "query_keypoint": np.arange(n)}  # fmt: skip
+    values = np.clip(rng.uniform(0, 1, (3, n)) + [[0.1], [0.05], [0]], 0, 1)
+    cube = qc.new_cube(["a", "b", "c"], coords, {"ap": values}, attrs=qc.DEFAULT_ATTRS)
+    r = rank_systems(cube)
+    means = np.stack([values[:, scenes == s].mean(axis=1) for s in np.unique(scenes)], axis=1)
+    assert r.attrs["pair_by"] == "scene" and int(r.n_units) == 8
+    assert r.average_rank.values.tolist() == scipy.stats.rankdata(-means, axis=0).mean(
+        axis=1
+    ).tolist()
+    assert float(r.critical_difference) == pytest.approx(critical_difference(3, 8))
+    assert int(rank_systems(cube, pair_by="pair").n_units) == 24
+    assert float(rank_systems(cube, pair_by="query").critical_difference) < 0.25
 
 
 # ---------------------------------------------------------------------------------------------
