@@ -154,7 +154,7 @@ def test_the_blocks_are_scenes_by_default():
     n = scenes.size
     coords = {"scene": scenes, "pair": pairs, "keypoint_set": ["sift"] * n,
               "query_keypoint": np.arange(n)}  # fmt: skip
-    values = np.clip(rng.uniform(0, 1, (3, n)) + [[0.1], [0.05], [0]], 0, 1)
+    values = np.clip(rng.uniform(0, 1, (3, n)) + np.array([[0.1], [0.05], [0.0]]), 0, 1)
     cube = qc.new_cube(["a", "b", "c"], coords, {"ap": values}, attrs=qc.DEFAULT_ATTRS)
     r = rank_systems(cube)
     means = np.stack([values[:, scenes == s].mean(axis=1) for s in np.unique(scenes)], axis=1)

@@ -137,7 +137,10 @@ def disagreement(test: str, side: int, mean_diff: float, descriptor: str, baseli
         return ""
     found, other = (descriptor, baseline) if side > 0 else (baseline, descriptor)
     if math.isfinite(mean_diff) and mean_diff != 0:
-        means = f"the mean difference favours {other!r} ({mean_diff:+.4g}, {descriptor} minus {baseline})"
+        means = (
+            f"the mean difference favours {other!r} ({mean_diff:+.4g}, {descriptor} minus "
+            f"{baseline})"
+        )
     else:
         means = "the two means are equal"
     quantity = TEST_QUANTITIES.get(test, "its statistic")

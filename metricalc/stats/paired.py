@@ -88,8 +88,10 @@ def default_test(metric: str, pair_by: str, values: np.ndarray) -> str:
     >>> from metricalc.stats.paired import default_test
     >>> default_test("hit@1", "query", np.array([[1.0, 0.0], [0.0, np.nan]]))
     'mcnemar'
-    >>> default_test("hit@1", "query", np.array([[1.0, 0.5]])), default_test("ap", "query", np.ones(2))
-    ('randomization', 'randomization')
+    >>> default_test("hit@1", "query", np.array([[1.0, 0.5]]))
+    'randomization'
+    >>> default_test("ap", "query", np.ones(2))
+    'randomization'
     """
     present = np.asarray(values, dtype=np.float64)
     present = present[np.isfinite(present)]

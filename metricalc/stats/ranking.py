@@ -138,10 +138,12 @@ def rank_systems(
     complete = present.all(axis=0)
     n_units, n_dropped = int(complete.sum()), int((present.any(axis=0) & ~complete).sum())
     if n_units < MIN_UNITS:
+        hint = (
+            "; with so few scenes rank by image pair: pair_by='pair'" if pair_by == "scene" else ""
+        )
         raise InvalidInputError(
             f"{n_units} units have a value in all {k} systems (pair_by={pair_by!r}, {n_dropped} "
-            f"dropped); ranking needs at least {MIN_UNITS}"
-            + ("; with fewer scenes rank by image pair: pair_by='pair'" if pair_by == "scene" else "")
+            f"dropped); ranking needs at least {MIN_UNITS}{hint}"
         )
     table = values[:, complete]
     if (table == table[:1]).all():
