@@ -47,8 +47,8 @@ EFFECT_THRESHOLDS = {
     "cohens_dz": (0.2, 0.5, 0.8),
 }
 """Lower bounds of "small", "medium" and "large" for |effect|: Cohen's conventions for a
-correlation (the matched-pairs rank-biserial r, used with the rank and permutation tests) and for
-a standardized mean difference (Cohen's d_z, used with the paired t-test)."""
+correlation (the matched-pairs rank-biserial r, used with the rank and count tests) and for a
+standardized mean difference (Cohen's d_z, used with the tests of the mean difference)."""
 
 TEST_WORDS = {
     "wilcoxon": "Wilcoxon",
@@ -72,12 +72,19 @@ UNIT_WORDS = {"query": "paired queries", "pair": "image pairs", "scene": "scenes
 
 EFFECT_NAMES = {"rank_biserial": "rank-biserial r", "cohens_dz": "d_z"}
 
+MEAN_TESTS = ("randomization", "ttest")
+"""Tests of the mean difference (``metricalc.stats.paired.MEAN_TESTS``; not imported, so that
+the report's text does not load scipy.stats and statsmodels)."""
+
 
 def effect_size(values: Mapping[str, Any], test: str) -> tuple[str, float, str]:
     """The effect size a sentence reports: (variable, value, word).
 
-    Cohen's d_z for the paired t-test, the matched-pairs rank-biserial r otherwise; the word is
-    :data:`EFFECT_WORDS` at the :data:`EFFECT_THRESHOLDS` of that measure (on its absolute value).
+    Cohen's d_z (mean difference over the standard deviation of the differences) for the tests
+    of the mean difference (randomization, paired t-test), whose sign is the sign of the mean;
+    the matched-pairs rank-biserial r for the rank and count tests (Wilcoxon, sign, McNemar).
+    The word is :data:`EFFECT_WORDS` at the :data:`EFFECT_THRESHOLDS` of that measure (on its
+    absolute value).
 
     Examples
     --------
@@ -85,8 +92,10 @@ def effect_size(values: Mapping[str, Any], test: str) -> tuple[str, float, str]:
     ('rank_biserial', -0.35, 'medium')
     >>> effect_size({"rank_biserial": 0.05, "cohens_dz": 0.9}, "ttest")
     ('cohens_dz', 0.9, 'large')
+    >>> effect_size({"rank_biserial": -0.22, "cohens_dz": 0.3}, "randomization")
+    ('cohens_dz', 0.3, 'small')
     """
-    name = "cohens_dz" if test == "ttest" else "rank_biserial"
+    name = "cohens_dz" if test in MEAN_TESTS else "rank_biserial"
     value = float(values[name])
     if not math.isfinite(value):
         return name, value, "undetermined"
