@@ -1,7 +1,8 @@
 """No significance verdict, marker, letter or sentence favours the system with the lower mean
 (PROTOCOLS.md section 9), under default settings, in the API (``stats.compare``), the CLI
 (``metricalc compare``'s table) and the report (``report.Table`` letters and ``summarize``
-sentences of the comparisons ``metricalc report`` runs, :func:`metricalc.report.analysis.run_tests`).
+sentences of the comparisons ``metricalc report`` runs,
+:func:`metricalc.report.analysis.run_tests`).
 
 The cubes are random and small, made so that rank tests and means often disagree: each system
 ranks the relevant item of many hard queries one place higher than the query's own rank (a small
