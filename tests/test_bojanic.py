@@ -283,6 +283,18 @@ def dw_evaluate_verification(candidates):
         result["average_precision"] = 0.0
         result["total_candidates"] = len(sorted_candidates)
         return result
+    result["average_precision"] = dw_inline_ap(relevance, total_relevant)
+    result["total_candidates"] = len(sorted_candidates)
+    result["total_correct"] = total_relevant
+    for cand in sorted_candidates:
+        if cand.is_distractor:
+            result["total_distractors"] += 1
+    return result
+
+
+def dw_inline_ap(relevance, total_relevant):
+    """The AP loop written inline in both evaluate functions: precision at each relevant rank,
+    summed, over the relevant count."""
     ap_sum = 0.0
     hits = 0
     for k in range(len(relevance)):
@@ -290,13 +302,7 @@ def dw_evaluate_verification(candidates):
             hits += 1
             precision_at_k = hits / (k + 1)
             ap_sum += precision_at_k
-    result["average_precision"] = ap_sum / total_relevant
-    result["total_candidates"] = len(sorted_candidates)
-    result["total_correct"] = total_relevant
-    for cand in sorted_candidates:
-        if cand.is_distractor:
-            result["total_distractors"] += 1
-    return result
+    return ap_sum / total_relevant
 
 
 def dw_evaluate_retrieval(candidates):
@@ -319,14 +325,7 @@ def dw_evaluate_retrieval(candidates):
         result["average_precision"] = 0.0
         result["total_candidates"] = len(sorted_candidates)
         return result
-    ap_sum = 0.0
-    hits = 0
-    for k in range(len(relevance)):
-        if relevance[k]:
-            hits += 1
-            precision_at_k = hits / (k + 1)
-            ap_sum += precision_at_k
-    result["average_precision"] = ap_sum / total_relevant
+    result["average_precision"] = dw_inline_ap(relevance, total_relevant)
     result["total_candidates"] = len(sorted_candidates)
     result["total_queries"] = total_relevant
     return result
