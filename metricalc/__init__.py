@@ -82,6 +82,7 @@ __all__ = [
     "rank_stats",
     "rate_confint",
     "recall",
+    "retrieval",
     "roc_auc",
     "roc_curve",
     "scene_metrics",
@@ -101,6 +102,7 @@ _LAZY_SUBPACKAGES = (
     "decompose",
     "detection",
     "experiment",
+    "retrieval",
 )
 """Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
 

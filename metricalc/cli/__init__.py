@@ -11,6 +11,7 @@ sub-verbs) to the sub-command parsers and set ``run``, the function the verb cal
 - :mod:`~metricalc.cli.decompose`: ``decompose detection | keypoints``;
 - :mod:`~metricalc.cli.compare`: ``compare``;
 - :mod:`~metricalc.cli.report`: ``report``;
+- :mod:`~metricalc.cli.trec`: ``trec-eval``;
 - :mod:`~metricalc.cli._args`: the argument types they share.
 
 Building the parser imports no heavy module (experiment runs, dask, matplotlib, statsmodels,
@@ -25,7 +26,16 @@ import sys
 from collections.abc import Sequence
 
 import metricalc
-from metricalc.cli import compare, db, decompose, experiments, keypoints, patches, report
+from metricalc.cli import (
+    compare,
+    db,
+    decompose,
+    experiments,
+    keypoints,
+    patches,
+    report,
+    trec,
+)
 from metricalc.cli._args import document_defaults
 
 VERBS = (
@@ -39,6 +49,7 @@ VERBS = (
     decompose.add_decompose,
     compare.add_compare,
     report.add_report,
+    trec.add_trec_eval,
 )
 """The functions adding the verbs, in the order ``metricalc --help`` lists them."""
 

@@ -1,0 +1,32 @@
+"""Ranked retrieval evaluated as trec_eval evaluates it: TREC qrels and run files, the measures by
+trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over all queries.
+
+- :mod:`~metricalc.retrieval.trec_files`: read and write qrels and runs (:class:`Qrels`,
+  :class:`Run`);
+- :mod:`~metricalc.retrieval.ranking`: a run joined with its qrels and ordered as trec_eval orders
+  it (float32 scores, ties by docno descending), or by a tie policy;
+- :mod:`~metricalc.retrieval.measures`: the measures, one float per query;
+- :mod:`~metricalc.retrieval.trec_eval`: measure names and parameters, :func:`evaluate`, the
+  printout.
+"""
+
+from metricalc.retrieval.ranking import TIES, Ranked, rank_run
+from metricalc.retrieval.trec_eval import ALIASES, NICKNAMES, TrecEval, evaluate, parse_measures
+from metricalc.retrieval.trec_files import Qrels, Run, read_qrels, read_run, write_qrels, write_run
+
+__all__ = [
+    "ALIASES",
+    "NICKNAMES",
+    "TIES",
+    "Qrels",
+    "Ranked",
+    "Run",
+    "TrecEval",
+    "evaluate",
+    "parse_measures",
+    "rank_run",
+    "read_qrels",
+    "read_run",
+    "write_qrels",
+    "write_run",
+]

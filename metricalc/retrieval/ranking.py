@@ -1,0 +1,251 @@
+"""A run joined with its qrels and ordered the way trec_eval orders it (``form_res_rels.c``).
+
+Per query, trec_eval sorts the retrieved documents by score descending, the score stored as a
+32-bit float (scores equal at float32 precision tie), ties broken by docno descending in byte
+order; ``-M depth`` keeps the first ``depth`` documents of that order. Each retrieved document
+gets the relevance code of trec_eval: its qrels value if judged (>= 0), ``-2`` if the qrels give
+a negative value (in the pool but unjudged), ``-1`` if the qrels do not list it.
+
+Everything here works on all queries at once: one sort of all run lines by (query, score), one
+hash join with the qrels, per-query offsets; no Python loop per query.
+
+Tie policies other than trec_eval's docno order (``ties=``):
+
+- ``"optimistic"`` / ``"pessimistic"``: inside a group of tied scores, documents in decreasing /
+  increasing relevance code (then docno descending), the best / worst order for every measure;
+- ``"expected"``: every position of a tie group holds the group's mean relevance indicator and
+  mean gain, the expectation under a uniformly random order of the tied documents, and the
+  groups' shape (:class:`TieGroups`) for the measures that need more than the means (see
+  :data:`metricalc.retrieval.measures.EXPECTED_OK`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from metricalc.errors import InvalidInputError
+from metricalc.retrieval.trec_files import Qrels, Run
+
+__all__ = ["TIES", "Ranked", "TieGroups", "rank_run", "trec_order"]
+
+TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
+NOT_IN_POOL = -1
+"""Relevance code of a retrieved document the qrels do not list (trec_eval RELVALUE_NONPOOL)."""
+UNJUDGED = -2
+"""Relevance code of a document with a negative qrels value (trec_eval RELVALUE_UNJUDGED)."""
+
+
+@dataclass(frozen=True, eq=False)
+class TieGroups:
+    """Per position (``ties="expected"``): its tie group's first rank in the query (1-based),
+    size :math:`t`, relevant documents :math:`r`, and relevant documents ranked before the group
+    :math:`c` (whole groups before it, so an integer). Sizes count the whole group, also the part
+    a depth cut removes."""
+
+    first: np.ndarray
+    size: np.ndarray
+    relevant: np.ndarray
+    before: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Ranked:
+    """The evaluated queries (in run and qrels) with their ranked relevance codes.
+
+    Positions ``start[q]:start[q + 1]`` are query ``q``'s retrieved documents in rank order.
+    ``hit`` (document relevant: code >= level) and ``gain`` (the qrels value where positive, else
+    0) are floats so that ``ties="expected"`` can hold expectations in them.
+    """
+
+    qids: list[str]
+    start: np.ndarray
+    code: np.ndarray
+    hit: np.ndarray
+    gain: np.ndarray
+    num_rel: np.ndarray
+    num_nonrel: np.ndarray
+    ideal_gain: np.ndarray
+    ideal_start: np.ndarray
+    n_qrels_queries: int
+    tag: str
+    ties: str
+    tie_groups: TieGroups | None = None
+
+    @property
+    def num_ret(self) -> np.ndarray:
+        return np.diff(self.start)
+
+    @property
+    def query(self) -> np.ndarray:
+        """The query index of every position."""
+        return np.repeat(np.arange(len(self.qids)), self.num_ret)
+
+    @property
+    def rank(self) -> np.ndarray:
+        """The 1-based rank of every position inside its query."""
+        return np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1
+
+
+def _score_key(qid: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """uint64 keys ordering (query ascending, float32 score descending); equal keys tie."""
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, as C's (float) cast
+        s32 = score.astype(np.float32)
+    s32 = s32 + np.float32(0.0)  # -0.0 becomes +0.0: C compares them equal
+    bits = s32.view(np.uint32)
+    # the float's bits as an unsigned integer in the float's order, then reversed (descending)
+    ascending = np.where(bits >> np.uint32(31), ~bits, bits | np.uint32(0x80000000))
+    return (qid.astype(np.uint64) << np.uint64(32)) | (~ascending).astype(np.uint64)
+
+
+def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.Array, *,
+               code: np.ndarray | None = None, ties: str = "trec_eval") -> np.ndarray:
+    """Indices ordering run lines by query code, float32 score descending, then (tied scores)
+    relevance code descending (``"optimistic"``) or ascending (``"pessimistic"``) when ``code``
+    is given, then docno descending in byte order.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> trec_order(np.array([0, 0, 0]), np.array([1.0, 1.0 + 1e-9, 2.0]), np.array([0, 1, 2]),
+    ...            pa.array([b"a", b"b", b"c"])).tolist()
+    [2, 1, 0]
+    """
+    key = _score_key(qid, score)
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    same = sorted_key[1:] == sorted_key[:-1]
+    if not same.any():
+        return order
+    tied = np.zeros(order.size, dtype=bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    where = np.flatnonzero(tied)
+    group = np.cumsum(np.r_[True, ~same])[where]
+    sub = order[where]
+    uniq, inverse = np.unique(doc[sub], return_inverse=True)
+    names = docnos.take(pa.array(uniq))
+    name_rank = np.empty(uniq.size, dtype=np.int64)
+    name_rank[pc.sort_indices(names).to_numpy()] = np.arange(uniq.size)
+    keys = [-name_rank[inverse]]
+    if code is not None and ties in ("optimistic", "pessimistic"):
+        keys.append(-code[sub] if ties == "optimistic" else code[sub])
+    keys.append(group)
+    order[where] = sub[np.lexsort(keys)]
+    return order
+
+
+def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
+    """Index of each of ``values`` in ``value_set``, -1 where absent."""
+    found = pc.index_in(values, value_set=value_set)
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _decode(qids: pa.Array) -> list[str]:
+    return [q.decode("utf-8", "replace") for q in qids.to_pylist()]
+
+
+def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,
+             ties: str = "trec_eval") -> Ranked:
+    """Join ``run`` with ``qrels`` and rank every query of both as trec_eval does.
+
+    Parameters
+    ----------
+    level : int
+        Relevance level (trec_eval ``-l``): a document is relevant if its qrels value >= level.
+    depth : int, optional
+        Keep the first ``depth`` ranked documents of each query (trec_eval ``-M``).
+    ties : {"trec_eval", "expected", "optimistic", "pessimistic"}
+        How tied scores are ordered (module docstring).
+    """
+    if ties not in TIES:
+        raise InvalidInputError(f"ties must be one of {', '.join(TIES)}; got {ties!r}")
+    if depth is not None and depth < 1:
+        raise InvalidInputError(f"depth (-M) must be a positive integer; got {depth}")
+    if level < 0:
+        raise InvalidInputError(f"level (-l) must be >= 0; got {level}")
+    n_queries = len(qrels.qids)
+    # queries of the run in qrels code space; lines of queries without qrels are dropped
+    run_q = _lookup(run.qids, qrels.qids)[run.qid]
+    keep = np.flatnonzero(run_q >= 0)
+    run_q = run_q[keep]
+    run_doc = run.doc[keep]
+    # the relevance code of every kept run line: a hash join on (query, document)
+    n_docs = max(len(run.docnos), 1)
+    qrels_doc = _lookup(qrels.docnos, run.docnos)[qrels.doc]
+    judged = np.flatnonzero(qrels_doc >= 0)
+    index = pd.Index(qrels.qid[judged] * n_docs + qrels_doc[judged])
+    found = index.get_indexer(run_q * n_docs + run_doc)
+    code = np.where(found >= 0, qrels.rel[judged][found], NOT_IN_POOL)
+    code = np.where((found >= 0) & (code < 0), UNJUDGED, code)
+    order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code=code, ties=ties)
+    run_q, code = run_q[order], code[order]
+    hit = (code >= level).astype(np.float64)
+    gain = np.maximum(code, 0).astype(np.float64)
+    evaluated, first, counts = np.unique(run_q, return_index=True, return_counts=True)
+    within = np.arange(run_q.size) - np.repeat(first, counts)  # 0-based rank in the query
+    groups = None
+    if ties == "expected" and run_q.size:
+        hit, gain, groups = _expected(run_q, run.score[keep][order], hit, gain, within)
+    if depth is not None:
+        cut = within < depth
+        code, hit, gain = code[cut], hit[cut], gain[cut]
+        if groups is not None:
+            groups = TieGroups(*(a[cut] for a in (groups.first, groups.size, groups.relevant,
+                                                  groups.before)))
+        counts = np.minimum(counts, depth)
+    start = np.r_[0, np.cumsum(counts)]
+    # judgments per query: relevant, judged non-relevant, the ideal gains (positive, descending)
+    is_rel = qrels.rel >= level
+    num_rel = np.bincount(qrels.qid, weights=is_rel, minlength=n_queries).astype(np.int64)
+    nonrel = (qrels.rel >= 0) & ~is_rel
+    num_nonrel = np.bincount(qrels.qid, weights=nonrel, minlength=n_queries).astype(np.int64)
+    ideal_gain, ideal_start = _ideal(qrels, evaluated, n_queries)
+    return Ranked(
+        qids=_decode(qrels.qids.take(pa.array(evaluated))),
+        start=start,
+        code=code,
+        hit=hit,
+        gain=gain,
+        num_rel=num_rel[evaluated],
+        num_nonrel=num_nonrel[evaluated],
+        ideal_gain=ideal_gain,
+        ideal_start=ideal_start,
+        n_qrels_queries=n_queries,
+        tag=run.tag,
+        ties=ties,
+        tie_groups=groups,
+    )
+
+
+def _expected(qid: np.ndarray, score: np.ndarray, hit: np.ndarray, gain: np.ndarray,
+              within: np.ndarray) -> tuple[np.ndarray, np.ndarray, TieGroups]:
+    """Group means of ``hit`` and ``gain`` over each tie group, and the groups' shape."""
+    starts = np.r_[True, np.diff(_score_key(qid, score)) != 0]
+    group = np.cumsum(starts) - 1
+    size = np.bincount(group)
+    relevant = np.bincount(group, weights=hit)
+    first_rank = within[starts] + 1
+    # relevant documents before each group: a within-query cumulative count at the group start
+    query_start = np.r_[True, qid[1:] != qid[:-1]] if qid.size else starts
+    total = np.r_[0.0, np.cumsum(hit)]
+    at_query = np.maximum.accumulate(np.where(query_start, np.arange(qid.size), 0))
+    before = (total[:-1] - total[at_query])[starts]
+    groups = TieGroups(first_rank[group], size[group], relevant[group], before[group])
+    return (relevant / size)[group], (np.bincount(group, weights=gain) / size)[group], groups
+
+
+def _ideal(qrels: Qrels, evaluated: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """The positive qrels values of the evaluated queries, descending per query, and offsets."""
+    position = np.full(n_queries, -1, dtype=np.int64)
+    position[evaluated] = np.arange(evaluated.size)
+    q = position[qrels.qid]
+    take = np.flatnonzero((q >= 0) & (qrels.rel > 0))
+    order = np.lexsort((-qrels.rel[take], q[take]))
+    gains = qrels.rel[take][order].astype(np.float64)
+    counts = np.bincount(q[take], minlength=evaluated.size)
+    return gains, np.r_[0, np.cumsum(counts)]

@@ -1,0 +1,405 @@
+"""TREC qrels and run files: read, validate, write.
+
+- qrels: one judgment per line, ``qid iter docno rel`` (exactly four fields, ``rel`` an integer;
+  ``iter`` is ignored), as trec_eval's ``get_qrels.c`` reads them;
+- run: one retrieved document per line, ``qid Q0 docno rank score tag`` (six fields or more, the
+  ones after ``tag`` ignored; ``Q0`` and ``rank`` are ignored, ``score`` a number), as
+  ``get_trec_results.c`` reads them. The run's tag is the one of its last line (trec_eval's
+  ``runid``).
+
+Fields are separated by whitespace; blank lines are skipped. Identifiers are kept as bytes, so
+they compare byte by byte as trec_eval's ``strcmp`` does, whatever their encoding.
+
+Reading is fast for the usual files (one space or one tab between fields): pyarrow's
+multi-threaded CSV reader parses them. Anything that reader refuses (several spaces between
+fields, a malformed line) is read again line by line, which either parses the file or raises an
+:class:`~metricalc.errors.InvalidInputError` naming the file and the line: a line with too few
+fields, a score or relevance that is not a number, the same document twice for one query, an empty
+file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+from metricalc._io import temporary_path
+from metricalc.errors import InvalidInputError
+
+__all__ = ["Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"]
+
+QRELS_FORMAT = "'qid iter docno rel'"
+RUN_FORMAT = "'qid Q0 docno rank score tag'"
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Relevance judgments: judgment ``i`` says document ``docnos[doc[i]]`` has relevance
+    ``rel[i]`` for query ``qids[qid[i]]``.
+
+    ``qids`` and ``docnos`` are the distinct identifiers (bytes); ``qids`` is in byte order, so
+    comparing codes compares identifiers as ``strcmp`` does. ``source`` names the data in messages.
+    """
+
+    qids: pa.Array
+    qid: np.ndarray
+    docnos: pa.Array
+    doc: np.ndarray
+    rel: np.ndarray
+    source: str = "qrels"
+
+    @classmethod
+    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
+        """Qrels from ``{qid: {docno: rel}}`` (the shape pytrec_eval takes).
+
+        Examples
+        --------
+        >>> Qrels.from_dict({"q1": {"d1": 1, "d2": 0}}).rel.tolist()
+        [1, 0]
+        """
+        qid, docno, rel = _flatten(judgments, int)
+        return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                           np.asarray(rel, dtype=np.int64), "qrels", None)
+
+    def __len__(self) -> int:
+        return int(self.rel.size)
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """A ranking: line ``i`` retrieves document ``docnos[doc[i]]`` with ``score[i]`` for query
+    ``qids[qid[i]]``; ``tag`` is the run id (the tag of the last line of a run file).
+
+    ``qids`` is in byte order, ``docnos`` in first-seen order.
+    """
+
+    qids: pa.Array
+    qid: np.ndarray
+    docnos: pa.Array
+    doc: np.ndarray
+    score: np.ndarray
+    tag: str = "run"
+    source: str = "run"
+
+    @classmethod
+    def from_dict(cls, scores: Mapping[str, Mapping[str, float]], *, tag: str = "run") -> Run:
+        """A run from ``{qid: {docno: score}}`` (the shape pytrec_eval takes).
+
+        Examples
+        --------
+        >>> Run.from_dict({"q1": {"d1": 0.5, "d2": 0.25}}).score.tolist()
+        [0.5, 0.25]
+        """
+        qid, docno, score = _flatten(scores, float)
+        return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                         np.asarray(score, dtype=np.float64), tag, "run", None)
+
+    def __len__(self) -> int:
+        return int(self.score.size)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+
+def read_qrels(path: str | os.PathLike[str]) -> Qrels:
+    """Read a TREC qrels file (``qid iter docno rel`` per line).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = Path(tmp) / "qrels.txt"
+    ...     _ = p.write_text("q1 0 d1 1\\nq1 0 d2 0\\n")
+    ...     read_qrels(p).rel.tolist()
+    [1, 0]
+    """
+    path = _existing(path, QRELS_FORMAT)
+    table = _fast_table(path, ["qid", "iter", "docno", "rel"], {"rel": pa.int64()})
+    if table is None:
+        return _scan_qrels(path)
+    return _make_qrels(table["qid"], table["docno"], table["rel"].to_numpy(), str(path), path)
+
+
+def read_run(path: str | os.PathLike[str]) -> Run:
+    """Read a TREC run file (``qid Q0 docno rank score tag`` per line).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = Path(tmp) / "run.txt"
+    ...     _ = p.write_text("q1 Q0 d1 1 2.5 bm25\\nq1 Q0 d2 2 1.5 bm25\\n")
+    ...     run = read_run(p)
+    ...     run.score.tolist(), run.tag
+    ([2.5, 1.5], 'bm25')
+    """
+    path = _existing(path, RUN_FORMAT)
+    names = ["qid", "q0", "docno", "rank", "score", "tag"]
+    table = _fast_table(path, names, {"score": pa.float64()})
+    if table is None:
+        return _scan_run(path)
+    score = table["score"].to_numpy()
+    if np.isnan(score).any():
+        return _scan_run(path)  # raises, naming the line
+    tag = table["tag"][-1].as_py().decode("utf-8", "replace")
+    return _make_run(table["qid"], table["docno"], score, tag, str(path), path)
+
+
+def _existing(path: str | os.PathLike[str], fmt: str) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: no such file; expected a TREC file of {fmt} lines")
+    with path.open("rb") as f:
+        if not f.read(1 << 16).strip():
+            raise InvalidInputError(f"{path}: the file is empty; expected {fmt} lines")
+    return path
+
+
+def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
+    """The file through pyarrow's CSV reader (one space or one tab between fields), or None
+    when that reader cannot take it (the line-by-line reader then decides)."""
+    with path.open("rb") as f:
+        first = f.readline()
+    delimiter = "\t" if b"\t" in first and b" " not in first.strip() else " "
+    if _has_other_whitespace(path, delimiter):
+        return None  # fields split where the CSV reader would not: trec_eval splits on isspace
+    column_types = {name: pa.binary() for name in names} | types
+    keep = [name for name in names if name in ("qid", "docno", "rel", "score", "tag")]
+    try:
+        return pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=names),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False),
+            convert_options=pcsv.ConvertOptions(column_types=column_types, include_columns=keep),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
+def _has_other_whitespace(path: Path, delimiter: str) -> bool:
+    """Whether the file holds whitespace other than ``delimiter`` and line ends."""
+    others = [b"\x0b", b"\x0c", b"\t" if delimiter == " " else b" "]
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return any(data.find(c) >= 0 for c in others)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, list[bytes]]]:
+    with path.open("rb") as f:
+        for number, line in enumerate(f, start=1):
+            fields = line.split()
+            if fields:
+                yield number, fields
+
+
+def _scan_qrels(path: Path) -> Qrels:
+    qid: list[bytes] = []
+    docno: list[bytes] = []
+    rel: list[int] = []
+    seen: set[tuple[bytes, bytes]] = set()
+    for number, fields in _lines(path):
+        where = f"{path} line {number}"
+        if len(fields) != 4:
+            raise InvalidInputError(
+                f"{where}: expected 4 fields {QRELS_FORMAT}; found {len(fields)}"
+            )
+        try:
+            value = int(fields[3])
+        except ValueError:
+            raise InvalidInputError(
+                f"{where}: relevance {_text(fields[3])!r} is not an integer"
+            ) from None
+        key = (fields[0], fields[2])
+        if key in seen:
+            raise InvalidInputError(
+                f"{where}: document {_text(fields[2])!r} is judged twice for query "
+                f"{_text(fields[0])!r}"
+            )
+        seen.add(key)
+        qid.append(fields[0])
+        docno.append(fields[2])
+        rel.append(value)
+    return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                       np.asarray(rel, dtype=np.int64), str(path), None)
+
+
+def _scan_run(path: Path) -> Run:
+    qid: list[bytes] = []
+    docno: list[bytes] = []
+    score: list[float] = []
+    tag = b""
+    seen: set[tuple[bytes, bytes]] = set()
+    for number, fields in _lines(path):
+        where = f"{path} line {number}"
+        if len(fields) < 6:
+            raise InvalidInputError(
+                f"{where}: expected 6 fields {RUN_FORMAT}; found {len(fields)}"
+            )
+        try:
+            value = float(fields[4])
+        except ValueError:
+            value = float("nan")
+        if value != value:
+            raise InvalidInputError(f"{where}: score {_text(fields[4])!r} is not a number")
+        key = (fields[0], fields[2])
+        if key in seen:
+            raise InvalidInputError(
+                f"{where}: document {_text(fields[2])!r} is retrieved twice for query "
+                f"{_text(fields[0])!r}"
+            )
+        seen.add(key)
+        qid.append(fields[0])
+        docno.append(fields[2])
+        score.append(value)
+        tag = fields[5]
+    return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                     np.asarray(score, dtype=np.float64), tag.decode("utf-8", "replace"),
+                     str(path), None)
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding identifiers as integer codes
+# --------------------------------------------------------------------------------------------
+
+
+def encode(values: pa.Array | pa.ChunkedArray, *, sort: bool) -> tuple[np.ndarray, pa.Array]:
+    """Integer codes and the distinct values (in byte order if ``sort``) of a binary column."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    encoded = pc.dictionary_encode(values)
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    uniques = encoded.dictionary
+    if sort:
+        order = pc.sort_indices(uniques).to_numpy()
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        codes = rank[codes]
+        uniques = uniques.take(pa.array(order))
+    return codes, uniques
+
+
+def _duplicate_row(qid: np.ndarray, doc: np.ndarray, n_docs: int) -> int | None:
+    """Index of the first row repeating an earlier (qid, doc) pair, or None."""
+    keys = qid * np.int64(max(n_docs, 1)) + doc
+    ordered = np.sort(keys)  # a SIMD sort: far faster than hashing to find that there is none
+    if not (ordered[1:] == ordered[:-1]).any():
+        return None
+    import pandas as pd
+
+    return int(np.argmax(pd.Series(keys).duplicated().to_numpy()))
+
+
+def _make_qrels(qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray,
+                rel: np.ndarray, source: str, path: Path | None) -> Qrels:
+    qcodes, qids = encode(qid, sort=True)
+    dcodes, docnos = encode(docno, sort=False)
+    row = _duplicate_row(qcodes, dcodes, len(docnos))
+    if row is not None:
+        if path is not None:
+            _scan_qrels(path)  # names the line
+        raise InvalidInputError(
+            f"{source}: document {_text(docnos[int(dcodes[row])].as_py())!r} is judged twice "
+            f"for query {_text(qids[int(qcodes[row])].as_py())!r}"
+        )
+    return Qrels(qids, qcodes, docnos, dcodes, rel.astype(np.int64, copy=False), source)
+
+
+def _make_run(qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray,
+              score: np.ndarray, tag: str, source: str, path: Path | None) -> Run:
+    qcodes, qids = encode(qid, sort=True)
+    dcodes, docnos = encode(docno, sort=False)
+    score = score.astype(np.float64, copy=False)
+    if np.isnan(score).any():
+        raise InvalidInputError(f"{source}: score {np.nan} is not a number")
+    row = _duplicate_row(qcodes, dcodes, len(docnos))
+    if row is not None:
+        if path is not None:
+            _scan_run(path)  # names the line
+        raise InvalidInputError(
+            f"{source}: document {_text(docnos[int(dcodes[row])].as_py())!r} is retrieved "
+            f"twice for query {_text(qids[int(qcodes[row])].as_py())!r}"
+        )
+    return Run(qids, qcodes, docnos, dcodes, score, tag, source)
+
+
+def _flatten(
+    nested: Mapping[str, Mapping[str, float]] | Mapping[str, Mapping[str, int]], kind: type
+) -> tuple[list[bytes], list[bytes], list[float]]:
+    qid: list[bytes] = []
+    docno: list[bytes] = []
+    values: list[float] = []
+    what = "an integer relevance" if kind is int else "a numeric score"
+    for q, docs in nested.items():
+        for d, v in docs.items():
+            if not isinstance(v, int | float | np.integer | np.floating) or (
+                kind is int and not float(v).is_integer()
+            ):
+                raise InvalidInputError(f"query {q!r} document {d!r}: expected {what}; got {v!r}")
+            qid.append(str(q).encode())
+            docno.append(str(d).encode())
+            values.append(v)
+    return qid, docno, values
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def write_qrels(path: str | os.PathLike[str], qrels: Qrels) -> Path:
+    """Write ``qrels`` as a TREC qrels file (``qid 0 docno rel``), atomically."""
+    table = pa.table({
+        "qid": qrels.qids.take(pa.array(qrels.qid)),
+        "iter": pa.array(np.zeros(len(qrels), dtype=np.int64)),
+        "docno": qrels.docnos.take(pa.array(qrels.doc)),
+        "rel": pa.array(qrels.rel),
+    })
+    return _write(path, table)
+
+
+def write_run(path: str | os.PathLike[str], run: Run) -> Path:
+    """Write ``run`` as a TREC run file (``qid Q0 docno rank score tag``), atomically.
+
+    Lines are in trec_eval's order (query in byte order, score descending, ties by docno
+    descending) with ranks 1, 2, ... per query; scores are written with full precision (``repr``),
+    so reading the file back gives the same numbers.
+    """
+    from metricalc.retrieval.ranking import trec_order
+
+    order = trec_order(run.qid, run.score, run.doc, run.docnos)
+    qid = run.qid[order]
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]) if qid.size else qid
+    rank = np.arange(qid.size) - np.repeat(starts, np.diff(np.r_[starts, qid.size])) + 1
+    score = pa.array([repr(float(s)) for s in run.score[order]], pa.string())
+    table = pa.table({
+        "qid": run.qids.take(pa.array(qid)),
+        "q0": pa.array(["Q0"] * qid.size, pa.string()),
+        "docno": run.docnos.take(pa.array(run.doc[order])),
+        "rank": pa.array(rank),
+        "score": score,
+        "tag": pa.array([run.tag] * qid.size, pa.string()),
+    })
+    return _write(path, table)
+
+
+def _write(path: str | os.PathLike[str], table: pa.Table) -> Path:
+    options = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    try:
+        with temporary_path(path) as tmp:
+            pcsv.write_csv(table, tmp, options)
+    except OSError as error:
+        raise InvalidInputError(f"cannot write {path}: {error.strerror or error}") from None
+    return Path(path)
