@@ -562,7 +562,7 @@ def extract(
     limit, border = _check_options(max_keypoints, border)
     scenes = _unique_scenes(sequences)
     _check_own(own, names, scenes)
-    if locked is None:  # native: your own features keep their own keypoints
+    if locked is None and own:  # native: your own features keep their own keypoints
         result = (
             extract(scenes, names, max_keypoints=limit, border=border, progress=progress)
             if names
@@ -707,7 +707,7 @@ def detect_keypoints(
     ...     def gray(self, k): return self.image(k)
     ...     def shape(self, k): return (256, 256)
     >>> kept = detect_keypoints([Scene()], "sift", max_keypoints=100)["i_camera"][1]
-    >>> fs = extract([Scene()], "sift", locked="sift", max_keypoints=100)["i_camera"]
+    >>> fs = extract([Scene()], "sift", locked="sift", max_keypoints=100)["sift"]["i_camera"]
     >>> bool((kept["keypoints"] == fs[1].keypoints).all()), kept["image_size"].tolist()
     (True, [256, 256])
     """

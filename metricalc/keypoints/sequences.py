@@ -419,6 +419,7 @@ def dataset_fingerprint(sequences: Iterable[Any]) -> str:
     for images 1..6 the file name (relative to the scene folder) and the file's bytes (objects
     without ``image_paths``: the dtype, shape and bytes of ``image(k)``); for k = 2..6 the
     float64 values of ``H_1_k`` (so the text layout of the homography files does not matter).
+    Stand-ins with neither ``image_paths`` nor ``image`` contribute the shapes of their images.
     The same scenes copied to another folder have the same fingerprint; any changed pixel,
     homography, image file name or scene gives another. Nothing is cached: the files are hashed
     on every call (about 1 GB/s).
@@ -442,10 +443,12 @@ def dataset_fingerprint(sequences: Iterable[Any]) -> str:
                 path = Path(paths[k - 1])
                 digest.update(f"image {k} {path.name}\n".encode())
                 _hash_file(digest, path)
-            else:
+            elif hasattr(sequence, "image"):
                 image = np.ascontiguousarray(sequence.image(k))
                 digest.update(f"image {k} {image.dtype.str} {image.shape}\n".encode())
                 digest.update(image.tobytes())
+            else:  # a stand-in that has geometry only
+                digest.update(f"image {k} shape {tuple(sequence.shape(k))}\n".encode())
         for k in range(2, 7):
             H = np.ascontiguousarray(sequence.homography(k), dtype=np.float64) + 0.0  # -0 -> 0
             digest.update(f"H_1_{k}\n".encode())
