@@ -167,7 +167,7 @@ def test_keypoint_identity_is_float32_equality():
     check_own_keypoints(kept.astype(np.float32), kept, **where)  # written as float32: the same
     check_own_keypoints(kept + 1e-12, kept, **where)  # equal once rounded to float32
     with pytest.raises(InvalidInputError, match=r"has keypoint 1 at \(70\.001, 80\.25\)"):
-        check_own_keypoints(kept + [[0, 0], [1e-3, 0]], kept, **where)
+        check_own_keypoints(kept + np.array([[0, 0], [1e-3, 0]]), kept, **where)
     with pytest.raises(InvalidInputError, match="has 2 keypoints in your file but sift keeps 1"):
         check_own_keypoints(kept, kept[:1], **where)
     with pytest.raises(InvalidInputError, match="keypoint 0 at"):  # the order matters
