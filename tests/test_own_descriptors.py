@@ -207,6 +207,10 @@ def test_same_data_elsewhere_combines_changed_data_refuses(recipe, tmp_path):
     sequences = load_sequences(recipe["data"], scenes=scene)
     elsewhere = load_sequences(copy, scenes=scene)
     assert dataset_fingerprint(elsewhere) == dataset_fingerprint(sequences)
+    # the identity is the whole folder's: runs over different scenes of it combine
+    assert dataset_fingerprint(load_sequences(copy, scenes="i_camera")) == dataset_fingerprint(
+        recipe["sequences"]
+    )
     # the built-in SIFT on the data, your own on the copy: one cube, every query paired
     sift = evaluate(
         sequences,
