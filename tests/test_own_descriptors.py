@@ -200,6 +200,20 @@ def test_several_features_on_identical_queries(recipe, capsys, tmp_path):
         assert code == 2 and err.count("\n") == 1 and "--features" in err
 
 
+def test_a_root_of_descriptor_folders_with_locked(recipe, capsys, tmp_path):
+    root = tmp_path / "features"
+    shutil.copytree(recipe["mine"], root / "mine")
+    argv = ["keypoints", "eval", "--data", str(recipe["data"]), "--features", str(root),
+            "--locked", "sift", "--no-progress", "--no-bojanic"]  # fmt: skip
+    code, _, err = run(capsys, *argv, "--descriptors", "sift", "--out", str(tmp_path / "x.nc"))
+    assert code == 2 and err.count("\n") == 1 and "give them as --features NAME=DIR" in err
+    code, _, err = run(capsys, *argv, "--out", str(tmp_path / "mine.nc"))
+    assert code == 0, err
+    cube = qc.open_cube(tmp_path / "mine.nc")
+    assert cube.descriptor.values.tolist() == ["mine"] and cube.attrs["keypoints"] == "locked:sift"
+    assert set(cube.keypoint_set.values.tolist()) == {"sift"}
+
+
 def test_same_data_elsewhere_combines_changed_data_refuses(recipe, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(recipe["data"], copy)

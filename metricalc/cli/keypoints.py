@@ -148,10 +148,17 @@ def _own_features(
     args: argparse.Namespace, sequences: list, descriptors: list[str] | None
 ) -> tuple[dict, str]:
     """Your own features (and built-in ones, ``--descriptors`` with NAME=DIR) and the keypoints."""
-    from metricalc.keypoints.features import extract, load_features
+    from metricalc.keypoints.features import BUILTIN_METHODS, extract, load_features
 
     named, root = _feature_folders(args.features)
     if root is not None:  # --descriptors selects the descriptor folders of ROOT
+        builtin = [n for n in descriptors or [] if n in BUILTIN_METHODS and not (root / n).is_dir()]
+        if builtin:
+            raise InvalidInputError(
+                f"--descriptors {builtin[0]} names a descriptor folder of --features {root}, and "
+                f"{root / builtin[0]} does not exist; to evaluate the built-in {builtin[0]} next "
+                "to your features, give them as --features NAME=DIR (one per descriptor folder)"
+            )
         own, builtins = load_features(root, descriptors=descriptors), []
     else:
         own, builtins = load_features(named), descriptors or []
