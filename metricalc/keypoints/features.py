@@ -563,12 +563,12 @@ def extract(
     scenes = _unique_scenes(sequences)
     _check_own(own, names, scenes)
     if locked is None and own:  # native: your own features keep their own keypoints
-        result = (
+        builtin = (
             extract(scenes, names, max_keypoints=limit, border=border, progress=progress)
             if names
             else {}
         )
-        return {**result, **{n: {s.name: dict(own[n][s.name]) for s in scenes} for n in own}}
+        return {**builtin, **{n: {s.name: dict(own[n][s.name]) for s in scenes} for n in own}}
 
     tools = _Toolkit(limit)
     every = (*names, *own)
@@ -669,10 +669,10 @@ def check_own_keypoints(
     if moved.size:
         i = int(moved[0])
         raise InvalidInputError(
-            f"{start} has keypoint {i} at ({mine[i, 0]:g}, {mine[i, 1]:g}) in your file but at "
-            f"({theirs[i, 0]:g}, {theirs[i, 1]:g}) for {locked} ({moved.size} of {len(mine)} "
-            f"keypoints differ, {len(mine)} in your file and {len(theirs)} for {locked}); "
-            f"{advice}"
+            f"{start} has keypoint {i} at ({mine[i, 0]:.9g}, {mine[i, 1]:.9g}) in your file but "
+            f"at ({theirs[i, 0]:.9g}, {theirs[i, 1]:.9g}) for {locked} ({moved.size} of "
+            f"{len(mine)} keypoints differ, {len(mine)} in your file and {len(theirs)} for "
+            f"{locked}); {advice}"
         )
 
 
@@ -711,7 +711,11 @@ def detect_keypoints(
     >>> bool((kept["keypoints"] == fs[1].keypoints).all()), kept["image_size"].tolist()
     (True, [256, 256])
     """
-    _check_methods((detector,), detector)
+    if detector not in BUILTIN_METHODS:
+        raise InvalidInputError(
+            f"detector {detector!r} is not a built-in method; expected one of "
+            f"{', '.join(BUILTIN_METHODS)} (the method's detector finds the keypoints)"
+        )
     limit, border = _check_options(max_keypoints, border)
     scenes = _unique_scenes(sequences)
     tools = _Toolkit(limit)
@@ -877,7 +881,7 @@ def export_keypoints(
     in place or in a copy, and evaluate the folder next to the built-in methods with
     ``metricalc keypoints eval --features NAME=FOLDER --locked <detector>``: the evaluation
     checks that its keypoints are these (:func:`check_own_keypoints`). Each file is written to a
-    temporary name and renamed.
+    temporary name and renamed; files of the same names are replaced, other files left alone.
 
     Parameters
     ----------
@@ -897,6 +901,9 @@ def export_keypoints(
     dict
         scene -> image -> the arrays written.
     """
+    base = Path(out)
+    if base.exists() and not base.is_dir():
+        raise InvalidInputError(f"keypoints folder {base} exists and is not a folder")
     if isinstance(data, (str, os.PathLike)):
         from metricalc.keypoints.sequences import load_sequences
 
@@ -904,9 +911,6 @@ def export_keypoints(
     kept = detect_keypoints(
         data, detector, max_keypoints=max_keypoints, border=border, progress=progress
     )
-    base = Path(out)
-    if base.exists() and not base.is_dir():
-        raise InvalidInputError(f"keypoints folder {base} exists and is not a folder")
     for scene, images in kept.items():
         _check_folder_name(scene, "scene")
         for k, arrays in images.items():
