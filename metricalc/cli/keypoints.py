@@ -48,7 +48,7 @@ def add_keypoints(verbs: argparse._SubParsersAction) -> None:
     export.add_argument("--out", type=Path, required=True, help="folder: <scene>/1.npz .. 6.npz")
     export.add_argument("--border", type=float, default=40.0, help="border exclusion in px")
     export.add_argument(
-        "--max-keypoints", type=max_keypoints, default=2000, help="per image (all: 0)"
+        "--max-keypoints", type=max_keypoints, default=2000, help="the strongest kept (0: all)"
     )
     export.add_argument("--no-progress", action="store_true", help="no progress bars")
     export.set_defaults(run=_export_keypoints)
@@ -61,10 +61,13 @@ def add_keypoints(verbs: argparse._SubParsersAction) -> None:
         "--features",
         action="append",
         metavar="NAME=DIR | ROOT",
-        help="your own descriptor: NAME=DIR (DIR/<scene>/1.npz .. 6.npz; repeatable), or one "
-        "ROOT/<descriptor>/<scene>/... folder",
+        help="your own descriptor: NAME=DIR (DIR/<scene>/1.npz .. 6.npz; repeatable; "
+        "--descriptors then lists the built-in ones, default none), or one "
+        "ROOT/<descriptor>/<scene>/... folder (--descriptors: which of its folders)",
     )
-    ev.add_argument("--max-keypoints", type=max_keypoints, default=2000, help="per image (all: 0)")
+    ev.add_argument(
+        "--max-keypoints", type=max_keypoints, default=2000, help="the strongest kept (0: all)"
+    )
     ev.add_argument("--out", type=Path, required=True, help="cube file to write (.nc)")
     ev.add_argument("--tau", type=float, default=3.0, help="ground-truth tolerance in px")
     ev.add_argument("--border", type=float, default=40.0, help="border exclusion in px")
