@@ -76,8 +76,8 @@ def recipe(tmp_path_factory):
     return {"root": root, "data": data, "kps": kps, "mine": mine, "sequences": sequences}
 
 
-def eval_args(recipe, out: Path, *features: str) -> list[str]:
-    argv = ["keypoints", "eval", "--data", str(recipe["data"]), "--descriptors", "sift"]
+def eval_args(recipe, out: Path, *features: str, descriptors: str = "sift") -> list[str]:
+    argv = ["keypoints", "eval", "--data", str(recipe["data"]), "--descriptors", descriptors]
     for feature in features:
         argv += ["--features", feature]
     return [*argv, "--locked", "sift", "--out", str(out), "--no-progress", "--no-bojanic"]
@@ -98,10 +98,11 @@ def test_exported_keypoints_are_the_locked_keypoints_of_sift(recipe):
 
 def test_three_command_recipe_compares_at_query_level(recipe, capsys, tmp_path):
     both = tmp_path / "both.nc"
-    code, out, err = run(capsys, *eval_args(recipe, both, f"mine={recipe['mine']}"))
+    argv = eval_args(recipe, both, f"mine={recipe['mine']}", descriptors="sift,rootsift")
+    code, out, err = run(capsys, *argv)
     assert code == 0, err
     cube = qc.open_cube(both)
-    assert cube.descriptor.values.tolist() == ["sift", "mine"]
+    assert cube.descriptor.values.tolist() == ["sift", "rootsift", "mine"]
     assert cube.attrs["keypoints"] == "locked:sift"
     assert set(cube.keypoint_set.values.tolist()) == {"sift"}
     assert (cube.n_relevant.values != -1).all()  # every query present for both descriptors
@@ -128,10 +129,11 @@ def test_three_command_recipe_compares_at_query_level(recipe, capsys, tmp_path):
 
     code, out, err = run(capsys, "compare", str(both), "--baseline", "sift", "--json")
     assert code == 0, err
-    (row,) = json.loads(out)
+    rootsift, row = json.loads(out)
     assert (row["descriptor"], row["baseline"]) == ("mine", "sift")
     sift_queries = int(np.isfinite(cube.ap.sel(descriptor="sift").values).sum())
-    assert row["n"] == sift_queries > 1000 and row["n_dropped"] == 0
+    assert row["n"] == rootsift["n"] == sift_queries > 1000
+    assert row["n_dropped"] == rootsift["n_dropped"] == 0
     assert row["mean_descriptor"] != row["mean_baseline"]
 
 
