@@ -63,7 +63,6 @@ def thresholds(text: str) -> tuple[float, ...]:
     return values
 
 
-
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """Help that shows every option's default: ``(default: X)`` is appended to the help of an
     option whose default is a value (not ``None``, ``False`` or suppressed) unless its help
@@ -94,3 +93,20 @@ def document_defaults(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 document_defaults(sub)
+
+
+def max_keypoints(text: str) -> int | None:
+    """``--max-keypoints 2000`` -> 2000; ``0`` -> None (keep all); anything else a usage error.
+
+    Examples
+    --------
+    >>> max_keypoints("2000"), max_keypoints("0")
+    (2000, None)
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0 (0: all); got {text!r}")
+    return value or None
