@@ -5,7 +5,8 @@ a user's table) and are illustrations.
 
 The ``metricalc ...`` lines of the ```bash blocks run in-process (:func:`metricalc.cli.main`)
 when their verb is one of :data:`RUN_VERBS`, on cubes of the built-in benchmark made once per
-session (``locked.nc``, ``native.nc``, ``pessimistic.nc``: the file names the README uses).
+session (``locked.nc``, ``native.nc``, ``pessimistic.nc``, ``both.nc``, and the TREC files ``qrels.txt`` and
+``run.txt``: the file names the README uses).
 The explicit rules for the other lines: a line whose comment says ``external data`` needs data
 the tests cannot make (HPatches, a user's files) and is skipped; a verb outside
 :data:`RUN_VERBS` is skipped with the reason of :data:`NOT_RUN_HERE`.
@@ -22,8 +23,8 @@ import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
-RUN_VERBS = ("compare", "metrics")
-"""Verbs whose README lines run here, on the session's cubes."""
+RUN_VERBS = ("compare", "metrics", "trec-eval")
+"""Verbs whose README lines run here, on the session's cubes and TREC files."""
 
 NOT_RUN_HERE = {
     "keypoints": "builds or evaluates a whole benchmark (tests/test_cli.py runs it on a small one)",
@@ -82,7 +83,25 @@ def readme_cubes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ):
         cube = evaluate(sequences, features, keypoints=keypoints, tie_policy=policy, bojanic=False)
         qc.save(cube, folder / f"{name}.nc")
+    # both.nc of the own-descriptor recipe (tests/test_own_descriptors.py runs the recipe itself)
+    both = extract(sequences, ("sift", "rootsift"), locked="sift", max_keypoints=150)
+    qc.save(evaluate(sequences, both, keypoints="locked:sift", bojanic=False), folder / "both.nc")
+    write_trec_files(folder)
     return folder
+
+
+def write_trec_files(folder: Path) -> None:
+    """``qrels.txt`` (graded judgments of 20 queries) and ``run.txt`` (50 scored documents per
+    query, ties included): the TREC files the README's trec-eval lines read."""
+    rng = np.random.default_rng(0)
+    qrels, run = [], []
+    for q in range(20):
+        for d in rng.choice(80, 15, replace=False):
+            qrels.append(f"q{q} 0 d{d} {rng.integers(0, 3)}")
+        for rank, d in enumerate(rng.choice(80, 50, replace=False)):
+            run.append(f"q{q} Q0 d{d} {rank + 1} {rng.integers(0, 20) / 4} readme")
+    (folder / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    (folder / "run.txt").write_text("\n".join(run) + "\n")
 
 
 def test_readme_has_compare_examples():
