@@ -5,8 +5,8 @@ a user's table) and are illustrations.
 
 The ``metricalc ...`` lines of the ```bash blocks run in-process (:func:`metricalc.cli.main`)
 when their verb is one of :data:`RUN_VERBS`, on cubes of the built-in benchmark made once per
-session (``locked.nc``, ``native.nc``, ``pessimistic.nc``, ``both.nc``, and the TREC files ``qrels.txt`` and
-``run.txt``: the file names the README uses).
+session (``locked.nc``, ``native.nc``, ``pessimistic.nc``, ``both.nc``, and the TREC files
+``qrels.txt`` and ``run.txt``: the file names the README uses).
 The explicit rules for the other lines: a line whose comment says ``external data`` needs data
 the tests cannot make (HPatches, a user's files) and is skipped; a verb outside
 :data:`RUN_VERBS` is skipped with the reason of :data:`NOT_RUN_HERE`.
