@@ -34,6 +34,7 @@ from metricalc.core.ranking import (
 from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricWarning
 from metricalc.metrics import (
     matching_accuracy,
+    matching_counts,
     matching_pr_curve,
     matching_roc_curve,
     metric_set,
@@ -68,6 +69,7 @@ __all__ = [
     "hit_rate_at_k",
     "keypoints",
     "matching_accuracy",
+    "matching_counts",
     "matching_pr_curve",
     "matching_roc_curve",
     "metric_set",

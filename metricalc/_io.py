@@ -4,7 +4,9 @@
   lists, NaN and infinities as ``null``), through nested mappings and sequences;
 - :func:`atomic_write`: text or bytes to a file through a temporary file and a rename;
 - :func:`temporary_path`: a temporary file name to hand to a writer that wants a path (netCDF,
-  HDF5, Parquet, a figure), renamed over the target when the block succeeds.
+  HDF5, Parquet, a figure), renamed over the target when the block succeeds;
+- :func:`current_umask`: the umask, which sets the mode of every file written here (0644 by
+  default), as for any file a program creates.
 
 Readers of a file written this way never see it half-written: an interrupted write leaves the
 old file (or none) and no temporary file behind.
@@ -31,7 +33,7 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 
-__all__ = ["atomic_write", "json_safe", "temporary_path"]
+__all__ = ["atomic_write", "current_umask", "json_safe", "temporary_path"]
 
 
 def json_safe(value: Any) -> Any:
@@ -80,6 +82,32 @@ def json_safe(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
+def current_umask() -> int:
+    """The process's file mode creation mask (``umask``), read without changing it where the
+    system tells it (Linux's ``/proc/self/status``), else set and restored at once.
+
+    Files this package writes get mode ``0o666 & ~umask`` (0644 under the usual umask 022),
+    like any file a program creates, so others can read what the user shares.
+
+    Examples
+    --------
+    >>> old = os.umask(0o027)
+    >>> oct(current_umask())
+    '0o27'
+    >>> _ = os.umask(old)
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def temporary_path(path: str | os.PathLike[str], *, suffix: str = ".tmp") -> Iterator[Path]:
     """A temporary file name next to ``path`` (same folder, so the rename is atomic), created
@@ -105,6 +133,8 @@ def temporary_path(path: str | os.PathLike[str], *, suffix: str = ".tmp") -> Ite
     os.close(fd)
     try:
         yield Path(tmp)
+        # mkstemp creates the file 0600; the renamed file gets the mode any new file gets
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -121,6 +121,8 @@ SEQUENCE_VARIABLES: Mapping[str, Field] = MappingProxyType(
     {
         "verification_ap": Field(_F64, _NAN),
         "retrieval_ap": Field(_F64, _NAN),
+        "verification_ap_per_keypoint": Field(_F64, _NAN),
+        "retrieval_ap_per_keypoint": Field(_F64, _NAN),
         "retrieval_num_true_positives": Field(_I64, -1),
         "retrieval_num_hard_negatives": Field(_I64, -1),
         "retrieval_num_distractors": Field(_I64, -1),
@@ -939,10 +941,23 @@ them combine, and the result says ``"mixed"`` (an L2 and a Hamming descriptor ev
 separate runs are as comparable as in one run)."""
 
 
+def _dataset_label(attrs: Mapping[Hashable, Any]) -> str:
+    """``'sha256:...'`` and, when the cube records it, ``(read from <dataset_path>)``."""
+    path = attrs.get("dataset_path")
+    return f"{attrs['dataset']!r}" + (f" (read from {path})" if path else "")
+
+
 def _check_protocols(cubes: Sequence[xr.Dataset]) -> None:
     first = _plain_attrs(cubes[0].attrs)
     for i, cube in enumerate(cubes[1:], start=1):
         other = _plain_attrs(cube.attrs)
+        if first["dataset"] != other["dataset"]:
+            raise InvalidInputError(
+                "cannot combine cubes of different data: cube 0 was evaluated on dataset "
+                f"{_dataset_label(first)} but cube {i} on {_dataset_label(other)}; cubes combine "
+                "only when evaluated on the same data (for metricalc's keypoint evaluation, "
+                "dataset is a fingerprint of the images and homographies)"
+            )
         for name in PROTOCOL_ATTRS:
             if name not in MERGED_ATTRS and first[name] != other[name]:
                 raise InvalidInputError(

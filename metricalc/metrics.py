@@ -7,9 +7,10 @@ sums, ``groupby`` over scenes and image pairs, ``xr.dot``), so a dask-backed cub
 chunks=...)``) stays lazy until ``.compute()``; only the string coordinates that define the
 groups (``scene``, ``split``, ``pair``, a few bytes per query) are loaded.
 
-Besides the metric set (:func:`metric_set`, :func:`scene_metrics`) the module computes two
-matching metrics from the nearest-neighbour fields of the cube: the mean matching accuracy of D2-Net
-(:func:`matching_accuracy`) and the precision-recall curve of the ratio test
+Besides the metric set (:func:`metric_set`, :func:`scene_metrics`) the module computes
+matching metrics from the nearest-neighbour fields of the cube: the mean matching accuracy of
+D2-Net's HPatches-sequences benchmark (:func:`matching_accuracy`, with the counts it prints,
+:func:`matching_counts`) and the precision-recall curve of the ratio test
 (:func:`matching_pr_curve`). ``docs/metric_set.md`` lists every formula. The metadata strings of
 the DescriptorWorkbench database (``format_metadata``, ``parse_metadata``, ``metadata_for``) live
 in :mod:`metricalc.store.metadata`.
@@ -18,24 +19,35 @@ in :mod:`metricalc.store.metadata`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc.core._validate import TIE_POLICIES, check_choice
+from metricalc.core._validate import (
+    TIE_POLICIES,
+    ZeroDivision,
+    check_choice,
+    check_zero_division,
+    fill_value,
+    warn_undefined,
+)
 from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr, youden_j
 from metricalc.core.curves import _with_start_point
 from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import HPATCHES_PAIRS, select_sequences
 
 __all__ = [
     "BOJANIC_METRICS",
     "MAP_METRICS",
+    "MMA_CONVENTIONS",
+    "MMA_SPLITS",
     "RANK_BINS",
     "matching_accuracy",
+    "matching_counts",
     "matching_pr_curve",
     "matching_roc_curve",
     "metric_set",
@@ -64,10 +76,23 @@ MAP_METRICS = (
     "true_map_macro_by_scene",
     "viewpoint_map",
     "illumination_map",
+    "viewpoint_map_micro",
+    "illumination_map_micro",
     "true_map_micro_including_zeros",
     "true_map_macro_by_scene_including_zeros",
+    "viewpoint_map_including_zeros",
+    "illumination_map_including_zeros",
+    "image_retrieval_map",
 )
 """The mAP and legacy precision metrics of the set, in the order of the output."""
+
+SPLIT_LETTERS = (("viewpoint", "v"), ("illumination", "i"))
+"""DescriptorWorkbench's split of the scenes (``ExperimentMetrics::addQueryAP``): a scene whose
+name starts with ``v`` is a viewpoint scene, with ``i`` an illumination scene (HPatches ``v_*`` /
+``i_*``); any other scene belongs to neither."""
+
+WORKBENCH_COUNTS = ("total_matches", "total_keypoints")
+"""DescriptorWorkbench's match and keypoint counts (``ExperimentMetrics::addImageResult``)."""
 
 BOJANIC_METRICS = (
     "keypoint_verification_ap",
@@ -76,15 +101,37 @@ BOJANIC_METRICS = (
     "keypoint_retrieval_ap",
     "retrieval_viewpoint_ap",
     "retrieval_illumination_ap",
+    "keypoint_verification_ap_per_keypoint",
+    "verification_viewpoint_ap_per_keypoint",
+    "verification_illumination_ap_per_keypoint",
+    "keypoint_retrieval_ap_per_keypoint",
+    "retrieval_viewpoint_ap_per_keypoint",
+    "retrieval_illumination_ap_per_keypoint",
 )
-"""Bojanic et al. APs: means over the ``sequence`` dim of the cube (all, ``v_*``, ``i_*``)."""
+"""Bojanic et al. APs: means over the ``sequence`` dim of the cube (all, ``v_*``, ``i_*``).
+
+The first six are DescriptorWorkbench's (``KeypointVerification.cpp``): means of the per-scene
+APs of each scene's pooled list (cube variables ``verification_ap``, ``retrieval_ap``). The
+``*_per_keypoint`` six are metricalc's decomposable variant: means of the per-scene means of
+per-keypoint APs (``verification_ap_per_keypoint``, ``retrieval_ap_per_keypoint``).
+:mod:`metricalc.keypoints.bojanic` defines both."""
 
 BOJANIC_COUNTS = (
     "retrieval_num_true_positives",
     "retrieval_num_hard_negatives",
     "retrieval_num_distractors",
 )
-"""Bojanic et al. retrieval counts: sums over the ``sequence`` dim."""
+"""Bojanic et al. retrieval counts (DescriptorWorkbench's label counts of the pooled lists):
+sums over the ``sequence`` dim."""
+
+_BOJANIC_TASKS = (
+    ("verification_ap", "keypoint_verification_ap", "verification", ""),
+    ("retrieval_ap", "keypoint_retrieval_ap", "retrieval", ""),
+    ("verification_ap_per_keypoint", "keypoint_verification_ap", "verification", "_per_keypoint"),
+    ("retrieval_ap_per_keypoint", "keypoint_retrieval_ap", "retrieval", "_per_keypoint"),
+)
+"""Cube variable on ``(descriptor, sequence)``, the metric name of its mean over all scenes,
+the prefix of its split means and the suffix of all three."""
 
 _QUERY_VARS = ("better", "ties", "n_relevant", "ap")
 _GROUP_COORDS = ("scene", "split", "pair")
@@ -181,6 +228,14 @@ def _group_sum(values: xr.DataArray, key: str) -> xr.DataArray:
     )
 
 
+def _group_max(values: xr.DataArray, key: str) -> xr.DataArray:
+    """Largest of ``values`` within the groups of coordinate ``key`` (empty dim allowed)."""
+    (dim,) = values[key].dims
+    if values.sizes[dim] > 0:
+        return values.groupby(key).max()
+    return _group_sum(values, key)
+
+
 def _group_nanmean(values: xr.DataArray, key: str) -> xr.DataArray:
     """Mean of the defined values within each group of coordinate ``key``."""
     return _ratio(_group_sum(values.fillna(0), key), _group_sum(values.notnull(), key))
@@ -250,8 +305,123 @@ def _rank_histogram(
     return histogram.transpose("descriptor", "rank_bin").assign_coords(rank_bin=labels)
 
 
+def _descriptor_constant(cube: xr.Dataset, value: float | int) -> xr.DataArray:
+    """``value`` for every descriptor of the cube."""
+    names = cube["descriptor"].values
+    return xr.DataArray(np.full(len(names), value), dims="descriptor", coords={"descriptor": names})
+
+
+def _scene_maps(ap: xr.DataArray, r1: xr.DataArray, r0: xr.DataArray) -> dict[str, xr.DataArray]:
+    r"""The scene-based mAPs of DescriptorWorkbench (``ExperimentMetrics::calculateMeanPrecision``)
+    and the query-weighted ``*_map_micro`` split variants.
+
+    Per scene :math:`s`: the AP sum :math:`S_s`, the R = 1 and R = 0 counts :math:`n^1_s`,
+    :math:`n^0_s` (one grouped sum each), :math:`m_s = S_s / n^1_s` and
+    :math:`z_s = S_s / (n^1_s + n^0_s)`; then means over the scenes, a split being the scenes
+    whose name starts with ``v`` / ``i`` (:data:`SPLIT_LETTERS`). A mean over no scene is NaN.
+    """
+    ap_sum = _group_sum(ap.fillna(0), "scene")
+    n1, n0 = _group_sum(r1, "scene"), _group_sum(r0, "scene")
+    scene_map = _ratio(ap_sum, n1)  # NaN for a scene without R = 1 queries
+    with_zeros = _ratio(ap_sum, n1 + n0)  # NaN for a scene without any query
+    names = np.asarray(ap_sum["scene"].values).astype(str)
+    out = {
+        "true_map_macro_by_scene": _nanmean(scene_map, "scene"),
+        # DescriptorWorkbench averages over its per_scene_ap map: scenes with an R = 1 query
+        "true_map_macro_by_scene_including_zeros": _nanmean(with_zeros.where(n1 > 0), "scene"),
+    }
+    for split, letter in SPLIT_LETTERS:
+        part = xr.DataArray(
+            np.char.startswith(names, letter), dims="scene", coords={"scene": ap_sum["scene"]}
+        )
+        out[f"{split}_map"] = _nanmean(scene_map.where(part), "scene")
+        out[f"{split}_map_micro"] = _ratio(
+            ap_sum.where(part, 0).sum("scene"), n1.where(part, 0).sum("scene")
+        )
+        out[f"{split}_map_including_zeros"] = _nanmean(with_zeros.where(part), "scene")
+    return out
+
+
+def _match_counts(cube: xr.Dataset) -> dict[str, xr.DataArray]:
+    """DescriptorWorkbench's ``total_matches`` and ``total_keypoints`` (-1 without the
+    ``nn_mutual`` and ``n_candidates`` variables).
+
+    Summed over the image pairs with at least one match (``addImageResult`` is called only for
+    them): the matches of cross-checked brute-force matching, i.e. the queries whose nearest
+    neighbour is mutual, and the keypoints of the pair's target image (``n_candidates``; -1 if
+    that is unknown for a matched pair)."""
+    if any(name not in cube.data_vars for name in ("nn_mutual", "n_candidates")):
+        unknown = _descriptor_constant(cube, -1).astype(np.int64)
+        return dict.fromkeys(WORKBENCH_COUNTS, unknown)
+    present = cube["n_relevant"] >= 0
+    matches = _group_sum(present & (cube["nn_mutual"] == 1), _UNIT)
+    known = present & (cube["n_candidates"] >= 0)
+    # n_candidates is one number per image pair: the mean over the pair's queries is that number
+    keypoints = _ratio(
+        _group_sum(cube["n_candidates"].where(known, 0), _UNIT), _group_sum(known, _UNIT)
+    )
+    total_keypoints = keypoints.where(matches > 0, 0).sum(_UNIT, skipna=False)
+    return {
+        "total_matches": matches.sum(_UNIT),
+        # a matched pair whose n_candidates is unknown (-1) leaves the total unknown
+        "total_keypoints": total_keypoints.fillna(-1),
+    }
+
+
+IMAGE_RETRIEVAL_DIM = "image_query"
+"""Dim of the optional cube variable ``image_retrieval_ap`` (one AP per query image)."""
+
+
+def _image_retrieval_map(cube: xr.Dataset) -> xr.DataArray:
+    """Mean of the cube's ``image_retrieval_ap`` over :data:`IMAGE_RETRIEVAL_DIM` (NaN values
+    skipped); NaN without the variable (DescriptorWorkbench writes -1 then)."""
+    if "image_retrieval_ap" not in cube.data_vars:
+        return _descriptor_constant(cube, np.nan)
+    values = cube["image_retrieval_ap"]
+    if values.dims != ("descriptor", IMAGE_RETRIEVAL_DIM):
+        raise InvalidInputError(
+            f"metric_set: cube variable 'image_retrieval_ap' has dims {values.dims}; expected "
+            f"('descriptor', {IMAGE_RETRIEVAL_DIM!r})"
+        )
+    return _nanmean(values, IMAGE_RETRIEVAL_DIM)
+
+
+_NOT_FILLED = frozenset(("image_retrieval_map",))  # DescriptorWorkbench's sentinel there is -1
+
+
+def _fill_empty_means(
+    metrics: dict[str, xr.DataArray], ok: xr.DataArray, zero_division: ZeroDivision
+) -> dict[str, xr.DataArray]:
+    """Replace the NaN of an empty mean (descriptors with status ``ok``) by the
+    ``zero_division`` value (DescriptorWorkbench writes 0.0: ``zero_division=0``)."""
+    if zero_division == "nan":
+        return metrics
+    out = dict(metrics)
+    value = fill_value(zero_division)
+    for name, values in metrics.items():
+        if name in _NOT_FILLED:
+            continue
+        undefined = values.isnull() & ok
+        if zero_division == "warn":
+            warn_undefined(f"metric_set: {name}", int(undefined.sum()), zero_division)
+        out[name] = values.where(~undefined, value)
+    return out
+
+
 def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
-    """The Bojanic et al. aggregates: NaN APs and zero counts without a ``sequence`` dim."""
+    r"""The Bojanic et al. aggregates: NaN APs and zero counts without a ``sequence`` dim.
+
+    Each AP is the mean over scenes (all, names starting ``v_``, names starting ``i_``) of a
+    per-scene value, NaN scenes skipped (DescriptorWorkbench skips scenes without candidates;
+    its AP of a scene with candidates but no correspondence is 0 and counts):
+
+    .. math::
+
+        \mathrm{keypoint\_verification\_ap} = \frac{1}{|S|} \sum_{s \in S} AP^{pool}_s
+
+    with :math:`S` the scenes whose ``verification_ap`` is not NaN. An empty mean is NaN where
+    DescriptorWorkbench writes 0.0.
+    """
     if "sequence" not in cube.dims:
         coords = {"descriptor": cube["descriptor"].values}
         nan = xr.DataArray(
@@ -259,7 +429,7 @@ def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
         )
         zero = xr.zeros_like(nan, dtype=np.int64)
         return {**dict.fromkeys(BOJANIC_METRICS, nan), **dict.fromkeys(BOJANIC_COUNTS, zero)}
-    needed = ("verification_ap", "retrieval_ap", *BOJANIC_COUNTS)
+    needed = [task for task, *_ in _BOJANIC_TASKS] + list(BOJANIC_COUNTS)
     missing = [v for v in needed if v not in cube.data_vars]
     if missing:
         raise InvalidInputError(
@@ -274,11 +444,11 @@ def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
         for part, prefix in (("viewpoint", "v_"), ("illumination", "i_"))
     }
     out: dict[str, xr.DataArray] = {}
-    for task, prefix in (("verification_ap", "verification"), ("retrieval_ap", "retrieval")):
+    for task, overall, prefix, suffix in _BOJANIC_TASKS:
         values = cube[task].assign_coords(sequence=names)
-        out[f"keypoint_{task}"] = _nanmean(values, "sequence")
+        out[overall + suffix] = _nanmean(values, "sequence")
         for part, mask in split.items():
-            out[f"{prefix}_{part}_ap"] = _nanmean(values.where(mask), "sequence")
+            out[f"{prefix}_{part}_ap{suffix}"] = _nanmean(values.where(mask), "sequence")
     for name in BOJANIC_COUNTS:
         out[name] = cube[name].sum("sequence").astype(np.int64)
     return out
@@ -289,7 +459,12 @@ def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
 # --------------------------------------------------------------------------------------------
 
 
-def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.Dataset:
+def metric_set(
+    cube: xr.Dataset,
+    *,
+    k: int | Sequence[int] = (1, 5, 10),
+    zero_division: ZeroDivision = "nan",
+) -> xr.Dataset:
     r"""The DescriptorWorkbench metric set of every descriptor of a QueryCube.
 
     With :math:`Q_1` the queries with one relevant item (``n_relevant == 1``), :math:`Q_0` those
@@ -300,10 +475,21 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
     .. math::
 
         \text{true\_map\_micro} = \frac{1}{|Q_1|}\sum_{q \in Q_1} AP_q, \qquad
-        \text{true\_map\_macro\_by\_scene} = \operatorname{mean}_s \frac{1}{|Q_1^s|}
-            \sum_{q \in Q_1^s} AP_q
+        \text{true\_map\_micro\_including\_zeros} = \frac{1}{|Q_1| + |Q_0|}
+            \sum_{q \in Q_1} AP_q
 
-        \text{*\_including\_zeros}: |Q_1| \to |Q_1| + |Q_0| \text{ (R = 0 queries count AP 0)}
+        m_s = \frac{1}{|Q_1^s|}\sum_{q \in Q_1^s} AP_q, \qquad
+        z_s = \frac{1}{|Q_1^s| + |Q_0^s|}\sum_{q \in Q_1^s} AP_q
+
+        \text{true\_map\_macro\_by\_scene} = \operatorname{mean}_{s : |Q_1^s| > 0} m_s, \qquad
+        \text{true\_map\_macro\_by\_scene\_including\_zeros} =
+            \operatorname{mean}_{s : |Q_1^s| > 0} z_s
+
+        \text{viewpoint\_map} = \operatorname{mean}_{s \in V : |Q_1^s| > 0} m_s, \qquad
+        \text{viewpoint\_map\_including\_zeros} =
+            \operatorname{mean}_{s \in V : |Q_1^s| + |Q_0^s| > 0} z_s, \qquad
+        \text{viewpoint\_map\_micro} = \frac{\sum_{s \in V}\sum_{q \in Q_1^s} AP_q}
+            {\sum_{s \in V} |Q_1^s|}
 
         \text{mean\_precision} = \operatorname{mean}_p P_p, \quad
         P_p = \frac{\#\{q \in p : \text{nn\_correct}_q = 1\}}{\#\{q \in p\}}, \quad
@@ -314,11 +500,26 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         \text{ir\_precision\_at\_k} = HR@k / k, \quad
         \text{r0\_rate} = \frac{|Q_0|}{|Q_1| + |Q_0|}
 
-    ``viewpoint_map`` / ``illumination_map`` are the micro mAP over the queries whose ``split``
-    is ``"viewpoint"`` / ``"illumination"``. ``precision_at_k`` is the seed's definition, a hit
-    rate (:func:`metricalc.hit_rate_at_k` with the cube's tie policy); the IR precision (hits / k,
-    :func:`metricalc.precision_at_k`) is ``ir_precision_at_k``. Means over scenes or pairs skip
-    the undefined ones (no query of that kind for the descriptor).
+    These are DescriptorWorkbench's definitions (``ExperimentMetrics::calculateMeanPrecision``):
+    :math:`V` (:math:`I`) are the scenes whose name starts with ``v`` (``i``), the HPatches
+    ``v_*`` / ``i_*`` sequences (:data:`SPLIT_LETTERS`; ``illumination_*`` likewise over
+    :math:`I`); a scene whose queries all have R = 0 enters only the split
+    ``*_map_including_zeros`` means (as a 0). ``*_map_micro`` (query-weighted) is metricalc's
+    variant. ``precision_at_k`` is the seed's definition, a hit rate
+    (:func:`metricalc.hit_rate_at_k` with the cube's tie policy); the IR precision (hits / k,
+    :func:`metricalc.precision_at_k`) is ``ir_precision_at_k``.
+
+    ``image_retrieval_map`` is the mean of the cube's optional ``image_retrieval_ap`` over
+    ``image_query`` (one AP per query image: all other images of the dataset ranked by their
+    number of matches with it, relevant = same scene), NaN without it. ``total_matches`` /
+    ``total_keypoints`` (``addImageResult``) sum, over the image pairs with at least one match,
+    the mutual nearest neighbours (``nn_mutual == 1``; DescriptorWorkbench matches with
+    cross-checked brute force) and the target image's keypoints (``n_candidates``); -1 when the
+    cube lacks those variables.
+
+    An empty mean (no scene, pair or query of that kind for the descriptor) is NaN by default;
+    DescriptorWorkbench writes 0.0 there, which ``zero_division=0`` reproduces
+    (``image_retrieval_map`` and the Bojanic APs stay NaN: DescriptorWorkbench's -1.0 sentinel).
 
     Parameters
     ----------
@@ -328,19 +529,23 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         variables on ``(descriptor, sequence)`` when present).
     k : int or sequence of int
         Cut-offs of ``precision_at_k``, ``recall_at_k`` and ``ir_precision_at_k``.
+    zero_division : {"nan", "warn", 0, 1}
+        Value of an empty mean (descriptors with status ``ok``): NaN (default), or 0 / 1
+        (``"warn"``: 0 and an :class:`metricalc.errors.UndefinedMetricWarning`). ``0`` gives
+        DescriptorWorkbench's values.
 
     Returns
     -------
     xarray.Dataset
         Over ``descriptor``: one variable per metric name (float64; the counts
-        ``total_queries_processed``, ``total_queries_excluded`` and
-        ``retrieval_num_*`` int64), ``rank_histogram`` over ``(descriptor, rank_bin)``
-        (counts of R = 1 queries per :data:`RANK_BINS` bin; a query tied over several ranks
-        under ``expected`` adds its share to each), and ``status`` / ``error`` when the cube has
-        them. attrs: the cube's attrs (protocol), ``tie_policy`` and ``k``. A descriptor with
-        status ``"error"`` gets NaN metrics and zero counts (``processing_time_ms`` and the
-        error string are kept). Without a ``sequence`` dim (no Bojanic results) the Bojanic APs
-        are NaN and their counts 0.
+        ``total_queries_processed``, ``total_queries_excluded``, ``total_matches``,
+        ``total_keypoints`` and ``retrieval_num_*`` int64), ``rank_histogram`` over
+        ``(descriptor, rank_bin)`` (counts of R = 1 queries per :data:`RANK_BINS` bin; a query
+        tied over several ranks under ``expected`` adds its share to each), and ``status`` /
+        ``error`` when the cube has them. attrs: the cube's attrs (protocol), ``tie_policy``
+        and ``k``. A descriptor with status ``"error"`` gets NaN metrics and zero counts
+        (``processing_time_ms`` and the error string are kept). Without a ``sequence`` dim
+        (no Bojanic results) the Bojanic APs are NaN and their counts 0.
 
     Examples
     --------
@@ -354,15 +559,13 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
     (0.5, 0.3333333333333333)
     """
     ks = _check_k(k)
+    policy_zero = check_zero_division(zero_division)
     cube = _prepare(cube, (*_QUERY_VARS, "nn_correct"), "metric_set")
     policy = _tie_policy(cube)
     ok = _ok(cube)
     ap, r1, r0 = _ap_sums(cube)
     n1, n0 = r1.sum("query"), r0.sum("query")
     ap_sum = ap.sum("query", skipna=True)
-
-    by_scene_sum = _group_sum(ap.fillna(0), "scene")
-    by_scene_n1, by_scene_n0 = _group_sum(r1, "scene"), _group_sum(r0, "scene")
     pair_precision = _pair_precision(cube)
     scene_precision = _group_nanmean(pair_precision, "_unit_scene")
 
@@ -370,17 +573,11 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         "mean_precision": _nanmean(pair_precision, _UNIT),
         "legacy_macro_precision_by_scene": _nanmean(scene_precision, "_unit_scene"),
         "true_map_micro": _ratio(ap_sum, n1),
-        "true_map_macro_by_scene": _nanmean(_ratio(by_scene_sum, by_scene_n1), "scene"),
+        "true_map_micro_including_zeros": _ratio(ap_sum, n1 + n0),
+        **_scene_maps(ap, r1, r0),
+        "image_retrieval_map": _image_retrieval_map(cube),
     }
-    for name, split in (("viewpoint_map", "viewpoint"), ("illumination_map", "illumination")):
-        in_split = cube["split"] == split
-        metrics[name] = _ratio(
-            ap.where(in_split).sum("query", skipna=True), (r1 & in_split).sum("query")
-        )
-    metrics["true_map_micro_including_zeros"] = _ratio(ap_sum, n1 + n0)
-    metrics["true_map_macro_by_scene_including_zeros"] = _nanmean(
-        _ratio(by_scene_sum, by_scene_n1 + by_scene_n0), "scene"
-    )
+    metrics = {name: metrics[name] for name in MAP_METRICS}
 
     better = cube["better"].where(r1, -1)
     ties = cube["ties"].where(r1, -1)
@@ -390,8 +587,9 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         for kk in ks:
             metrics[f"{name}_{kk}"] = values.sel(k=kk, drop=True)
 
-    counts = {"total_queries_processed": n1, "total_queries_excluded": n0}
+    counts = {"total_queries_processed": n1, "total_queries_excluded": n0, **_match_counts(cube)}
     metrics["r0_rate"] = _ratio(n0, n1 + n0)
+    metrics = _fill_empty_means(metrics, ok, policy_zero)
     metrics.update(_bojanic(cube))
     # queries brought with an AP only (better = -1) have no rank to put in a bin
     metrics["rank_histogram"] = _rank_histogram(better, ties, r1 & (better >= 0), policy)
@@ -416,6 +614,7 @@ def metric_set(cube: xr.Dataset, *, k: int | Sequence[int] = (1, 5, 10)) -> xr.D
         f"{name}_{kk}" for name in ("precision_at", "recall_at", "ir_precision_at") for kk in ks
     ]
     order += ["total_queries_processed", "total_queries_excluded", "r0_rate", "processing_time_ms"]
+    order += [*WORKBENCH_COUNTS]
     order += [*BOJANIC_METRICS, *BOJANIC_COUNTS, "rank_histogram"]
     order += [n for n in ("status", "error") if n in out]
     attrs = {**cube.attrs, "tie_policy": policy, "k": ks}
@@ -518,62 +717,254 @@ def _image_count(cube: xr.Dataset) -> xr.DataArray:
 # --------------------------------------------------------------------------------------------
 
 
-def matching_accuracy(
-    cube: xr.Dataset, thresholds: Iterable[float] = range(1, 11), *, mutual: bool = False
-) -> xr.DataArray:
-    r"""Mean matching accuracy (MMA) at pixel thresholds, the D2-Net convention.
+MMA_CONVENTIONS = ("d2net", "matched_pairs")
+"""Conventions of :func:`matching_accuracy`: ``"d2net"`` (the default) and ``"matched_pairs"``."""
 
-    The matches of an image pair :math:`p` are its queries' nearest neighbours :math:`M_p`
-    (queries with a finite ``nn_error``; with ``mutual=True`` only those with ``nn_mutual == 1``,
-    mutual nearest neighbours). With :math:`e_q` the reprojection error ``nn_error`` (px):
+MMA_SPLITS = ("overall", "illumination", "viewpoint")
+"""Labels of the ``split`` dim of :func:`matching_accuracy` and :func:`matching_counts`
+(``by_split=True``): every image pair, the ``illumination`` pairs, the ``viewpoint`` pairs."""
 
-    .. math::
 
-        MMA(t) = \operatorname{mean}_p \frac{\#\{q \in M_p : e_q \le t\}}{|M_p|}
-
-    over the image pairs with at least one match (a pair without matches has no accuracy and is
-    left out).
-
-    Parameters
-    ----------
-    cube : xarray.Dataset
-        A QueryCube with ``nn_error`` (and ``nn_mutual`` for ``mutual=True``).
-    thresholds : iterable of float
-        Pixel thresholds :math:`t` (inclusive), default 1..10.
-    mutual : bool
-        Keep mutual nearest neighbours only.
-
-    Returns
-    -------
-    xarray.DataArray
-        ``mma`` over ``(descriptor, threshold)``; NaN for descriptors with status ``"error"``.
-
-    Examples
-    --------
-    >>> from metricalc.metrics import _example_cube, matching_accuracy
-    >>> mma = matching_accuracy(_example_cube(), [1, 3])   # errors 0.5, 2.0, 4.0 px
-    >>> mma.sel(descriptor="sift").values.round(4).tolist()
-    [0.3333, 0.6667]
-    """
+def _mma_thresholds(thresholds: Iterable[float]) -> xr.DataArray:
     values = np.asarray(list(thresholds), dtype=np.float64)
     if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all():
         raise InvalidInputError(
             f"matching_accuracy: thresholds must be a non-empty sequence of finite numbers; got "
             f"{values.tolist()}"
         )
+    return xr.DataArray(values, dims="threshold", coords={"threshold": values})
+
+
+def _first_of(keys: np.ndarray, values: np.ndarray) -> dict[str, str]:
+    """``{key: value}`` from two parallel arrays, the first value of every key."""
+    unique, first = np.unique(keys, return_index=True)
+    return dict(zip(unique.tolist(), values[first].tolist(), strict=True))
+
+
+def _pair_set(
+    cube: xr.Dataset, sequences: str | Iterable[str] | None, what: str
+) -> tuple[xr.Dataset, Callable[[np.ndarray], xr.DataArray], np.ndarray, str]:
+    """The image pairs that count: the cube restricted to them, a function giving the
+    ``(split, pair unit)`` membership matrix of a list of pair units, the number of pairs of
+    each of :data:`MMA_SPLITS`, and a label of the pair set for the attrs."""
+    scene_split = _first_of(cube["scene"].values, cube["split"].values)
+    if sequences is None:
+        scenes = None
+        label = ""
+    else:
+        scenes = select_sequences(sequences, scene_split, where=f"the cube ({what})")
+        keep = np.isin(cube["scene"].values, scenes) & np.isin(cube["pair"].values, HPATCHES_PAIRS)
+        cube = cube.isel(query=np.flatnonzero(keep))
+        label = sequences if isinstance(sequences, str) else f"{len(scenes)} listed"
+
+    def member(units: np.ndarray) -> xr.DataArray:
+        split = np.array([scene_split[s] for s in _unit_scene(units).tolist()], dtype=str)
+        rows = [np.ones(units.size, bool), split == "illumination", split == "viewpoint"]
+        matrix = np.array(rows, dtype=np.int64).reshape(len(MMA_SPLITS), units.size)
+        return xr.DataArray(
+            matrix, dims=("split", _UNIT), coords={"split": list(MMA_SPLITS), _UNIT: units}
+        )
+
+    if scenes is None:
+        units = np.unique(cube[_UNIT].values)
+        n_pairs = member(units).sum(_UNIT).values
+    else:
+        split = np.array([scene_split[s] for s in scenes], dtype=str)
+        per_scene = len(HPATCHES_PAIRS)
+        n_pairs = per_scene * np.array(
+            [split.size, (split == "illumination").sum(), (split == "viewpoint").sum()]
+        )
+    return cube, member, np.asarray(n_pairs, np.int64), label
+
+
+def _split_result(
+    result: xr.DataArray, n_pairs: np.ndarray, by_split: bool, attrs: dict[str, Any]
+) -> xr.DataArray:
+    """``result`` over ``split`` (with the coordinate ``n_pairs``), or its overall row."""
+    result = result.assign_coords(n_pairs=("split", n_pairs))
+    if not by_split:
+        attrs = {**attrs, "n_pairs": int(n_pairs[0])}
+        result = result.sel(split="overall", drop=True)
+    keep = ("descriptor", "threshold", "split", "n_pairs")
+    result = result.drop_vars([c for c in result.coords if c not in keep])
+    result.attrs = attrs
+    return result
+
+
+def matching_accuracy(
+    cube: xr.Dataset,
+    thresholds: Iterable[float] = range(1, 11),
+    *,
+    convention: str = "d2net",
+    sequences: str | Iterable[str] | None = None,
+    mutual: bool | None = None,
+    by_split: bool = False,
+) -> xr.DataArray:
+    r"""Mean matching accuracy (MMA) at pixel thresholds; D2-Net's HPatches evaluation by default.
+
+    The matches :math:`M_p` of an image pair :math:`p` are its queries' nearest neighbours; with
+    :math:`e_q` the reprojection error ``nn_error`` (pixels between the match in image :math:`k`
+    and the query projected by the ground-truth homography :math:`H_{1k}`), the accuracy of a
+    pair is the share of its matches within :math:`t` pixels, averaged over a set of image
+    pairs :math:`P`:
+
+    .. math::
+
+        \operatorname{acc}_p(t) = \frac{\#\{q \in M_p : e_q \le t\}}{|M_p|}, \qquad
+        MMA(t) = \frac{1}{|P|} \sum_{p \in P} \operatorname{acc}_p(t)
+
+    The conventions differ in :math:`M_p` and :math:`P`:
+
+    - ``"d2net"`` (default): D2-Net's ``HPatches-Sequences-Matching-Benchmark.ipynb``
+      (``benchmark_features``). :math:`M_p` are the mutual nearest neighbours (``nn_mutual ==
+      1``); :math:`P` is **every** image pair, and a pair without a match has
+      :math:`\operatorname{acc}_p = 0` (D2-Net replaces its empty error list by ``[inf]``). A
+      match whose error is undefined (a projection at infinity, ``nn_error`` NaN) is a wrong
+      match, as ``nan <= t`` is in D2-Net's code. A pair the cube lacks for a descriptor (no
+      query there) counts 0 for it.
+    - ``"matched_pairs"``: :math:`M_p` are the nearest neighbours with a finite ``nn_error``
+      (only the mutual ones with ``mutual=True``); :math:`P` is the pairs with at least one match
+      (a pair without matches has no accuracy and is left out). This was metricalc's
+      ``matching_accuracy`` before the D2-Net convention became the default.
+
+    Parameters
+    ----------
+    cube : xarray.Dataset
+        A QueryCube with ``nn_error`` and (``"d2net"`` or ``mutual=True``) ``nn_mutual``.
+    thresholds : iterable of float
+        Pixel thresholds :math:`t` (inclusive), default 1..10 (D2-Net's plots).
+    convention : {"d2net", "matched_pairs"}
+        See above.
+    sequences : str or sequence of str, optional
+        The pairs :math:`P`: by default every image pair of the cube (over all descriptors).
+        ``"d2net"`` for D2-Net's 108 HPatches sequences x 5 pairs (540 pairs; 260
+        illumination, 280 viewpoint, the ``n_i * 5`` and ``n_v * 5`` that D2-Net divides by),
+        ``"full"`` for all 116, or a list of sequence names: pairs ``1-2`` .. ``1-6`` of each
+        (:mod:`metricalc.hpatches`). Queries of other scenes are left out; a sequence the cube
+        lacks raises :class:`~metricalc.errors.InvalidInputError` naming it.
+    mutual : bool, optional
+        Mutual nearest neighbours only. ``"d2net"`` always matches mutually (``False`` is
+        refused); ``"matched_pairs"`` defaults to ``False``.
+    by_split : bool
+        Add a leading ``split`` dim over :data:`MMA_SPLITS`: ``overall``, ``illumination``
+        (pairs of ``i_*`` scenes), ``viewpoint`` (``v_*``), as D2-Net's three plots.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``mma`` over ``(descriptor, threshold)`` (``(descriptor, split, threshold)`` with
+        ``by_split``; coordinate ``n_pairs`` on ``split`` = :math:`|P|` of each, where the
+        ``"matched_pairs"`` mean still leaves out pairs without matches); NaN for descriptors
+        with status ``"error"`` and for an empty :math:`P`. Attrs: the cube's, ``convention``,
+        ``mutual``, ``sequences`` and (without ``by_split``) ``n_pairs``.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, matching_accuracy
+    >>> cube = _example_cube()   # one pair; errors 0.5, 2.0, 4.0 px; the 1st and 3rd mutual
+    >>> matching_accuracy(cube, [1, 3]).sel(descriptor="sift").values.tolist()
+    [0.5, 0.5]
+    >>> old = matching_accuracy(cube, [1, 3], convention="matched_pairs")
+    >>> old.sel(descriptor="sift").values.round(4).tolist()
+    [0.3333, 0.6667]
+    """
+    threshold = _mma_thresholds(thresholds)
+    check_choice("matching_accuracy: convention", convention, MMA_CONVENTIONS)
+    d2net = convention == "d2net"
+    if mutual is None:
+        mutual = d2net
+    if d2net and not mutual:
+        raise InvalidInputError(
+            "matching_accuracy: convention='d2net' matches mutual nearest neighbours; for all "
+            "nearest neighbours use convention='matched_pairs' (mutual=False)"
+        )
     needed = (*_QUERY_VARS, "nn_error", *(("nn_mutual",) if mutual else ()))
     cube = _prepare(cube, needed, "matching_accuracy")
+    attrs = {**cube.attrs, "convention": convention, "mutual": int(mutual)}
+    cube, member, n_pairs, attrs["sequences"] = _pair_set(cube, sequences, "matching_accuracy")
     error = cube["nn_error"]
-    matched = np.isfinite(error)
-    if mutual:
+    matched = cube["nn_mutual"] == 1 if d2net else np.isfinite(error)
+    if mutual and not d2net:
         matched = matched & (cube["nn_mutual"] == 1)
-    threshold = xr.DataArray(values, dims="threshold", coords={"threshold": values})
-    accurate = (error <= threshold) & matched
+    accurate = (error <= threshold) & matched  # NaN error: never accurate
     per_pair = _ratio(_group_sum(accurate, _UNIT), _group_sum(matched, _UNIT))
-    mma = _nanmean(per_pair, _UNIT).where(_ok(cube))
-    mma = mma.transpose("descriptor", "threshold").rename("mma")
-    mma.attrs = {**cube.attrs, "mutual": int(mutual)}
-    return mma.drop_vars([c for c in mma.coords if c not in ("descriptor", "threshold")])
+    members = member(per_pair[_UNIT].values.astype(str))
+    total = xr.dot(per_pair.fillna(0), members, dim=_UNIT)
+    if d2net:
+        pairs = xr.DataArray(n_pairs, dims="split", coords={"split": list(MMA_SPLITS)})
+    else:
+        pairs = xr.dot(per_pair.notnull().astype(np.int64), members, dim=_UNIT)
+    mma = _ratio(total, pairs).where(_ok(cube))
+    mma = mma.transpose("descriptor", "split", "threshold").rename("mma")
+    return _split_result(mma, n_pairs, by_split, attrs)
+
+
+def matching_counts(
+    cube: xr.Dataset, *, sequences: str | Iterable[str] | None = None
+) -> xr.Dataset:
+    r"""The keypoint and match counts that D2-Net's HPatches benchmark prints (``summary``).
+
+    - ``matches_per_pair`` over ``(descriptor, split)``: mutual nearest-neighbour matches
+      summed over the image pairs :math:`P` of each of :data:`MMA_SPLITS`, divided by
+      :math:`|P|` (a pair without matches counts 0): D2-Net's ``# Matches: Overall ...,
+      Illumination ..., Viewpoint ...``.
+    - ``keypoints_mean``, ``keypoints_min``, ``keypoints_max`` over ``descriptor``: keypoints
+      per image, over image 1 of every scene and image :math:`k` of every pair: D2-Net's
+      ``# Features: mean - [min, max]``. The cube holds image 1's keypoints as the queries of
+      each pair and image :math:`k`'s as ``n_candidates``, both after the border filter
+      (evaluate with ``border=0`` for D2-Net's counts); image :math:`k` of a pair where the
+      descriptor has no query is not in the cube and is left out.
+
+    ``sequences`` selects :math:`P` as in :func:`matching_accuracy`.
+
+    Examples
+    --------
+    >>> from metricalc.metrics import _example_cube, matching_counts
+    >>> cube = _example_cube()   # one pair, three queries, two of them mutual
+    >>> cube["n_candidates"] = ("descriptor", "query"), [[4, 4, 4]]   # image 2: 4 keypoints
+    >>> counts = matching_counts(cube)
+    >>> counts.matches_per_pair.sel(descriptor="sift", split="overall").item()
+    2.0
+    >>> counts.keypoints_mean.sel(descriptor="sift").item()   # images 1 and 2: (3 + 4) / 2
+    3.5
+    """
+    cube = _prepare(cube, (*_QUERY_VARS, "nn_mutual", "n_candidates"), "matching_counts")
+    cube, member, n_pairs, label = _pair_set(cube, sequences, "matching_counts")
+    ok = _ok(cube)
+    matches = _group_sum(cube["nn_mutual"] == 1, _UNIT)
+    members = member(matches[_UNIT].values.astype(str))
+    pairs = xr.DataArray(n_pairs, dims="split", coords={"split": list(MMA_SPLITS)})
+    per_pair = _ratio(xr.dot(matches, members, dim=_UNIT), pairs).where(ok)
+    present = cube["n_relevant"] >= 0
+    queries = _group_sum(present, _UNIT)  # image 1's keypoints: the same in every pair
+    candidates = _ratio(_group_sum(cube["n_candidates"].where(present, 0), _UNIT), queries)
+    scene_of = _unit_scene(queries[_UNIT].values.astype(str))
+    queries = queries.assign_coords(_unit_scene=(_UNIT, scene_of))
+    reference = _group_max(queries, "_unit_scene")  # pairs of one scene share image 1
+    images = xr.concat(
+        [
+            reference.rename(_unit_scene="_image").drop_vars("_image"),
+            candidates.rename({_UNIT: "_image"}).drop_vars("_image"),
+        ],
+        dim="_image",
+    )
+    seen = images.notnull().sum("_image") > 0
+    if images.sizes["_image"]:
+        low, high = images.fillna(np.inf).min("_image"), images.fillna(-np.inf).max("_image")
+    else:  # no image at all: no min / max
+        low = high = _nanmean(images, "_image")
+    result = xr.Dataset(
+        {
+            "matches_per_pair": per_pair.transpose("descriptor", "split"),
+            "keypoints_mean": _nanmean(images, "_image").where(ok),
+            "keypoints_min": low.where(seen & ok),
+            "keypoints_max": high.where(seen & ok),
+        },
+        attrs={**cube.attrs, "sequences": label},
+    )
+    result = result.assign_coords(n_pairs=("split", n_pairs))
+    keep = ("descriptor", "split", "n_pairs")
+    return result.drop_vars([c for c in result.coords if c not in keep])
 
 
 def _ratio_score(cube: xr.Dataset) -> xr.DataArray:

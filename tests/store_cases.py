@@ -15,7 +15,7 @@ import xarray as xr
 
 import metricalc as mc
 
-WORKBENCH = Path(__file__).parents[2] / "shared" / "data" / "descriptorworkbench-export"
+WORKBENCH = Path(__file__).parent / "data" / "descriptorworkbench-export"
 PERFORMANCE = WORKBENCH / "descriptor_performance_analysis.csv"
 SUMMARY = WORKBENCH / "experiment_summary_full.csv"
 
@@ -87,11 +87,12 @@ def expected_summaries(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     per_scene["true_map_with_zeros"] = per_scene["ap_sum"] / per_scene["n"]
     micro = t.groupby("descriptor")["ap"].mean()  # NaN (R = 0) skipped
     macro = per_scene["true_map"].groupby("descriptor").mean()
-    split_micro = {
-        name: t[t.scene.str.startswith(prefix)].groupby("descriptor")["ap"].mean()
+    scene_names = per_scene.index.get_level_values("scene")
+    split_macro = {  # DescriptorWorkbench: the mean over the split's scenes of their mAP
+        name: per_scene["true_map"][scene_names.str.startswith(prefix)].groupby("descriptor").mean()
         for name, prefix in (("viewpoint_map", "v_"), ("illumination_map", "i_"))
     }
-    per_descriptor = pd.DataFrame({"true_map_micro": micro, "true_map_macro": macro, **split_micro})
+    per_descriptor = pd.DataFrame({"true_map_micro": micro, "true_map_macro": macro, **split_macro})
     return per_descriptor, per_scene
 
 

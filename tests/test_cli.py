@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import metricalc
+from metricalc._io import current_umask
 from tests.data_files import HPATCHES_RETRIEVAL
 
 
@@ -96,6 +98,11 @@ def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
     assert f"report: {report}" in result.stdout
     assert "data:image/png;base64," in report.read_text()
     assert (tmp_path / "report" / "tables.tex").read_text().count(r"\begin{tabular}") == 1
+    # every file is readable by others as the umask allows (not mkstemp's 0600)
+    umask = current_umask()
+    modes = {p.relative_to(tmp_path): stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")
+             if p.is_file()}  # fmt: skip
+    assert modes and all(mode == 0o666 & ~umask for mode in modes.values()), modes
 
 
 PROTOCOL_NAMES = {

@@ -89,6 +89,38 @@ def test_shipped_configs_are_named_after_the_descriptors(name):
     assert cfg.find_config(name) == cfg.CONFIG_DIR / f"{name}.yaml"
 
 
+def test_the_gluefactory_config_sets_glue_factory_s_evaluation():
+    """Glue Factory's ``eval.estimator=opencv eval.ransac_th=-1``: OpenCVHomographyEstimator's
+    method, maxIters and confidence, the rounded selection rule and kornia's weighted DLT."""
+    conf = _load("gluefactory")
+    HPatches().validate(conf)
+    assert conf.values["eval"] | {"tau": None, "tie_policy": None, "k": None} == {
+        "tau": None,
+        "tie_policy": None,
+        "k": None,
+        "estimator": "RANSAC",
+        "ransac_th": -1,
+        "max_iters": 3000,
+        "confidence": 0.995,
+        "ransac_selection": "gluefactory",
+        "dlt": "gluefactory",
+    }
+    assert DEFAULT_CONF["eval"]["ransac_selection"] == "unrounded"
+    assert DEFAULT_CONF["eval"]["dlt"] == "svd" and DEFAULT_CONF["eval"]["max_iters"] == 2000
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("eval.ransac_selection=rounded", "one of unrounded, gluefactory"),
+        ("eval.dlt=lu", "one of svd, kornia, gluefactory"),
+    ],
+)
+def test_selection_and_dlt_values_are_checked(override, message):
+    with pytest.raises(InvalidInputError, match=message):
+        HPatches().validate(_load(None, [override]))
+
+
 def test_a_path_wins_over_a_shipped_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _write(tmp_path, "model: {descriptor: brief}\n", name="sift")
@@ -137,7 +169,8 @@ def test_malformed_config_files_name_the_file_and_key(tmp_path, text, message):
 
 
 def test_unknown_config_name_lists_the_shipped_ones():
-    with pytest.raises(InvalidInputError, match="shipped configs: brief, orb, raw, rootsift, sift"):
+    shipped = "shipped configs: brief, gluefactory, orb, raw, rootsift, sift"
+    with pytest.raises(InvalidInputError, match=shipped):
         _load("superpoint")
 
 

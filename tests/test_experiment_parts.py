@@ -39,7 +39,7 @@ def _reference_matches(a, b, *, mutual, ratio, binary):
     out = np.full(len(a), -1)
     for i in range(len(a)):
         j = int(np.argmin(d[i]))
-        if mutual and d[i, j] > d[:, j].min():
+        if mutual and int(np.argmin(d[:, j])) != i:  # j's nearest query, lowest index on ties
             continue
         if ratio is not None:
             if len(b) < 2:

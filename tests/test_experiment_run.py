@@ -278,6 +278,34 @@ def test_a_changed_eval_config_needs_overwrite_eval(base, outputs):
     assert yaml.safe_load(rundir.conf.read_text())["eval"]["ransac_th"] == [1, 3]
 
 
+def test_the_gluefactory_config_evaluates_the_cached_matches_as_glue_factory(base, outputs):
+    """``--conf gluefactory`` on the base run's predictions: the six-threshold sweep with
+    maxIters 3000, the rounded selection, and kornia's DLT weighted by the matching scores."""
+    rundir = _copy(base, outputs, "gf")
+    result = run(
+        "hpatches", "gluefactory", tag="gf", overrides=SMALL, outputs=outputs, overwrite_eval=True
+    )
+    assert result.status == "ok" and result.evaluated and not result.exported
+    sweep = result.pairs["H_error_ransac_sweep"]
+    assert sweep["ransac_th"].values.tolist() == list(hg.DEFAULT_RANSAC_THRESHOLDS)
+    aucs = [hg.error_auc(sweep.values[:, j]) for j in range(sweep.shape[1])]
+    best = hg.DEFAULT_RANSAC_THRESHOLDS[hg.best_threshold(aucs, "gluefactory")]
+    assert result.summaries["ransac_th"] == best
+    sequences = {s.name: s for s in load_data(result.config["data"], outputs)}
+    with open_predictions(rundir.predictions) as handle:
+        p = read_prediction(handle, "v_camera", "1-4")
+    H = sequences["v_camera"].homography(4)
+    row = list(result.pairs["image_pair"].values).index("v_camera/1-4")
+    matched = p.matches0 >= 0
+    p0, p1 = p.keypoints0[matched], p.keypoints1[p.matches0[matched]]
+    dlt = hg.kornia_dlt_homography(p0, p1, p.matching_scores0[matched])
+    assert result.pairs["H_error_dlt"].values[row] == hg.corner_error(dlt, H, p.shape0)
+    assert result.pairs["H_error_dlt"].values[row] != base.pairs["H_error_dlt"].values[row]
+    assert result.config["eval"]["max_iters"] == 3000
+    found = hg.estimate_homography(p0, p1, threshold=best, max_iters=3000, confidence=0.995)
+    assert result.pairs["H_error_ransac"].values[row] == hg.corner_error(found.H, H, p.shape0)
+
+
 def test_a_changed_eval_config_with_overwrite_redoes_everything(base, outputs):
     _copy(base, outputs, "eval_all")
     result = _run(outputs, "eval_all", "eval.estimator=LMEDS", overwrite=True)

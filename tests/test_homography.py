@@ -292,3 +292,262 @@ def test_summary_refuses_a_sweep_of_the_wrong_width():
     pairs.update({key: np.zeros((2, 3)) for key in hg.SWEEP_KEYS})
     with pytest.raises(InvalidInputError, match="expected"):
         hg.summarize(pairs, [1.0, 2.0])
+
+
+# --------------------------------------------------------------------------------------------
+# Glue Factory's threshold selection (AUCs rounded to 4 decimals before the comparison)
+# --------------------------------------------------------------------------------------------
+
+
+def _gf_cal_error_auc(errors, thresholds):
+    """Port of Glue Factory's ``utils.tools.cal_error_auc`` (np.trapz is np.trapezoid)."""
+    sort_idx = np.argsort(errors)
+    errors = np.array(list(errors))[sort_idx]
+    recall = (np.arange(len(errors)) + 1) / len(errors)
+    errors = np.r_[0.0, errors]
+    recall = np.r_[0.0, recall]
+    aucs = []
+    for t in thresholds:
+        last_index = np.searchsorted(errors, t)
+        r = np.r_[recall[:last_index], recall[last_index - 1]]
+        e = np.r_[errors[:last_index], t]
+        aucs.append(np.round((np.trapezoid(r, x=e) / t), 4))
+    return aucs
+
+
+def _gf_best_th(errors_by_threshold):
+    """Port of Glue Factory's ``eval.utils.eval_poses`` threshold choice."""
+    pose_aucs = {}
+    for th, errors in errors_by_threshold.items():
+        pose_aucs[th] = _gf_cal_error_auc(errors, [1, 3, 5])
+    mAAs = {k: np.mean(v) for k, v in pose_aucs.items()}
+    return max(mAAs, key=mAAs.get)
+
+
+def _sweep_pairs(errors: np.ndarray) -> dict[str, np.ndarray]:
+    n, k = errors.shape
+    pairs = {key: np.zeros(n) for key in hg.SCALAR_KEYS}
+    pairs.update({key: np.zeros((n, k)) for key in hg.SWEEP_KEYS})
+    pairs["H_error_ransac"] = errors
+    return pairs
+
+
+def test_gluefactory_selection_by_hand():
+    # unrounded: the second threshold (mean 0.441173 > 0.441163); rounded 0.1235 + 0.5 + 0.7 beats
+    # 0.1234 + 0.5 + 0.7: the first
+    aucs = [[0.12349, 0.5, 0.7], [0.12344, 0.50004, 0.70004]]
+    assert hg.best_threshold(aucs, "unrounded") == 1
+    assert hg.best_threshold(aucs, "gluefactory") == 0
+    # rounding makes them equal: the first wins the tie, whatever the order of the others
+    tied = [[0.20001, 0.3, 0.4], [0.2, 0.30004, 0.4], [0.1, 0.1, 0.1]]
+    assert hg.best_threshold(tied, "unrounded") == 1
+    assert hg.best_threshold(tied, "gluefactory") == 0
+    # half-way values round as np.round does (to even on the binary value): 0.12345 -> 0.1234
+    halves = [[0.12345, 0.5, 0.5], [0.12341, 0.5, 0.5]]
+    assert hg.best_threshold(halves, "unrounded") == 0
+    assert hg.best_threshold(halves, "gluefactory") == 0 and np.round(0.12345, 4) == 0.1234
+
+
+def test_gluefactory_selection_in_summarize_by_hand():
+    # two pairs with errors e1 <= e2: AUC@t = 1 - (e1 / 2 + e2 / 4) / t. Threshold 1: errors 0.1 and
+    # 0.10008 (AUCs 0.92498, 0.974993, 0.984996), threshold 2: 0.1 and 0.10004 (0.92499, 0.974997,
+    # 0.984998): unrounded the second is better; rounded both are 0.925, 0.975, 0.985: the first
+    errors = np.array([[0.1, 0.1], [0.10008, 0.10004]])
+    aucs = [hg.error_auc(errors[:, j]) for j in range(2)]
+    np.testing.assert_allclose(aucs[0], [0.92498, 1 - 0.07502 / 3, 1 - 0.07502 / 5], rtol=1e-12)
+    assert np.mean(aucs[1]) > np.mean(aucs[0])
+    assert np.round(aucs[0], 4).tolist() == np.round(aucs[1], 4).tolist() == [0.925, 0.975, 0.985]
+    assert hg.summarize(_sweep_pairs(errors), [1.0, 2.0])[0]["ransac_th"] == 2.0
+    summary, _ = hg.summarize(_sweep_pairs(errors), [1.0, 2.0], selection="gluefactory")
+    assert summary["ransac_th"] == 1.0
+    assert summary["H_error_ransac@1px"] == aucs[0][0]  # reported unrounded
+
+
+def test_gluefactory_selection_equals_a_port_of_glue_factory_on_random_sweeps():
+    rng = np.random.default_rng(13)
+    thresholds = list(hg.DEFAULT_RANSAC_THRESHOLDS)
+    differ = 0
+    for _ in range(300):
+        n = int(rng.integers(20, 300))
+        base = rng.lognormal(mean=0.3, sigma=1.0, size=n)  # corner errors in px, HPatches-like
+        base[rng.random(n) < 0.05] = math.inf
+        # the thresholds change the errors only a little: AUCs within a few 1e-4
+        errors = base[:, None] * (1 + rng.normal(scale=3e-4, size=(n, len(thresholds))))
+        if rng.random() < 0.3:  # identical columns: exact ties
+            errors[:, 3] = errors[:, 1]
+        reference = _gf_best_th({th: errors[:, j] for j, th in enumerate(thresholds)})
+        pairs = _sweep_pairs(errors)
+        ours = hg.summarize(pairs, thresholds, selection="gluefactory")[0]["ransac_th"]
+        assert ours == reference
+        differ += hg.summarize(pairs, thresholds)[0]["ransac_th"] != reference
+    assert differ > 30  # the two rules really differ on such sweeps
+
+
+def test_selection_rule_is_checked():
+    with pytest.raises(InvalidInputError, match="selection='rounded'; expected one of unrounded"):
+        hg.best_threshold([[0.5, 0.5, 0.5]], "rounded")
+    with pytest.raises(InvalidInputError, match="expected \\(thresholds, AUCs\\)"):
+        hg.best_threshold([0.5, 0.5, 0.5])
+
+
+# --------------------------------------------------------------------------------------------
+# Glue Factory's OpenCV estimator options
+# --------------------------------------------------------------------------------------------
+
+
+def test_opencv_call_passes_method_threshold_iterations_and_confidence(monkeypatch):
+    calls = []
+
+    def record(src, dst, method, **kwargs):
+        calls.append((src.dtype, method, kwargs))
+        return np.eye(3), np.ones((len(src), 1), np.uint8)
+
+    monkeypatch.setattr(hg.cv2, "findHomography", record)
+    points = np.arange(10.0).reshape(5, 2)
+    hg.estimate_homography(points, points, threshold=1.5, max_iters=3000)
+    hg.estimate_homography(points, points, estimator="USAC_MAGSAC")
+    assert calls[0] == (
+        np.float64,
+        hg.cv2.RANSAC,
+        {"ransacReprojThreshold": 1.5, "maxIters": 3000, "confidence": 0.995},
+    )
+    assert calls[1][1:] == (
+        hg.cv2.USAC_MAGSAC,
+        {"ransacReprojThreshold": 3.0, "maxIters": 2000, "confidence": 0.995},
+    )
+
+
+def test_opencv_gives_identical_results_for_float32_and_float64_points():
+    # Glue Factory passes float32 tensors' arrays; OpenCV converts to float32 either way
+    rng = np.random.default_rng(14)
+    H = _random_homography(rng)
+    for _ in range(10):
+        p0 = rng.uniform(0, 500, (150, 2)).astype(np.float32)
+        p1 = (_map(H, p0) + rng.normal(scale=1.0, size=p0.shape)).astype(np.float32)
+        p1[:40] = rng.uniform(0, 500, (40, 2))
+        options = {"maxIters": 3000, "confidence": 0.995}
+        ours = hg.cv2.findHomography(
+            p0.astype(np.float64), p1.astype(np.float64), hg.cv2.RANSAC, 2.0, **options
+        )
+        theirs = hg.cv2.findHomography(p0, p1, hg.cv2.RANSAC, 2.0, **options)
+        assert np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1])
+
+
+# --------------------------------------------------------------------------------------------
+# kornia's DLT (Glue Factory's H_error_dlt)
+# --------------------------------------------------------------------------------------------
+
+
+def _port_kornia_dlt(points1, points2, weights=None):
+    """Port of kornia 0.9 ``find_homography_dlt(..., solver="lu")`` for five or more points,
+    written out op by op (``normalize_points``, the design rows, the weighted normal matrix,
+    ``safe_solve_with_mask`` with a right-hand side of ones, ``normalize_transformation``)."""
+
+    def normalize_points(points, w):
+        total = w.sum()
+        w = w if total > 0 else np.ones_like(w)
+        x_mean = (points * w[:, None]).sum(0) / w.sum()
+        centered = points - x_mean
+        mean_radius = (np.sqrt((centered**2).sum(-1)) * w).sum() / w.sum()
+        scale = math.sqrt(2.0) / (mean_radius + 1e-8)
+        transform = np.array(
+            [[scale, 0, -scale * x_mean[0]], [0, scale, -scale * x_mean[1]], [0, 0, 1.0]]
+        )
+        return centered * scale, transform
+
+    w = np.ones(len(points1)) if weights is None else np.asarray(weights, float)
+    n1, t1 = normalize_points(points1, w)
+    n2, t2 = normalize_points(points2, w)
+    rows = []
+    for (x1, y1), (x2, y2) in zip(n1, n2, strict=True):
+        rows.append([0, 0, 0, -x1, -y1, -1, y2 * x1, y2 * y1, y2])
+        rows.append([x1, y1, 1, 0, 0, 0, -x2 * x1, -x2 * y1, -x2])
+    A = np.array(rows)
+    w_full = np.repeat(w, 2)
+    normal = (A.T * w_full) @ A
+    sol = np.linalg.solve(normal, np.ones(9))
+    H = np.linalg.inv(t2) @ (sol.reshape(3, 3) @ t1)
+    return H / H[2, 2] if abs(H[2, 2]) > 1e-8 else H
+
+
+def _noisy_pair(rng, n, sigma=1.0):
+    H = _random_homography(rng)
+    p0 = rng.uniform(0, 500, (n, 2))
+    return H, p0, _map(H, p0) + rng.normal(scale=sigma, size=p0.shape)
+
+
+def test_kornia_dlt_equals_a_port_of_kornia_on_noisy_weighted_matches():
+    rng = np.random.default_rng(15)
+    for _ in range(40):
+        _, p0, p1 = _noisy_pair(rng, int(rng.integers(5, 300)))
+        weights = rng.uniform(0, 1, len(p0)) if rng.random() < 0.5 else None
+        ours = hg.kornia_dlt_homography(p0, p1, weights)
+        reference = _port_kornia_dlt(p0, p1, weights)
+        assert hg.corner_error(ours, reference, (500, 500)) < 1e-8
+
+
+def test_kornia_dlt_differs_from_the_svd_dlt_on_noisy_matches():
+    rng = np.random.default_rng(16)
+    gaps = []
+    for _ in range(40):
+        _, p0, p1 = _noisy_pair(rng, 50, sigma=2.0)
+        kornia, svd = hg.kornia_dlt_homography(p0, p1), hg.dlt_homography(p0, p1)
+        gaps.append(hg.corner_error(kornia, svd, (500, 500)))
+    assert np.median(gaps) > 1e-3  # not rounding: a different least-squares solution
+
+
+def test_kornia_dlt_is_exact_on_exact_matches_and_with_four_points():
+    rng = np.random.default_rng(17)
+    for n in (4, 5, 30):
+        H = _random_homography(rng)
+        p0 = rng.uniform(0, 500, (n, 2))
+        estimate = hg.kornia_dlt_homography(p0, _map(H, p0), rng.uniform(0.1, 1, n))
+        assert hg.corner_error(estimate, H, (500, 500)) < 1e-6
+
+
+def test_kornia_dlt_weights_zero_drop_matches_and_only_relative_weights_count():
+    rng = np.random.default_rng(18)
+    _, p0, p1 = _noisy_pair(rng, 40)
+    w = rng.uniform(0.2, 1, 40)
+    w[:10] = 0
+    dropped = hg.kornia_dlt_homography(p0, p1, w)
+    subset = hg.kornia_dlt_homography(p0[10:], p1[10:], w[10:])
+    assert hg.corner_error(dropped, subset, (500, 500)) < 1e-8
+    assert hg.corner_error(hg.kornia_dlt_homography(p0, p1, 7 * w), dropped, (500, 500)) < 1e-8
+    assert hg.corner_error(dropped, hg.kornia_dlt_homography(p0, p1), (500, 500)) > 1e-4
+
+
+def test_kornia_dlt_failures_and_bad_weights():
+    p = np.array([[0.0, 0], [100, 0], [100, 80], [0, 80], [50, 40]])
+    assert hg.kornia_dlt_homography(p[:3], p[:3]) is None  # kornia raises: Glue Factory's inf
+    assert hg.kornia_dlt_homography(p, p + 1, np.zeros(5)) is None  # no equations left
+    with pytest.raises(InvalidInputError, match="weights has shape \\(4,\\)"):
+        hg.kornia_dlt_homography(p, p, np.ones(4))
+    with pytest.raises(InvalidInputError, match="non-negative"):
+        hg.kornia_dlt_homography(p, p, -np.ones(5))
+
+
+def test_kornia_lu_falls_back_to_the_rank_8_null_vector_only():
+    rank8 = np.diag([*range(1, 9), 0.0])
+    np.testing.assert_array_equal(hg._lu_solve_ones(rank8), np.eye(9)[8])
+    assert np.isnan(hg._lu_solve_ones(np.diag([*range(1, 8), 0.0, 0.0]))).all()
+
+
+def test_pair_metrics_dlt_variants():
+    rng = np.random.default_rng(19)
+    H, p0, p1 = _noisy_pair(rng, 60)
+    scores = rng.uniform(0, 1, 60)
+    m = np.arange(60)
+    for dlt, expected in (
+        ("svd", hg.dlt_homography(p0, p1)),
+        ("kornia", hg.kornia_dlt_homography(p0, p1)),
+        ("gluefactory", hg.kornia_dlt_homography(p0, p1, scores)),
+    ):
+        got = hg.pair_homography_metrics(p0, p1, m, H, (500, 500), dlt=dlt, scores0=scores)
+        assert got["H_error_dlt"] == hg.corner_error(expected, H, (500, 500))
+    with pytest.raises(InvalidInputError, match="pass scores0"):
+        hg.pair_homography_metrics(p0, p1, m, H, (500, 500), dlt="gluefactory")
+    with pytest.raises(InvalidInputError, match="dlt='lu'; expected one of svd, kornia, gluef"):
+        hg.pair_homography_metrics(p0, p1, m, H, (500, 500), dlt="lu")
+    with pytest.raises(InvalidInputError, match="scores0 has shape \\(59,\\)"):
+        hg.pair_homography_metrics(p0, p1, m, H, (500, 500), scores0=scores[:59])

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metricalc._io import atomic_write, json_safe, temporary_path
+from metricalc._io import atomic_write, current_umask, json_safe, temporary_path
 from metricalc.errors import InvalidInputError
 
 
@@ -126,6 +127,20 @@ def test_an_interrupted_write_keeps_the_old_file_and_leaves_no_temporary(tmp_pat
         raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["cube.nc"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        text = atomic_write(tmp_path / "a.json", "{}")
+        with temporary_path(tmp_path / "b.nc") as tmp:
+            tmp.write_bytes(b"cdf")
+    finally:
+        os.umask(old)
+    for path in (text, tmp_path / "b.nc"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask  # 0644 under umask 022
 
 
 def test_temporary_path_suffix(tmp_path):

@@ -183,8 +183,10 @@ def test_match_pair_equals_brute_force_across_chunks(monkeypatch):
     np.testing.assert_array_equal(m.nn_index, d.argmin(1))
     np.testing.assert_allclose(m.nn_distance, d.min(1))
     np.testing.assert_allclose(m.nn2_distance, np.sort(d, axis=1)[:, 1])
-    nearest_query = d.min(axis=0)  # a query is mutual if it is among its NN's nearest queries
-    np.testing.assert_array_equal(m.nn_mutual, d.min(1) <= nearest_query[d.argmin(1)])
+    # a query is mutual if it is its NN's nearest query, the lowest index on ties (D2-Net)
+    nearest_query = d.argmin(axis=0)
+    np.testing.assert_array_equal(m.nn_mutual, nearest_query[d.argmin(1)] == np.arange(len(q)))
+    assert m.nn_mutual.sum() == len(np.unique(d.argmin(1)[m.nn_mutual]))  # one query per candidate
 
 
 def test_nn_error_of_a_query_projected_outside_image_b_is_still_measured():

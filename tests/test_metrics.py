@@ -39,13 +39,14 @@ from metricalc.errors import InvalidInputError
 from metricalc.metrics import (
     RANK_BINS,
     matching_accuracy,
+    matching_counts,
     matching_pr_curve,
     metric_set,
     scene_metrics,
 )
 from metricalc.store.metadata import format_metadata, metadata_for, parse_metadata
 
-DATA = Path(__file__).parents[2] / "shared" / "data" / "descriptorworkbench-export"
+DATA = Path(__file__).parent / "data" / "descriptorworkbench-export"
 NAN = np.nan
 
 SCENES = ["i_a"] * 5 + ["v_b"] * 6
@@ -142,6 +143,14 @@ def make_cube(*, bojanic: bool = True, tie_policy: str = "expected") -> xr.Datas
         seq = ("descriptor", "sequence")
         data["verification_ap"] = (seq, np.array([[0.9, 0.6, 0.3], [0.8, 0.2, 0.5], [NAN] * 3]))
         data["retrieval_ap"] = (seq, np.array([[0.5, 0.4, NAN], [0.7, 0.1, 0.4], [NAN] * 3]))
+        data["verification_ap_per_keypoint"] = (
+            seq,
+            np.array([[0.8, NAN, 0.2], [0.6, 0.4, 0.1], [NAN] * 3]),
+        )
+        data["retrieval_ap_per_keypoint"] = (
+            seq,
+            np.array([[0.7, NAN, 0.3], [0.5, 0.3, 0.9], [NAN] * 3]),
+        )
         data["retrieval_num_true_positives"] = (seq, np.array([[10, 20, 30], [1, 2, 3], [0] * 3]))
         data["retrieval_num_hard_negatives"] = (
             seq,
@@ -231,6 +240,29 @@ def test_including_zeros(metrics: xr.Dataset) -> None:
         (B_IA / 5 + B_VB / 3) / 2  # (2/3 + 1/2) / 2 = 7/12
     )
     assert pytest.approx(7 / 12) == (B_IA / 5 + B_VB / 3) / 2
+    # one scene per split here: the split means are the scene's own values
+    assert value(metrics, "viewpoint_map_including_zeros", "beta") == pytest.approx(B_VB / 3)
+    assert value(metrics, "illumination_map_including_zeros", "alpha") == pytest.approx(A_IA / 5)
+    assert value(metrics, "viewpoint_map_micro", "beta") == pytest.approx(3 / 4)
+
+
+def test_match_and_keypoint_counts(cube: xr.Dataset, metrics: xr.Dataset) -> None:
+    # matches = mutual nearest neighbours per image pair: alpha 2 + 1 + 1 + 2, beta 2 + 1 + 1
+    assert int(metrics.total_matches.sel(descriptor="alpha")) == 6
+    assert int(metrics.total_matches.sel(descriptor="beta")) == 4
+    # keypoints: n_candidates (50) of each image pair with a match: alpha 4 pairs, beta 3
+    assert int(metrics.total_keypoints.sel(descriptor="alpha")) == 200
+    assert int(metrics.total_keypoints.sel(descriptor="beta")) == 150
+    assert int(metrics.total_matches.sel(descriptor="broken")) == 0
+    assert metrics.total_matches.dtype == metrics.total_keypoints.dtype == np.int64
+    # a matched pair without its keypoint count leaves the total unknown (-1)
+    unknown = cube.copy(deep=True)
+    unknown["n_candidates"][0, 8:] = -1
+    assert int(metric_set(unknown).total_keypoints.sel(descriptor="alpha")) == -1
+    # without nn_mutual / n_candidates both counts are unknown
+    for name in ("nn_mutual", "n_candidates"):
+        counts = metric_set(cube.drop_vars(name))
+        assert counts.total_matches.values.tolist() == [-1, -1, 0]
 
 
 def test_counts_and_r0_rate(metrics: xr.Dataset) -> None:
@@ -366,6 +398,18 @@ def test_bojanic_aggregations(metrics: xr.Dataset) -> None:
     assert value(metrics, "retrieval_illumination_ap", "alpha") == pytest.approx(0.5)
     assert value(metrics, "keypoint_retrieval_ap", "beta") == pytest.approx((0.7 + 0.1 + 0.4) / 3)
     assert value(metrics, "retrieval_viewpoint_ap", "beta") == pytest.approx((0.1 + 0.4) / 2)
+    # the per-keypoint variants: alpha 0.8, NaN, 0.2 (verification) and 0.7, NaN, 0.3
+    per_keypoint = {
+        "keypoint_verification_ap_per_keypoint": ((0.8 + 0.2) / 2, (0.6 + 0.4 + 0.1) / 3),
+        "verification_viewpoint_ap_per_keypoint": (0.2, (0.4 + 0.1) / 2),
+        "verification_illumination_ap_per_keypoint": (0.8, 0.6),
+        "keypoint_retrieval_ap_per_keypoint": ((0.7 + 0.3) / 2, (0.5 + 0.3 + 0.9) / 3),
+        "retrieval_viewpoint_ap_per_keypoint": (0.3, (0.3 + 0.9) / 2),
+        "retrieval_illumination_ap_per_keypoint": (0.7, 0.5),
+    }
+    for name, (alpha, beta) in per_keypoint.items():
+        assert value(metrics, name, "alpha") == pytest.approx(alpha)
+        assert value(metrics, name, "beta") == pytest.approx(beta)
     sums = {
         "retrieval_num_true_positives": (10 + 20 + 30, 1 + 2 + 3),
         "retrieval_num_hard_negatives": (100 + 200 + 300, 4 + 5 + 6),
@@ -378,7 +422,11 @@ def test_bojanic_aggregations(metrics: xr.Dataset) -> None:
 
 def test_without_sequence_dim_bojanic_is_nan() -> None:
     m = metric_set(make_cube(bojanic=False))
-    for name in ("keypoint_verification_ap", "retrieval_viewpoint_ap"):
+    for name in (
+        "keypoint_verification_ap",
+        "retrieval_viewpoint_ap",
+        "keypoint_retrieval_ap_per_keypoint",
+    ):
         assert np.isnan(m[name].values).all()
     assert (m.retrieval_num_distractors.values == 0).all()
     assert value(m, "true_map_micro", "beta") == pytest.approx(29 / 36)
@@ -392,19 +440,32 @@ def test_dataset_shape_and_attrs(metrics: xr.Dataset, cube: xr.Dataset) -> None:
         "true_map_macro_by_scene",
         "viewpoint_map",
         "illumination_map",
+        "viewpoint_map_micro",
+        "illumination_map_micro",
         "true_map_micro_including_zeros",
         "true_map_macro_by_scene_including_zeros",
+        "viewpoint_map_including_zeros",
+        "illumination_map_including_zeros",
+        "image_retrieval_map",
         *(f"{p}_at_{k}" for p in ("precision", "recall", "ir_precision") for k in (1, 5, 10)),
         "total_queries_processed",
         "total_queries_excluded",
         "r0_rate",
         "processing_time_ms",
+        "total_matches",
+        "total_keypoints",
         "keypoint_verification_ap",
         "verification_viewpoint_ap",
         "verification_illumination_ap",
         "keypoint_retrieval_ap",
         "retrieval_viewpoint_ap",
         "retrieval_illumination_ap",
+        "keypoint_verification_ap_per_keypoint",
+        "verification_viewpoint_ap_per_keypoint",
+        "verification_illumination_ap_per_keypoint",
+        "keypoint_retrieval_ap_per_keypoint",
+        "retrieval_viewpoint_ap_per_keypoint",
+        "retrieval_illumination_ap_per_keypoint",
         "retrieval_num_true_positives",
         "retrieval_num_hard_negatives",
         "retrieval_num_distractors",
@@ -438,6 +499,16 @@ def test_lazy_cube_stays_lazy_and_matches(cube: xr.Dataset, metrics: xr.Dataset)
     lazy_mma = matching_accuracy(lazy_cube, [1, 3])
     assert lazy_mma.chunks is not None
     xr.testing.assert_allclose(lazy_mma.compute(), matching_accuracy(cube, [1, 3]))
+    for convention in ("d2net", "matched_pairs"):
+        lazy_split = matching_accuracy(lazy_cube, [1, 3], convention=convention, by_split=True)
+        assert lazy_split.chunks is not None
+        xr.testing.assert_allclose(
+            lazy_split.compute(),
+            matching_accuracy(cube, [1, 3], convention=convention, by_split=True),
+        )
+    lazy_counts = matching_counts(lazy_cube)
+    assert lazy_counts.matches_per_pair.chunks is not None
+    xr.testing.assert_allclose(lazy_counts.compute(), matching_counts(cube))
 
 
 def test_scene_metrics(scenes: xr.Dataset) -> None:
@@ -463,8 +534,8 @@ def test_scene_metrics(scenes: xr.Dataset) -> None:
 # ---- matching accuracy and the ratio-test PR curve -----------------------------------------
 
 
-def test_matching_accuracy_by_hand(cube: xr.Dataset) -> None:
-    mma = matching_accuracy(cube, [1, 3, 5, 10])
+def test_matching_accuracy_matched_pairs_by_hand(cube: xr.Dataset) -> None:
+    mma = matching_accuracy(cube, [1, 3, 5, 10], convention="matched_pairs")
     assert mma.dims == ("descriptor", "threshold") and mma.name == "mma"
     # alpha matches (finite nn_error) per pair: i_a 1-2 {0.5, 2.5, 7.0}; i_a 1-3 {1.0, 4.0};
     # v_b 1-2 {1.5, 9.0} (q6 NaN); v_b 1-3 {3.0, 12.0, 0.8}; thresholds inclusive
@@ -481,12 +552,101 @@ def test_matching_accuracy_by_hand(cube: xr.Dataset) -> None:
     assert np.isnan(mma.sel(descriptor="broken").values).all()
 
 
-def test_matching_accuracy_mutual(cube: xr.Dataset) -> None:
-    mma = matching_accuracy(cube, [1, 3, 10], mutual=True)
+def test_matching_accuracy_matched_pairs_mutual(cube: xr.Dataset) -> None:
+    mma = matching_accuracy(cube, [1, 3, 10], convention="matched_pairs", mutual=True)
     # alpha mutual matches: i_a 1-2 {0.5, 7.0}; i_a 1-3 {1.0}; v_b 1-2 {1.5}; v_b 1-3 {3.0, 0.8}
     alpha = [(1 / 2 + 1 + 0 + 1 / 2) / 4, (1 / 2 + 1 + 1 + 1) / 4, 1.0]
     np.testing.assert_allclose(mma.sel(descriptor="alpha").values, alpha)
     assert mma.attrs["mutual"] == 1
+
+
+def test_matching_accuracy_d2net_by_hand(cube: xr.Dataset) -> None:
+    mma = matching_accuracy(cube, [1, 3, 5, 10])  # convention="d2net" is the default
+    assert mma.dims == ("descriptor", "threshold") and mma.name == "mma"
+    assert mma.attrs["convention"] == "d2net" and mma.attrs["mutual"] == 1
+    assert mma.attrs["n_pairs"] == 4
+    # alpha mutual matches: i_a 1-2 {0.5, 7.0}; i_a 1-3 {1.0}; v_b 1-2 {1.5}; v_b 1-3 {3.0, 0.8};
+    # the non-mutual ones (2.5, 4.0, 9.0, 12.0 and q6) are dropped
+    alpha = [(1 / 2 + 1 + 0 + 1 / 2) / 4, (1 / 2 + 1 + 1 + 1) / 4, 3.5 / 4, 1.0]
+    np.testing.assert_allclose(mma.sel(descriptor="alpha").values, alpha, rtol=0, atol=1e-15)
+    # beta: i_a 1-2 {0.3, 1.2}; i_a 1-3 {2.0}; v_b 1-2 {3.5}; v_b 1-3 has no query for beta:
+    # it counts 0 (every pair of the cube counts), it is not left out
+    beta = [(1 / 2) / 4, (1 + 1) / 4, (1 + 1 + 1) / 4, 3 / 4]
+    np.testing.assert_allclose(mma.sel(descriptor="beta").values, beta, rtol=0, atol=1e-15)
+    assert np.isnan(mma.sel(descriptor="broken").values).all()
+
+
+def test_matching_accuracy_d2net_by_split(cube: xr.Dataset) -> None:
+    mma = matching_accuracy(cube, [1, 3], by_split=True)
+    assert mma.dims == ("descriptor", "split", "threshold")
+    assert mma.split.values.tolist() == ["overall", "illumination", "viewpoint"]
+    assert mma.n_pairs.values.tolist() == [4, 2, 2]
+    a = mma.sel(descriptor="alpha")
+    np.testing.assert_allclose(a.sel(split="illumination").values, [(1 / 2 + 1) / 2] * 2)
+    np.testing.assert_allclose(a.sel(split="viewpoint").values, [(0 + 1 / 2) / 2, 1.0])
+    b = mma.sel(descriptor="beta")
+    np.testing.assert_allclose(b.sel(split="illumination").values, [1 / 4, 1.0])
+    np.testing.assert_allclose(b.sel(split="viewpoint").values, [0.0, 0.0])
+    overall = matching_accuracy(cube, [1, 3])
+    xr.testing.assert_identical(
+        mma.sel(split="overall", drop=True).assign_attrs(n_pairs=4), overall
+    )
+
+
+def test_matching_accuracy_d2net_sequences_fix_the_pairs(cube: xr.Dataset) -> None:
+    # a listed sequence has 5 pairs (1-2 .. 1-6), present in the cube or not; others are left out
+    mma = matching_accuracy(cube, [1, 3], sequences=["i_a"], by_split=True)
+    assert mma.n_pairs.values.tolist() == [5, 5, 0]
+    np.testing.assert_allclose(
+        mma.sel(descriptor="alpha", split="overall").values, [(1 / 2 + 1) / 5] * 2
+    )
+    assert np.isnan(mma.sel(split="viewpoint").values).all()  # no viewpoint pair: undefined
+    assert mma.attrs["sequences"] == "1 listed"
+    with pytest.raises(InvalidInputError, match=r"missing from the cube.*: v_zz"):
+        matching_accuracy(cube, sequences=["i_a", "v_zz"])
+    with pytest.raises(InvalidInputError, match=r"'d2net': 108 of its 108 sequences are missing"):
+        matching_accuracy(cube, sequences="d2net")
+    with pytest.raises(InvalidInputError, match="unknown split 'hpatches'"):
+        matching_accuracy(cube, sequences="hpatches")
+
+
+def test_matching_accuracy_d2net_pair_without_matches_and_undefined_errors() -> None:
+    one = make_cube().isel(descriptor=[0])
+    # pair i_a 1-3 loses its mutual match; q0 (i_a 1-2, mutual) gets an undefined error
+    mutual = one["nn_mutual"].values.copy()
+    mutual[0, 3] = 0
+    error = one["nn_error"].values.copy()
+    error[0, 0] = np.nan
+    changed = one.assign(
+        nn_mutual=(("descriptor", "query"), mutual), nn_error=(("descriptor", "query"), error)
+    )
+    mma = matching_accuracy(changed, [1, 10])
+    # i_a 1-2 {nan, 7.0}: 0 and 1/2; i_a 1-3: no match -> 0; v_b 1-2 {1.5}; v_b 1-3 {3.0, 0.8}
+    np.testing.assert_allclose(mma.values[0], [(0 + 0 + 0 + 1 / 2) / 4, (1 / 2 + 0 + 1 + 1) / 4])
+    old = matching_accuracy(changed, [1, 10], convention="matched_pairs", mutual=True)
+    # the old convention drops the NaN match and the pair without matches
+    np.testing.assert_allclose(old.values[0], [(0 + 0 + 1 / 2) / 3, 1.0])
+
+
+def test_matching_accuracy_convention_checks(cube: xr.Dataset) -> None:
+    with pytest.raises(InvalidInputError, match="convention must be one of"):
+        matching_accuracy(cube, convention="D2-Net")
+    with pytest.raises(InvalidInputError, match="mutual=False"):
+        matching_accuracy(cube, mutual=False)
+
+
+def test_matching_counts_by_hand(cube: xr.Dataset) -> None:
+    counts = matching_counts(cube)
+    # mutual matches per pair: alpha 2, 1, 1, 2; beta 2, 1, 1, 0 (pairs i_a 1-2, 1-3, v_b ...)
+    np.testing.assert_allclose(counts.matches_per_pair.sel(descriptor="alpha"), [1.5, 1.5, 1.5])
+    np.testing.assert_allclose(counts.matches_per_pair.sel(descriptor="beta"), [1.0, 1.5, 0.5])
+    # keypoints: image 1 of i_a and v_b (3 queries each), image k: n_candidates 50 per pair
+    # with queries (alpha 4 pairs, beta 3)
+    np.testing.assert_allclose(counts.keypoints_mean.values[:2], [206 / 6, 156 / 5])
+    assert counts.keypoints_min.values[:2].tolist() == [3, 3]
+    assert counts.keypoints_max.values[:2].tolist() == [50, 50]
+    assert counts.matches_per_pair.sel(descriptor="broken").isnull().all()
+    assert counts.n_pairs.values.tolist() == [4, 2, 2]
 
 
 def test_matching_accuracy_default_thresholds(cube: xr.Dataset) -> None:
@@ -758,8 +918,12 @@ def test_invalid_cubes(cube: xr.Dataset) -> None:
         metric_set(cube, k=[True])
     with pytest.raises(InvalidInputError, match=r"lacks .*retrieval_ap"):
         metric_set(cube.drop_vars("retrieval_ap"))
+    with pytest.raises(InvalidInputError, match=r"lacks .*verification_ap_per_keypoint"):
+        metric_set(cube.drop_vars("verification_ap_per_keypoint"))
     with pytest.raises(InvalidInputError, match="nn_mutual"):
-        matching_accuracy(cube.drop_vars("nn_mutual"), mutual=True)
+        matching_accuracy(cube.drop_vars("nn_mutual"), convention="matched_pairs", mutual=True)
+    with pytest.raises(InvalidInputError, match="nn_mutual"):
+        matching_accuracy(cube.drop_vars("nn_mutual"))  # the d2net default matches mutually
     bad_pairs = cube.assign_coords(pair=("query", np.array(["12"] * 11, dtype=object)))
     with pytest.raises(InvalidInputError, match="'12'"):
         scene_metrics(bad_pairs)
@@ -778,6 +942,8 @@ def test_cube_without_queries() -> None:
     assert (m.total_queries_processed.values == 0).all()
     assert scene_metrics(empty).sizes == {"descriptor": 3, "scene": 0}
     assert np.isnan(matching_accuracy(empty, [1]).values).all()
+    assert np.isnan(matching_accuracy(empty, [1], convention="matched_pairs").values).all()
+    assert np.isnan(matching_counts(empty).keypoints_mean.values).all()
     assert matching_pr_curve(empty).sizes["threshold"] == 0
 
 
@@ -810,3 +976,28 @@ def test_rank_histogram_skips_queries_without_rank_statistics():
     histogram = mc.metric_set(cube)["rank_histogram"].sel(descriptor="d")
     assert float(histogram.sum()) == 0.0  # AP-only queries have no rank to bin
     assert float(mc.metric_set(cube).true_map_micro.sel(descriptor="d")) == pytest.approx(1.75 / 3)
+
+
+def test_zero_division_fills_empty_means_only() -> None:
+    """A descriptor whose queries all have R = 0: its mAPs are empty means (NaN); with
+    zero_division=0 they are DescriptorWorkbench's 0.0, "warn" warns, a failed descriptor stays
+    NaN and a defined value is untouched."""
+    cube = make_cube(bojanic=False)
+    cube["n_relevant"][1] = np.where(cube["n_relevant"][1] == 1, 0, cube["n_relevant"][1])
+    default = metric_set(cube)
+    assert math.isnan(value(default, "true_map_micro", "beta"))
+    assert math.isnan(value(default, "viewpoint_map", "beta"))
+    zero = metric_set(cube, zero_division=0)
+    for name in ("true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "precision_at_1"):
+        assert value(zero, name, "beta") == 0.0, name
+        assert math.isnan(value(zero, name, "broken")), name
+        assert value(zero, name, "alpha") == value(default, name, "alpha"), name
+    assert value(zero, "viewpoint_map_including_zeros", "beta") == 0.0  # defined: 0 / 3
+    assert math.isnan(value(zero, "image_retrieval_map", "beta"))  # DW's -1 sentinel, not a mean
+    with pytest.warns(mc.UndefinedMetricWarning) as record:
+        warned = metric_set(cube, zero_division="warn")
+    messages = [str(w.message) for w in record]
+    assert any(m.startswith("metric_set: true_map_micro is undefined") for m in messages)
+    assert value(warned, "true_map_micro", "beta") == 0.0
+    with pytest.raises(InvalidInputError, match="zero_division"):
+        metric_set(cube, zero_division=0.5)

@@ -36,7 +36,7 @@ def write_study(folder: Path, make_query_cube, text: str = "") -> Path:
         "data: {cube: cube.nc}\n"
         "names: {good: 'Good <b>1</b>'}\n"
         "baseline: good\n"
-        "tests: {n_resamples: 999}\n" + text
+        "tests: {n_resamples: 999, rank_by: pair}\n" + text  # 3 viewpoint scenes: rank pairs
     )
     return folder
 
@@ -81,15 +81,17 @@ def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     rejected = [d for d in ("a&b <i>x</i>", "poor_one") if bool(direct.reject.sel(descriptor=d))]
     assert letters["good"] == "".join({"a&b <i>x</i>": "b", "poor_one": "c"}[d] for d in rejected)
     assert rejected  # the data are made so that the test rejects
-    # rankings equal rank_systems called directly
-    ranking = stats.rank_systems(cube, metric="ap", split="viewpoint")
-    ranked = {
-        r["descriptor"]: float(r["average_rank"])
-        for r in read_csv(out / "rankings.csv")
-        if r["column"] == "viewpoint_map"
-    }
+    # rankings equal rank_systems called directly, over the study's blocks (image pairs)
+    ranking = stats.rank_systems(cube, metric="ap", split="viewpoint", pair_by="pair")
+    rankings = [r for r in read_csv(out / "rankings.csv") if r["column"] == "viewpoint_map"]
+    ranked = {r["descriptor"]: float(r["average_rank"]) for r in rankings}
     for d in QUALITY:
         assert ranked[d] == pytest.approx(float(ranking.average_rank.sel(descriptor=d)))
+    assert {int(r["n_units"]) for r in rankings} == {int(ranking.n_units)}
+    by_scene = [
+        r for r in read_csv(out / "rankings.csv") if r["column"] == "true_map_macro_by_scene"
+    ]
+    assert {int(r["n_units"]) for r in by_scene} <= {6}  # a scene-averaged column: scenes
     page = (out / "report.html").read_text()
     assert 'id="section-detector-or-descriptor"' in page  # the decomposition section (hook)
     assert "The detector limits" in page or "The descriptor limits" in page
@@ -204,7 +206,8 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
             "data": {"dataset": "synthetic"},
             "baseline": "native",
             "metrics": ["true_map_micro"],
-            "tests": {"pair_by": "pair", "n_resamples": 999, "rank": False},
+            # wilcoxon: a test that cannot compare identical systems (randomization gives p = 1)
+            "tests": {"test": "wilcoxon", "pair_by": "pair", "n_resamples": 999, "rank": False},
             "outputs": ["csv", "summary"],
         },
         source=tmp_path / "lvn.yaml",
@@ -215,7 +218,7 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
     pairs = [("sift (locked)", "sift (native)"), ("orb (locked)", "orb (native)"),
              ("brief (locked)", "brief (native)")]  # fmt: skip
     assert list(comparison.get_index("comparison")) == pairs
-    direct = stats.compare(cubes, pairs=pairs, pair_by="pair", n_resamples=999)
+    direct = stats.compare(cubes, pairs=pairs, pair_by="pair", n_resamples=999, test="wilcoxon")
     assert comparison.pvalue.values[1:].tolist() == direct.pvalue.values[1:].tolist()
     expected = multipletests(comparison.pvalue.values[1:], alpha=0.05, method="holm")[1]
     np.testing.assert_allclose(comparison.pvalue_corrected.values[1:], expected)
@@ -234,7 +237,7 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
     study = replace(study, baseline=None)
     report = build(study, cubes={"": one}, out=tmp_path / "one")
     comparison = report.tests["true_map_micro"].comparison
-    direct = stats.compare(one, pair_by="pair", n_resamples=999)
+    direct = stats.compare(one, pair_by="pair", n_resamples=999, test="wilcoxon")
     xr.testing.assert_identical(comparison, direct)
     assert comparison.note.values.tolist() == ["", comparison.note.values[1], ""]
     (note,) = report.notes

@@ -54,11 +54,8 @@ def test_defaults_and_paths_relative_to_the_file(tmp_path):
         "two": tmp_path / "results" / "a.nc",
     }
     assert study.baseline is None and study.metrics is None and study.decimals == 1
-    assert (study.tests.test, study.tests.correction, study.tests.alpha) == (
-        "wilcoxon",
-        "holm",
-        0.05,
-    )
+    assert (study.tests.test, study.tests.correction, study.tests.alpha) == ("auto", "holm", 0.05)
+    assert study.tests.rank_by == "scene"  # Friedman blocks: scenes, not single queries
     loaded = report_data.load_cubes(study.data, out=tmp_path)
     assert list(loaded) == ["one", "two"] and loaded["one"].sizes["query"] == 1
 
@@ -94,7 +91,7 @@ SYNTHETIC = "data: {dataset: synthetic}\n"
         ("data: {experiment: ''}\n", "data.experiment[0]: expected a non-empty string"),
         ("data: {experiment: [a, a]}\n", "data.experiment: names repeat"),
         ("data: {experiment: a, tag: b}\n", "data.tag: unknown key"),
-        (SYNTHETIC + "tests: {test: anova}\n", "tests.test: expected one of wilcoxon, ttest"),
+        (SYNTHETIC + "tests: {test: anova}\n", "tests.test: expected one of auto, randomization"),
         (SYNTHETIC + "tests: {alpha: 2}\n", "tests.alpha: expected a number in (0, 0.5]; got 2"),
         (SYNTHETIC + "tests: {pair_by: image}\n", "tests.pair_by: expected one of query, pair"),
         (SYNTHETIC + "tests: {correction: sidak}\n", "tests.correction: expected one of holm"),

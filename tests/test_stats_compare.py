@@ -24,7 +24,7 @@ from metricalc.stats.compare import generators
 CONTRACT_VARIABLES = (
     "n", "n_dropped", "mean_descriptor", "mean_baseline", "mean_diff", "median_diff", "ci_low",
     "ci_high", "statistic", "pvalue", "pvalue_corrected", "reject", "favours", "rank_biserial",
-    "cohens_dz", "wins", "ties", "losses", "note",
+    "cohens_dz", "wins", "ties", "losses", "note", "caveat",
 )  # fmt: skip
 CONTRACT_ATTRS = (
     "metric", "pair_by", "test", "correction", "alpha", "split", "seed", "n_resamples",
@@ -172,9 +172,9 @@ def test_layout_all_pairs_order_multiindex_dtypes_and_attrs(hand):
     integers = {"n", "n_dropped", "favours", "wins", "ties", "losses"}
     for name in integers:
         assert ds[name].dtype == np.int64
-    assert ds.reject.dtype == bool and ds.note.dtype.kind == "U"
+    assert ds.reject.dtype == bool and ds.note.dtype.kind == "U" and ds.caveat.dtype.kind == "U"
     assert ds.note.values.tolist() == ["", "", ""]
-    for name in set(CONTRACT_VARIABLES) - {*integers, "reject", "note"}:
+    for name in set(CONTRACT_VARIABLES) - {*integers, "reject", "note", "caveat"}:
         assert ds[name].dtype == np.float64
     frame = ds.to_dataframe()
     assert frame.index.names == ["descriptor", "baseline"] and len(frame) == 3
@@ -299,7 +299,7 @@ def patch_cube() -> xr.Dataset:
 def test_patch_retrieval_cubes_compare_on_ap_and_image_ap():
     cube = patch_cube()
     for metric in ("ap", "image_ap"):
-        ds = compare(cube, metric=metric, baseline="sift")
+        ds = compare(cube, metric=metric, baseline="sift", test="wilcoxon")
         values = cube[metric].values
         expected = scipy.stats.wilcoxon(values[0], values[1]).pvalue
         assert float(ds.sel(descriptor="tfeat", baseline="sift").pvalue) == expected
@@ -320,8 +320,8 @@ def test_guard_rails_name_what_is_wrong(hand):
         compare(cube.isel(query=slice(0, 3)), baseline="sift")
     same = hand_cube({"sift": hand["sift"], "copy": hand["sift"]})
     with pytest.raises(InvalidInputError, match=r"'sift' vs 'copy': all 56 paired differences"):
-        compare(same)
-    ds = compare(same, test="randomization", n_resamples=99)  # p = 1, CI [0, 0]
+        compare(same, test="wilcoxon")
+    ds = compare(same, n_resamples=99)  # the default randomization test: p = 1, CI [0, 0]
     assert float(ds.pvalue.item()) == 1.0 and float(ds.ci_low.item()) == 0.0
     with pytest.raises(InvalidInputError, match=r"available: ap, better, .*hit@K"):
         compare(cube, metric="map")
@@ -351,7 +351,7 @@ def test_guard_rails_name_what_is_wrong(hand):
 def test_mapping_names_systems_and_refuses_different_protocols(hand):
     locked = hand_cube({"sift": hand["sift"], "orb": hand["orb"]})
     other = hand_cube({"sift": hand["brief"]}, keypoints="native", distance="hamming")
-    ds = compare({"locked": locked, "native": other}, pair_by="pair")
+    ds = compare({"locked": locked, "native": other}, pair_by="pair", test="wilcoxon")
     assert list(ds.indexes["comparison"]) == [
         ("sift (locked)", "orb (locked)"),
         ("sift (locked)", "sift (native)"),
@@ -407,7 +407,7 @@ def test_locked_against_native_keypoints_of_the_built_in_benchmark(benchmark):
     assert int(same.ties) == int(same.n) > 0 and float(same.pvalue) == 1.0
     assert ds.attrs["keypoints"] == "mixed"
 
-    ds = compare(cubes, pair_by="pair", baseline="orb (native)")
+    ds = compare(cubes, pair_by="pair", baseline="orb (native)", test="wilcoxon")
     units = unit_values(cubes, pair_by="pair")
     for system in ("sift (locked)", "orb (locked)", "sift (native)"):
         x, y = units.sel(descriptor=system).values, units.sel(descriptor="orb (native)").values

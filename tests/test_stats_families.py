@@ -108,13 +108,20 @@ def test_mcnemar_refuses_fractional_hits_and_says_why_and_what_to_do():
     message = str(error.value)
     assert f"'hit@2' is fractional on {straddling:,} queries" in message
     assert "tie policy 'expected'" in message and "straddle rank 2" in message
-    assert "tie_policy='pessimistic' or 'optimistic'" in message
-    assert "test='wilcoxon' or 'sign'" in message
+    assert "tie policy 'pessimistic' or 'optimistic'" in message
+    assert "metricalc keypoints eval --tie-policy pessimistic" in message  # a flag that exists
+    assert "eval.tie_policy=pessimistic" in message and "test='auto'" in message
+    # the default test runs on the same fractional hits: the randomization test of their mean
+    default = compare(cube, metric="hit@2", baseline="d0", n_resamples=199)
+    assert default.attrs["test"] == "randomization" and np.isfinite(default.pvalue.values).all()
     # the same cube's hits are binary under a deterministic policy, and wilcoxon takes fractions
     binary = random_rank_cube(np.random.default_rng(3), "pessimistic")  # the same rank data
     assert np.array_equal(binary.ties.values, cube.ties.values)
     ds = compare(binary, metric="hit@2", test="mcnemar", baseline="d0")
     assert np.isfinite(ds.pvalue.values).all()
+    auto = compare(binary, metric="hit@2", baseline="d0")  # binary outcomes: McNemar by default
+    assert auto.attrs["test"] == "mcnemar"
+    xr.testing.assert_identical(auto, ds)
     ds = compare(cube, metric="hit@2", test="wilcoxon", baseline="d0")
     x, y = unit_values(cube, metric="hit@2").sel(descriptor=["d1", "d0"]).values
     both = np.isfinite(x) & np.isfinite(y)
@@ -200,7 +207,7 @@ def test_untestable_comparisons_are_kept_with_a_note_and_left_out_of_the_family(
 def test_a_call_raises_only_when_no_comparison_can_be_tested(systems):
     cube = ap_cube(systems)
     with pytest.raises(InvalidInputError) as error:
-        compare(cube, pairs=[("rootsift", "sift"), ("brief", "orb")])
+        compare(cube, pairs=[("rootsift", "sift"), ("brief", "orb")], test="wilcoxon")
     assert str(error.value) == (
         "no comparison of the call can be tested: 'rootsift' vs 'sift': all 1,234 paired "
         "differences are zero (the systems give identical values on every unit): the wilcoxon "
@@ -216,7 +223,7 @@ def test_a_call_raises_only_when_no_comparison_can_be_tested(systems):
         "missing in one system); a paired test needs at least 5"
     )
     with pytest.raises(InvalidInputError, match=r"^'rootsift' vs 'sift': all 1,234 paired"):
-        compare(cube, pairs=[("rootsift", "sift")])  # one comparison: as before
+        compare(cube, pairs=[("rootsift", "sift")], test="wilcoxon")  # one comparison
     grid = np.random.default_rng(2).integers(0, 4, 40) / 8  # exact binary fractions
     shifted = ap_cube({"a": grid + 0.25, "b": grid})  # every difference exactly 0.25
     with pytest.raises(InvalidInputError, match=r"all 40 paired differences equal 0\.25: the t "):
@@ -237,7 +244,8 @@ def test_notes_reach_the_json_and_the_terminal_table_of_the_cli(systems, tmp_pat
 
     path = tmp_path / "c.nc"
     qc.save(ap_cube(systems), path)
-    command = [sys.executable, "-m", "metricalc", "compare", str(path), "--baseline", "sift"]
+    command = [sys.executable, "-m", "metricalc", "compare", str(path), "--baseline", "sift",
+               "--test", "wilcoxon"]  # fmt: skip
     done = subprocess.run([*command, "--json"], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     rows = {row["descriptor"]: row for row in json.loads(done.stdout)}
@@ -262,7 +270,7 @@ def test_pairs_are_one_family_in_the_given_order(systems):
         0.02, 0.05, len(systems["orb"])), 0, 1)}, keypoints="native")  # fmt: skip
     cubes = {"locked": cube.sel(descriptor=["sift", "orb"]), "native": native}
     pairs = [("orb (locked)", "orb (native)"), ("sift (locked)", "sift (native)")]
-    ds = compare(cubes, pairs=pairs, n_resamples=999)
+    ds = compare(cubes, pairs=pairs, n_resamples=999, test="wilcoxon")
     assert list(ds.indexes["comparison"]) == pairs
     units = unit_values(cubes)
     x, y = units.sel(descriptor="orb (locked)").values, units.sel(descriptor="orb (native)").values
@@ -318,7 +326,7 @@ def one_sided_direction(x: np.ndarray, y: np.ndarray, test: str) -> int:
 
 
 @pytest.mark.parametrize("test", ["wilcoxon", "ttest", "randomization", "sign"])
-def test_favours_follows_the_test_where_the_mean_disagrees(test):
+def test_favours_is_the_tests_side_only_where_the_mean_agrees(test):
     # orb: many small wins over sift, a few large losses; the mean favours sift
     rng = np.random.default_rng(11)
     n = 600
@@ -330,16 +338,23 @@ def test_favours_follows_the_test_where_the_mean_disagrees(test):
     cube = ap_cube({"sift": sift, "orb": np.clip(orb, 0, 1), "brief": brief})
     ds = compare(cube, test=test, n_resamples=2_000)
     units = unit_values(cube)
-    for (d, b), favours, reject in zip(
-        ds.indexes["comparison"], ds.favours.values, ds.reject.values, strict=True
-    ):
+    for (d, b), favours, reject, caveat in zip(
+        ds.indexes["comparison"], ds.favours.values, ds.reject.values, ds.caveat.values,
+        strict=True,
+    ):  # fmt: skip
         x, y = units.sel(descriptor=d).values, units.sel(descriptor=b).values
-        assert bool(reject) == (favours != 0)
-        if reject:
-            assert favours == one_sided_direction(x, y, test), (d, b)
+        side = one_sided_direction(x, y, test) if reject else 0
+        agrees = side == np.sign(np.mean(x - y))
+        assert favours == (side if agrees else 0), (d, b)
+        assert bool(caveat) == (bool(reject) and not agrees), (d, b)
     orb_row = ds.sel(descriptor="sift", baseline="orb")
     assert float(orb_row.mean_diff) > 0 and bool(orb_row.reject)
-    assert int(orb_row.favours) == (1 if test in ("ttest", "randomization") else -1)
+    if test in ("ttest", "randomization"):  # tests of the mean difference
+        assert int(orb_row.favours) == 1 and orb_row.caveat.item() == ""
+    else:  # the test finds orb better, the mean sift: no verdict, and words that say so
+        assert int(orb_row.favours) == 0
+        assert orb_row.caveat.item().startswith(f"the {test} test rejects in favour of 'orb'")
+        assert "the mean difference favours 'sift'" in orb_row.caveat.item()
 
 
 def test_favours_of_mcnemar_is_the_discordant_balance():
@@ -363,7 +378,7 @@ def test_favours_of_mcnemar_is_the_discordant_balance():
 
 def test_rank_systems_leaves_identical_systems_out_of_the_pairwise_family(systems):
     cube = ap_cube({k: v for k, v in systems.items() if k != "brief"})
-    ranking = rank_systems(cube)
+    ranking = rank_systems(cube, pair_by="query")
     p = ranking.pvalue_corrected
     assert np.isnan(float(p.sel(descriptor="sift", other="rootsift")))
     assert not bool(ranking.reject.sel(descriptor="rootsift", other="sift"))

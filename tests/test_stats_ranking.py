@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
+import scipy.special
 import scipy.stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
@@ -89,7 +92,7 @@ def test_average_ranks_by_hand_with_ties():
         [0.1, 0.4, 0.7, 0.2, 0.9, 0.5],
     ])
     # unit ranks (1 = highest): (1.5,1.5,3) (2,1,3) (1.5,3,1.5) (2,2,2) (2,3,1) (2,2,2)
-    r = rank_systems(table_cube(values, ["a", "b", "c"]))
+    r = rank_systems(table_cube(values, ["a", "b", "c"]), pair_by="query")
     expected = np.array([1.5 + 2 + 1.5 + 2 + 2 + 2, 1.5 + 1 + 3 + 2 + 3 + 2,
                          3 + 3 + 1.5 + 2 + 1 + 2]) / 6
     assert r.average_rank.values.tolist() == pytest.approx(expected.tolist())
@@ -104,7 +107,7 @@ def test_friedman_wilcoxon_holm_and_nemenyi_against_direct_computation():
     values = np.clip(values, 0, 1)
     values[2, :4] = np.nan  # four units missing in one system: dropped from every system
     names = ["sift", "rootsift", "orb", "brief", "mine"]
-    r = rank_systems(table_cube(values, names), correction="holm")
+    r = rank_systems(table_cube(values, names), correction="holm", pair_by="query")
     complete = values[:, 4:]
     friedman = scipy.stats.friedmanchisquare(*complete)
     assert float(r.friedman_statistic) == friedman.statistic
@@ -134,13 +137,37 @@ def test_friedman_wilcoxon_holm_and_nemenyi_against_direct_computation():
 def test_two_systems_have_no_friedman_test_and_too_few_units_are_refused():
     rng = np.random.default_rng(2)
     values = rng.uniform(size=(2, 20))
-    r = rank_systems(table_cube(values, ["a", "b"]))
+    r = rank_systems(table_cube(values, ["a", "b"]), pair_by="query")
     assert np.isnan(float(r.friedman_pvalue)) and float(r.q_alpha) == pytest.approx(1.96, abs=1e-3)
     values[1, 4:] = np.nan
     with pytest.raises(InvalidInputError, match="4 units have a value in all 2 systems"):
-        rank_systems(table_cube(values, ["a", "b"]))
+        rank_systems(table_cube(values, ["a", "b"]), pair_by="query")
     with pytest.raises(InvalidInputError, match="nothing to rank"):
-        rank_systems(table_cube(np.full((3, 10), 0.5), ["a", "b", "c"]))
+        rank_systems(table_cube(np.full((3, 10), 0.5), ["a", "b", "c"]), pair_by="query")
+    with pytest.raises(InvalidInputError, match=r"1 units .*pair_by='scene'.*pair_by='pair'"):
+        rank_systems(table_cube(values, ["a", "b"]))  # one scene: the default blocks say so
+
+
+def test_the_blocks_are_scenes_by_default():
+    # 8 scenes x 3 pairs x 10 queries: the default ranks the 8 scene means (Demsar 2006),
+    # not the 240 queries, whose N would shrink the CD to nothing
+    rng = np.random.default_rng(5)
+    scenes = np.repeat([f"v_{i}" for i in range(8)], 30)
+    pairs = np.tile(np.repeat(["1-2", "1-3", "1-4"], 10), 8)
+    n = scenes.size
+    coords = {"scene": scenes, "pair": pairs, "keypoint_set": ["sift"] * n,
+              "query_keypoint": np.arange(n)}  # fmt: skip
+    values = np.clip(rng.uniform(0, 1, (3, n)) + np.array([[0.1], [0.05], [0.0]]), 0, 1)
+    cube = qc.new_cube(["a", "b", "c"], coords, {"ap": values}, attrs=qc.DEFAULT_ATTRS)
+    r = rank_systems(cube)
+    means = np.stack([values[:, scenes == s].mean(axis=1) for s in np.unique(scenes)], axis=1)
+    assert r.attrs["pair_by"] == "scene" and int(r.n_units) == 8
+    assert r.average_rank.values.tolist() == scipy.stats.rankdata(-means, axis=0).mean(
+        axis=1
+    ).tolist()
+    assert float(r.critical_difference) == pytest.approx(critical_difference(3, 8))
+    assert int(rank_systems(cube, pair_by="pair").n_units) == 24
+    assert float(rank_systems(cube, pair_by="query").critical_difference) < 0.25
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,21 +182,140 @@ def test_power_equals_statsmodels_in_every_direction():
         assert power(effect_size=d, n=n, alpha=level).power == expected_power
         expected_n = reference.solve_power(effect_size=d, power=0.8, alpha=level)
         solved = power(effect_size=d, power=0.8, alpha=level)
-        assert solved.n == expected_n and solved.n_required == int(np.ceil(expected_n))
+        assert solved.n == pytest.approx(expected_n, rel=1e-9)
+        assert solved.n_required == int(np.ceil(expected_n))
         expected_d = reference.solve_power(nobs=n, power=0.9, alpha=level)
-        assert power(n=n, power=0.9, alpha=level).effect_size == expected_d
+        solved_d = power(n=n, power=0.9, alpha=level).effect_size  # statsmodels' tolerance
+        assert solved_d == pytest.approx(expected_d, rel=1e-4)
+        assert power(effect_size=solved_d, n=n, alpha=level).power == pytest.approx(0.9, abs=1e-12)
     one_sided = reference.solve_power(effect_size=0.1, power=0.8, alpha=0.05,
                                       alternative="larger")
-    assert power(effect_size=0.1, power=0.8, alternative="larger").n == one_sided
+    assert power(effect_size=0.1, power=0.8, alternative="larger").n == pytest.approx(
+        one_sided, rel=1e-9
+    )
+    smaller = reference.solve_power(nobs=30, power=0.8, alpha=0.05, alternative="smaller")
+    assert power(n=30, power=0.8, alternative="smaller").effect_size == pytest.approx(
+        smaller, rel=1e-5
+    )
 
 
-def test_power_with_a_difference_and_its_standard_deviation():
-    solved = power(diff=0.01, sd=0.25, power=0.8)
-    assert solved.effect_size == pytest.approx(0.04)
-    assert solved.n == TTestPower().solve_power(effect_size=0.04, power=0.8, alpha=0.05)
-    detectable = power(sd=0.25, n=solved.n, power=0.8)
-    assert detectable.diff == pytest.approx(0.01, rel=1e-3)  # round trip (root finding)
-    assert power(diff=0.01, sd=0.25, n=solved.n).power == pytest.approx(0.8, rel=1e-3)
+def slow_tail(c: float, df: float, nc: float) -> float:
+    """P(T > c), c > 0, of the noncentral t by quadrature over S = chi_df / sqrt(df), the
+    denominator (another variable than the library's): int g_S(s) P(Z > c s - nc) ds, summed
+    over intervals cut where the integrand changes (c s - nc = -8, 0, 8; the bulk of S)."""
+    import scipy.integrate
+
+    scaled = scipy.stats.chi(df, scale=1 / np.sqrt(df))
+    cuts = [(nc + k) / c for k in (-8, 0, 8)] + list(scaled.ppf([1e-12, 0.01, 0.5, 0.99]))
+    high = scaled.isf(1e-17)
+    edges = sorted({0.0, high, *(e for e in cuts if 0 < e < high)})
+    return sum(
+        scipy.integrate.quad(
+            lambda s: scaled.pdf(s) * scipy.stats.norm.sf(c * s - nc), a, b, limit=200,
+            epsabs=1e-15,
+        )[0]
+        for a, b in itertools.pairwise(edges)
+    )  # fmt: skip
+
+
+def slow_power(d: float, n: float, alpha: float, alternative: str) -> float:
+    df = n - 1
+    half = alpha / 2 if alternative == "two-sided" else alpha
+    crit = scipy.stats.t.isf(half, df)
+    total = 0.0
+    if alternative in ("two-sided", "larger"):
+        total += slow_tail(crit, df, d * np.sqrt(n))
+    if alternative in ("two-sided", "smaller"):
+        total += slow_tail(crit, df, -d * np.sqrt(n))  # P(T <= -c | nc) = P(T >= c | -nc)
+    return total
+
+
+def test_power_is_a_number_in_0_1_on_a_dense_grid_and_statsmodels_where_finite():
+    import warnings
+
+    from statsmodels.stats.power import ttest_power as statsmodels_power
+
+    effects = np.concatenate([-np.logspace(-3, 1.5, 12), np.logspace(-3, 1.5, 12)])
+    sizes = np.unique(np.round(np.logspace(np.log10(2), 6, 12), 1))
+    levels = (1e-6, 1e-3, 0.01, 0.05, 0.2, 0.5)
+    nan_in_statsmodels, near_one, near_alpha = [], 0, 0
+    for alternative in ("two-sided", "larger", "smaller"):
+        for d in effects:
+            for n in sizes:
+                for level in levels:
+                    got = power(effect_size=d, n=n, alpha=level, alternative=alternative).power
+                    assert 0.0 <= got <= 1.0, (d, n, level, alternative, got)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        expected = statsmodels_power(d, n, level, alternative=alternative)
+                    if np.isfinite(expected):
+                        assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+                    else:
+                        nan_in_statsmodels.append((d, n, level, alternative, got))
+                    near_one += got > 1 - 1e-9
+                    near_alpha += abs(got - level) < 1e-3 * level
+    assert near_one > 500 and near_alpha > 50  # the grid reaches both ends
+    assert len(nan_in_statsmodels) > 50  # statsmodels' NaNs: near-1 power and far tails
+    for d, n, level, alternative, got in nan_in_statsmodels[::4]:  # a slow reference
+        assert got == pytest.approx(slow_power(d, n, level, alternative), abs=1e-8)
+
+
+def test_the_quadrature_equals_scipys_noncentral_t_where_that_is_finite():
+    from metricalc.stats.power import noncentral_t_sf
+
+    rng = np.random.default_rng(7)
+    for _ in range(150):
+        df = float(10 ** rng.uniform(0, 6))
+        nc = float(rng.normal(0, 10))
+        x = float(rng.normal(nc, 3))
+        expected = 1 - scipy.special.nctdtr(df, nc, x)
+        if np.isfinite(expected):
+            assert noncentral_t_sf(x, df, nc) == pytest.approx(expected, abs=1e-9), (x, df, nc)
+    # a far tail nctdtr cannot give (NaN), against the slow reference
+    for x, df, nc in ((636619.77, 1.0, 17.44), (16.0, 9.0, -9.49), (40.0, 29.0, 1.0)):
+        assert noncentral_t_sf(x, df, nc) == pytest.approx(slow_tail(x, df, nc), rel=1e-6)
+
+
+def test_n_and_effect_are_solved_where_statsmodels_gives_nan():
+    import warnings
+
+    reference = TTestPower()
+    cases = [
+        (d, level, target)
+        for d in (0.002, 0.05, 0.5, 3.0, 20.0)
+        for level in (1e-6, 0.05, 0.3)
+        for target in (level + 1e-3, 0.8, 0.999999)
+    ]
+    unsolved_by_statsmodels = 0
+    for d, level, target in cases:
+        if target <= level:
+            continue
+        solved = power(effect_size=d, power=target, alpha=level)
+        assert np.isfinite(solved.n) and solved.n >= 2
+        if solved.n > 2:  # at n = 2 the power may already exceed the target
+            assert power(effect_size=d, n=solved.n, alpha=level).power == pytest.approx(target)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                expected = reference.solve_power(effect_size=d, power=target, alpha=level)
+            except Exception:  # statsmodels' root finder may raise as well as return NaN
+                expected = np.nan
+        from statsmodels.stats.power import ttest_power as statsmodels_power
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            solves = np.isfinite(expected) and abs(
+                statsmodels_power(d, expected, level) - target
+            ) < 1e-7  # statsmodels' root finder can stop on a value that is no root
+        if solves and expected > 2:
+            assert solved.n == pytest.approx(expected, rel=1e-6)
+        else:
+            unsolved_by_statsmodels += 1
+        for n in (2.5, 40.0, 1e5):
+            effect = power(n=n, power=target, alpha=level).effect_size
+            assert np.isfinite(effect) and effect > 0
+            assert power(effect_size=effect, n=n, alpha=level).power == pytest.approx(target)
+    assert unsolved_by_statsmodels > 0
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ OpenCV): a verb imports what it calls when it runs, so ``metricalc --help`` star
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -35,6 +36,7 @@ from metricalc.cli import (
     report,
     trec,
 )
+from metricalc.cli._args import document_defaults
 
 VERBS = (
     keypoints.add_demo,
@@ -65,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     for add_verb in VERBS:
         add_verb(verbs)
+    document_defaults(parser)  # every --help shows the defaults
     return parser
 
 
@@ -83,3 +86,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("metricalc: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``metricalc ... --json | head``)
+        return stdout_closed()
+
+
+SIGPIPE_EXIT = 141
+"""Exit code when the reader of the output closed it: 128 + SIGPIPE, as a shell reports a
+program that SIGPIPE stopped (``cat big | head``)."""
+
+
+def stdout_closed() -> int:
+    """Stop quietly after the reader closed standard output: point it at ``/dev/null`` so that
+    the interpreter's last flush cannot raise again; returns :data:`SIGPIPE_EXIT`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind sys.stdout (captured in-process)
+        pass
+    return SIGPIPE_EXIT

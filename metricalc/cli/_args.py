@@ -61,3 +61,52 @@ def thresholds(text: str) -> tuple[float, ...]:
             f"expected IoU thresholds in [0, 1] like 0.5,0.75; got {text!r}"
         )
     return values
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default: ``(default: X)`` is appended to the help of an
+    option whose default is a value (not ``None``, ``False`` or suppressed) unless its help
+    already names the default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.help is None or not has_default(action) or "default" in action.help:
+            return action.help
+        return f"{action.help} (default: %(default)s)".strip()
+
+
+def has_default(action: argparse.Action) -> bool:
+    """True for an option whose default is worth printing: not None, False or suppressed
+    (``--help``, ``--version``), and not a positional argument."""
+    default = action.default
+    return bool(action.option_strings) and not (
+        default is None or default is False or default == argparse.SUPPRESS
+    )
+
+
+def document_defaults(parser: argparse.ArgumentParser) -> None:
+    """Set :class:`DefaultsHelpFormatter` on ``parser`` and its sub-command parsers, and give
+    every option that has a default but no help text the help ``(default: X)``."""
+    parser.formatter_class = DefaultsHelpFormatter
+    for action in parser._actions:
+        if action.help is None and has_default(action):
+            action.help = "(default: %(default)s)"
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                document_defaults(sub)
+
+
+def max_keypoints(text: str) -> int | None:
+    """``--max-keypoints 2000`` -> 2000; ``0`` -> None (keep all); anything else a usage error.
+
+    Examples
+    --------
+    >>> max_keypoints("2000"), max_keypoints("0")
+    (2000, None)
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0 (0: all); got {text!r}")
+    return value or None

@@ -15,7 +15,7 @@ from pathlib import Path
 from metricalc.cli._args import names
 from metricalc.errors import InvalidInputError
 
-TESTS = ("wilcoxon", "ttest", "randomization", "sign", "mcnemar")
+TESTS = ("auto", "randomization", "ttest", "wilcoxon", "sign", "mcnemar")
 """``metricalc.stats.TESTS``."""
 PAIR_BY = ("query", "pair", "scene")
 """``metricalc.stats.PAIR_BY``."""
@@ -26,13 +26,18 @@ CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 
 
 def add_compare(verbs: argparse._SubParsersAction) -> None:
-    """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test wilcoxon] ...``."""
+    """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE", help="cube file(s) (.nc)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument("--metric", default="ap", help="cube variable or hit@K (default: ap)")
-    cmp.add_argument("--test", choices=TESTS, default="wilcoxon")
+    cmp.add_argument(
+        "--test",
+        choices=TESTS,
+        default="auto",
+        help="auto (default): randomization test of the mean difference; McNemar for 0/1 outcomes",
+    )
     cmp.add_argument("--pair-by", choices=PAIR_BY, default="query")
     cmp.add_argument("--split", choices=SPLITS, help="only the queries of one split")
     cmp.add_argument("--correction", choices=CORRECTIONS, default="holm")

@@ -1,4 +1,4 @@
-"""``metricalc demo``, ``metricalc keypoints make-dataset | eval`` and ``metricalc metrics``."""
+"""``metricalc demo``, ``keypoints make-dataset | export-keypoints | eval``, ``metrics``."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from metricalc.cli._args import cutoffs, names
+from metricalc.cli._args import cutoffs, max_keypoints, names
 from metricalc.core._validate import TIE_POLICIES
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import SEQUENCE_SPLITS
 
 
 def add_demo(verbs: argparse._SubParsersAction) -> None:
@@ -27,7 +26,7 @@ def add_demo(verbs: argparse._SubParsersAction) -> None:
 
 
 def add_keypoints(verbs: argparse._SubParsersAction) -> None:
-    """``metricalc keypoints make-dataset | eval`` (HPatches-style sequences)."""
+    """``metricalc keypoints make-dataset | export-keypoints | eval`` (HPatches sequences)."""
     keypoints = verbs.add_parser("keypoints", help="HPatches-style sequences: data and evaluation")
     keypoint_verbs = keypoints.add_subparsers(dest="keypoints_verb", metavar="VERB", required=True)
     make = keypoint_verbs.add_parser("make-dataset", help="write the built-in synthetic benchmark")
@@ -37,11 +36,45 @@ def add_keypoints(verbs: argparse._SubParsersAction) -> None:
     make.add_argument("--seed", type=int, default=0)
     make.set_defaults(run=_make_dataset)
 
+    export = keypoint_verbs.add_parser(
+        "export-keypoints",
+        help="write a detector's kept keypoints per image, for your own descriptor to describe",
+    )
+    export.add_argument(
+        "--data", type=Path, required=True, help="sequences folder (HPatches layout)"
+    )
+    export.add_argument(
+        "--detector", default="sift", help="built-in method whose detector finds them"
+    )
+    export.add_argument("--out", type=Path, required=True, help="folder: <scene>/1.npz .. 6.npz")
+    export.add_argument("--border", type=float, default=40.0, help="border exclusion in px")
+    export.add_argument(
+        "--max-keypoints", type=max_keypoints, default=2000, help="the strongest kept (0: all)"
+    )
+    export.add_argument("--no-progress", action="store_true", help="no progress bars")
+    export.set_defaults(run=_export_keypoints)
+
     ev = keypoint_verbs.add_parser("eval", help="evaluate descriptors into a QueryCube")
     ev.add_argument("--data", type=Path, required=True, help="sequences folder (HPatches layout)")
+    ev.add_argument(
+        "--split",
+        choices=sorted(SEQUENCE_SPLITS),
+        help="evaluate these HPatches sequences only, all of which must be in --data: d2net = "
+        "D2-Net's 108 (the 8 with images over 1600x1200 left out), full = all 116",
+    )
     ev.add_argument("--descriptors", help="comma-separated names (default: all built-in)")
     ev.add_argument("--locked", help="detector whose keypoints every descriptor describes")
-    ev.add_argument("--features", type=Path, help="bring-your-own features folder")
+    ev.add_argument(
+        "--features",
+        action="append",
+        metavar="NAME=DIR | ROOT",
+        help="your own descriptor: NAME=DIR (DIR/<scene>/1.npz .. 6.npz; repeatable; "
+        "--descriptors then lists the built-in ones, default none), or one "
+        "ROOT/<descriptor>/<scene>/... folder (--descriptors: which of its folders)",
+    )
+    ev.add_argument(
+        "--max-keypoints", type=max_keypoints, default=2000, help="the strongest kept (0: all)"
+    )
     ev.add_argument("--out", type=Path, required=True, help="cube file to write (.nc)")
     ev.add_argument("--tau", type=float, default=3.0, help="ground-truth tolerance in px")
     ev.add_argument("--border", type=float, default=40.0, help="border exclusion in px")
@@ -80,42 +113,98 @@ def _make_dataset(args: argparse.Namespace) -> int:
     return 0
 
 
-def _same_keypoints(features: dict, locked: str) -> None:
-    """Bring-your-own features marked --locked must share their keypoints across descriptors."""
-    descriptors = list(features)
-    for name in descriptors[1:]:
-        for scene, images in features[descriptors[0]].items():
-            for k, reference in images.items():
-                other = features[name].get(scene, {}).get(k)
-                if other is None or not np.array_equal(other.keypoints, reference.keypoints):
-                    raise InvalidInputError(
-                        f"--locked {locked}: descriptor {name!r} does not have the keypoints of "
-                        f"{descriptors[0]!r} for scene {scene!r} image {k}"
-                    )
+def _export_keypoints(args: argparse.Namespace) -> int:
+    from metricalc.keypoints.features import export_keypoints
+
+    if args.out.exists() and not args.out.is_dir():
+        raise InvalidInputError(f"--out {args.out} is a file; expected a folder")
+    kept = export_keypoints(
+        args.data,
+        args.out,
+        detector=args.detector,
+        max_keypoints=args.max_keypoints,
+        border=args.border,
+        progress=not args.no_progress,
+    )
+    count = sum(len(image["keypoints"]) for images in kept.values() for image in images.values())
+    print(
+        f"wrote {args.out}: {count} {args.detector} keypoints in {len(kept)} scenes "
+        "(<scene>/1.npz .. 6.npz; add a 'descriptors' array to each)"
+    )
+    return 0
+
+
+def _feature_folders(values: list[str]) -> tuple[dict[str, Path], Path | None]:
+    """``--features`` values: NAME=DIR descriptor folders, or one ROOT of descriptor folders."""
+    named: dict[str, Path] = {}
+    roots: list[Path] = []
+    for value in values:
+        name, equals, folder = value.partition("=")
+        if equals and name and not any(c in name for c in "/\\"):
+            if name in named:
+                raise InvalidInputError(f"--features names {name!r} twice; give each name once")
+            named[name] = Path(folder)
+        else:
+            roots.append(Path(value))
+    if roots and (named or len(roots) > 1):
+        raise InvalidInputError(
+            f"--features {' '.join(values)}: give NAME=DIR (one descriptor folder each, "
+            "repeatable) or one ROOT folder of descriptor folders, not both or several roots"
+        )
+    return named, roots[0] if roots else None
+
+
+def _own_features(
+    args: argparse.Namespace, sequences: list, descriptors: list[str] | None
+) -> tuple[dict, str]:
+    """Your own features (and built-in ones, ``--descriptors`` with NAME=DIR) and the keypoints."""
+    from metricalc.keypoints.features import BUILTIN_METHODS, extract, load_features
+
+    named, root = _feature_folders(args.features)
+    if root is not None:  # --descriptors selects the descriptor folders of ROOT
+        builtin = [n for n in descriptors or [] if n in BUILTIN_METHODS and not (root / n).is_dir()]
+        if builtin:
+            raise InvalidInputError(
+                f"--descriptors {builtin[0]} names a descriptor folder of --features {root}, and "
+                f"{root / builtin[0]} does not exist; to evaluate the built-in {builtin[0]} next "
+                "to your features, give them as --features NAME=DIR (one per descriptor folder)"
+            )
+        own, builtins = load_features(root, descriptors=descriptors), []
+    else:
+        own, builtins = load_features(named), descriptors or []
+    if not args.locked and not builtins:
+        return own, "external"
+    features = extract(
+        sequences,
+        builtins,
+        locked=args.locked,
+        own=own,
+        max_keypoints=args.max_keypoints,
+        border=args.border,
+        progress=not args.no_progress,
+    )
+    return features, f"locked:{args.locked}" if args.locked else "native"
 
 
 def _keypoints_eval(args: argparse.Namespace) -> int:
     from metricalc import cube as cubes
     from metricalc.keypoints.evaluate import check_protocol, evaluate
-    from metricalc.keypoints.features import extract, load_features
+    from metricalc.keypoints.features import extract
     from metricalc.keypoints.sequences import load_sequences
 
     check_protocol(tau=args.tau, border=args.border)
     if args.out.is_dir():
         raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
-    sequences = load_sequences(args.data)
+    sequences = load_sequences(args.data, split=args.split)
     descriptors = names(args.descriptors) if args.descriptors else None
     if args.features:
-        features = load_features(args.features, descriptors=descriptors)
-        keypoints = "external"
-        if args.locked:
-            _same_keypoints(features, args.locked)
-            keypoints = f"locked:{args.locked}"
+        features, keypoints = _own_features(args, sequences, descriptors)
     else:
         features = extract(
             sequences,
             descriptors or ("sift", "rootsift", "orb", "brief"),
             locked=args.locked,
+            max_keypoints=args.max_keypoints,
             border=args.border,
             progress=not args.no_progress,
         )
@@ -130,7 +219,7 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
         bojanic=not args.no_bojanic,
         y0=args.y0,
         seed=args.seed,
-        dataset=str(args.data),
+        dataset_path=str(args.data),
         progress=not args.no_progress,
     )
     if cube.sizes["query"] == 0:

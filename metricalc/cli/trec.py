@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 """``metricalc.retrieval.TIES``."""
 TESTS = ("randomization", "ttest", "wilcoxon", "sign")
-"""The tests of ``metricalc.stats.TESTS`` that take any per-query value (not McNemar's)."""
+"""The tests of ``metricalc.stats.TESTS`` that take any per-query value (not McNemar's; not
+``auto``, which would pick McNemar's for 0/1 measures: the default is the test of the mean)."""
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
 

@@ -80,8 +80,10 @@ DEFAULT_CONF: dict[str, Any] = {
         "tie_policy": "expected",
         "estimator": "RANSAC",
         "ransac_th": 3.0,
-        "max_iters": 2000,
-        "confidence": 0.995,
+        "max_iters": hg.DEFAULT_MAX_ITERS,
+        "confidence": hg.DEFAULT_CONFIDENCE,
+        "ransac_selection": "unrounded",
+        "dlt": "svd",
         "k": [1, 5, 10],
     },
 }
@@ -205,6 +207,8 @@ def pair_evaluation(
         thresholds=hg.ransac_thresholds(evaluation["ransac_th"]),
         max_iters=evaluation["max_iters"],
         confidence=evaluation["confidence"],
+        dlt=evaluation["dlt"],
+        scores0=prediction.matching_scores0,
     )
     return {
         "queries": queries,
@@ -300,6 +304,8 @@ class HPatches:
             ) from None
         v.integer("eval.max_iters", low=1)
         v.number("eval.confidence", low=0, high=1, strict=True)
+        v.choice("eval.ransac_selection", hg.RANSAC_SELECTIONS)
+        v.choice("eval.dlt", hg.DLT_METHODS)
         v.integers("eval.k", low=1)
 
     # -- export -----------------------------------------------------------------------------
@@ -412,6 +418,7 @@ class HPatches:
             {key: table[key].values for key in hg.SCALAR_KEYS}
             | {key: table[f"{key}_sweep"].values for key in hg.SWEEP_KEYS},
             thresholds,
+            selection=evaluation["ransac_selection"],
         )
         best = thresholds.index(summary["ransac_th"])
         for key in hg.SWEEP_KEYS:

@@ -113,6 +113,8 @@ METRIC_SET_KEPT = (
     "true_map_macro_by_scene",
     "viewpoint_map",
     "illumination_map",
+    "viewpoint_map_micro",
+    "illumination_map_micro",
     "total_queries_processed",
     "total_queries_excluded",
     "r0_rate",
@@ -618,7 +620,8 @@ class Patches:
 
         Metric set: the variables of :func:`metricalc.metric_set` in :data:`METRIC_SET_KEPT`
         (``true_map_micro`` is the patch retrieval mAP over all queries, ``viewpoint_map`` and
-        ``illumination_map`` over the ``v_`` and ``i_`` queries) plus ``patch_retrieval_map``,
+        ``illumination_map`` the mean over the ``v_`` / ``i_`` sequences of their mAP, the
+        ``*_map_micro`` variants over their queries) plus ``patch_retrieval_map``,
         ``image_retrieval_map`` (means of the per-file mAPs, HPatches' figure),
         ``image_retrieval_map_micro``, ``n_files`` and, over the dims ``file`` / ``group``,
         ``*_by_file`` and ``*_by_group``. Scene metrics: :func:`metricalc.scene_metrics`

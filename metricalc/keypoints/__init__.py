@@ -9,11 +9,13 @@ from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.features import (
     BUILTIN_METHODS,
     Features,
+    detect_keypoints,
+    export_keypoints,
     extract,
     load_features,
     save_features,
 )
-from metricalc.keypoints.sequences import Sequence, load_sequences
+from metricalc.keypoints.sequences import Sequence, dataset_fingerprint, load_sequences
 from metricalc.keypoints.synthetic import PHOTOGRAPHS, QUICK_SCENES, make_synthetic_dataset
 
 __all__ = [
@@ -22,7 +24,10 @@ __all__ = [
     "QUICK_SCENES",
     "Features",
     "Sequence",
+    "dataset_fingerprint",
+    "detect_keypoints",
     "evaluate",
+    "export_keypoints",
     "extract",
     "load_features",
     "load_sequences",

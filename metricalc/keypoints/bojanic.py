@@ -3,20 +3,38 @@
 For each scene, the reference keypoints are the keypoints of image 1 (border-filtered). Their
 candidates are the keypoints of the sequence's other images 2..6 plus distractors: keypoints of
 other scenes (by default 20 random keypoints from one random image in each of 10 other scenes,
-seeded by ``seed`` and the scene name, so every descriptor of a locked run sees the same ones).
-Labels: y = +1 for the ground-truth correspondence (section 2), y = 0 for the other keypoints of the
-sequence (hard negatives), y = -1 for distractors. Scores are negated descriptor distances.
+seeded by ``seed`` and the scene name, so every descriptor of a locked run sees the same ones;
+every reference keypoint of the scene shares them). Labels: y = +1 for the ground-truth
+correspondence (section 2), y = 0 for the other keypoints of the sequence (hard negatives),
+y = -1 for distractors. Scores are negated descriptor distances.
 
-- Verification: one pooled list per scene over the reference keypoints that have at least one
-  correspondence: every (reference, candidate) pair, positive for the correspondences and
-  negative otherwise (hard negatives and distractors alike); AP of that list. Its few positives
-  are ranked without sorting the list: the negatives of each chunk of references are sorted and
-  counted below / at each distinct positive distance.
-- Retrieval: one list per reference keypoint with at least one correspondence: every candidate of
-  images 2..6 and the distractors; y = 0 items count as non-relevant (``y0="negative"``) or are
-  removed (``y0="ignore"``, the HPatches rule); the scene's AP is the mean over its references.
-Both APs use the ``ir`` method under the run's tie policy; lists here hold several relevant
-items, so a ``workbench`` run (a rule for one relevant item) uses ``expected`` for them.
+Two definitions of each task, under their own names:
+
+- ``verification_ap`` / ``retrieval_ap`` (DescriptorWorkbench, ``KeypointVerification.cpp``
+  ``evaluateVerification`` / ``evaluateRetrieval``): one **pooled list per scene** holding the
+  candidates of *every* reference keypoint, with or without a correspondence; relevant are the
+  y = +1 pairs; AP is the ``ir`` AP of that list. A scene with candidates but no correspondence
+  has AP 0 (DescriptorWorkbench's value; the scene still enters the mean over scenes); a scene
+  with no reference keypoint or no candidate has NaN (DescriptorWorkbench skips it). Retrieval
+  with ``y0="negative"`` is DescriptorWorkbench's definition (y = 0 items are non-relevant; the
+  list is then the verification list); ``y0="ignore"`` removes the y = 0 items first (the
+  HPatches rule; no DescriptorWorkbench counterpart).
+- ``verification_ap_per_keypoint`` / ``retrieval_ap_per_keypoint`` (metricalc): one list per
+  reference keypoint that has at least one correspondence (its candidates of images 2..6 and the
+  distractors), ``ir`` AP of each, mean over those keypoints; verification treats y = 0 and
+  y = -1 alike as non-relevant, retrieval applies ``y0``. NaN for a scene without
+  correspondences. This is the decomposable per-keypoint variant.
+
+Ties: DescriptorWorkbench sorts with ``std::sort`` on the distance alone, so the order of tied
+pairs (and its AP where a relevant pair ties with a non-relevant one) is unspecified; metricalc
+applies the run's tie policy instead (``optimistic`` and ``pessimistic`` bound every order
+DescriptorWorkbench can produce, ``expected`` is the mean over all of them; without such ties
+every policy equals DescriptorWorkbench). The lists hold several relevant items, so a
+``workbench`` run (a rule for one relevant item) uses ``expected`` for them.
+
+The counts are DescriptorWorkbench's label counts of the scene's pooled retrieval list, over
+every reference keypoint: ``retrieval_num_true_positives`` (y = +1),
+``retrieval_num_hard_negatives`` (y = 0), ``retrieval_num_distractors`` (y = -1).
 """
 
 from __future__ import annotations
@@ -36,6 +54,8 @@ Y0_POLICIES = ("negative", "ignore")
 SCENE_RESULTS = (
     "verification_ap",
     "retrieval_ap",
+    "verification_ap_per_keypoint",
+    "retrieval_ap_per_keypoint",
     "retrieval_num_true_positives",
     "retrieval_num_hard_negatives",
     "retrieval_num_distractors",
@@ -119,6 +139,40 @@ def _pooled_ap(
     return float(weights.sum() / positives.size)
 
 
+def _below_and_equal(values: np.ndarray, distinct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``distinct``, the number of ``values`` below it and equal to it."""
+    values = np.sort(values, axis=None)
+    left = np.searchsorted(values, distinct, side="left")
+    return left, np.searchsorted(values, distinct, side="right") - left
+
+
+def _slots(
+    sequence: Any,
+    features: Mapping[int, Any],
+    ref_points: np.ndarray,
+    *,
+    tau: float,
+    border: float,
+    relevant: Mapping[int, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each reference's correspondence column per image 2..6 (-1 for none; valid ones first in
+    each row) and the descriptors of images 2..6 in column order."""
+    slots, descriptors, offset = [], [], 0
+    for k in range(2, 7):
+        points, desc = _kept(features[k], sequence.shape(k), border)
+        if relevant is not None:
+            index = relevant[k]
+        else:
+            H, shape = sequence.homography(k), sequence.shape(k)
+            index = ground_truth(ref_points, points, H, shape, tau=tau, border=border).relevant
+        slots.append(np.where(index >= 0, index + offset, -1))
+        descriptors.append(desc)
+        offset += len(points)
+    slot, big = np.stack(slots, axis=1), np.iinfo(np.int64).max
+    slot = np.sort(np.where(slot >= 0, slot, big), axis=1)
+    return np.where(slot == big, -1, slot), np.concatenate(descriptors)
+
+
 def scene_tasks(
     sequence: Any,
     features: Mapping[int, Any],
@@ -130,67 +184,89 @@ def scene_tasks(
     y0: str,
     relevant: Mapping[int, np.ndarray] | None = None,
 ) -> dict[str, float]:
-    """Verification AP, retrieval AP and label counts of one scene (see the module docstring).
+    r"""Verification and retrieval APs and label counts of one scene (see the module docstring).
+
+    With :math:`P` the pooled (reference, candidate) pairs of the scene, :math:`P^+` its
+    y = +1 pairs and :math:`\mathrm{prec}(p)` the precision at pair :math:`p` when :math:`P` is
+    ranked by distance (ties by ``tie_policy``):
+
+    .. math::
+
+        \mathrm{verification\_ap} = \frac{1}{|P^+|} \sum_{p \in P^+} \mathrm{prec}(p),
+        \qquad
+        \mathrm{verification\_ap\_per\_keypoint} = \frac{1}{|Q^+|} \sum_{q \in Q^+} AP_q
+
+    where :math:`Q^+` are the reference keypoints with a correspondence and :math:`AP_q` the
+    ``ir`` AP of keypoint :math:`q`'s own list; ``retrieval_ap`` and
+    ``retrieval_ap_per_keypoint`` are the same with the y = 0 pairs removed when
+    ``y0="ignore"``.
 
     ``relevant`` may pass the ground truth of each pair (1, k) already computed by the pair
     evaluation: the relevant index among image k's border-filtered keypoints, -1 for none.
     Labels stay sparse (one column index per reference and image) and distances are computed per
-    chunk of references, so memory is bounded by the chunk, not the scene.
+    chunk of references, so memory is bounded by the chunk, not the scene: a first pass takes the
+    per-keypoint APs (rank statistics, no sort) and the pooled list's positive distances, a second
+    pass counts the pooled negatives below / equal to each distinct positive distance.
     """
     if y0 not in Y0_POLICIES:
         raise InvalidInputError(f"y0 must be one of {Y0_POLICIES}; got {y0!r}")
     if tie_policy == "workbench":
         tie_policy = "expected"
     ref_points, ref_desc = _kept(features[1], sequence.shape(1), border)
-    slots, candidate_desc, offset = [], [], 0
-    for k in range(2, 7):
-        points, desc = _kept(features[k], sequence.shape(k), border)
-        if relevant is not None:
-            index = relevant[k]
-        else:
-            H, shape = sequence.homography(k), sequence.shape(k)
-            index = ground_truth(ref_points, points, H, shape, tau=tau, border=border).relevant
-        slots.append(np.where(index >= 0, index + offset, -1))
-        candidate_desc.append(desc)
-        offset += len(points)
-    hard = slice(0, offset)  # columns of images 2..6; the distractors follow
-    candidates = np.concatenate([*candidate_desc, distractor_descriptors])
-    slot = np.stack(slots, axis=1) if slots else np.empty((len(ref_points), 0), dtype=np.int64)
-    verified = np.flatnonzero((slot >= 0).any(axis=1))
-    result = dict.fromkeys(SCENE_RESULTS, 0.0)
-    result["verification_ap"] = result["retrieval_ap"] = float("nan")
-    if verified.size == 0:
+    slot, hard_desc = _slots(
+        sequence, features, ref_points, tau=tau, border=border, relevant=relevant
+    )
+    n_ref, n_hard, n_distractor = len(ref_points), len(hard_desc), len(distractor_descriptors)
+    n_positive = int((slot >= 0).sum())
+    result: dict[str, float] = {
+        "verification_ap": float("nan"),
+        "retrieval_ap": float("nan"),
+        "verification_ap_per_keypoint": float("nan"),
+        "retrieval_ap_per_keypoint": float("nan"),
+        "retrieval_num_true_positives": n_positive,
+        "retrieval_num_hard_negatives": n_ref * n_hard - n_positive,
+        "retrieval_num_distractors": n_ref * n_distractor,
+    }
+    if n_ref == 0 or n_hard + n_distractor == 0:  # no pooled list: the scene is skipped
         return result
-    slot = slot[verified]
-    slot = np.sort(np.where(slot >= 0, slot, np.iinfo(np.int64).max), axis=1)  # valid first
-    slot = np.where(slot == np.iinfo(np.int64).max, -1, slot)
-    queries, prepared = prepare_queries(ref_desc[verified]), prepare_candidates(candidates)
-    step = max(1, _kernels.CHUNK_ELEMENTS // max(len(candidates), 1))
-    chunks = [slice(start, start + step) for start in range(0, len(verified), step)]
-    # pass 1: retrieval, and the positives' distances exactly as the product gives them
-    retrieval_ap, positive_values = [], []
+    if n_positive == 0:  # a list without relevant items: AP 0, as DescriptorWorkbench
+        result["verification_ap"] = result["retrieval_ap"] = 0.0
+        return result
+    queries = prepare_queries(ref_desc)
+    prepared = prepare_candidates(np.concatenate([hard_desc, distractor_descriptors]))
+    chunks = list(_kernels.row_chunks(n_ref, n_hard + n_distractor))
+    hard = slice(0, n_hard)  # columns of images 2..6; the distractors follow
+    # pass 1: per-keypoint APs, and the positives' distances exactly as the product gives them
+    verification, retrieval, positive_values = [], [], []
     for rows in chunks:
-        distance = squared_distances(queries[rows], prepared)
-        retrieval_ap.append(_retrieval_ap(distance, slot[rows], hard, tie_policy, y0))
-        r, t = np.nonzero(slot[rows] >= 0)
-        positive_values.append(distance[r, slot[rows][r, t]])
+        distance, s = squared_distances(queries[rows], prepared), slot[rows]
+        verified = (s >= 0).any(axis=1)
+        if verified.any():
+            d, v = distance[verified], s[verified]
+            verification.append(_retrieval_ap(d, v, hard, tie_policy, "negative"))
+            retrieval.append(
+                verification[-1] if y0 == "negative" else _retrieval_ap(d, v, hard, tie_policy, y0)
+            )
+        r, t = np.nonzero(s >= 0)
+        positive_values.append(distance[r, s[r, t]])
     positives = np.concatenate(positive_values)
     distinct = np.unique(positives)
-    # pass 2 (the same products again): negatives below / equal to each distinct positive value
-    less = np.zeros(distinct.size, dtype=np.int64)
-    equal = np.zeros(distinct.size, dtype=np.int64)
+    # pass 2 (the same products again): the pooled negatives below / equal to each distinct
+    # positive distance, hard negatives and distractors apart (y0="ignore" drops the former)
+    counts = np.zeros((4, distinct.size), dtype=np.int64)
     for rows in chunks:
-        negatives = squared_distances(queries[rows], prepared)
-        r, t = np.nonzero(slot[rows] >= 0)
-        negatives[r, slot[rows][r, t]] = np.inf  # every entry but the positives remains
-        negatives = np.sort(negatives, axis=None)
-        left = np.searchsorted(negatives, distinct, side="left")
-        less += left
-        equal += np.searchsorted(negatives, distinct, side="right") - left
+        distance, s = squared_distances(queries[rows], prepared), slot[rows]
+        r, t = np.nonzero(s >= 0)
+        distance[r, s[r, t]] = np.inf  # every pair but the positives remains
+        counts[:2] += _below_and_equal(distance[:, hard], distinct)
+        counts[2:] += _below_and_equal(distance[:, n_hard:], distinct)
+    less, equal = counts[0] + counts[2], counts[1] + counts[3]
     result["verification_ap"] = _pooled_ap(positives, less, equal, tie_policy)
-    result["retrieval_ap"] = float(np.mean(np.concatenate(retrieval_ap)))
-    n_positive = int((slot >= 0).sum())
-    result["retrieval_num_true_positives"] = n_positive
-    result["retrieval_num_hard_negatives"] = len(verified) * offset - n_positive
-    result["retrieval_num_distractors"] = len(verified) * len(distractor_descriptors)
+    result["retrieval_ap"] = (
+        result["verification_ap"]
+        if y0 == "negative"
+        else _pooled_ap(positives, counts[2], counts[3], tie_policy)
+    )
+    result["verification_ap_per_keypoint"] = float(np.mean(np.concatenate(verification)))
+    result["retrieval_ap_per_keypoint"] = float(np.mean(np.concatenate(retrieval)))
     return result

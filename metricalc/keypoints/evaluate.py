@@ -21,6 +21,7 @@ from metricalc.core._validate import TIE_POLICIES, check_choice
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.bojanic import SCENE_RESULTS, Y0_POLICIES, distractors, scene_tasks
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
+from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.progress import progress_bar
 
 __all__ = ["evaluate"]
@@ -168,7 +169,8 @@ def evaluate(
     n_distractor_scenes: int = 10,
     n_distractors: int = 20,
     seed: int = 0,
-    dataset: str = "",
+    dataset: str | None = None,
+    dataset_path: str = "",
     progress: bool = False,
 ) -> xr.Dataset:
     """Evaluate every descriptor of ``features`` on ``sequences`` into one QueryCube.
@@ -196,8 +198,14 @@ def evaluate(
     n_distractor_scenes, n_distractors, seed
         Distractors: ``n_distractors`` keypoints from one random image of each of
         ``n_distractor_scenes`` other scenes, drawn with ``seed``.
-    dataset : str
-        Name recorded in the cube attrs.
+    dataset : str, optional
+        The identity of the data, recorded in the cube attr ``dataset`` (a protocol attr: cubes
+        combine only when it is equal). Default: the content fingerprint of ``sequences``
+        (:func:`metricalc.keypoints.sequences.dataset_fingerprint`, ``"sha256:..."``), so cubes
+        evaluated on the same images and homographies combine wherever the folder lies.
+    dataset_path : str
+        Where the data was read from (readable; not compared), recorded in the attr
+        ``dataset_path`` when given.
     progress : bool
         Show a progress bar over image pairs.
 
@@ -227,12 +235,13 @@ def evaluate(
         "tie_policy": tie_policy,
         "ap_method": "ir",
         "distance": _distance_kind(features),
-        "dataset": dataset,
+        "dataset": dataset_fingerprint(sequences) if dataset is None else dataset,
         "keypoints": keypoints,
         "y0_policy": y0,
         "n_distractor_scenes": int(n_distractor_scenes),
         "n_distractors": int(n_distractors),
         "seed": int(seed),
+        **({"dataset_path": dataset_path} if dataset_path else {}),
     }
     parts = []
     total = len(features) * len(sequences) * 5

@@ -46,6 +46,9 @@ __all__ = [
     "FeatureSet",
     "Features",
     "SequenceLike",
+    "check_own_keypoints",
+    "detect_keypoints",
+    "export_keypoints",
     "extract",
     "extract_image",
     "load_features",
@@ -374,10 +377,12 @@ def _positions(keypoints: list[cv2.KeyPoint], index: np.ndarray) -> np.ndarray:
     return points.reshape(-1, 2)
 
 
-def _check_methods(methods: Iterable[str] | str, locked: str | None) -> tuple[str, ...]:
+def _check_methods(
+    methods: Iterable[str] | str, locked: str | None, *, allow_empty: bool = False
+) -> tuple[str, ...]:
     names = (methods,) if isinstance(methods, str) else tuple(methods)
     available = ", ".join(BUILTIN_METHODS)
-    if not names:
+    if not names and not allow_empty:
         raise InvalidInputError(f"methods is empty; expected one or more of {available}")
     for name in names:
         if name not in BUILTIN_METHODS:
@@ -418,8 +423,15 @@ def _describe_image(
     locked: str | None,
     border: float,
     limit: int | None,
+    own: Mapping[str, Features] | None = None,
+    where: str = "",
 ) -> dict[str, Features]:
-    """Detect and describe one uint8 gray image with every method of ``names`` (see extract)."""
+    """Detect and describe one uint8 gray image with every method of ``names`` (see extract).
+
+    ``own`` (locked only): descriptor -> your :class:`Features` of this image, whose keypoints
+    must be the kept keypoints of the locked detector (:func:`check_own_keypoints`; ``where``,
+    e.g. ``"scene 'v_camera' image 3"``, names the image in the error).
+    """
     describer = _ImageDescriber(tools, gray)
     result: dict[str, Features] = {}
     if locked is None:
@@ -437,12 +449,17 @@ def _describe_image(
     detector = DETECTORS[locked]
     keypoints = _select(tools.detect(detector, gray), describer.shape, border, limit)
     described = {name: describer.describe(name, keypoints, detector) for name in names}
-    common = np.arange(len(keypoints), dtype=np.int64)
+    everything = np.arange(len(keypoints), dtype=np.int64)
+    if own:
+        kept = _positions(keypoints, everything)
+        for name, item in own.items():  # your own rows describe every kept keypoint
+            check_own_keypoints(item.keypoints, kept, descriptor=name, locked=locked, where=where)
+            described[name] = (everything, item.descriptors)
+    common = everything
     for index, _ in described.values():
         common = np.intersect1d(common, index, assume_unique=True)
     points = _positions(keypoints, common)
-    for name in names:
-        index, rows = described[name]
+    for name, (index, rows) in described.items():
         result[name] = Features(points, rows[np.searchsorted(index, common)])
     return result
 
@@ -472,6 +489,7 @@ def extract(
     max_keypoints: int | None = 2000,
     border: float = 40.0,
     progress: bool = False,
+    own: Mapping[str, Mapping[str, Mapping[int, Features]]] | None = None,
 ) -> FeatureSet:
     r"""Detect and describe keypoints in every image of every sequence with built-in methods.
 
@@ -511,12 +529,19 @@ def extract(
         Border margin in pixels (default 40, the protocol's).
     progress : bool
         Show a rich progress bar over (method, scene, image).
+    own : mapping descriptor -> scene -> image (1..6) -> Features, optional
+        Your own descriptors (e.g. from :func:`load_features`), evaluated next to the built-in
+        ones. Locked: their keypoints must be the locked detector's kept keypoints, in order
+        (:func:`detect_keypoints`, :func:`export_keypoints`; checked by
+        :func:`check_own_keypoints`), and a keypoint a built-in method cannot describe is removed
+        from them too, so every descriptor ends with identical keypoint arrays. Native: they are
+        added unchanged. ``methods`` may then be empty.
 
     Returns
     -------
     dict
         descriptor -> scene -> image (1..6) -> :class:`Features`, in the order of ``methods``
-        and ``sequences``.
+        (then ``own``) and ``sequences``.
 
     Examples
     --------
@@ -532,8 +557,43 @@ def extract(
     >>> bool((sift.keypoints == orb.keypoints).all()), sift.descriptors.shape[1], orb.binary
     (True, 128, True)
     """
-    names = _check_methods(methods, locked)
+    own = dict(own or {})
+    names = _check_methods(methods, locked, allow_empty=bool(own))
     limit, border = _check_options(max_keypoints, border)
+    scenes = _unique_scenes(sequences)
+    _check_own(own, names, scenes)
+    if locked is None and own:  # native: your own features keep their own keypoints
+        builtin = (
+            extract(scenes, names, max_keypoints=limit, border=border, progress=progress)
+            if names
+            else {}
+        )
+        return {**builtin, **{n: {s.name: dict(own[n][s.name]) for s in scenes} for n in own}}
+
+    tools = _Toolkit(limit)
+    every = (*names, *own)
+    result: FeatureSet = {name: {s.name: {} for s in scenes} for name in every}
+    total = len(every) * len(scenes) * len(IMAGES)
+    with progress_bar("features", total=total, enabled=progress) as advance:
+        for sequence in scenes:
+            for k in IMAGES:
+                described = _describe_image(
+                    tools,
+                    _check_gray(sequence, k),
+                    names,
+                    locked,
+                    border,
+                    limit,
+                    own={name: own[name][sequence.name][k] for name in own},
+                    where=f"scene {sequence.name!r} image {k}",
+                )
+                for name, features in described.items():
+                    result[name][sequence.name][k] = features
+                    advance()
+    return result
+
+
+def _unique_scenes(sequences: Iterable[SequenceLike]) -> list[SequenceLike]:
     scenes = list(sequences)
     seen: set[str] = set()
     for sequence in scenes:
@@ -542,19 +602,141 @@ def extract(
         if sequence.name in seen:
             raise InvalidInputError(f"scene {sequence.name!r} appears twice in sequences")
         seen.add(sequence.name)
+    return scenes
 
+
+def _check_own(
+    own: Mapping[str, Mapping[str, Mapping[int, Any]]],
+    names: tuple[str, ...],
+    scenes: list[SequenceLike],
+) -> None:
+    """Your own features: names that are not built-in methods, and every scene and image."""
+    for name, per_scene in own.items():
+        if name in names:
+            raise InvalidInputError(
+                f"your own descriptor {name!r} has the name of a built-in method in methods; "
+                "give it another name"
+            )
+        for sequence in scenes:
+            images = per_scene.get(sequence.name)
+            if images is None:
+                raise InvalidInputError(
+                    f"your own descriptor {name!r} has no features for scene {sequence.name!r} "
+                    f"(it has {len(per_scene)} scenes: {', '.join(sorted(per_scene)[:5])}"
+                    f"{', ...' if len(per_scene) > 5 else ''})"
+                )
+            for k in IMAGES:
+                if not isinstance(images.get(k), Features):
+                    raise InvalidInputError(
+                        f"your own descriptor {name!r}, scene {sequence.name!r}: image {k} is "
+                        f"{type(images.get(k)).__name__}; expected Features"
+                    )
+
+
+def check_own_keypoints(
+    keypoints: np.ndarray, kept: np.ndarray, *, descriptor: str, locked: str, where: str
+) -> None:
+    """Refuse your own keypoints of one image unless they are the locked detector's, in order.
+
+    Equal means: the same number of keypoints and, row by row, the same x and y once both are
+    rounded to float32 (the precision OpenCV reports keypoints in, so keypoints written as float32
+    or float64 both match, anything moved does not). The error is one line naming the descriptor,
+    the image (``where``) and both counts.
+
+    Examples
+    --------
+    >>> kept = np.array([[50.25, 60.5], [70.0, 80.0]])
+    >>> check_own_keypoints(kept.astype(np.float32), kept, descriptor="mine", locked="sift",
+    ...                     where="scene 'i_a' image 1")
+    >>> check_own_keypoints(kept[:1], kept, descriptor="mine", locked="sift",
+    ...                     where="scene 'i_a' image 1")
+    Traceback (most recent call last):
+    metricalc.errors.InvalidInputError: descriptor 'mine' is not on the keypoints of sift: scene 'i_a' image 1 has 1 keypoints in your file but sift keeps 2; describe the keypoints of export-keypoints --detector sift (same border and max_keypoints), in their order
+    """  # noqa: E501
+    mine = np.asarray(keypoints, dtype=np.float64).astype(np.float32)
+    theirs = np.asarray(kept, dtype=np.float64).astype(np.float32)
+    start = f"descriptor {descriptor!r} is not on the keypoints of {locked}: {where}"
+    advice = (
+        f"describe the keypoints of export-keypoints --detector {locked} (same border and "
+        "max_keypoints), in their order"
+    )
+    if mine.shape != theirs.shape:
+        raise InvalidInputError(
+            f"{start} has {len(mine)} keypoints in your file but {locked} keeps {len(theirs)}; "
+            f"{advice}"
+        )
+    moved = np.flatnonzero((mine != theirs).any(axis=1))
+    if moved.size:
+        i = int(moved[0])
+        raise InvalidInputError(
+            f"{start} has keypoint {i} at ({mine[i, 0]:.9g}, {mine[i, 1]:.9g}) in your file but "
+            f"at ({theirs[i, 0]:.9g}, {theirs[i, 1]:.9g}) for {locked} ({moved.size} of "
+            f"{len(mine)} keypoints differ, {len(mine)} in your file and {len(theirs)} for "
+            f"{locked}); {advice}"
+        )
+
+
+def detect_keypoints(
+    sequences: Iterable[SequenceLike],
+    detector: str = "sift",
+    *,
+    max_keypoints: int | None = 2000,
+    border: float = 40.0,
+    progress: bool = False,
+) -> dict[str, dict[int, dict[str, np.ndarray]]]:
+    """The keypoints :func:`extract` keeps with ``locked=detector``, before any description.
+
+    Steps 1-3 of :func:`extract` (detect, drop the border, keep the ``max_keypoints`` strongest,
+    in their order) for every image. These are the keypoints your own descriptor describes to be
+    evaluated next to the built-in methods on locked keypoints (``extract(..., own=...)``).
+
+    Returns
+    -------
+    dict
+        scene -> image (1..6) -> arrays ``keypoints`` (N x 2 float64, x y), ``size``, ``angle``,
+        ``response`` (N float64, as OpenCV reports them; an angle of -1 means none) and
+        ``image_size`` (height, width).
+
+    Examples
+    --------
+    >>> import cv2
+    >>> from skimage import data
+    >>> class Scene:
+    ...     name = "i_camera"
+    ...     def image(self, k): return cv2.resize(data.camera(), (256, 256))
+    ...     def gray(self, k): return self.image(k)
+    ...     def shape(self, k): return (256, 256)
+    >>> kept = detect_keypoints([Scene()], "sift", max_keypoints=100)["i_camera"][1]
+    >>> fs = extract([Scene()], "sift", locked="sift", max_keypoints=100)["sift"]["i_camera"]
+    >>> bool((kept["keypoints"] == fs[1].keypoints).all()), kept["image_size"].tolist()
+    (True, [256, 256])
+    """
+    if detector not in BUILTIN_METHODS:
+        raise InvalidInputError(
+            f"detector {detector!r} is not a built-in method; expected one of "
+            f"{', '.join(BUILTIN_METHODS)} (the method's detector finds the keypoints)"
+        )
+    limit, border = _check_options(max_keypoints, border)
+    scenes = _unique_scenes(sequences)
     tools = _Toolkit(limit)
-    result: FeatureSet = {name: {s.name: {} for s in scenes} for name in names}
-    total = len(names) * len(scenes) * len(IMAGES)
-    with progress_bar("features", total=total, enabled=progress) as advance:
+    result: dict[str, dict[int, dict[str, np.ndarray]]] = {s.name: {} for s in scenes}
+    with progress_bar("keypoints", total=len(scenes) * len(IMAGES), enabled=progress) as advance:
         for sequence in scenes:
             for k in IMAGES:
-                described = _describe_image(
-                    tools, _check_gray(sequence, k), names, locked, border, limit
-                )
-                for name, features in described.items():
-                    result[name][sequence.name][k] = features
-                    advance()
+                gray = _check_gray(sequence, k)
+                shape = (int(gray.shape[0]), int(gray.shape[1]))
+                kept = _select(tools.detect(DETECTORS[detector], gray), shape, border, limit)
+                table = np.array(
+                    [(*p.pt, p.size, p.angle, p.response) for p in kept], dtype=np.float64
+                ).reshape(-1, 5)
+                result[sequence.name][k] = {
+                    "keypoints": np.ascontiguousarray(table[:, :2]),
+                    "size": table[:, 2].copy(),
+                    "angle": table[:, 3].copy(),
+                    "response": table[:, 4].copy(),
+                    "image_size": np.array(shape, dtype=np.int64),
+                }
+                advance()
     return result
 
 
@@ -681,6 +863,62 @@ def save_features(root: str | os.PathLike[str], features: Mapping[str, Any]) -> 
             np.savez(stream, keypoints=item.keypoints, descriptors=item.descriptors)
 
 
+def export_keypoints(
+    data: str | os.PathLike[str] | Iterable[SequenceLike],
+    out: str | os.PathLike[str],
+    *,
+    detector: str = "sift",
+    max_keypoints: int | None = 2000,
+    border: float = 40.0,
+    progress: bool = False,
+) -> dict[str, dict[int, dict[str, np.ndarray]]]:
+    """Write the kept keypoints of ``detector`` per image, for your own descriptor to describe.
+
+    ``out/<scene>/<image>.npz`` (image 1..6), the layout of one descriptor folder of
+    :func:`load_features`, with the arrays of :func:`detect_keypoints`: ``keypoints`` (N x 2
+    float64, x y), ``size``, ``angle``, ``response`` and ``image_size`` (height, width), and no
+    ``descriptors``. Add a ``descriptors`` array (N x D, row i describing keypoint i) to each file,
+    in place or in a copy, and evaluate the folder next to the built-in methods with
+    ``metricalc keypoints eval --features NAME=FOLDER --locked <detector>``: the evaluation
+    checks that its keypoints are these (:func:`check_own_keypoints`). Each file is written to a
+    temporary name and renamed; files of the same names are replaced, other files left alone.
+
+    Parameters
+    ----------
+    data : path or iterable of Sequence
+        A sequences folder (:func:`metricalc.keypoints.sequences.load_sequences`) or sequences.
+    out : path
+        Output folder (created if missing).
+    detector : str
+        A built-in method name; its detector finds the keypoints (``"rootsift"`` = ``"sift"``).
+    max_keypoints, border
+        As for :func:`extract` (and the same as the evaluation that follows must use).
+    progress : bool
+        Show a progress bar over (scene, image).
+
+    Returns
+    -------
+    dict
+        scene -> image -> the arrays written.
+    """
+    base = Path(out)
+    if base.exists() and not base.is_dir():
+        raise InvalidInputError(f"keypoints folder {base} exists and is not a folder")
+    if isinstance(data, (str, os.PathLike)):
+        from metricalc.keypoints.sequences import load_sequences
+
+        data = load_sequences(data)
+    kept = detect_keypoints(
+        data, detector, max_keypoints=max_keypoints, border=border, progress=progress
+    )
+    for scene, images in kept.items():
+        _check_folder_name(scene, "scene")
+        for k, arrays in images.items():
+            with temporary_path(base / scene / f"{k}.npz") as tmp, open(tmp, "wb") as stream:
+                np.savez(stream, **arrays)
+    return kept
+
+
 def _read_npz(path: Path) -> Features:
     where = f"features file {path}"
     unreadable = (OSError, ValueError, EOFError, zipfile.BadZipFile)
@@ -692,6 +930,11 @@ def _read_npz(path: Path) -> Features:
         raise InvalidInputError(f"{where} is not an .npz archive (write it with np.savez)")
     with archive:
         missing = [key for key in ("keypoints", "descriptors") if key not in archive.files]
+        if missing == ["descriptors"] and "image_size" in archive.files:
+            raise InvalidInputError(
+                f"{where} has keypoints only (as export-keypoints writes them); add your "
+                "'descriptors' array (N x D, row i describing keypoint i)"
+            )
         if missing:
             raise InvalidInputError(
                 f"{where} has no {' or '.join(repr(m) for m in missing)} array "
@@ -731,7 +974,9 @@ def _subfolders(path: Path) -> list[Path]:
 
 
 def load_features(
-    root: str | os.PathLike[str], *, descriptors: Iterable[str] | str | None = None
+    root: str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]],
+    *,
+    descriptors: Iterable[str] | str | None = None,
 ) -> FeatureSet:
     """Read bring-your-own features from ``root/<descriptor>/<scene>/<image>.npz``, validated.
 
@@ -744,10 +989,12 @@ def load_features(
 
     Parameters
     ----------
-    root : path
-        Folder with one sub-folder per descriptor (folders starting with ``.`` are ignored).
+    root : path or mapping descriptor name -> path
+        Folder with one sub-folder per descriptor (folders starting with ``.`` are ignored), or
+        a mapping that names descriptor folders (``<scene>/1.npz .. 6.npz`` each) anywhere,
+        e.g. ``{"mine": "features/mine_v2"}``; descriptors then come in the mapping's order.
     descriptors : iterable of str or str, optional
-        Load only these descriptors (each folder must exist); default all.
+        Load only these descriptors of ``root`` (each folder must exist); default all.
 
     Returns
     -------
@@ -769,6 +1016,8 @@ def load_features(
     >>> fs["mine"]["v_scene"][6].descriptors.dtype, len(fs["mine"]["v_scene"])
     (dtype('float32'), 6)
     """
+    if isinstance(root, Mapping):
+        return _load_named(root, descriptors)
     base = Path(root)
     if not base.is_dir():
         raise InvalidInputError(f"features folder {base} does not exist or is not a folder")
@@ -791,45 +1040,68 @@ def load_features(
                     f"missing descriptor folder {base / name} (descriptor {name!r})"
                 )
             folders.append(base / name)
+    return {folder.name: _load_descriptor_folder(folder) for folder in folders}
+
+
+def _load_named(root: Mapping[str, Any], descriptors: Any) -> FeatureSet:
+    """:func:`load_features` of a mapping descriptor name -> descriptor folder."""
+    if descriptors is not None:
+        raise InvalidInputError(
+            "descriptors selects folders of one root; with a mapping name -> folder, list only "
+            "the descriptors you want in the mapping"
+        )
+    if not root:
+        raise InvalidInputError("the mapping descriptor name -> folder is empty")
     result: FeatureSet = {}
-    expected_names = {f"{k}.npz" for k in IMAGES}
-    for folder in folders:
-        scene_folders = _subfolders(folder)
-        if not scene_folders:
+    for name, folder in root.items():
+        _check_folder_name(name, "descriptor")
+        path = Path(folder)
+        if not path.is_dir():
             raise InvalidInputError(
-                f"descriptor folder {folder} has no scene folders; expected <scene>/1.npz .. 6.npz"
+                f"features folder {path} of descriptor {name!r} does not exist or is not a folder"
             )
-        first: tuple[Path, int, np.dtype[Any]] | None = None
-        per_scene: dict[str, dict[int, Features]] = {}
-        for scene_folder in scene_folders:
-            extra = sorted(
-                p.name
-                for p in scene_folder.glob("*.npz")
-                if p.name not in expected_names and not p.name.startswith(".")
-            )
-            if extra:
-                raise InvalidInputError(
-                    f"scene folder {scene_folder} has unexpected files {extra}; images are "
-                    "named 1.npz .. 6.npz"
-                )
-            images: dict[int, Features] = {}
-            for k in IMAGES:
-                path = scene_folder / f"{k}.npz"
-                if not path.is_file():
-                    raise InvalidInputError(
-                        f"missing features file {path}; every scene needs 1.npz .. 6.npz"
-                    )
-                item = _read_npz(path)
-                dims, dtype = item.descriptors.shape[1], item.descriptors.dtype
-                if first is None:
-                    first = (path, dims, dtype)
-                elif (dims, dtype) != first[1:]:
-                    raise InvalidInputError(
-                        f"features file {path}: descriptors are {dims} x {dtype} but "
-                        f"{first[0]} has {first[1]} x {first[2]}; every image of a descriptor "
-                        "needs the same length and dtype"
-                    )
-                images[k] = item
-            per_scene[scene_folder.name] = images
-        result[folder.name] = per_scene
+        result[name] = _load_descriptor_folder(path)
     return result
+
+
+def _load_descriptor_folder(folder: Path) -> dict[str, dict[int, Features]]:
+    """scene -> image -> :class:`Features` of one descriptor folder ``<scene>/1.npz .. 6.npz``."""
+    expected_names = {f"{k}.npz" for k in IMAGES}
+    scene_folders = _subfolders(folder)
+    if not scene_folders:
+        raise InvalidInputError(
+            f"descriptor folder {folder} has no scene folders; expected <scene>/1.npz .. 6.npz"
+        )
+    first: tuple[Path, int, np.dtype[Any]] | None = None
+    per_scene: dict[str, dict[int, Features]] = {}
+    for scene_folder in scene_folders:
+        extra = sorted(
+            p.name
+            for p in scene_folder.glob("*.npz")
+            if p.name not in expected_names and not p.name.startswith(".")
+        )
+        if extra:
+            raise InvalidInputError(
+                f"scene folder {scene_folder} has unexpected files {extra}; images are "
+                "named 1.npz .. 6.npz"
+            )
+        images: dict[int, Features] = {}
+        for k in IMAGES:
+            path = scene_folder / f"{k}.npz"
+            if not path.is_file():
+                raise InvalidInputError(
+                    f"missing features file {path}; every scene needs 1.npz .. 6.npz"
+                )
+            item = _read_npz(path)
+            dims, dtype = item.descriptors.shape[1], item.descriptors.dtype
+            if first is None:
+                first = (path, dims, dtype)
+            elif (dims, dtype) != first[1:]:
+                raise InvalidInputError(
+                    f"features file {path}: descriptors are {dims} x {dtype} but "
+                    f"{first[0]} has {first[1]} x {first[2]}; every image of a descriptor "
+                    "needs the same length and dtype"
+                )
+            images[k] = item
+        per_scene[scene_folder.name] = images
+    return per_scene

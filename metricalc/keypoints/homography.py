@@ -12,13 +12,15 @@ Per image pair (image 1 -> image k, ground truth :math:`H`), from the matched ke
   corners :math:`c_j` of image 1 mapped by :math:`\hat H` and by :math:`H`,
   :math:`\tfrac14 \sum_j \lVert \pi(\hat H c_j) - \pi(H c_j) \rVert`, and :math:`+\infty` when the
   estimation fails;
-- estimates by plain DLT over all matches (:func:`dlt_homography`) and by OpenCV's robust
-  estimators (:data:`ROBUST_ESTIMATORS`: ``RANSAC``, ``USAC_MAGSAC``, ``USAC_DEFAULT``,
+- estimates by plain DLT over all matches (:func:`dlt_homography`; Glue Factory's variant,
+  kornia's solver, is :func:`kornia_dlt_homography`, see :data:`DLT_METHODS`) and by OpenCV's
+  robust estimators (:data:`ROBUST_ESTIMATORS`: ``RANSAC``, ``USAC_MAGSAC``, ``USAC_DEFAULT``,
   ``LMEDS``), at one or several inlier thresholds (``ransac_th``).
 
 Over all pairs, :func:`error_auc` is the area under the recall-versus-error curve up to a
 threshold divided by the threshold (AUC at 1, 3 and 5 px), and :func:`summarize` picks the
-threshold with the best mean AUC and reports the medians of the per-pair values as ``m*`` keys.
+threshold with the best mean AUC (by the rule of :data:`RANSAC_SELECTIONS`) and reports the
+medians of the per-pair values as ``m*`` keys.
 
 Coordinates follow the rest of :mod:`metricalc.keypoints`: OpenCV's convention, pixel centres
 at integers, so the outer corners of a ``W x H`` image are :math:`(-\tfrac12, -\tfrac12)`,
@@ -36,6 +38,7 @@ from typing import Any
 
 import cv2
 import numpy as np
+from scipy.linalg import lapack
 
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import project
@@ -44,15 +47,19 @@ from metricalc.keypoints.sequences import _check_homography
 __all__ = [
     "AUC_THRESHOLDS",
     "DEFAULT_RANSAC_THRESHOLDS",
+    "DLT_METHODS",
     "ESTIMATORS",
+    "RANSAC_SELECTIONS",
     "ROBUST_ESTIMATORS",
     "Estimate",
     "available_estimators",
+    "best_threshold",
     "corner_error",
     "dlt_homography",
     "error_auc",
     "estimate_homography",
     "image_corners",
+    "kornia_dlt_homography",
     "pair_homography_metrics",
     "ransac_thresholds",
     "register_estimator",
@@ -76,6 +83,22 @@ ROBUST_ESTIMATORS: Mapping[str, int] = {
     "LMEDS": cv2.LMEDS,
 }
 """OpenCV ``cv2.findHomography`` methods by name."""
+
+DLT_METHODS: tuple[str, ...] = ("svd", "kornia", "gluefactory")
+"""How ``H_error_dlt`` is estimated: ``"svd"`` (:func:`dlt_homography`, metricalc's),
+``"kornia"`` (:func:`kornia_dlt_homography`, unweighted) and ``"gluefactory"`` (the same weighted
+by the matching scores, as Glue Factory's ``eval_homography_dlt`` calls it)."""
+
+RANSAC_SELECTIONS: tuple[str, ...] = ("unrounded", "gluefactory")
+"""How :func:`best_threshold` compares the thresholds of a ``ransac_th`` sweep: by the mean of
+the unrounded AUCs (``"unrounded"``), or by the mean of the AUCs rounded to 4 decimals as Glue
+Factory's ``eval_poses`` does (``"gluefactory"``); the first threshold wins a tie in both."""
+
+DEFAULT_MAX_ITERS = 2000
+"""OpenCV's ``maxIters`` unless configured (Glue Factory's OpenCV estimator uses 3000)."""
+
+DEFAULT_CONFIDENCE = 0.995
+"""OpenCV's ``confidence`` unless configured (Glue Factory's as well)."""
 
 MIN_MATCHES = 4
 """A homography has 8 degrees of freedom: at least 4 correspondences are needed."""
@@ -352,6 +375,157 @@ def dlt_homography(points0: Any, points1: Any) -> np.ndarray | None:
     return _normalized(H)
 
 
+_KORNIA_EPS = 1e-8  # kornia's eps: added to the mean radius, and the |H33| below which H is kept
+
+
+def _weights(weights: Any, n: int) -> np.ndarray:
+    if weights is None:
+        return np.ones(n)
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any():
+        raise InvalidInputError(
+            f"weights has shape {w.shape}; expected {n} finite non-negative numbers, one per match"
+        )
+    return w
+
+
+def _kornia_normalization(points: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """kornia's ``normalize_points``: weighted centroid to 0, weighted mean distance to sqrt(2)
+    (the mean distance, not the root-mean-square one of :func:`_hartley`)."""
+    total = w.sum()
+    effective = w if total > 0 else np.ones_like(w)  # all-zero weights: unweighted statistics
+    total = effective.sum()
+    centroid = (points * effective[:, None]).sum(axis=0) / total
+    centered = points - centroid
+    radius = float((np.linalg.norm(centered, axis=1) * effective).sum() / total)
+    s = np.sqrt(2.0) / (radius + _KORNIA_EPS)
+    T = np.array([[s, 0.0, -s * centroid[0]], [0.0, s, -s * centroid[1]], [0.0, 0.0, 1.0]])
+    return centered * s, T
+
+
+def _kornia_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The 2N x 9 DLT rows of kornia (per match ``[0, -p, v p]`` then ``[p, 0, -u p]``)."""
+    p = np.c_[a, np.ones(len(a))]
+    zeros = np.zeros_like(p)
+    ax = np.concatenate([zeros, -p, b[:, 1:2] * p], axis=1)
+    ay = np.concatenate([p, zeros, -b[:, 0:1] * p], axis=1)
+    return np.stack([ax, ay], axis=1).reshape(-1, 9)
+
+
+def _lu_solve_ones(M: np.ndarray) -> np.ndarray:
+    r"""kornia's ``lu`` solver for five or more matches: :math:`M h = \mathbf 1` by a pivoted LU
+    (LAPACK ``getrf`` / ``getrs``, as ``torch.linalg.lu_factor_ex`` / ``lu_solve``). An exactly
+    zero pivot, or a non-finite solution, falls back to kornia's rank-8 null vector: with only
+    the last pivot zero and the others above :math:`\sqrt{\epsilon}` times the largest,
+    :math:`h_9 = 1` and :math:`M_{1..8,1..8}\, h_{1..8} = -M_{1..8,9}`; otherwise NaN."""
+    lu, piv, info = lapack.dgetrf(M)
+    if info == 0:
+        h, _ = lapack.dgetrs(lu, piv, np.ones(9))
+        if np.isfinite(h).all():
+            return np.asarray(h)
+    diagonal = np.abs(np.diag(lu))
+    floor = max(float(diagonal.max()), np.finfo(np.float64).tiny) * np.sqrt(np.finfo(float).eps)
+    if info == 9 and diagonal[:8].min() > floor:
+        try:
+            head = np.linalg.solve(M[:8, :8], -M[:8, 8])
+        except np.linalg.LinAlgError:
+            return np.full(9, np.nan)
+        return np.append(head, 1.0)
+    return np.full(9, np.nan)
+
+
+def _four_point_null(design: np.ndarray) -> np.ndarray:
+    """kornia's ``lu`` solver for exactly four matches: the null vector of the 8 x 9 weighted
+    design matrix, scaled to 1 at its largest component (the gauge) and re-solved for the other
+    eight from the 8 x 8 system of their columns (kornia finds the null vector for the gauge by
+    an LU, here by an SVD: the two differ by rounding only)."""
+    null = np.linalg.svd(design)[2][-1]
+    gauge = int(np.argmax(np.abs(null)))
+    retained = np.delete(np.arange(9), gauge)
+    try:
+        rest = np.linalg.solve(design[:, retained], -design[:, gauge])
+    except np.linalg.LinAlgError:
+        rest = (null / null[gauge])[retained]
+    return np.insert(rest, gauge, 1.0)
+
+
+def kornia_dlt_homography(points0: Any, points1: Any, weights: Any = None) -> np.ndarray | None:
+    r"""kornia's ``find_homography_dlt`` (kornia 0.9, default ``solver="lu"``), in float64.
+
+    Glue Factory's ``H_error_dlt`` is this estimate with the matching scores as ``weights``
+    (``eval_homography_dlt``). With weights :math:`w_i` (1 when None):
+
+    1. each point set is normalized by a similarity taking the weighted centroid to 0 and the
+       weighted *mean* distance :math:`\bar d` to it to :math:`\sqrt 2`, scale
+       :math:`s = \sqrt2 / (\bar d + 10^{-8})` (:func:`dlt_homography` uses the root-mean-square
+       distance);
+    2. with five or more matches, the normal matrix of the weighted rows,
+       :math:`M = \sum_i w_i (a_i a_i^\top + b_i b_i^\top)` (the rows :math:`a_i, b_i` of
+       :func:`dlt_homography`), is solved against a vector of ones, :math:`M h = \mathbf 1`,
+       by a pivoted LU; :math:`h = M^{-1} \mathbf 1 = \sum_k v_k (v_k^\top \mathbf 1) / \lambda_k`
+       is the smallest eigenvector :math:`v_9` of :math:`M` (the SVD solution) only on exact data:
+       on noisy data the other eigenvectors leak in with weights
+       :math:`\lambda_9 / \lambda_k`;
+    3. with exactly four matches, the null vector of the weighted 8 x 9 design matrix (the exact
+       homography through the four points);
+    4. the result is denormalized, :math:`T_1^{-1} H T_0`, and divided by :math:`H_{33}` unless
+       :math:`|H_{33}| \le 10^{-8}`.
+
+    Glue Factory runs it on float32 tensors; this is the same arithmetic in float64
+    (``benchmarks/dlt_vs_gluefactory.py`` measures what float32 changes).
+
+    Parameters
+    ----------
+    points0, points1 : array-like (N, 2)
+        Matched keypoints of image 1 and image k.
+    weights : array-like (N,), optional
+        Finite non-negative weight of each match (a weight of 0 removes it); None for 1.
+
+    Returns
+    -------
+    ndarray (3, 3) or None
+        None with fewer than 4 matches (kornia raises) or a NaN, non-finite or singular result.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> H = np.array([[0.9, 0.1, 20.0], [-0.05, 1.1, 5.0], [1e-4, -2e-4, 1.0]])
+    >>> p = np.array([[0.0, 0], [100, 0], [100, 80], [0, 80], [50, 40]])
+    >>> q = (p @ H[:, :2].T + H[:, 2])[:, :2] / (p @ H[2, :2] + H[2, 2])[:, None]
+    >>> bool(np.allclose(kornia_dlt_homography(p, q), H)), kornia_dlt_homography(p[:3], q[:3])
+    (True, None)
+    """
+    p0, p1 = _pair(points0, points1)
+    w = _weights(weights, len(p0))
+    if len(p0) < MIN_MATCHES:
+        return None
+    a, T0 = _kornia_normalization(p0, w)
+    b, T1 = _kornia_normalization(p1, w)
+    rows = _kornia_rows(a, b)
+    w_rows = np.repeat(w, 2)
+    if len(p0) == MIN_MATCHES:
+        h = _four_point_null(rows * w_rows[:, None])
+    else:
+        h = _lu_solve_ones((rows.T * w_rows) @ rows)
+    H = np.linalg.inv(T1) @ h.reshape(3, 3) @ T0
+    if abs(H[2, 2]) > _KORNIA_EPS:
+        H = H / H[2, 2]
+    return _normalized(H)
+
+
+def _dlt_estimate(method: str, points0: Any, points1: Any, scores: Any) -> np.ndarray | None:
+    """The ``H_error_dlt`` estimate of :data:`DLT_METHODS` ``method``."""
+    if method == "svd":
+        return dlt_homography(points0, points1)
+    if method == "kornia":
+        return kornia_dlt_homography(points0, points1)
+    if scores is None:
+        raise InvalidInputError(
+            "dlt='gluefactory' weights the DLT by the matching scores: pass scores0"
+        )
+    return kornia_dlt_homography(points0, points1, scores)
+
+
 def _opencv(method: int) -> EstimatorFn:
     def estimate(
         points0: np.ndarray, points1: np.ndarray, threshold: float, options: Mapping[str, Any]
@@ -365,8 +539,8 @@ def _opencv(method: int) -> EstimatorFn:
                 points1,
                 method,
                 ransacReprojThreshold=float(threshold),
-                maxIters=int(options.get("max_iters", 2000)),
-                confidence=float(options.get("confidence", 0.995)),
+                maxIters=int(options.get("max_iters", DEFAULT_MAX_ITERS)),
+                confidence=float(options.get("confidence", DEFAULT_CONFIDENCE)),
             )
         except cv2.error:  # degenerate input (e.g. all points collinear)
             return failed
@@ -428,8 +602,8 @@ def estimate_homography(
     *,
     estimator: str = "RANSAC",
     threshold: float = 3.0,
-    max_iters: int = 2000,
-    confidence: float = 0.995,
+    max_iters: int = DEFAULT_MAX_ITERS,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> Estimate:
     """Estimate the homography image 1 -> image k from matched points.
 
@@ -443,7 +617,8 @@ def estimate_homography(
     threshold : float
         Inlier threshold in pixels (``ransacReprojThreshold``; LMEDS and DLT ignore it).
     max_iters, confidence
-        OpenCV's ``maxIters`` and ``confidence``.
+        OpenCV's ``maxIters`` and ``confidence`` (Glue Factory's OpenCV estimator: 3000 and
+        0.995).
 
     Returns
     -------
@@ -523,8 +698,10 @@ def pair_homography_metrics(
     *,
     estimator: str = "RANSAC",
     thresholds: Sequence[float] = (3.0,),
-    max_iters: int = 2000,
-    confidence: float = 0.995,
+    max_iters: int = DEFAULT_MAX_ITERS,
+    confidence: float = DEFAULT_CONFIDENCE,
+    dlt: str = "svd",
+    scores0: Any = None,
 ) -> dict[str, Any]:
     """The Glue Factory metrics of one image pair.
 
@@ -540,6 +717,13 @@ def pair_homography_metrics(
         Size of image 1 (for the corner error).
     estimator, thresholds, max_iters, confidence
         The robust estimator and its inlier thresholds (one estimate per threshold).
+    dlt : str
+        The estimate of ``H_error_dlt`` (:data:`DLT_METHODS`): ``"svd"`` (:func:`dlt_homography`),
+        ``"kornia"`` or ``"gluefactory"`` (:func:`kornia_dlt_homography`, the latter weighted by
+        ``scores0``).
+    scores0 : array-like of float (N0,), optional
+        The matching score of each keypoint of image 1 (read where matched); needed by
+        ``dlt="gluefactory"``.
 
     Returns
     -------
@@ -566,16 +750,26 @@ def pair_homography_metrics(
         )
     if (m0 >= len(k1)).any() or (m0 < -1).any():
         raise InvalidInputError(f"matches0 holds indices outside -1 .. {len(k1) - 1}")
+    if dlt not in DLT_METHODS:
+        raise InvalidInputError(f"dlt={dlt!r}; expected one of {', '.join(DLT_METHODS)}")
     truth = _homography(H_true, "H_true")
     matched = m0 >= 0
     p0, p1 = k0[matched], k1[m0[matched]]
+    scores = None
+    if scores0 is not None:
+        all_scores = np.asarray(scores0, dtype=np.float64).reshape(-1)
+        if all_scores.shape != (len(k0),):
+            raise InvalidInputError(
+                f"scores0 has shape {all_scores.shape}; expected ({len(k0)},), one per keypoint"
+            )
+        scores = all_scores[matched]
     errors = symmetric_error(p0, p1, truth)
     result: dict[str, Any] = {}
     for t in PRECISION_THRESHOLDS:
         result[f"prec@{t:g}px"] = float(np.mean(errors < t)) if errors.size else 0.0
     result["num_matches"] = int(matched.sum())
     result["num_keypoints"] = (len(k0) + len(k1)) / 2.0
-    result["H_error_dlt"] = corner_error(dlt_homography(p0, p1), truth, shape0)
+    result["H_error_dlt"] = corner_error(_dlt_estimate(dlt, p0, p1, scores), truth, shape0)
     H_error, inl, share = [], [], []
     for t in thresholds:
         found = estimate_homography(
@@ -601,17 +795,63 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if values.size else float("nan")
 
 
+def best_threshold(aucs: Any, selection: str = "unrounded") -> int:
+    r"""Index of the best threshold of a ``ransac_th`` sweep, from its AUCs.
+
+    Threshold :math:`j` scores the mean of its AUCs,
+    :math:`\tfrac1T \sum_t \mathrm{AUC}_{j,t}` (``"unrounded"``, metricalc's rule) or
+    :math:`\tfrac1T \sum_t \mathrm{round}(\mathrm{AUC}_{j,t}, 4)` (``"gluefactory"``: Glue
+    Factory's ``cal_error_auc`` returns ``np.round(auc, 4)`` and ``eval_poses`` picks
+    ``max(mAAs, key=mAAs.get)`` over their means). The first threshold with the highest score
+    wins (as Python's ``max``: a later one must score strictly higher).
+
+    Parameters
+    ----------
+    aucs : array-like (thresholds, auc thresholds)
+        The AUCs of each threshold of the sweep, in sweep order.
+    selection : str
+        ``"unrounded"`` or ``"gluefactory"`` (:data:`RANSAC_SELECTIONS`).
+
+    Examples
+    --------
+    >>> aucs = [[0.12349, 0.5, 0.7], [0.12344, 0.50004, 0.70004]]  # rounding flips the pick
+    >>> best_threshold(aucs), best_threshold(aucs, "gluefactory")
+    (1, 0)
+    >>> aucs = [[0.40004, 0.6, 0.8], [0.40001, 0.60004, 0.8]]  # rounding ties them: the first
+    >>> best_threshold(aucs), best_threshold(aucs, "gluefactory")
+    (1, 0)
+    """
+    if selection not in RANSAC_SELECTIONS:
+        raise InvalidInputError(
+            f"selection={selection!r}; expected one of {', '.join(RANSAC_SELECTIONS)}"
+        )
+    values = np.asarray(aucs, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] == 0:
+        raise InvalidInputError(f"aucs has shape {values.shape}; expected (thresholds, AUCs)")
+    if selection == "gluefactory":
+        values = np.round(values, 4)
+    scores = values.mean(axis=1)
+    best = 0
+    for j in range(1, len(scores)):  # a handful of thresholds; Python max's tie rule
+        if scores[j] > scores[best]:
+            best = j
+    return best
+
+
 def summarize(
     pairs: Mapping[str, Any],
     thresholds: Sequence[float],
     *,
     auc_thresholds: Sequence[float] = AUC_THRESHOLDS,
+    selection: str = "unrounded",
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     r"""Aggregate per-pair metrics the way Glue Factory's HPatches benchmark does.
 
     For every robust threshold :math:`\theta`, the AUCs of ``H_error_ransac`` at
     ``auc_thresholds`` and their mean (``mAA``); the best :math:`\theta` is the one with the
-    highest mAA (the first on ties). Reported at it: ``H_error_ransac@<t>px``,
+    highest mean AUC, by :func:`best_threshold` with ``selection`` (``"unrounded"``, or
+    ``"gluefactory"``: the AUCs rounded to 4 decimals before the mean; the first on ties); the
+    reported values are never rounded. Reported at it: ``H_error_ransac@<t>px``,
     ``H_error_ransac_mAA``, ``ransac_th``; always: ``H_error_dlt@<t>px``; and the medians of the
     per-pair values as ``m<key>`` (``mprec@1px``, ``mnum_matches``, ``mH_error_dlt``,
     ``mH_error_ransac``, ``mransac_inl%``, ...).
@@ -622,6 +862,8 @@ def summarize(
         :data:`SCALAR_KEYS` -> array over pairs, :data:`SWEEP_KEYS` -> array (pair, threshold).
     thresholds : sequence of float
         The robust thresholds, in the order of the sweep columns.
+    selection : str
+        The rule of :func:`best_threshold` (:data:`RANSAC_SELECTIONS`).
 
     Returns
     -------
@@ -652,15 +894,14 @@ def summarize(
             )
     labels = [f"@{t:g}px" for t in auc_thresholds]
     sweep: dict[str, dict[str, float]] = {}
-    best, best_score = 0, -np.inf
+    all_aucs = []
     for j, th in enumerate(ths):
         aucs = error_auc(sweep_values["H_error_ransac"][:, j], auc_thresholds)
-        score = float(np.mean(aucs))
         entry = {f"H_error_ransac{label}": float(a) for label, a in zip(labels, aucs, strict=True)}
-        entry["H_error_ransac_mAA"] = score
+        entry["H_error_ransac_mAA"] = float(np.mean(aucs))
         sweep[f"{th:g}"] = entry
-        if score > best_score:
-            best, best_score = j, score
+        all_aucs.append(aucs)
+    best = best_threshold(all_aucs, selection)
     summary: dict[str, float] = {}
     for key in SCALAR_KEYS:
         summary[f"m{key}"] = _median(np.asarray(pairs[key], dtype=np.float64))

@@ -40,7 +40,7 @@ class PairMatches:
     nn_distance: np.ndarray
     nn2_distance: np.ndarray
     gt_distance: np.ndarray
-    nn_mutual: np.ndarray  # bool: this query is (one of) its nearest neighbour's nearest queries
+    nn_mutual: np.ndarray  # bool: this query is its nearest neighbour's nearest query
 
 
 def _augmented(descriptors: np.ndarray, *, query: bool) -> np.ndarray:
@@ -91,8 +91,11 @@ def match_pair(
     PairMatches
         better / ties as :func:`metricalc.rank_stats` on the distances (squared distances for L2,
         which rank identically), nearest and second nearest distances, the distance to the
-        relevant candidate, and whether each query is one of the nearest queries of its nearest
-        neighbour (mutual nearest neighbours; equally near queries all count as mutual).
+        relevant candidate, and whether each query is the nearest query of its nearest
+        neighbour (mutual nearest neighbours). Ties go to the lowest index on both sides, as
+        ``argmax`` / ``torch.max`` give them in D2-Net's ``mnn_matcher``: query :math:`i` with
+        nearest candidate :math:`j` is mutual when the lowest-index query nearest to :math:`j`
+        is :math:`i`, so every candidate has at most one mutual query.
     """
     n, m = len(query_descriptors), len(candidate_descriptors)
     binary = query_descriptors.dtype == np.uint8
@@ -107,6 +110,8 @@ def match_pair(
     queries = prepare_queries(query_descriptors)
     candidates_t = prepare_candidates(candidate_descriptors)
     column_best = np.full(m, np.inf, dtype=np.float32)  # distance to each candidate's nearest query
+    column_query = np.full(m, -1, dtype=np.int64)  # that query (the lowest index on ties)
+    columns = np.arange(m)
     step = max(1, GEMM_CHUNK_ELEMENTS // m)
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
@@ -118,11 +123,15 @@ def match_pair(
         best = np.argmin(squared, axis=1)
         nn_index[rows] = best
         nn_sq[rows] = squared[local, best]
-        np.minimum(column_best, squared.min(axis=0), out=column_best)
+        nearest_row = np.argmin(squared, axis=0)  # first minimum: the lowest query index
+        nearest = squared[nearest_row, columns]
+        closer = nearest < column_best  # strict: on ties the earlier chunk keeps its query
+        column_best[closer] = nearest[closer]
+        column_query[closer] = nearest_row[closer] + start
         if m > 1:
             squared[local, best] = np.inf
             nn2_sq[rows] = squared.min(axis=1)
-    nn_mutual = nn_sq <= column_best[nn_index]
+    nn_mutual = column_query[nn_index] == np.arange(n)
     return PairMatches(
         better=better,
         ties=ties,
@@ -146,7 +155,8 @@ def nn_matches(
     Keypoint :math:`i` of image 0 is matched to its nearest neighbour :math:`j` (L2 or Hamming,
     lowest index on ties) when
 
-    - ``mutual``: :math:`i` is (one of) the nearest neighbours of :math:`j` among image 0;
+    - ``mutual``: :math:`i` is the nearest neighbour of :math:`j` among image 0 (lowest index
+      on ties, so each keypoint of image 1 is matched at most once);
     - ``ratio``: Lowe's test :math:`d_1 < \rho\, d_2` with :math:`d_1, d_2` the distances of the
       nearest and second-nearest neighbours (fails when there is no second neighbour).
 

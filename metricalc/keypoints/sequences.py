@@ -21,16 +21,26 @@ file raises :class:`~metricalc.errors.InvalidInputError` naming the file (and li
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import select_sequences
 
-__all__ = ["IMAGE_SUFFIXES", "Sequence", "load_sequences", "read_homography", "read_image"]
+__all__ = [
+    "IMAGE_SUFFIXES",
+    "Sequence",
+    "dataset_fingerprint",
+    "load_sequences",
+    "read_homography",
+    "read_image",
+]
 
 IMAGE_SUFFIXES = (".ppm", ".pgm", ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 """File suffixes (lower case) recognised for the images ``1`` .. ``6`` of a scene."""
@@ -324,7 +334,10 @@ def _load_scene(folder: Path) -> Sequence:
 
 
 def load_sequences(
-    root: str | Path, *, scenes: Iterable[str] | str | None = None
+    root: str | Path,
+    *,
+    scenes: Iterable[str] | str | None = None,
+    split: str | None = None,
 ) -> list[Sequence]:
     """Load every scene folder below ``root`` (HPatches layout), sorted by name.
 
@@ -339,6 +352,11 @@ def load_sequences(
         The sequences folder, e.g. ``hpatches-sequences-release``.
     scenes : sequence of str, optional
         Load only these scenes (folder names); by default all.
+    split : str, optional
+        Load the sequences of a named split of :data:`metricalc.hpatches.SEQUENCE_SPLITS`:
+        ``"d2net"`` for D2-Net's 108 HPatches sequences (the 8 of
+        :data:`~metricalc.hpatches.D2NET_EXCLUDED` are skipped if present), ``"full"`` for all
+        116. Every sequence of the split must be in ``root``. Not together with ``scenes``.
 
     Returns
     -------
@@ -348,7 +366,8 @@ def load_sequences(
     Raises
     ------
     InvalidInputError
-        Missing ``root`` or no scene in it; an unknown name in ``scenes``; a scene without one of
+        Missing ``root`` or no scene in it; an unknown name in ``scenes``; a sequence of
+        ``split`` missing from ``root`` (all missing ones are named); a scene without one of
         the images 1..6 or with an unreadable one; a missing ``H_1_k``; a homography file that is
         not three lines of three numbers (the line is named), non-finite or singular.
 
@@ -369,7 +388,11 @@ def load_sequences(
     available = sorted(
         entry.name for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith(".")
     )
-    if scenes is None:
+    if split is not None:
+        if scenes is not None:
+            raise InvalidInputError("load_sequences: give scenes= or split=, not both")
+        selected = list(select_sequences(split, available, where=str(root)))
+    elif scenes is None:
         selected = available
     else:
         if isinstance(scenes, str):
@@ -389,3 +412,73 @@ def load_sequences(
             "(or .png/.jpg) and H_1_2 .. H_1_6"
         )
     return [_load_scene(root / name) for name in selected]
+
+
+_CHUNK = 1 << 20
+
+
+def _hash_file(digest: Any, path: Path) -> None:
+    try:
+        with open(path, "rb") as stream:
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read image file {path}: {exc}") from None
+
+
+def _whole_folder(sequences: list[Any]) -> list[Any]:
+    """Every scene of the one sequences folder that holds ``sequences`` (else ``sequences``)."""
+    roots = {getattr(s, "root", None) for s in sequences}
+    if len(roots) != 1 or not isinstance(next(iter(roots)), Path):
+        return sequences
+    try:
+        return load_sequences(next(iter(roots)).parent)
+    except InvalidInputError:  # a folder that does not load as a whole: the scenes given
+        return sequences
+
+
+def dataset_fingerprint(sequences: Iterable[Any]) -> str:
+    """The content identity of the data of an evaluation: ``"sha256:"`` and 16 hex digits.
+
+    The data is the whole sequences folder the scenes were loaded from (every scene folder of it,
+    as :func:`load_sequences` lists them), so evaluations of different scenes of one folder
+    combine; sequences not loaded from one folder (or from one that does not load as a whole)
+    are taken as given. The fingerprint is the first 16 hex digits of the SHA-256 over, scene by
+    scene in name order: the scene name; for images 1..6 the file name (relative to the scene
+    folder) and the file's bytes (objects without ``image_paths``: the dtype, shape and bytes of
+    ``image(k)``; stand-ins with neither, the image shapes); for k = 2..6 the float64 values of
+    ``H_1_k`` (so the text layout of the homography files does not matter). The same folder
+    copied elsewhere has the same fingerprint; any changed pixel, homography, image file name or
+    scene gives another. Nothing is cached: the files are hashed on every call (about 1 GB/s).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from metricalc.keypoints.synthetic import make_synthetic_dataset
+    >>> with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+    ...     one = make_synthetic_dataset(a, scenes=["camera"], size=64)
+    ...     two = make_synthetic_dataset(b, scenes=["camera"], size=64)
+    ...     same = dataset_fingerprint(one) == dataset_fingerprint(two[:1])  # folder b, i_camera
+    ...     print(same, dataset_fingerprint(one)[:7], len(dataset_fingerprint(one)))
+    True sha256: 23
+    """
+    digest = hashlib.sha256()
+    for sequence in sorted(_whole_folder(list(sequences)), key=lambda s: str(s.name)):
+        digest.update(f"scene {sequence.name}\n".encode())
+        paths = getattr(sequence, "image_paths", None)
+        for k in range(1, 7):
+            if paths is not None:
+                path = Path(paths[k - 1])
+                digest.update(f"image {k} {path.name}\n".encode())
+                _hash_file(digest, path)
+            elif hasattr(sequence, "image"):
+                image = np.ascontiguousarray(sequence.image(k))
+                digest.update(f"image {k} {image.dtype.str} {image.shape}\n".encode())
+                digest.update(image.tobytes())
+            else:  # a stand-in that has geometry only
+                digest.update(f"image {k} shape {tuple(sequence.shape(k))}\n".encode())
+        for k in range(2, 7):
+            H = np.ascontiguousarray(sequence.homography(k), dtype=np.float64) + 0.0  # -0 -> 0
+            digest.update(f"H_1_{k}\n".encode())
+            digest.update(H.tobytes())
+    return "sha256:" + digest.hexdigest()[:16]

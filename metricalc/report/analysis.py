@@ -4,7 +4,8 @@
 A column's test comes from :data:`metricalc.report.labels.METRICS` (``test``: the cube metric,
 the split, and the coarsest pairing unit the column needs: scene-averaged mAP pairs by scene;
 ``precision_at_K`` is tested on ``hit@K``, whose mean is the column's value). The study's
-``pair_by`` is used unless the column needs a coarser unit.
+``pair_by`` is used unless the column needs a coarser unit. The ranking (Friedman, Nemenyi CD)
+uses the study's ``rank_by`` blocks, scenes by default (or image pairs), never single queries.
 
 Baselines: ``None`` compares all pairs of systems; a system name compares every other system
 against it; with several labelled cubes, a *label* (``baseline: native``) compares each
@@ -204,7 +205,8 @@ def run_tests(
             _compare_column(result, info.label, cubes, family, options, tests)
         if tests.rank and len(systems) >= 3:
             try:
-                result.ranking = rank_systems(_source(cubes), **options)
+                blocks = {**options, "pair_by": _pair_by(tests.rank_by, needed)}
+                result.ranking = rank_systems(_source(cubes), **blocks)
             except InvalidInputError as error:
                 result.notes.append(f"{info.label}: not ranked ({error})")
         advance()

@@ -162,8 +162,8 @@ def _figure_jobs(
          lambda: curve_figures.plot_roc(per_label(matching_roc_curve, "threshold"), names=names)),
         ("mma", _has(cubes, ("nn_error",)), "the cube has no reprojection errors (nn_error)",
          "Mean matching accuracy",
-         "Share of nearest-neighbour matches within each pixel threshold, averaged over image "
-         "pairs (D2-Net convention).",
+         "Share of mutual nearest-neighbour matches within each pixel threshold, averaged over "
+         "every image pair, a pair without matches counting 0 (D2-Net's convention).",
          lambda: curve_figures.plot_mma(per_label(matching_accuracy), names=names)),
     ]  # fmt: skip
     jobs: list[_FigureJob] = []
@@ -248,11 +248,12 @@ def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
 def _tests_text(study: Study) -> str:
     t = study.tests
     baseline = f"baseline {study.baseline}" if study.baseline else "all pairs of systems"
+    ranks = f", Friedman ranks over {PAIR_UNITS[t.rank_by]}s" if t.rank else ""
     return (
         f"{TEST_NAMES[t.test]} paired by {PAIR_UNITS[t.pair_by]} (coarser where a column needs "
         "it), "
         f"{CORRECTION_NAMES[t.correction]} correction per column, alpha = {t.alpha:g}, "
-        f"{100 * t.confidence_level:g}% BCa bootstrap CIs, {baseline}, seed {t.seed}."
+        f"{100 * t.confidence_level:g}% BCa bootstrap CIs, {baseline}{ranks}, seed {t.seed}."
     )
 
 

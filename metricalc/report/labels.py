@@ -64,11 +64,25 @@ METRICS: Mapping[str, MetricInfo] = {
     "true_map_macro_by_scene": MetricInfo(
         "mAP (scenes)", "scene-averaged mAP", test=("ap", None, "scene")
     ),
+    # the split mAPs are means over scenes (DescriptorWorkbench); their test stays the paired
+    # test of the split's per-query APs at the study's pairing, as before
     "viewpoint_map": MetricInfo("mAP v", "viewpoint mAP", test=("ap", "viewpoint", None)),
     "illumination_map": MetricInfo("mAP i", "illumination mAP", test=("ap", "illumination", None)),
+    "viewpoint_map_micro": MetricInfo(
+        "mAP v (queries)", "query-weighted viewpoint mAP", test=("ap", "viewpoint", None)
+    ),
+    "illumination_map_micro": MetricInfo(
+        "mAP i (queries)", "query-weighted illumination mAP", test=("ap", "illumination", None)
+    ),
     "true_map_micro_including_zeros": MetricInfo("mAP (R=0 as 0)", "mAP including R=0 queries"),
     "true_map_macro_by_scene_including_zeros": MetricInfo(
         "mAP (scenes, R=0 as 0)", "scene-averaged mAP including R=0 queries"
+    ),
+    "viewpoint_map_including_zeros": MetricInfo(
+        "mAP v (R=0 as 0)", "viewpoint mAP including R=0 queries"
+    ),
+    "illumination_map_including_zeros": MetricInfo(
+        "mAP i (R=0 as 0)", "illumination mAP including R=0 queries"
     ),
     "mean_precision": MetricInfo(
         "precision", "legacy precision", test=("nn_correct", None, "pair")
@@ -83,6 +97,8 @@ METRICS: Mapping[str, MetricInfo] = {
     "keypoint_retrieval_ap": MetricInfo("retr. AP", "keypoint retrieval AP"),
     "r0_rate": MetricInfo("R=0 rate", "R=0 rate", higher_is_better=False),
     "total_queries_processed": MetricInfo("queries", "processed queries", kind="count"),
+    "total_matches": MetricInfo("matches", "cross-checked matches", kind="count"),
+    "total_keypoints": MetricInfo("keypoints", "keypoints of the matched images", kind="count"),
     "image_retrieval_map": MetricInfo(
         "image mAP", "image retrieval mAP", test=("image_ap", None, None)
     ),

@@ -33,8 +33,10 @@ def plot_forest(
     """Forest plot: one row per comparison, the mean difference (descriptor minus baseline) as
     a point and its bootstrap CI as a bar, a vertical line at 0.
 
-    Filled points are significant after the correction (``reject``), hollow points are not;
-    a comparison that was not tested (its ``note``: e.g. two identical systems) is a grey cross,
+    Filled points are significant after the correction (``reject``) with a verdict, hollow
+    points are not; a comparison whose test rejects against its mean difference (its
+    ``caveat``: a Wilcoxon or sign test asked for) is hollow and labelled "(no verdict)"; a
+    comparison that was not tested (its ``note``: e.g. two identical systems) is a grey cross,
     labelled "(not tested)". Differences of metrics in [0, 1] are drawn in percentage points.
     """
     pairs = comparison_pairs(comparison, "plot_forest: comparison")
@@ -51,6 +53,11 @@ def plot_forest(
         if "note" in comparison.data_vars
         else [""] * len(pairs)
     )
+    caveats = (
+        [bool(str(c)) for c in comparison["caveat"].values.tolist()]
+        if "caveat" in comparison.data_vars
+        else [False] * len(pairs)
+    )
     y = np.arange(len(pairs))[::-1]
     ax.axvline(0, color="gray", linestyle="--", linewidth=1)
     for i, significant in enumerate(reject):
@@ -64,7 +71,7 @@ def plot_forest(
             xerr=[[max(diff[i] - low[i], 0.0)], [max(high[i] - diff[i], 0.0)]],
             fmt="o",
             color="C0",
-            markerfacecolor="C0" if significant else "white",
+            markerfacecolor="C0" if significant and not caveats[i] else "white",
             capsize=3,
             gid=f"comparison:{i}",
         )
@@ -72,8 +79,8 @@ def plot_forest(
     ax.set_yticklabels(
         [
             f"{display_name(d, names)} - {display_name(b, names)}"
-            + (" (not tested)" if note else "")
-            for (d, b), note in zip(pairs, notes, strict=True)
+            + (" (not tested)" if note else " (no verdict)" if caveat else "")
+            for (d, b), note, caveat in zip(pairs, notes, caveats, strict=True)
         ]
     )
     level = float(attrs.get("confidence_level", 0.95))

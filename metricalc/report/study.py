@@ -24,6 +24,7 @@ __all__ = [
     "FIGURES",
     "OUTPUTS",
     "PAIR_BY",
+    "RANK_BY",
     "TESTS",
     "DataSpec",
     "Study",
@@ -52,6 +53,10 @@ OUTPUTS = ("html", "latex", "markdown", "csv", "summary", "figures")
 metrics.csv), summary.txt, figures/ (PNG + SVG)."""
 
 BUILTIN_DESCRIPTORS = ("sift", "rootsift", "orb", "brief")
+
+RANK_BY = ("pair", "scene")
+"""Blocks of the Friedman test and the Nemenyi CD (``tests.rank_by``): scenes or image pairs
+(PROTOCOLS.md section 9, after Demsar 2006); single queries would give a CD of hundredths."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,7 @@ class TestSpec:
 
     __test__ = False  # not a pytest test class
 
-    test: str = "wilcoxon"
+    test: str = "auto"
     correction: str = "holm"
     alpha: float = 0.05
     pair_by: str = "query"
@@ -102,6 +107,7 @@ class TestSpec:
     n_resamples: int = 10_000
     seed: int = 0
     rank: bool = True
+    rank_by: str = "scene"
 
 
 @dataclass(frozen=True)
@@ -314,10 +320,11 @@ def _tests(check: _Checker, raw: Any) -> TestSpec:
             "n_resamples",
             "seed",
             "rank",
+            "rank_by",
         ),
     )
     return TestSpec(
-        test=check.choice(raw.get("test", "wilcoxon"), "tests.test", TESTS),
+        test=check.choice(raw.get("test", "auto"), "tests.test", TESTS),
         correction=check.choice(raw.get("correction", "holm"), "tests.correction", CORRECTIONS),
         alpha=check.number(raw.get("alpha", 0.05), "tests.alpha", low=0, high=0.5, open_low=True),
         pair_by=check.choice(raw.get("pair_by", "query"), "tests.pair_by", PAIR_BY),
@@ -327,6 +334,7 @@ def _tests(check: _Checker, raw: Any) -> TestSpec:
         n_resamples=check.integer(raw.get("n_resamples", 10_000), "tests.n_resamples", low=99),
         seed=check.integer(raw.get("seed", 0), "tests.seed", low=0),
         rank=check.boolean(raw.get("rank", True), "tests.rank"),
+        rank_by=check.choice(raw.get("rank_by", "scene"), "tests.rank_by", RANK_BY),
     )
 
 
@@ -421,7 +429,7 @@ DEMO_NAMES = {"sift": "SIFT", "rootsift": "RootSIFT", "orb": "ORB", "brief": "BR
 def demo_study(*, quick: bool = False, seed: int = 0) -> Study:
     """The study ``metricalc demo`` renders (``reports/demo.yaml`` holds the same spec): the
     built-in descriptors on the built-in benchmark, locked on SIFT keypoints, paired per query,
-    every descriptor against SIFT."""
+    every descriptor against SIFT, ranked over scenes (image pairs for ``quick``)."""
     from metricalc.keypoints.synthetic import QUICK_SCENES
 
     study = Study(
@@ -441,4 +449,6 @@ def demo_study(*, quick: bool = False, seed: int = 0) -> Study:
         names=DEMO_NAMES,
         baseline="sift",
     )
-    return replace(study, tests=replace(study.tests, seed=seed))
+    # --quick has 4 scenes (2 per split), too few blocks for a Friedman test: rank image pairs
+    blocks = "pair" if quick else "scene"
+    return replace(study, tests=replace(study.tests, seed=seed, rank_by=blocks))

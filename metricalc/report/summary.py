@@ -31,6 +31,7 @@ from metricalc.report.tables import READ_VARIABLES, TEST_NAMES, comparison_pairs
 __all__ = [
     "EFFECT_THRESHOLDS",
     "EFFECT_WORDS",
+    "called_better",
     "cd_groups",
     "describe_comparison",
     "describe_ranking",
@@ -46,8 +47,8 @@ EFFECT_THRESHOLDS = {
     "cohens_dz": (0.2, 0.5, 0.8),
 }
 """Lower bounds of "small", "medium" and "large" for |effect|: Cohen's conventions for a
-correlation (the matched-pairs rank-biserial r, used with the rank and permutation tests) and for
-a standardized mean difference (Cohen's d_z, used with the paired t-test)."""
+correlation (the matched-pairs rank-biserial r, used with the rank and count tests) and for a
+standardized mean difference (Cohen's d_z, used with the tests of the mean difference)."""
 
 TEST_WORDS = {
     "wilcoxon": "Wilcoxon",
@@ -71,12 +72,19 @@ UNIT_WORDS = {"query": "paired queries", "pair": "image pairs", "scene": "scenes
 
 EFFECT_NAMES = {"rank_biserial": "rank-biserial r", "cohens_dz": "d_z"}
 
+MEAN_TESTS = ("randomization", "ttest")
+"""Tests of the mean difference (``metricalc.stats.paired.MEAN_TESTS``; not imported, so that
+the report's text does not load scipy.stats and statsmodels)."""
+
 
 def effect_size(values: Mapping[str, Any], test: str) -> tuple[str, float, str]:
     """The effect size a sentence reports: (variable, value, word).
 
-    Cohen's d_z for the paired t-test, the matched-pairs rank-biserial r otherwise; the word is
-    :data:`EFFECT_WORDS` at the :data:`EFFECT_THRESHOLDS` of that measure (on its absolute value).
+    Cohen's d_z (mean difference over the standard deviation of the differences) for the tests
+    of the mean difference (randomization, paired t-test), whose sign is the sign of the mean;
+    the matched-pairs rank-biserial r for the rank and count tests (Wilcoxon, sign, McNemar).
+    The word is :data:`EFFECT_WORDS` at the :data:`EFFECT_THRESHOLDS` of that measure (on its
+    absolute value).
 
     Examples
     --------
@@ -84,8 +92,10 @@ def effect_size(values: Mapping[str, Any], test: str) -> tuple[str, float, str]:
     ('rank_biserial', -0.35, 'medium')
     >>> effect_size({"rank_biserial": 0.05, "cohens_dz": 0.9}, "ttest")
     ('cohens_dz', 0.9, 'large')
+    >>> effect_size({"rank_biserial": -0.22, "cohens_dz": 0.3}, "randomization")
+    ('cohens_dz', 0.3, 'small')
     """
-    name = "cohens_dz" if test == "ttest" else "rank_biserial"
+    name = "cohens_dz" if test in MEAN_TESTS else "rank_biserial"
     value = float(values[name])
     if not math.isfinite(value):
         return name, value, "undetermined"
@@ -123,12 +133,15 @@ def describe_comparison(
 
     Wording rules:
 
-    - significant (``reject``: corrected p < alpha): ``"A > B on <metric>: +d points, 95% CI
-      [lo, hi], <test> p ... <correction>, <size> effect (...)"`` with A the system the test
-      favours (the comparison's ``favours``, by the test's own statistic), d = mean(A - B) and
-      its bootstrap CI (points = percentage points, for metrics in [0, 1]); when a rank or sign
-      test and the mean difference disagree, ``"A > B on <metric> by the <test> (p ..., <size>
-      effect), although the mean difference favours B: d points (A minus B), ..."``;
+    - significant (``reject``: corrected p < alpha) with the test and the mean difference on
+      the same side (:func:`called_better`): ``"A > B on <metric>: +d points, 95% CI [lo, hi],
+      <test> p ... <correction>, <size> effect (...)"`` with A the system the comparison
+      ``favours``, d = mean(A - B) > 0 and its bootstrap CI (points = percentage points, for
+      metrics in [0, 1]);
+    - significant, but a Wilcoxon or sign test points to the system with the lower mean (or
+      the means are equal): ``"No verdict between A and B on <metric>: the <test> rejects (p
+      ..., <size> effect) in favour of B on the location of the differences, but the mean
+      difference favours A: d points (A minus B), ..."``; no system is called better;
     - not tested (the comparison's ``note``): ``"A vs B on <metric>: not tested: <note>
       (<units>)."``;
     - otherwise: ``"No significant difference between A and B on <metric>: d points (A minus
@@ -172,7 +185,8 @@ def describe_comparison(
     diff, low, high = (float(row[k]) for k in ("mean_diff", "ci_low", "ci_high"))
     effect_name, effect, word = effect_size(row, test)
     significant = bool(row["reject"])
-    if significant and int(row["favours"]) < 0:  # the baseline wins: winner minus loser
+    side = called_better(row)
+    if side < 0:  # the baseline wins: winner minus loser
         a, b, diff, low, high, effect = b, a, -diff, -high, -low, -effect
     level = float(attrs.get("confidence_level", 0.95))
     p = format_p(float(row["pvalue_corrected"]), alpha=float(attrs.get("alpha", 0.05)))
@@ -200,14 +214,46 @@ def describe_comparison(
             f"No significant difference between {a} and {b} on {phrase}: {difference} "
             f"({a} minus {b}), {ci}, {tested}, {word} effect ({details})."
         )
-    if diff < 0:  # a rank or sign test and the mean difference disagree: say so
+    if side == 0:  # rejected, but the test points against the means (a Wilcoxon or sign test)
         return (
-            f"{a} > {b} on {phrase} by the {TEST_NAMES.get(test, test)} ({corrected}, "
-            f"{word} effect), "
-            f"although the mean difference favours {b}: {difference} ({a} minus {b}), {ci} "
-            f"({details})."
+            f"No verdict between {a} and {b} on {phrase}: the {TEST_NAMES.get(test, test)} "
+            f"rejects ({corrected}, {word} effect){_tested_side(row, test, a, b)}, but "
+            f"{_mean_side(diff, a, b)}: {difference} ({a} minus {b}), {ci} ({details})."
         )
     return f"{a} > {b} on {phrase}: {difference}, {ci}, {tested}, {word} effect ({details})."
+
+
+def called_better(row: Mapping[str, Any]) -> int:
+    """The system a comparison's sentence calls better: +1 the descriptor, -1 the baseline, 0
+    neither. The comparison's ``favours`` where it is rejected and its mean difference points
+    the same way; never the system with the lower (or an equal) mean."""
+    if not bool(row["reject"]):
+        return 0
+    favours, diff = int(row["favours"]), float(row["mean_diff"])
+    mean_side = int(np.sign(diff)) if math.isfinite(diff) else 0
+    return favours if favours == mean_side else 0
+
+
+def _tested_side(row: Mapping[str, Any], test: str, a: str, b: str) -> str:
+    """`` in favour of X on <what the test tests>`` for a rejected comparison without a verdict
+    (A = the descriptor), from the test's own statistic; ``""`` where it is unknown."""
+    if test == "wilcoxon":
+        value, what = float(row.get("rank_biserial", math.nan)), "the location of the differences"
+    elif test in ("sign", "mcnemar"):
+        value = float(row.get("wins", 0)) - float(row.get("losses", 0))
+        what = "wins and losses"
+    else:
+        return ""
+    if not math.isfinite(value) or value == 0:
+        return ""
+    return f" in favour of {a if value > 0 else b} on {what}"
+
+
+def _mean_side(diff: float, a: str, b: str) -> str:
+    """Which system the mean difference ``diff`` (A minus B) favours, in words."""
+    if math.isfinite(diff) and diff != 0:
+        return f"the mean difference favours {a if diff > 0 else b}"
+    return "the means are equal"
 
 
 def summarize(

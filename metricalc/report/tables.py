@@ -56,6 +56,7 @@ DEFAULT_COLUMNS = (
 out (a keypoint cube has no ``image_retrieval_map``, a patch-retrieval cube no hit rates)."""
 
 TEST_NAMES = {
+    "auto": "paired randomization test of the mean difference (McNemar test for 0/1 outcomes)",
     "wilcoxon": "Wilcoxon signed-rank test",
     "ttest": "paired t-test",
     "randomization": "paired randomization test",
@@ -232,8 +233,9 @@ class Table:
     comparisons : mapping of str to xarray.Dataset, optional
         Column name -> :func:`metricalc.stats.compare` Dataset of that column's metric. A row
         carries the letter of system ``x`` in that column when the comparison of the two
-        ``favours`` the row: rejected at the corrected alpha, the test's own statistic on the
-        row's side (for a column where lower is better, the other side).
+        ``favours`` the row: rejected at the corrected alpha, the test's own statistic and the
+        mean difference on the row's side (for a column where lower is better, the other side),
+        and the row's value in the column at least as good as ``x``'s.
     columns : sequence of str, optional
         Metric names in order; default :data:`DEFAULT_COLUMNS` minus those absent or all-NaN. A
         chosen column must exist (all-NaN columns then show dashes).
@@ -390,18 +392,29 @@ class Table:
         return marks
 
     def _better_than(self, column: str) -> list[str]:
-        """Letters per row of the systems that row is significantly better than."""
+        """Letters per row of the systems that row is significantly better than.
+
+        A letter needs the comparison to be rejected on the side of its mean difference (its
+        ``favours``, in the direction of ``mean_diff``) and the winner's value in this column to
+        be at least the loser's: a letter never marks the row with the worse value."""
         comparison = self.comparisons.get(column)
         if comparison is None:
             return [""] * len(self.systems)
-        sign = 1 if metric_info(column).higher_is_better else -1
+        info = metric_info(column)
+        sign = 1 if info.higher_is_better else -1
+        values = self._column_values(column)
         position = {s: i for i, s in enumerate(self.systems)}
         beaten: list[set[int]] = [set() for _ in self.systems]
         pairs = comparison_pairs(comparison, f"comparisons[{column!r}]", needs=READ_VARIABLES)
-        for (d, b), favours in zip(pairs, comparison["favours"].values, strict=True):
-            if favours == 0:
+        for (d, b), favours, diff in zip(
+            pairs, comparison["favours"].values, comparison["mean_diff"].values, strict=True
+        ):
+            if favours == 0 or favours != np.sign(diff):
                 continue
             winner, loser = (d, b) if sign * favours > 0 else (b, d)
+            gap = sign * (values[position[winner]] - values[position[loser]])
+            if not gap >= 0:  # the column's values disagree (or are missing): no letter
+                continue
             beaten[position[winner]].add(position[loser])
         return ["".join(self.letters[j] for j in sorted(s)) for s in beaten]
 

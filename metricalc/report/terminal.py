@@ -94,6 +94,14 @@ def _pvalue(value: float) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
+def _marker(row: pd.Series) -> str:
+    """``>`` / ``<``: the side a comparison calls better; ``?``: rejected, but the test and the
+    mean difference disagree (no side); ``""``: not rejected."""
+    if row.get("caveat", ""):
+        return "?"
+    return {1: ">", -1: "<"}.get(int(row["favours"]), "")
+
+
 def print_comparisons(
     comparisons: xr.Dataset, *, title: str = "", console: Console | None = None
 ) -> None:
@@ -101,8 +109,10 @@ def print_comparisons(
 
     Means and differences of metrics in [0, 1] (``ap``, ``hit@K``, ...) are shown in percent
     points; ``>`` marks a comparison rejected at the corrected alpha in the descriptor's favour,
-    ``<`` in the baseline's (``favours``). Comparisons that could not be tested show ``-`` for
-    their p-values and are listed below the table with the reason (``note``)."""
+    ``<`` in the baseline's (``favours``: never the system with the lower mean). ``?`` marks a
+    rejected comparison whose test points against the mean difference (a Wilcoxon or sign test
+    asked for); its ``caveat`` is printed below the table, as are the comparisons that could not
+    be tested (``-`` for their p-values) with the reason (``note``)."""
     attrs = comparisons.attrs
     metric = str(attrs.get("metric", ""))
     percent = is_fraction_metric(metric)
@@ -136,16 +146,18 @@ def print_comparisons(
             f"[{low}, {high}]",
             _pvalue(row["pvalue"]),
             _pvalue(row["pvalue_corrected"]),
-            {1: ">", -1: "<"}.get(int(row["favours"]), ""),
+            _marker(row),
             _effect(row["rank_biserial"]),
             _effect(row["cohens_dz"]),
             f"{int(row['wins'])}/{int(row['ties'])}/{int(row['losses'])}",
         )
     console = console or terminal_console()
     console.print(table)
-    for (descriptor, baseline), note in frame["note"].items():
-        if note:
-            console.print(f"not tested: {descriptor} vs {baseline}: {note}", markup=False)
+    for (descriptor, baseline), row in frame.iterrows():
+        if row.get("caveat", ""):
+            console.print(f"? {descriptor} vs {baseline}: {row['caveat']}", markup=False)
+        if row["note"]:
+            console.print(f"not tested: {descriptor} vs {baseline}: {row['note']}", markup=False)
 
 
 def _chunks(widths: list[int], first: int, available: int) -> list[list[int]]:

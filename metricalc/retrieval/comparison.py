@@ -162,9 +162,12 @@ class RunComparison:
             print_blocks("run", others, tested, cells, console=console)
         notes = [f"not tested: {m}: {why}" for m, why in self.untested.items()]
         for measure, comparison in self.comparisons.items():
-            for (d, b), note in comparison["note"].to_series().items():
-                if note:
-                    notes.append(f"not tested: {measure}: {d} vs {b}: {note}")
+            frame = comparison.to_dataframe()
+            for (d, b), row in frame.iterrows():
+                if row["note"]:
+                    notes.append(f"not tested: {measure}: {d} vs {b}: {row['note']}")
+                if row.get("caveat", ""):
+                    notes.append(f"{measure}: {d} vs {b}: {row['caveat']}")
         dropped: dict[tuple[str, str], set[int]] = {}
         for comparison in self.comparisons.values():
             for pair, n in comparison["n_dropped"].to_series().items():
@@ -181,7 +184,7 @@ class RunComparison:
         """``{"baseline", "test", "correction", "alpha", "seed", "n_resamples", "runs":
         {name: {"all": {...}} (with ``per_query`` too)}, "comparisons": {measure: [{"run",
         "baseline", "n", "n_dropped", "mean_run", "mean_baseline", "mean_diff", "ci_low",
-        "ci_high", "pvalue", "pvalue_corrected", "reject", "favours", "marked", "note"}]},
+        "ci_high", "pvalue", "pvalue_corrected", "reject", "favours", "marked", "note", "caveat"}]},
         "untested": {measure: why}, "withheld": [...]}``; NaN as null."""
         settings = next(iter(self.comparisons.values())).attrs if self.comparisons else {}
         runs = {}
@@ -202,7 +205,7 @@ class RunComparison:
                     "pvalue_corrected": row["pvalue_corrected"], "reject": row["reject"],
                     "favours": row["favours"],
                     "marked": int(marked[measure]["favours"].values[k]),
-                    "note": row["note"],
+                    "note": row["note"], "caveat": row.get("caveat", ""),
                 })
             comparisons[measure] = rows
         return json_safe({

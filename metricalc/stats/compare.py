@@ -16,11 +16,18 @@ from metricalc.stats._checks import check_fraction, check_int
 from metricalc.stats.bootstrap import bca_interval
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.effect import cohens_dz, rank_biserial
-from metricalc.stats.paired import TESTS, is_binary, paired_test, untestable
+from metricalc.stats.paired import (
+    MEAN_TESTS,
+    TESTS,
+    default_test,
+    is_binary,
+    paired_test,
+    untestable,
+)
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.units import unit_values
 
-__all__ = ["MIN_UNITS", "compare", "direction"]
+__all__ = ["MIN_UNITS", "compare", "direction", "disagreement", "verdict"]
 
 MIN_UNITS = 5
 """A comparison needs at least this many paired units."""
@@ -42,7 +49,7 @@ _INT_VARIABLES = ("n", "n_dropped", "wins", "ties", "losses")
 _ORDER = (
     "n", "n_dropped", "mean_descriptor", "mean_baseline", "mean_diff", "median_diff", "ci_low",
     "ci_high", "statistic", "pvalue", "pvalue_corrected", "reject", "favours", "rank_biserial",
-    "cohens_dz", "wins", "ties", "losses", "note",
+    "cohens_dz", "wins", "ties", "losses", "note", "caveat",
 )  # fmt: skip
 """The variables of a compare Dataset, in order."""
 
@@ -57,7 +64,8 @@ def generators(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
 
 
 def direction(test: str, *, mean_diff: float, rank_biserial: float, wins: int, losses: int) -> int:
-    r"""The side a two-sided paired test finds better: +1 the descriptor, -1 the baseline, 0 none.
+    r"""The side a two-sided paired test's own statistic points to: +1 the descriptor, -1 the
+    baseline, 0 none.
 
     A two-sided test rejects "no difference" when its own statistic lies far out in either
     tail; the tail tells which system the evidence is for. That is the sign of
@@ -69,9 +77,9 @@ def direction(test: str, *, mean_diff: float, rank_biserial: float, wins: int, l
     - wins - losses for the sign test and McNemar's test (the discordant counts b - c).
 
     The mean difference can point the other way than a rank or sign test (many small wins
-    against a few large losses): the Wilcoxon test then finds the system with the lower mean
-    better, and saying the other one is "significantly better" would claim what no test
-    tested. 0 when the statistic is at its null centre or undefined.
+    against a few large losses): the Wilcoxon test then points to the system with the lower
+    mean. :func:`compare` calls a system better only where this side and the mean difference
+    agree (:func:`verdict`). 0 when the statistic is at its null centre or undefined.
 
     Examples
     --------
@@ -83,13 +91,63 @@ def direction(test: str, *, mean_diff: float, rank_biserial: float, wins: int, l
     >>> direction("sign", mean_diff=-0.2, rank_biserial=-0.1, wins=30, losses=10)
     1
     """
-    if test in ("ttest", "randomization"):
+    if test in MEAN_TESTS:
         value = float(mean_diff)
     elif test == "wilcoxon":
         value = float(rank_biserial)
     else:
         value = float(wins - losses)
     return int(np.sign(value)) if math.isfinite(value) else 0
+
+
+def verdict(side: int, mean_diff: float) -> int:
+    """The system a rejected comparison calls better: ``side`` (:func:`direction`) where the
+    mean difference has the same sign, else 0 (no verdict: a system with the lower or an equal
+    mean is never called better).
+
+    Examples
+    --------
+    >>> from metricalc.stats.compare import verdict
+    >>> verdict(1, 0.02), verdict(-1, 0.009), verdict(1, 0.0), verdict(0, -0.3)
+    (1, 0, 0, 0)
+    """
+    mean_side = int(np.sign(mean_diff)) if math.isfinite(mean_diff) else 0
+    return side if side == mean_side else 0
+
+
+TEST_QUANTITIES = {
+    "wilcoxon": "the location (pseudo-median) of the differences",
+    "sign": "the count of wins and losses",
+    "mcnemar": "the discordant outcomes",
+}
+"""What a test other than a test of the mean difference finds in favour of a system."""
+
+
+def disagreement(test: str, side: int, mean_diff: float, descriptor: str, baseline: str) -> str:
+    """Why a rejected comparison calls no system better: its test's statistic points to one
+    system and the mean difference does not (``""`` when they agree).
+
+    Examples
+    --------
+    >>> from metricalc.stats.compare import disagreement
+    >>> print(disagreement("wilcoxon", 1, -0.009, "sift", "orb"))
+    the wilcoxon test rejects in favour of 'sift' on the location (pseudo-median) of the differences, but the mean difference favours 'orb' (-0.009, sift minus orb): neither is called better; the mean difference is tested by test='randomization'
+    """  # noqa: E501
+    if side == 0 or verdict(side, mean_diff) != 0:
+        return ""
+    found, other = (descriptor, baseline) if side > 0 else (baseline, descriptor)
+    if math.isfinite(mean_diff) and mean_diff != 0:
+        means = (
+            f"the mean difference favours {other!r} ({mean_diff:+.4g}, {descriptor} minus "
+            f"{baseline})"
+        )
+    else:
+        means = "the two means are equal"
+    quantity = TEST_QUANTITIES.get(test, "its statistic")
+    return (
+        f"the {test} test rejects in favour of {found!r} on {quantity}, but {means}: neither is "
+        "called better; the mean difference is tested by test='randomization'"
+    )
 
 
 def _system_pairs(
@@ -174,13 +232,16 @@ def _check_binary(values: np.ndarray, metric: str, policy: Any) -> None:
             f"the mcnemar test needs binary outcomes (a hit or a miss per query), but {metric!r} "
             f"is fractional on {fractional:,} queries: under the cube's tie policy {policy!r}, a "
             f"query whose tied items straddle rank {k} counts its hit probability "
-            "clip(K - better, 0, ties + 1) / (ties + 1). Evaluate under tie_policy='pessimistic' "
-            "or 'optimistic' (metricalc eval --tie-policy), where every query is a hit or a "
-            "miss, or use test='wilcoxon' or 'sign', which take fractional values"
+            "clip(K - better, 0, ties + 1) / (ties + 1). Leave the test at its default "
+            "(test='auto', no --test): the randomization test of the mean hit rate, the table's "
+            f"precision_at_{k}; or evaluate the cube under tie policy 'pessimistic' or "
+            "'optimistic' ('metricalc keypoints eval --tie-policy pessimistic', or "
+            "'metricalc eval hpatches ... eval.tie_policy=pessimistic'), where every query is a "
+            "hit or a miss"
         )
     raise InvalidInputError(
         f"the mcnemar test needs a binary metric (0 or 1 per query); {metric!r} has other "
-        "values (use e.g. metric='hit@1' or 'nn_correct', or test='wilcoxon' or 'sign')"
+        "values (use e.g. metric='hit@1' or 'nn_correct', or the default test='auto')"
     )
 
 
@@ -203,7 +264,8 @@ def _dataset(
     for name in _FLOAT_VARIABLES:
         variables[name] = ("comparison", np.asarray(rows[name], dtype=np.float64))
     variables["reject"] = ("comparison", np.asarray(rows["reject"], dtype=bool))
-    variables["note"] = ("comparison", np.asarray(rows["note"], dtype=str))
+    for name in ("note", "caveat"):
+        variables[name] = ("comparison", np.asarray(rows[name], dtype=str))
     return xr.Dataset({name: variables[name] for name in _ORDER}, coords=coords, attrs=attrs)
 
 
@@ -212,7 +274,7 @@ def compare(
     *,
     metric: str = "ap",
     pair_by: str = "query",
-    test: str = "wilcoxon",
+    test: str = "auto",
     correction: str = "holm",
     alpha: float = 0.05,
     baseline: str | None = None,
@@ -250,12 +312,18 @@ def compare(
     pair_by : {"query", "pair", "scene"}
         The unit. Queries need the same queries in both systems (locked keypoints); with native
         keypoints pair by image pair or scene (the metric is averaged per unit first).
-    test : {"wilcoxon", "ttest", "randomization", "sign", "mcnemar"}
-        See :mod:`metricalc.stats.paired`; ``randomization`` is the paired sign-flip test with
-        ``n_resamples`` flips, :math:`p = (b + 1)/(m + 1)` (:mod:`metricalc.stats.randomization`);
-        ``mcnemar`` needs binary values (0 or 1 per query: ``hit@K`` under the ``optimistic``,
-        ``pessimistic`` or ``workbench`` policy, or where no tie straddles rank K;
-        ``nn_correct``) and ``pair_by="query"``.
+    test : {"auto", "randomization", "ttest", "wilcoxon", "sign", "mcnemar"}
+        ``auto`` (default, :func:`~metricalc.stats.paired.default_test`): the test of what a
+        results table shows, the mean. McNemar's test for binary outcomes (``hit@K`` or
+        ``nn_correct`` paired by query with every value 0 or 1), else ``randomization``: the
+        paired sign-flip test of the mean difference with ``n_resamples`` flips,
+        :math:`p = (b + 1)/(m + 1)` (:mod:`metricalc.stats.randomization`). ``ttest`` also
+        tests the mean difference. ``wilcoxon`` tests the location (pseudo-median) of the
+        differences and ``sign`` their median; both can reject in favour of the system with the
+        lower mean, which is then not called better (``favours`` 0, a ``caveat`` says so).
+        ``mcnemar`` needs binary values (``hit@K`` under the ``optimistic``, ``pessimistic`` or
+        ``workbench`` policy, or where no tie straddles rank K; ``nn_correct``) and
+        ``pair_by="query"``. See :mod:`metricalc.stats.paired`.
     correction : {"holm", "bonferroni", "fdr_bh", "none"}
         Passed explicitly to :func:`statsmodels.stats.multitest.multipletests`, once for the
         family (:func:`~metricalc.stats.correct`).
@@ -285,13 +353,17 @@ def compare(
         ``n``, ``n_dropped`` (int64: paired units; units of only one of the two systems),
         ``mean_descriptor``, ``mean_baseline``, ``mean_diff``, ``median_diff``, ``ci_low``,
         ``ci_high``, ``statistic``, ``pvalue``, ``pvalue_corrected`` (float64), ``reject``
-        (bool), ``favours`` (int64: +1 the descriptor, -1 the baseline, 0 neither: the side of
-        a rejected comparison by the test's own statistic, :func:`direction`; 0 where
-        ``reject`` is False), ``rank_biserial``, ``cohens_dz`` (float64), ``wins``, ``ties``,
-        ``losses`` (int64: units with :math:`d_i` > 0, = 0, < 0), ``note`` (str: why the
-        comparison was not tested, ``""`` where it was). ``statistic`` is scipy's (wilcoxon,
-        ttest), the number of wins (sign), statsmodels' (mcnemar) or the mean difference
-        (randomization). attrs: ``metric``, ``pair_by``, ``test``, ``correction``, ``alpha``,
+        (bool), ``favours`` (int64: +1 the descriptor, -1 the baseline, 0 neither: the system
+        a rejected comparison calls better, :func:`verdict`: the side of the test's own
+        statistic, :func:`direction`, where the mean difference points the same way; 0 where
+        ``reject`` is False or the two disagree), ``rank_biserial``, ``cohens_dz`` (float64),
+        ``wins``, ``ties``, ``losses`` (int64: units with :math:`d_i` > 0, = 0, < 0), ``note``
+        (str: why the comparison was not tested, ``""`` where it was), ``caveat`` (str: for a
+        rejected comparison whose test points against the mean difference, the words of
+        :func:`disagreement`; ``""`` otherwise). ``statistic`` is scipy's (wilcoxon, ttest),
+        the number of wins (sign), statsmodels' (mcnemar) or the mean difference
+        (randomization). attrs: ``metric``, ``pair_by``, ``test`` (the test run: ``auto``
+        resolved), ``correction``, ``alpha``,
         ``split`` (``""`` for all), ``seed``, ``n_resamples``, ``confidence_level``,
         ``excluded_descriptors``, and the protocol attrs of the cube(s)
         (``keypoints``/``distance`` may be ``"mixed"``; the cube's own ``seed`` attr is
@@ -321,7 +393,13 @@ def compare(
     >>> one = ds.sel(descriptor="orb", baseline="sift")
     >>> int(one.n), int(one.losses), bool(one.reject), int(one.favours), bool(one.ci_high < 0)
     (40, 40, True, -1, True)
+    >>> ds.attrs["test"]
+    'randomization'
     >>> print(ds.sel(descriptor="copy", baseline="sift").note.item())
+    <BLANKLINE>
+    >>> float(ds.sel(descriptor="copy", baseline="sift").pvalue)
+    1.0
+    >>> print(stats.compare(c, baseline="sift", test="wilcoxon").sel(descriptor="copy").note.item())
     all 40 paired differences are zero (the systems give identical values on every unit): the wilcoxon test needs a non-zero difference
     >>> ds.to_dataframe().index.names
     FrozenList(['descriptor', 'baseline'])
@@ -345,6 +423,9 @@ def compare(
     pairs_ = _system_pairs(names, baseline, pairs, excluded)
     values = units.values
     present = np.isfinite(values)
+    if test == "auto":
+        used = sorted({i for pair in pairs_ for i in pair})
+        test = default_test(metric, pair_by, values[used])
     if test == "mcnemar":
         used = sorted({i for pair in pairs_ for i in pair})
         _check_binary(values[used], metric, units.attrs.get("tie_policy"))
@@ -415,7 +496,7 @@ def compare(
     corrected[family] = correct(raw[family], method=correction)
     rows["pvalue_corrected"] = list(corrected)
     rows["reject"] = list(family & (np.nan_to_num(corrected, nan=1.0) < alpha))
-    rows["favours"] = [
+    sides = [
         direction(
             test,
             mean_diff=rows["mean_diff"][k],
@@ -426,6 +507,11 @@ def compare(
         if rows["reject"][k]
         else 0
         for k in range(len(pairs_))
+    ]
+    rows["favours"] = [verdict(side, rows["mean_diff"][k]) for k, side in enumerate(sides)]
+    rows["caveat"] = [
+        disagreement(test, side, rows["mean_diff"][k], names[i], names[j])
+        for k, (side, (i, j)) in enumerate(zip(sides, pairs_, strict=True))
     ]
     attrs = {
         "metric": metric,

@@ -17,6 +17,12 @@ p-value:
   :math:`(|b - c| - 1)^2 / (b + c)`.
 - ``randomization``: the sign-flip test, run for all comparisons of a call at once by
   :func:`metricalc.stats.randomization.sign_flip_pvalues`.
+
+``auto`` (the default of :func:`metricalc.stats.compare`, :func:`default_test`) chooses for the
+quantity a results table shows, the mean: McNemar's test for binary outcomes (0 or 1 per query),
+the randomization test of the mean difference otherwise. The Wilcoxon and sign tests test other
+quantities (the location, i.e. the pseudo-median, of the differences; the median difference), so
+they can reject in favour of the system with the lower mean.
 """
 
 from __future__ import annotations
@@ -30,15 +36,21 @@ from metricalc.errors import InvalidInputError
 
 __all__ = [
     "MCNEMAR_EXACT_BELOW",
+    "MEAN_TESTS",
     "NEEDS_NONZERO",
     "TESTS",
+    "default_test",
     "is_binary",
+    "is_binary_metric",
     "paired_test",
     "untestable",
 ]
 
-TESTS = ("wilcoxon", "ttest", "randomization", "sign", "mcnemar")
-"""The paired tests :func:`metricalc.stats.compare` runs."""
+TESTS = ("auto", "randomization", "ttest", "wilcoxon", "sign", "mcnemar")
+"""The paired tests :func:`metricalc.stats.compare` runs (``auto``: :func:`default_test`)."""
+
+MEAN_TESTS = ("randomization", "ttest")
+"""Tests of the mean difference: their statistic always points the way of the means."""
 
 NEEDS_NONZERO = ("wilcoxon", "ttest", "sign", "mcnemar")
 """Tests that are undefined when every difference is zero (the randomization test gives 1)."""
@@ -57,6 +69,37 @@ def is_binary(values: np.ndarray) -> bool:
     return bool(np.isin(values, (0.0, 1.0)).all())
 
 
+def is_binary_metric(metric: str) -> bool:
+    """True for the metrics that are a hit or a miss per query: ``hit@K`` and ``nn_correct``."""
+    return metric.startswith("hit@") or metric == "nn_correct"
+
+
+def default_test(metric: str, pair_by: str, values: np.ndarray) -> str:
+    """The test ``test="auto"`` runs: ``"mcnemar"`` for binary outcomes, else ``"randomization"``.
+
+    Binary outcomes are a binary metric (:func:`is_binary_metric`) paired by query whose present
+    values are all 0 or 1 (``hit@K`` under a tie policy where no tie straddles rank K, or the
+    ``optimistic`` / ``pessimistic`` policy). Every other case (AP, unit means, fractional hit
+    probabilities) is a mean metric, tested on the mean difference.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.stats.paired import default_test
+    >>> default_test("hit@1", "query", np.array([[1.0, 0.0], [0.0, np.nan]]))
+    'mcnemar'
+    >>> default_test("hit@1", "query", np.array([[1.0, 0.5]]))
+    'randomization'
+    >>> default_test("ap", "query", np.ones(2))
+    'randomization'
+    """
+    present = np.asarray(values, dtype=np.float64)
+    present = present[np.isfinite(present)]
+    if is_binary_metric(metric) and pair_by == "query" and is_binary(present):
+        return "mcnemar"
+    return "randomization"
+
+
 def untestable(differences: np.ndarray, *, test: str) -> str:
     """Why ``test`` cannot be run on these paired differences; ``""`` when it can.
 
@@ -72,7 +115,7 @@ def untestable(differences: np.ndarray, *, test: str) -> str:
     >>> untestable([0.0, 0.0, 0.0], test="wilcoxon")
     'all 3 paired differences are zero (the systems give identical values on every unit): the wilcoxon test needs a non-zero difference'
     >>> untestable([0.1, 0.1, 0.1], test="ttest")
-    "all 3 paired differences equal 0.1: the t statistic is undefined (zero standard deviation); use test='sign' or 'wilcoxon'"
+    "all 3 paired differences equal 0.1: the t statistic is undefined (zero standard deviation); use test='randomization'"
     >>> untestable([0.0, 0.0], test="randomization"), untestable([0.1, 0.2], test="ttest")
     ('', '')
     """  # noqa: E501
@@ -85,7 +128,7 @@ def untestable(differences: np.ndarray, *, test: str) -> str:
     if test == "ttest" and d.size and np.ptp(d) <= _ROUNDING * np.abs(d).max():
         return (
             f"all {d.size:,} paired differences equal {d[0]:.6g}: the t statistic is undefined "
-            "(zero standard deviation); use test='sign' or 'wilcoxon'"
+            "(zero standard deviation); use test='randomization'"
         )
     return ""
 
@@ -118,7 +161,7 @@ def paired_test(x: np.ndarray, y: np.ndarray, *, test: str) -> tuple[float, floa
     >>> paired_test(x, y, test="sign")
     (5.0, 0.21875)
     """
-    check_choice("test", test, tuple(t for t in TESTS if t != "randomization"))
+    check_choice("test", test, tuple(t for t in TESTS if t not in ("auto", "randomization")))
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     reason = untestable(x - y, test=test)

@@ -15,11 +15,20 @@ holding per-scene keys ``<scene>_true_map``, ``<scene>_true_map_with_zeros``,
     \text{true\_map\_macro} = \operatorname{mean}_{s : q_s > 0} m_s, \qquad
     \text{true\_map\_micro} = \frac{\sum_s m_s q_s}{\sum_s q_s}
 
-    \text{true\_map\_macro\_with\_zeros} = \operatorname{mean}_{s : q_s + e_s > 0} z_s, \qquad
+    \text{true\_map\_macro\_with\_zeros} = \operatorname{mean}_{s : q_s > 0} z_s, \qquad
     \text{true\_map\_micro\_with\_zeros} = \frac{\sum_s m_s q_s}{\sum_s (q_s + e_s)}
 
+    \text{viewpoint\_map} = \operatorname{mean}_{s \in V : q_s > 0} m_s, \qquad
+    \text{viewpoint\_map\_including\_zeros} = \operatorname{mean}_{s \in V : q_s + e_s > 0} z_s,
+    \qquad \text{viewpoint\_map\_micro} = \frac{\sum_{s \in V} m_s q_s}{\sum_{s \in V} q_s}
+
 with :math:`m_s`, :math:`z_s`, :math:`q_s`, :math:`e_s` the scene's ``true_map``,
-``true_map_with_zeros``, ``query_count`` and ``excluded_count``. The metadata holds each
+``true_map_with_zeros``, ``query_count`` and ``excluded_count``, and :math:`V` the scenes whose
+name starts with ``v`` (``illumination_*`` likewise over those starting with ``i``): the
+definitions of :func:`metricalc.metric_set`, which are DescriptorWorkbench's. The export has no
+split columns, so the split mAPs (:data:`SPLIT_MAPS`) are recomputed and stored, not checked.
+DescriptorWorkbench writes the keys of a scene only when it has an R = 1 query, so a scene
+whose queries all have R = 0 is absent from its metadata. The metadata holds each
 :math:`m_s` rounded to 6 decimals (error at most :math:`5 \cdot 10^{-7}`), and a mean or a
 weighted mean with weights summing to at most 1 keeps that bound, so a recomputed value must be
 within :data:`MAP_TOLERANCE` = :math:`5 \cdot 10^{-7}` of the file's full-precision column; the
@@ -46,6 +55,7 @@ import xarray as xr
 
 from metricalc._io import json_safe, temporary_path
 from metricalc.errors import InvalidInputError
+from metricalc.metrics import SPLIT_LETTERS
 from metricalc.store.database import open_db, transaction
 from metricalc.store.metadata import SCENE_KEYS, parse_metadata
 from metricalc.store.records import _experiment_row, _ResultRow, _write
@@ -53,6 +63,7 @@ from metricalc.store.schema import SEED_COLUMNS
 
 __all__ = [
     "MAP_TOLERANCE",
+    "SPLIT_MAPS",
     "WORKBENCH_BENCHMARK",
     "WorkbenchExport",
     "import_workbench",
@@ -139,6 +150,15 @@ CHECK_COLUMNS = (
 )
 """Columns of :attr:`WorkbenchExport.checks`."""
 
+SPLIT_MAPS = tuple(
+    f"{split}_map{suffix}"
+    for suffix in ("", "_including_zeros", "_micro")
+    for split, _ in SPLIT_LETTERS
+)
+"""The split mAPs recomputed from the per-scene metadata and stored with each imported row
+(the export has no such columns): ``viewpoint_map`` / ``illumination_map`` in ``results``, the
+others among the row's extra metrics."""
+
 _INTEGER_COLUMNS = frozenset(("total_matches", "total_keypoints"))
 _SUFFIXES = tuple(f"_{key}" for key in sorted(SCENE_KEYS, key=len, reverse=True))
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -182,8 +202,8 @@ class WorkbenchExport:
     tags : tuple of str
         The tags the rows were stored under (set by :func:`import_workbench`).
     recomputed : dict
-        Per file line, the values recomputed from the row's scenes (the checks and the
-        ``viewpoint_map`` / ``illumination_map`` stored with the import).
+        Per file line, the values recomputed from the row's scenes (the checks and the split
+        mAPs of :data:`SPLIT_MAPS` stored with the import).
     """
 
     path: Path
@@ -372,14 +392,17 @@ def _recompute(row: _Row) -> dict[str, float]:
     out = {
         "true_map_macro": mean(m, q > 0),
         "true_map_micro": ratio(float(ap_sum.sum()), float(q.sum())),
-        "true_map_macro_with_zeros": mean(z, q + e > 0),
+        # DescriptorWorkbench averages over the scenes with an R = 1 query (its per_scene_ap)
+        "true_map_macro_with_zeros": mean(z, q > 0),
         "true_map_micro_with_zeros": ratio(float(ap_sum.sum()), float((q + e).sum())),
         "total_queries_processed": float(q.sum()),
         "total_queries_excluded": float(e.sum()),
     }
-    for split, prefix in (("viewpoint_map", "v_"), ("illumination_map", "i_")):
-        part = np.char.startswith(names, prefix)
-        out[split] = ratio(float(ap_sum[part].sum()), float(q[part].sum()))
+    for split, letter in SPLIT_LETTERS:
+        part = np.char.startswith(names, letter)
+        out[f"{split}_map"] = mean(m, part & (q > 0))
+        out[f"{split}_map_including_zeros"] = mean(z, part & (q + e > 0))
+        out[f"{split}_map_micro"] = ratio(float(ap_sum[part].sum()), float(q[part].sum()))
     return out
 
 
@@ -503,10 +526,8 @@ def _cube(
         "descriptor",
         np.array([_status(r, failed.get(r.line, []))[0] for r in rows]),
     )
-    splits = [
-        "viewpoint" if s.startswith("v_") else "illumination" if s.startswith("i_") else "other"
-        for s in scenes
-    ]
+    letters = {letter: split for split, letter in SPLIT_LETTERS}
+    splits = [letters.get(s[:1], "other") for s in scenes]
     return xr.Dataset(
         data,
         coords={
@@ -618,8 +639,11 @@ def _result_row(
         else:
             extra[target] = value
     if recomputed is not None:
-        columns["viewpoint_map"] = json_safe(recomputed["viewpoint_map"])
-        columns["illumination_map"] = json_safe(recomputed["illumination_map"])
+        for name in SPLIT_MAPS:
+            if name in SEED_COLUMNS:
+                columns[name] = json_safe(recomputed[name])
+            else:
+                extra[name] = json_safe(recomputed[name])
     for key in METADATA_METRICS:
         value = row.meta.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -1,0 +1,140 @@
+"""Names of the HPatches sequences and the subsets that papers evaluate on.
+
+Constants and one resolver only (no NumPy, no domain imports), so that the keypoint loader
+(:func:`metricalc.keypoints.load_sequences`), the metrics
+(:func:`metricalc.matching_accuracy`) and the command line share one definition.
+
+- :data:`HPATCHES_SEQUENCES`: the 116 sequences of the HPatches full-image release (57 ``i_*``
+  illumination, 59 ``v_*`` viewpoint), as the ``full`` split of hpatches-benchmark's
+  ``splits.json`` lists them.
+- :data:`D2NET_EXCLUDED`: the 8 sequences D2-Net's HPatches-sequences benchmark removes because
+  their images are larger than 1600 x 1200 (Dusmanu et al., CVPR 2019; the ``download.sh`` of
+  ``hpatches_sequences/`` in the d2-net repository deletes these folders).
+- :data:`D2NET_SEQUENCES`: the remaining 108 (52 illumination, 56 viewpoint), 540 image pairs:
+  the ``n_i = 52``, ``n_v = 56`` of D2-Net's notebook.
+
+Examples
+--------
+>>> from metricalc.hpatches import D2NET_SEQUENCES, SEQUENCE_SPLITS
+>>> len(D2NET_SEQUENCES), sum(s.startswith("i_") for s in D2NET_SEQUENCES)
+(108, 52)
+>>> sorted(SEQUENCE_SPLITS)
+['d2net', 'full']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from metricalc.errors import InvalidInputError
+
+__all__ = [
+    "D2NET_EXCLUDED",
+    "D2NET_SEQUENCES",
+    "HPATCHES_PAIRS",
+    "HPATCHES_SEQUENCES",
+    "SEQUENCE_SPLITS",
+    "select_sequences",
+    "split_sequences",
+]
+
+HPATCHES_SEQUENCES: tuple[str, ...] = (
+    "i_ajuntament", "i_autannes", "i_bologna", "i_books", "i_boutique", "i_bridger",
+    "i_brooklyn", "i_castle", "i_chestnuts", "i_contruction", "i_crownday", "i_crownnight",
+    "i_dc", "i_dome", "i_duda", "i_fenis", "i_fog", "i_fruits", "i_gonnenberg", "i_greenhouse",
+    "i_greentea", "i_indiana", "i_kions", "i_ktirio", "i_kurhaus", "i_leuven", "i_lionday",
+    "i_lionnight", "i_londonbridge", "i_melon", "i_miniature", "i_nescafe", "i_nijmegen",
+    "i_nuts", "i_objects", "i_parking", "i_partyfood", "i_pencils", "i_pinard", "i_pool",
+    "i_porta", "i_resort", "i_salon", "i_santuario", "i_school", "i_ski", "i_smurf", "i_steps",
+    "i_table", "i_tools", "i_toy", "i_troulos", "i_veggies", "i_village", "i_whitebuilding",
+    "i_yellowtent", "i_zion", "v_abstract", "v_adam", "v_apprentices", "v_artisans",
+    "v_astronautis", "v_azzola", "v_bark", "v_bees", "v_beyus", "v_bip", "v_bird",
+    "v_birdwoman", "v_blueprint", "v_boat", "v_bricks", "v_busstop", "v_calder",
+    "v_cartooncity", "v_charing", "v_churchill", "v_circus", "v_coffeehouse", "v_colors",
+    "v_courses", "v_dirtywall", "v_dogman", "v_eastsouth", "v_feast", "v_fest", "v_gardens",
+    "v_grace", "v_graffiti", "v_home", "v_laptop", "v_london", "v_machines", "v_man",
+    "v_maskedman", "v_pomegranate", "v_posters", "v_samples", "v_soldiers", "v_strand",
+    "v_sunseason", "v_tabletop", "v_talent", "v_tempera", "v_there", "v_underground", "v_vitro",
+    "v_wall", "v_wapping", "v_war", "v_weapons", "v_woman", "v_wormhole", "v_wounded", "v_yard",
+    "v_yuri",
+)  # fmt: skip
+"""The 116 sequences of the HPatches full-image release, sorted."""
+
+D2NET_EXCLUDED: tuple[str, ...] = (
+    "i_contruction",
+    "i_crownnight",
+    "i_dc",
+    "i_pencils",
+    "i_whitebuilding",
+    "v_artisans",
+    "v_astronautis",
+    "v_talent",
+)
+"""The 8 sequences with images larger than 1600 x 1200 that D2-Net's benchmark removes."""
+
+D2NET_SEQUENCES: tuple[str, ...] = tuple(s for s in HPATCHES_SEQUENCES if s not in D2NET_EXCLUDED)
+"""D2-Net's 108 HPatches sequences (52 ``i_*``, 56 ``v_*``), sorted."""
+
+HPATCHES_PAIRS: tuple[str, ...] = ("1-2", "1-3", "1-4", "1-5", "1-6")
+"""The image pairs of one HPatches sequence: the reference image 1 with each of images 2..6."""
+
+SEQUENCE_SPLITS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"d2net": D2NET_SEQUENCES, "full": HPATCHES_SEQUENCES}
+)
+"""Named sets of sequences: ``"d2net"`` (108, D2-Net's), ``"full"`` (all 116)."""
+
+
+def split_sequences(split: str | Iterable[str]) -> tuple[str, ...]:
+    """The sequences of a named split (:data:`SEQUENCE_SPLITS`), or the given names, sorted.
+
+    Examples
+    --------
+    >>> split_sequences("d2net")[:2], split_sequences(["v_b", "i_a"])
+    (('i_ajuntament', 'i_autannes'), ('i_a', 'v_b'))
+    """
+    if isinstance(split, str):
+        if split not in SEQUENCE_SPLITS:
+            raise InvalidInputError(
+                f"unknown split {split!r}; expected one of {sorted(SEQUENCE_SPLITS)} or a list "
+                "of sequence names"
+            )
+        return SEQUENCE_SPLITS[split]
+    names = tuple(sorted(dict.fromkeys(split)))
+    bad = [name for name in names if not isinstance(name, str) or not name]
+    if bad or not names:
+        raise InvalidInputError(
+            f"a split must be a non-empty list of sequence names; got {list(names)!r}"
+        )
+    return names
+
+
+def select_sequences(
+    split: str | Iterable[str], available: Iterable[str], *, where: str
+) -> tuple[str, ...]:
+    """The sequences of ``split``, all of which must be among ``available``.
+
+    Sequences of ``available`` outside the split are left out; a sequence of the split that is
+    not available raises :class:`~metricalc.errors.InvalidInputError` naming it (``where`` says
+    what was searched, e.g. the folder).
+
+    Examples
+    --------
+    >>> select_sequences(["i_a"], ["i_a", "v_b"], where="the cube")
+    ('i_a',)
+    >>> select_sequences(["i_a", "i_c"], ["i_a"], where="the cube")
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: split ['i_a', 'i_c']: 1 of its 2 sequences are missing from the cube: i_c
+    """  # noqa: E501
+    wanted = split_sequences(split)
+    have = set(available)
+    missing = [name for name in wanted if name not in have]
+    if missing:
+        label = repr(split) if isinstance(split, str) else repr(list(wanted))
+        shown = ", ".join(missing[:12]) + (", ..." if len(missing) > 12 else "")
+        raise InvalidInputError(
+            f"split {label}: {len(missing)} of its {len(wanted)} sequences are missing from "
+            f"{where}: {shown}"
+        )
+    return wanted

@@ -1,0 +1,71 @@
+"""What every verb of the ``metricalc`` command does alike: help that shows the defaults, and a
+quiet stop when the reader of its output goes away (``metricalc ... --json | head``)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from metricalc.cli import SIGPIPE_EXIT, build_parser, keypoints, main
+from tests.store_cases import make_cube
+
+
+def all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-command parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += all_parsers(sub)
+    return found
+
+
+def test_every_help_shows_every_default():
+    parsers = all_parsers(build_parser())
+    assert len(parsers) > 20  # the verbs and their sub-verbs
+    checked = 0
+    for parser in parsers:
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            default = action.default
+            if not action.option_strings or default is None or default is False:
+                continue
+            if default == argparse.SUPPRESS:
+                continue
+            paragraph = " ".join(formatter._format_action(action).split())  # the --help lines
+            assert "default" in paragraph, (parser.prog, paragraph)
+            if "(default: " in paragraph:
+                assert f"(default: {default})" in paragraph, (parser.prog, paragraph)
+            checked += 1
+    assert checked > 30
+
+
+def test_a_closed_output_stops_quietly_in_process(capsys, monkeypatch):
+    def closed(args: argparse.Namespace) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(keypoints, "_metrics", closed)  # the verb's output finds no reader
+    assert main(["metrics", "cube.nc"]) == SIGPIPE_EXIT
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("verb", ["metrics"])
+def test_json_into_a_closed_pipe_exits_quietly(tmp_path, verb):
+    path = tmp_path / "cube.nc"
+    make_cube().to_netcdf(path, engine="h5netcdf")
+    ks = ",".join(str(k) for k in range(1, 400))  # about 200 kB of JSON: more than a pipe holds
+    process = subprocess.Popen(
+        [sys.executable, "-m", "metricalc", verb, str(path), "--json", "--k", ks],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(1) == b"{"  # like head -c 1
+    process.stdout.close()
+    error = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == SIGPIPE_EXIT
+    assert error == ""  # no BrokenPipeError traceback
