@@ -408,6 +408,25 @@ def _fill_empty_means(
     return out
 
 
+def _retrieval_means(cube: xr.Dataset, ok: xr.DataArray) -> dict[str, xr.DataArray]:
+    r"""The trec_eval measures of a retrieval cube (attr ``benchmark = "trec_eval"``,
+    :func:`metricalc.retrieval.querycube.retrieval_cube`): per measure of the attr ``measures``
+    the mean of its variable over the queries where the run has a value (``map``: ``ap``),
+
+    .. math:: \bar m = \frac{1}{|Q_r|} \sum_{q \in Q_r} m_q,
+
+    trec_eval's ``all`` (up to the order of the sum; counts such as ``num_ret``, whose ``all`` is a
+    sum, are means here too). Empty for any other cube."""
+    if str(cube.attrs.get("benchmark", "")) != "trec_eval":
+        return {}
+    out = {}
+    for measure in str(cube.attrs.get("measures", "")).split():
+        variable = "ap" if measure == "map" else measure  # retrieval.querycube.cube_variable
+        if variable in cube.data_vars:
+            out[measure] = cube[variable].mean("query", skipna=True).where(ok).astype(np.float64)
+    return out
+
+
 def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
     r"""The Bojanic et al. aggregates: NaN APs and zero counts without a ``sequence`` dim.
 
@@ -616,6 +635,9 @@ def metric_set(
     order += ["total_queries_processed", "total_queries_excluded", "r0_rate", "processing_time_ms"]
     order += [*WORKBENCH_COUNTS]
     order += [*BOJANIC_METRICS, *BOJANIC_COUNTS, "rank_histogram"]
+    measures = _retrieval_means(cube, ok)
+    out.update(measures)
+    order += [*measures]
     order += [n for n in ("status", "error") if n in out]
     attrs = {**cube.attrs, "tie_policy": policy, "k": ks}
     result = xr.Dataset({name: out[name] for name in order}, attrs=attrs)

@@ -325,3 +325,47 @@ def test_cli_cube_is_compared_by_metricalc_compare(files, tmp_path, capsys):
                  "--baseline", "a", "--n-resamples", "200", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["descriptor"] for r in rows] == ["b", "c"] and rows[1]["n_dropped"] == 8
+
+
+# --------------------------------------------------------------------------------------------
+# the metric set, the results table and the report take the measures like AP
+# --------------------------------------------------------------------------------------------
+
+
+def test_metric_set_has_every_measure_of_a_retrieval_cube(data):
+    from metricalc.report.tables import Table
+
+    qrels, runs = data
+    cube = retrieval_cube(qrels, runs, ["map", "P.5", "ndcg_cut.10", "num_ret"])
+    metrics = metric_set(cube)
+    for name, run in runs.items():
+        single = evaluate(qrels, run, ["map", "P.5", "ndcg_cut.10"])
+        for measure in ("map", "P_5", "ndcg_cut_10"):
+            assert float(metrics[measure].sel(descriptor=name)) == pytest.approx(
+                single.summary[measure], abs=1e-15)
+    assert "map" not in metric_set(qc.new_cube(
+        ["sift"], {"scene": ["i_a"], "pair": ["1-2"], "keypoint_set": ["s"],
+                   "query_keypoint": [0]}, {"ap": [[0.5]]}, attrs=qc.DEFAULT_ATTRS))
+    table = Table(metrics, columns=["map", "P_5"], decimals=4)
+    assert "Protocol: qrels qrels, ties trec_eval, relevant from 1" in table.caption
+    assert "tau" not in table.caption
+
+
+def test_report_of_a_retrieval_cube_tests_each_measure_per_query(data, tmp_path, capsys):
+    qrels, runs = data
+    qc.save(retrieval_cube(qrels, runs, ["map", "P.10"]), tmp_path / "runs.nc")
+    (tmp_path / "study.yaml").write_text(
+        "title: runs\ndata:\n  cube: runs.nc\nmetrics: [map, P_10]\nbaseline: a\ndecimals: 4\n"
+        "tests:\n  test: randomization\n  n_resamples: 999\n  rank: false\n"
+        "figures: [forest]\noutputs: [latex, csv]\n"
+    )
+    assert main(["report", str(tmp_path / "study.yaml"), "--out", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    latex = (tmp_path / "out" / "tables.tex").read_text()
+    for name, run in runs.items():
+        single = evaluate(qrels, run, ["map", "P.10"])
+        row = next(line for line in latex.splitlines() if line.startswith(f"({name[0]}) {name}"))
+        assert f"{single.summary['map']:.4f}" in row and f"{single.summary['P_10']:.4f}" in row
+    assert "paired randomization test paired by query, Holm correction over 2" in latex
+    comparisons = (tmp_path / "out" / "comparisons.csv").read_text()
+    assert "P_10" in comparisons and "map" in comparisons

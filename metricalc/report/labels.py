@@ -112,6 +112,16 @@ _HIT = re.compile(r"hit@([0-9]+)")
 _PRECISION_AT = re.compile(r"(ir_)?(precision|recall)_at_([0-9]+)")
 
 
+_TREC_PER_QUERY = re.compile(
+    r"map|Rprec|bpref|recip_rank|ndcg|set_P|set_recall|set_relative_P|set_map|11pt_avg(_.+)?"
+    r"|(P|recall|ndcg_cut|map_cut|relative_P|success|f1)_[0-9]+"
+    r"|(iprec_at_recall|Rprec_mult)_[0-9.]+|set_F(_.+)?"
+)
+"""trec_eval's printed names of the measures with a value per query: a retrieval cube
+(:mod:`metricalc.retrieval.querycube`) holds each as a variable (``map`` as ``ap``)."""
+_TREC_COUNTS = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
+
+
 def metric_info(name: str) -> MetricInfo:
     """The :class:`MetricInfo` of a metric-set column; unknown names get a plain entry.
 
@@ -121,6 +131,8 @@ def metric_info(name: str) -> MetricInfo:
     'viewpoint mAP'
     >>> metric_info("precision_at_20").label, metric_info("my_score").label
     ('HR@20', 'my_score')
+    >>> metric_info("ndcg_cut_10").test, metric_info("map").test  # trec_eval measures
+    (('ndcg_cut_10', None, None), ('ap', None, None))
     """
     if name in METRICS:
         return METRICS[name]
@@ -131,6 +143,11 @@ def metric_info(name: str) -> MetricInfo:
             return MetricInfo(f"P@{k}", f"IR precision at {k}")
         test = (f"hit@{k}", None, None)
         return MetricInfo(f"HR@{k}", f"hit rate at {k}", test=test)
+    if _TREC_PER_QUERY.fullmatch(name):  # a retrieval cube's measure: tested per query (qid)
+        variable = "ap" if name == "map" else name
+        return MetricInfo(name, name, kind="value", test=(variable, None, None))
+    if name in _TREC_COUNTS:
+        return MetricInfo(name, name, kind="value")
     return MetricInfo(name, name.replace("_", " "), kind="value")
 
 

@@ -90,6 +90,10 @@ _PROTOCOL_LABELS = (
 )
 _RETRIEVAL_LABELS = (("benchmark", "benchmark {}"), ("ap_method", "AP method {}"))
 """The protocol of a patch-retrieval cube (contract A): no keypoints, tolerance or border."""
+_TREC_LABELS = (("qrels", "qrels {}"), ("ties", "ties {}"), ("level", "relevant from {}"),
+                ("depth", "depth {} (0: no cut)"), ("complete", "-c {} (1: every qrels query)"))
+"""The protocol of a TREC retrieval cube (:mod:`metricalc.retrieval.querycube`): trec_eval's
+options (depth 0: no cut; -c 1: every qrels query, 0 where a run lacks it)."""
 
 
 def row_letter(index: int) -> str:
@@ -441,11 +445,10 @@ class Table:
         parts = [first.strip()]
         protocol = [
             template.format(_attr_text(attrs[key]))
-            for key, template in (
-                _RETRIEVAL_LABELS
-                if attrs.get("benchmark") == "hpatches-retrieval"
-                else _PROTOCOL_LABELS
-            )
+            for key, template in {
+                "hpatches-retrieval": _RETRIEVAL_LABELS,
+                "trec_eval": _TREC_LABELS,
+            }.get(str(attrs.get("benchmark", "")), _PROTOCOL_LABELS)
             if key in attrs and str(attrs[key]) != ""
         ]
         if protocol:
