@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
 
 import pandas as pd
 import xarray as xr
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from metricalc.report.labels import is_fraction_metric
@@ -158,64 +156,3 @@ def print_comparisons(
             console.print(f"? {descriptor} vs {baseline}: {row['caveat']}", markup=False)
         if row["note"]:
             console.print(f"not tested: {descriptor} vs {baseline}: {row['note']}", markup=False)
-
-
-def _chunks(widths: list[int], first: int, available: int) -> list[list[int]]:
-    """Column indices split into blocks whose widths (plus the first column) fit ``available``."""
-    blocks: list[list[int]] = [[]]
-    used = first
-    for j, width in enumerate(widths):
-        if blocks[-1] and used + width > available:
-            blocks.append([])
-            used = first
-        blocks[-1].append(j)
-        used += width
-    return blocks
-
-
-def print_blocks(
-    corner: str,
-    rows: list[str],
-    headers: list[str],
-    cells: list[list[tuple[str, str]]],
-    *,
-    title: str = "",
-    console: Console | None = None,
-) -> None:
-    """Print a grid of ``(text, rich style)`` cells with row names (column ``corner``) and
-    column headers; columns that do not fit the console's width continue in another block."""
-    console = console or terminal_console()
-    widths = [max([len(h), *(len(row[j][0]) for row in cells)]) + 3
-              for j, h in enumerate(headers)]
-    first = max([len(corner), *map(len, rows)]) + 3
-    for block in _chunks(widths, first, console.width):
-        shown = Table(title=title or None, box=box.SIMPLE_HEAD, collapse_padding=True)
-        title = ""
-        shown.add_column(corner, no_wrap=True)
-        for j in block:
-            shown.add_column(escape(headers[j]), justify="right", no_wrap=True)
-        for name, row in zip(rows, cells, strict=True):
-            texts = [escape(row[j][0]) for j in block]
-            styled = [f"[{row[j][1]}]{t}[/]" if row[j][1] else t
-                      for j, t in zip(block, texts, strict=True)]
-            shown.add_row(escape(name), *styled)
-        console.print(shown)
-
-
-def print_results_table(
-    table: Any, *, title: str = "", console: Console | None = None
-) -> None:
-    """Print a results table (:class:`metricalc.report.tables.Table`): one row per system, its
-    letter first, the best value of a column bold, the second underlined, the letters of the
-    systems a cell is significantly better than after a caret (``0.3120^ab``); then the caption.
-    Columns that do not fit the console's width continue in another block below."""
-    console = console or terminal_console()
-    rows = [f"({letter}) {system}" for letter, system in zip(table.letters, table.systems,
-                                                             strict=True)]
-    cells = [[((c.text or "-") + (f"^{c.letters}" if c.letters else ""), _STYLES.get(c.mark, ""))
-              for c in row] for row in table.cells]
-    print_blocks("system", rows, table.headers(), cells, title=title, console=console)
-    console.print(table.caption, markup=False)
-
-
-_STYLES = {"best": "bold", "second": "underline"}

@@ -132,13 +132,21 @@ class RunComparison:
                      caption=caption, label=label)
 
     def print(self, *, console: Any = None) -> None:
-        """Print the table (:func:`metricalc.report.terminal.print_results_table`), then the
+        """Print the table (one row per run, best bold, second underlined, letters after a
+        caret: ``0.3120^a``; columns beyond the console's width in further blocks), then the
         corrected p-value of every run against the baseline per tested measure (``>``: the run
         is significantly better, ``<``: worse, as marked in the table), and the notes."""
-        from metricalc.report.terminal import print_blocks, print_results_table, terminal_console
+        from metricalc.report.terminal import terminal_console
 
         console = console or terminal_console()
-        print_results_table(self.table(), console=console)
+        table = self.table()
+        rows = [f"({letter}) {system}" for letter, system in zip(table.letters, table.systems,
+                                                                 strict=True)]
+        styles = {"best": "bold", "second": "underline"}
+        values = [[((c.text or "-") + (f"^{c.letters}" if c.letters else ""),
+                    styles.get(c.mark, "")) for c in row] for row in table.cells]
+        _print_blocks("system", rows, table.headers(), values, console)
+        console.print(table.caption, markup=False)
         tested = list(self.comparisons)
         others = [run for run in self.runs if run != self.baseline]
         marked = self.marked()
@@ -159,7 +167,7 @@ class RunComparison:
                 f"test, alpha {settings['alpha']}; >: the run is better, <: worse):",
                 markup=False,
             )
-            print_blocks("run", others, tested, cells, console=console)
+            _print_blocks("run", others, tested, cells, console)
         notes = [f"not tested: {m}: {why}" for m, why in self.untested.items()]
         for measure, comparison in self.comparisons.items():
             frame = comparison.to_dataframe()
@@ -217,6 +225,36 @@ class RunComparison:
             "untested": self.untested,
             "withheld": self.withheld,
         })
+
+
+def _print_blocks(corner: str, rows: list[str], headers: list[str],
+                  cells: list[list[tuple[str, str]]], console: Any) -> None:
+    """Print a grid of ``(text, rich style)`` cells with row names (column ``corner``) and
+    column headers; the columns that do not fit the console's width continue in another block
+    below (never a cut or wrapped cell)."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table as RichTable
+
+    widths = [max([len(h), *(len(row[j][0]) for row in cells)]) + 3
+              for j, h in enumerate(headers)]
+    blocks: list[list[int]] = [[]]
+    first = used = max([len(corner), *map(len, rows)]) + 3
+    for j, width in enumerate(widths):
+        if blocks[-1] and used + width > console.width:
+            blocks.append([])
+            used = first
+        blocks[-1].append(j)
+        used += width
+    for block in blocks:
+        shown = RichTable(box=box.SIMPLE_HEAD, collapse_padding=True)
+        shown.add_column(corner, no_wrap=True)
+        for j in block:
+            shown.add_column(escape(headers[j]), justify="right", no_wrap=True)
+        for name, row in zip(rows, cells, strict=True):
+            shown.add_row(escape(name), *(f"[{row[j][1]}]{escape(row[j][0])}[/]" if row[j][1]
+                                          else escape(row[j][0]) for j in block))
+        console.print(shown)
 
 
 def _p_text(p: float) -> str:
