@@ -44,7 +44,20 @@ from metricalc.patches.files import (
     validate,
 )
 
-__all__ = ["REPEAT_POLICIES", "evaluate_files", "evaluate_results", "relevance"]
+__all__ = [
+    "IR_MEASURES",
+    "REPEAT_POLICIES",
+    "evaluate_files",
+    "evaluate_results",
+    "ir_measures",
+    "relevance",
+]
+
+IR_MEASURES = ("recip_rank", "P.1,5,10", "recall.5,10,50", "Rprec", "ndcg_cut.5,10",
+               "success.1,5,10")
+"""trec_eval measures of patch retrieval per query (:func:`ir_measures`): printed as
+``recip_rank``, ``P_1`` .. ``P_10``, ``recall_5`` .. ``recall_50``, ``Rprec``, ``ndcg_cut_5``,
+``ndcg_cut_10``, ``success_1`` .. ``success_10``."""
 
 REPEAT_POLICIES = ("count", "negative")
 """How a signature listed again in the same line counts (see :func:`relevance`)."""
@@ -122,6 +135,61 @@ def relevance(
     return patch, image_rel
 
 
+def ir_measures(
+    benchmark: Benchmark,
+    labels: Labels,
+    results: Results,
+    measures: tuple[str, ...] = IR_MEASURES,
+    *,
+    check: bool = True,
+) -> dict[str, np.ndarray]:
+    r"""trec_eval's measures of patch retrieval, per query, by printed name.
+
+    Query :math:`q`'s ranked list is its results at ranks 2..51 (rank 1, the query itself, is
+    skipped), relevant where the patch is in the query's cluster, each patch counted once (a
+    repeated signature and the query listed again are non-relevant: :func:`relevance` with
+    ``repeats="negative"``, as trec_eval refuses a document retrieved twice). :math:`R` is the
+    cluster's other patches, :math:`|C_q| - 1` (5 in HPatches), listed or not: so
+    ``recall_50`` is the share of them in the list and the measures are those of
+    :func:`metricalc.retrieval.evaluate` on this list (:func:`metricalc.retrieval.rank_lists`),
+    e.g. ``recip_rank`` :math:`1/\min\{j : rel_j\}`, ``P_k`` :math:`H_k / k`, ``recall_k``
+    :math:`H_k / R`, ``Rprec`` :math:`H_R / R`, ``ndcg_cut_k`` with gain 1, ``success_k``
+    :math:`[H_k > 0]` (docs/retrieval.md).
+
+    Parameters
+    ----------
+    benchmark, labels, results : Benchmark, Labels, Results
+    measures : tuple of str
+        trec_eval measure arguments (default :data:`IR_MEASURES`); those without a per-query
+        value (``gm_map``, ``runid``, ``num_q``) give nothing.
+    check : bool
+        Run :func:`~metricalc.patches.validate` first (default).
+
+    Returns
+    -------
+    dict of str to ndarray
+        Printed name -> float64 value per query, in the benchmark's order.
+
+    Examples
+    --------
+    >>> from metricalc.patches import Benchmark, Labels, Results
+    >>> pool = ("a.ref", "a.e1", "a.e2", "b.ref")
+    >>> bench = Benchmark(pool, ("a.ref.0",))
+    >>> labels = Labels(pool, (("a.ref.0", "a.e1.0", "a.e2.0"),))
+    >>> others = [f"b.ref.{k}" for k in range(46)]
+    >>> ranked = ("a.ref.0", "b.ref.99", "a.e1.0", "a.e1.0", "a.e2.0", *others)
+    >>> values = ir_measures(bench, labels, Results(pool, (ranked,)), ("recip_rank", "P.5"))
+    >>> values["recip_rank"].tolist(), values["P_5"].tolist()   # a.e1.0 counts once
+    ([0.5], [0.4])
+    """
+    from metricalc.retrieval import evaluate_ranked, rank_lists
+
+    patch, _ = relevance(benchmark, labels, results, repeats="negative", check=check)
+    others = np.array([len(cluster) - 1 for cluster in labels.clusters], dtype=np.int64)
+    result = evaluate_ranked(rank_lists(patch, others), measures)
+    return {name: result.per_query[name] for name in result.summary if name in result.per_query}
+
+
 def evaluate_results(
     benchmark: Benchmark,
     labels: Labels,
@@ -160,7 +228,9 @@ def evaluate_results(
     xarray.Dataset
         Over dim ``query`` (``0..Q-1``, coords ``signature`` and ``sequence``):
         ``patch_retrieval_ap``, ``image_retrieval_ap`` and the positives present
-        ``n_patch_relevant``, ``n_image_relevant``; scalars ``patch_retrieval_map``,
+        ``n_patch_relevant``, ``n_image_relevant``; the trec_eval measures of patch retrieval
+        (:func:`ir_measures`, :data:`IR_MEASURES`: ``recip_rank``, ``P_1``, ...); scalars
+        ``patch_retrieval_map``,
         ``image_retrieval_map`` and ``n_queries``. attrs: ``ap_method``, ``repeats``, ``ranks``
         and the file names ``benchmark``, ``labels``, ``results`` (``""`` when built in memory).
 
@@ -197,12 +267,14 @@ def evaluate_results(
     def name(obj: Benchmark | Labels | Results) -> str:
         return str(obj.path) if obj.path is not None else ""
 
+    ir = ir_measures(benchmark, labels, results, check=False)
     return xr.Dataset(
         {
             "patch_retrieval_ap": ("query", np.asarray(patch_ap, dtype=np.float64)),
             "image_retrieval_ap": ("query", np.asarray(image_ap, dtype=np.float64)),
             "n_patch_relevant": ("query", patch.sum(axis=1)),
             "n_image_relevant": ("query", image.sum(axis=1)),
+            **{name: ("query", values) for name, values in ir.items()},
             "patch_retrieval_map": float(np.mean(patch_ap)),
             "image_retrieval_map": float(np.mean(image_ap)),
             "n_queries": n,

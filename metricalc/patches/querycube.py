@@ -11,6 +11,9 @@ Each results folder is one descriptor (its folder name). Every query line of eve
 ``query_keypoint``        the query's 0-based index in that file
 ``ap``                    patch retrieval AP (ranks 2..51, the folder evaluation's AP method)
 ``image_ap``              image retrieval AP (an extra float64 variable over the same dims)
+``recip_rank``, ``P_5``,  trec_eval's measures of patch retrieval (R = the cluster's other
+...                       patches, each listed patch counted once;
+                          :func:`~metricalc.patches.evaluate.ir_measures`), float64
 ``n_relevant``            1; ``better`` and ``ties`` are -1 (the AP is known, ranks are not)
 ========================  ===============================================================
 
@@ -36,9 +39,10 @@ import xarray as xr
 from metricalc import cube as qc
 from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
+from metricalc.patches.evaluate import IR_MEASURES
 from metricalc.patches.folder import FolderEvaluation, evaluate_folder, folder_name
 
-__all__ = ["BENCHMARK", "RetrievalEvaluation", "evaluate_folders", "folder_cube"]
+__all__ = ["BENCHMARK", "RetrievalEvaluation", "evaluate_folders", "folder_cube", "ir_names"]
 
 BENCHMARK = "hpatches-retrieval"
 """The ``benchmark`` attr of patch-retrieval cubes."""
@@ -97,7 +101,18 @@ def folder_cube(
     cube = qc.new_cube([evaluation.descriptor], coords, data, attrs=attrs, per_descriptor=status)
     image_ap = np.concatenate([part.image_retrieval_ap.values for part in parts])
     cube["image_ap"] = (("descriptor", "query"), image_ap[None].astype(np.float64))
+    for name in ir_names():  # the trec_eval measures of patch retrieval
+        values = np.concatenate([part[name].values for part in parts])
+        cube[name] = (("descriptor", "query"), values[None].astype(np.float64))
     return qc.validate(cube)
+
+
+def ir_names() -> list[str]:
+    """The printed names of :data:`~metricalc.patches.evaluate.IR_MEASURES` (``recip_rank``,
+    ``P_1``, ...): the trec_eval variables of a patch-retrieval cube."""
+    from metricalc.retrieval import parse_measures
+
+    return [name for r in parse_measures(IR_MEASURES) for name in r.names()]
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,24 @@ trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over a
 - :mod:`~metricalc.retrieval.trec_files`: read and write qrels and runs (:class:`Qrels`,
   :class:`Run`);
 - :mod:`~metricalc.retrieval.ranking`: a run joined with its qrels and ordered as trec_eval orders
-  it (float32 scores, ties by docno descending), or by a tie policy;
+  it (float32 scores, ties by docno descending), or by a tie policy; ranked relevance lists;
 - :mod:`~metricalc.retrieval.measures`: the measures, one float per query;
 - :mod:`~metricalc.retrieval.trec_eval`: measure names and parameters, :func:`evaluate`, the
-  printout.
+  printout;
+- :mod:`~metricalc.retrieval.querycube`: several runs as a QueryCube (one variable per measure);
+- :mod:`~metricalc.retrieval.comparison`: several runs compared (paired tests per measure, the
+  table).
 """
 
-from metricalc.retrieval.ranking import TIES, Ranked, rank_run
-from metricalc.retrieval.trec_eval import ALIASES, NICKNAMES, TrecEval, evaluate, parse_measures
+from metricalc.retrieval.ranking import TIES, Ranked, rank_lists, rank_run
+from metricalc.retrieval.trec_eval import (
+    ALIASES,
+    NICKNAMES,
+    TrecEval,
+    evaluate,
+    evaluate_ranked,
+    parse_measures,
+)
 from metricalc.retrieval.trec_files import Qrels, Run, read_qrels, read_run, write_qrels, write_run
 
 __all__ = [
@@ -23,7 +33,9 @@ __all__ = [
     "Run",
     "TrecEval",
     "evaluate",
+    "evaluate_ranked",
     "parse_measures",
+    "rank_lists",
     "rank_run",
     "read_qrels",
     "read_run",

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval.trec_files import Qrels, Run
 
-__all__ = ["TIES", "Ranked", "TieGroups", "rank_run", "trec_order"]
+__all__ = ["TIES", "Ranked", "TieGroups", "rank_lists", "rank_run", "trec_order"]
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 NOT_IN_POOL = -1
@@ -249,3 +249,64 @@ def _ideal(qrels: Qrels, evaluated: np.ndarray, n_queries: int) -> tuple[np.ndar
     gains = qrels.rel[take][order].astype(np.float64)
     counts = np.bincount(q[take], minlength=evaluated.size)
     return gains, np.r_[0, np.cumsum(counts)]
+
+
+def rank_lists(relevant: np.ndarray, n_relevant: np.ndarray, *,
+               qids: list[str] | None = None) -> Ranked:
+    """Ranked lists given in rank order (no scores, no ties) as a :class:`Ranked` run, for the
+    measures of :mod:`~metricalc.retrieval.measures`.
+
+    Row ``q`` of ``relevant`` is query ``q``'s list, best first: ``True`` where the item is
+    relevant (gain 1), ``False`` where it is judged non-relevant. ``n_relevant[q]`` is
+    :math:`R`, the relevant items of the query, listed or not (at least those listed). The
+    listed non-relevant items are the judged non-relevant ones (:math:`N`, which only
+    ``bpref`` reads); the ideal ranking is :math:`R` relevant items (gain 1).
+
+    Examples
+    --------
+    >>> from metricalc.retrieval import measures
+    >>> ranked = rank_lists(np.array([[False, True, True], [True, False, False]]),
+    ...                     np.array([2, 4]))
+    >>> measures.map_(ranked).tolist()   # (1/2 + 2/3) / 2 and (1/1) / 4
+    [0.5833333333333333, 0.25]
+    """
+    hit = np.asarray(relevant)
+    R = np.asarray(n_relevant)
+    if hit.ndim != 2 or hit.dtype != bool:
+        raise InvalidInputError(
+            f"relevant must be a boolean (queries, ranks) array; got dtype {hit.dtype} and "
+            f"shape {hit.shape}"
+        )
+    if R.shape != hit.shape[:1] or R.dtype.kind not in "iu":
+        raise InvalidInputError(
+            f"n_relevant must hold one integer per query ({hit.shape[0]}); got dtype "
+            f"{R.dtype} and shape {R.shape}"
+        )
+    listed = hit.sum(axis=1)
+    short = np.flatnonzero(listed > R)
+    if short.size:
+        q = int(short[0])
+        raise InvalidInputError(
+            f"query {q} lists {int(listed[q])} relevant items but n_relevant is {int(R[q])}: "
+            "n_relevant counts every relevant item, listed or not"
+        )
+    n, width = hit.shape
+    names = [str(q) for q in range(n)] if qids is None else list(qids)
+    if len(names) != n:
+        raise InvalidInputError(f"qids: expected {n} query names, got {len(names)}")
+    flat = hit.reshape(-1)
+    R = R.astype(np.int64)
+    return Ranked(
+        qids=names,
+        start=np.arange(n + 1, dtype=np.int64) * width,
+        code=flat.astype(np.int64),
+        hit=flat.astype(np.float64),
+        gain=flat.astype(np.float64),
+        num_rel=R,
+        num_nonrel=width - listed.astype(np.int64),
+        ideal_gain=np.ones(int(R.sum())),
+        ideal_start=np.r_[0, np.cumsum(R)],
+        n_qrels_queries=n,
+        tag="lists",
+        ties="trec_eval",
+    )

@@ -30,7 +30,15 @@ from metricalc.retrieval import measures as m
 from metricalc.retrieval.ranking import Ranked, rank_run
 from metricalc.retrieval.trec_files import Qrels, Run
 
-__all__ = ["ALIASES", "FAMILIES", "NICKNAMES", "TrecEval", "evaluate", "parse_measures"]
+__all__ = [
+    "ALIASES",
+    "FAMILIES",
+    "NICKNAMES",
+    "TrecEval",
+    "evaluate",
+    "evaluate_ranked",
+    "parse_measures",
+]
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -306,6 +314,24 @@ def evaluate(
             f"no queries with both results and relevance info: {run.source} and {qrels.source} "
             "share no query id"
         )
+    return evaluate_ranked(ranked, measures, complete=complete)
+
+
+def evaluate_ranked(ranked: Ranked, measures: Sequence[str] = ("official",), *,
+                    complete: bool = False) -> TrecEval:
+    """The measures of an already ranked run (:func:`~metricalc.retrieval.rank_run`, or ranked
+    lists: :func:`~metricalc.retrieval.ranking.rank_lists`), with the ``all`` summary of
+    :func:`evaluate` (``complete``: averaged over ``ranked.n_qrels_queries``).
+
+    Examples
+    --------
+    >>> from metricalc.retrieval.ranking import rank_lists
+    >>> lists = rank_lists(np.array([[False, True, True], [True, False, False]]),
+    ...                    np.array([2, 4]))
+    >>> evaluate_ranked(lists, ["recip_rank", "P.2"]).summary
+    {'recip_rank': 0.75, 'P_2': 0.5}
+    """
+    requested = parse_measures(measures)
     n_avg = ranked.n_qrels_queries if complete else len(ranked.qids)
     result = TrecEval(list(ranked.qids), {}, {})
     for req in requested:
