@@ -222,6 +222,8 @@ def test_compare_runs_refusals(data):
         compare_runs(qrels, {"a": runs["a"]}, ["map"])
     with pytest.raises(InvalidInputError, match="baseline 'x' is not one of the runs: a, b, c"):
         compare_runs(qrels, runs, ["map"], baseline="x")
+    with pytest.raises(InvalidInputError, match=r"none of the measures .* is a mean"):
+        compare_runs(qrels, runs, ["runid", "num_ret"])
     few = Qrels.from_dict({"q00": {"d1": 1}, "q01": {"d1": 1}})
     result = compare_runs(few, runs, ["map"], n_resamples=100)
     assert result.comparisons == {} and "a paired test needs at least 5" in result.untested["map"]

@@ -361,6 +361,11 @@ def compare_runs(
         for result in results.values():
             del result.summary["map"]
     shown = table_measures(results[names[0]])
+    if not shown:
+        raise InvalidInputError(
+            f"none of the measures {list(measures)} is a mean over queries (runid, num_q and the "
+            "counts num_ret, num_rel, ... are not compared); ask for e.g. map, P.10, ndcg_cut.10"
+        )
     comparisons: dict[str, xr.Dataset] = {}
     untested: dict[str, str] = {}
     for measure in shown:
