@@ -6,7 +6,7 @@ a user's table) and are illustrations.
 The ``metricalc ...`` lines of the ```bash blocks run in-process (:func:`metricalc.cli.main`)
 when their verb is one of :data:`RUN_VERBS`, on cubes of the built-in benchmark made once per
 session (``locked.nc``, ``native.nc``, ``pessimistic.nc``, ``both.nc``, and the TREC files
-``qrels.txt`` and ``run.txt``: the file names the README uses).
+``qrels.txt`` and runs: the file names the README uses).
 The explicit rules for the other lines: a line whose comment says ``external data`` needs data
 the tests cannot make (HPatches, a user's files) and is skipped; a verb outside
 :data:`RUN_VERBS` is skipped with the reason of :data:`NOT_RUN_HERE`.
@@ -91,17 +91,23 @@ def readme_cubes(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def write_trec_files(folder: Path) -> None:
-    """``qrels.txt`` (graded judgments of 20 queries) and ``run.txt`` (50 scored documents per
-    query, ties included): the TREC files the README's trec-eval lines read."""
+    """``qrels.txt`` (graded judgments of 20 queries) and the runs ``run.txt``, ``bm25.run``,
+    ``dense.run`` and ``hybrid.run`` (50 scored documents per query, ties included): the TREC
+    files the README's trec-eval lines read."""
     rng = np.random.default_rng(0)
-    qrels, run = [], []
-    for q in range(20):
-        for d in rng.choice(80, 15, replace=False):
-            qrels.append(f"q{q} 0 d{d} {rng.integers(0, 3)}")
-        for rank, d in enumerate(rng.choice(80, 50, replace=False)):
-            run.append(f"q{q} Q0 d{d} {rank + 1} {rng.integers(0, 20) / 4} readme")
+    qrels = [
+        f"q{q} 0 d{d} {rng.integers(0, 3)}"
+        for q in range(20)
+        for d in rng.choice(80, 15, replace=False)
+    ]
     (folder / "qrels.txt").write_text("\n".join(qrels) + "\n")
-    (folder / "run.txt").write_text("\n".join(run) + "\n")
+    for name in ("run.txt", "bm25.run", "dense.run", "hybrid.run"):
+        run = [
+            f"q{q} Q0 d{d} {rank + 1} {rng.integers(0, 20) / 4} {name}"
+            for q in range(20)
+            for rank, d in enumerate(rng.choice(80, 50, replace=False))
+        ]
+        (folder / name).write_text("\n".join(run) + "\n")
 
 
 def test_readme_has_compare_examples():
