@@ -13,7 +13,7 @@ from rich.table import Table
 from metricalc._io import atomic_write
 from metricalc.decompose.chain import Verification
 from metricalc.errors import InvalidInputError
-from metricalc.report.terminal import terminal_console
+from metricalc.report.terminal import print_table, terminal_console
 
 __all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]
 
@@ -59,7 +59,7 @@ def print_detection(result: Any, *, console: Console | None = None) -> None:
     stats.add_column("average of")
     for name, value in result.stats.items():
         stats.add_row(name, _number(value), STAT_MEANING.get(name, ""))
-    out.print(stats)
+    print_table(stats, console=out)
     ious = result.curves["iou"].values
     span = f"IoU {ious[0]:.2f}" if ious.size == 1 else f"IoU {ious[0]:.2f}:{ious[-1]:.2f}"
     factors = Table(
@@ -74,9 +74,9 @@ def print_detection(result: Any, *, console: Console | None = None) -> None:
         product *= value
     factors.add_row("composed (P_D, R_D)", _number(result.composed_ap()))
     factors.add_row("product of the factor APs (AP does not factor)", _number(product))
-    out.print(factors)
+    print_table(factors, console=out)
     out.print(identity_line(result.verification))
-    out.print(what_if_table(result.table))
+    print_table(what_if_table(result.table), console=out)
 
 
 def what_if_table(table: Any) -> Table:
@@ -119,7 +119,7 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
             value = float(row[variable])
             cells.append(f"{value:.1e}" if variable == "identity_deviation" else _number(value))
         view.add_row(str(name), *cells, str(row["limited_by"].values))
-    out.print(view)
+    print_table(view, console=out)
     out.print(section.sentence)
     out.print(identity_line(section.verification))
 
