@@ -12,6 +12,7 @@ from rich.table import Table
 
 from metricalc._io import atomic_write
 from metricalc.decompose.chain import Verification
+from metricalc.decompose.whatif import PERFECT_STAGE
 from metricalc.errors import InvalidInputError
 from metricalc.report.terminal import print_table, terminal_console
 
@@ -79,9 +80,13 @@ def print_detection(result: Any, *, console: Console | None = None) -> None:
     print_table(what_if_table(result.table), console=out)
 
 
+WHAT_IF_TITLE = f"What if one stage were perfect? ({PERFECT_STAGE})"
+"""The headline of the what-if table: what "perfect" assumes."""
+
+
 def what_if_table(table: Any) -> Table:
     """The what-if DataFrame as a rich table."""
-    view = Table(title="What if one stage were perfect?")
+    view = Table(title=WHAT_IF_TITLE)
     for column in ("perfect stage", "AP now", "AP if perfect", "gain"):
         view.add_column(column, justify="left" if column == "perfect stage" else "right")
     for stage, row in table.iterrows():
@@ -97,16 +102,16 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
     table = section.table
     view = Table(
         title=f"Detector or descriptor? ({section.chains.attrs.get('confidence')} "
-        f"confidence, {section.method} AP)"
+        f"confidence, {section.method} AP; rates and APs in percent)"
     )
     columns = (
-        ("repeatability", "repeat."),
-        ("correct_over_repeatable", "correct/repeat."),
-        ("matching_score", "match score"),
-        ("identity_deviation", "identity dev."),
-        ("matching_ap", "AP"),
-        ("ap_perfect_detector", "AP perf. det."),
-        ("ap_perfect_descriptor", "AP perf. desc."),
+        ("repeatability", "repeatability"),
+        ("correct_over_repeatable", "correct among repeatable"),
+        ("matching_score", "matching score"),
+        ("identity_deviation", "identity deviation"),
+        ("matching_ap", "matching AP"),
+        ("ap_perfect_detector", "AP, perfect detector"),
+        ("ap_perfect_descriptor", "AP, perfect descriptor"),
     )
     view.add_column("descriptor")
     for _, header in columns:
@@ -117,7 +122,10 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
         cells = []
         for variable, _ in columns:
             value = float(row[variable])
-            cells.append(f"{value:.1e}" if variable == "identity_deviation" else _number(value))
+            if variable == "identity_deviation":
+                cells.append(f"{value:.1e}")
+            else:
+                cells.append(_number(100 * value, 1))
         view.add_row(str(name), *cells, str(row["limited_by"].values))
     print_table(view, console=out)
     out.print(section.sentence)

@@ -63,9 +63,16 @@ def _span(console: Console, column: Column) -> _Span:
     return _Span(max(least, 1), max(most, 1))
 
 
-def _part(table: Table, columns: Sequence[int], widths: Sequence[int], title: str | None) -> Table:
+def _part(
+    table: Table,
+    columns: Sequence[int],
+    widths: Sequence[int],
+    title: str | None,
+    *,
+    rows: bool = True,
+) -> Table:
     """A copy of ``table`` with only ``columns`` (in order), each of the fixed width given, long
-    words folded onto the next line (never cut)."""
+    words folded onto the next line (never cut); without its rows unless ``rows``."""
     part = copy.copy(table)
     part.columns, part.rows, part.title = [], [], title
     originals = [table.columns[i] for i in columns]
@@ -83,14 +90,14 @@ def _part(table: Table, columns: Sequence[int], widths: Sequence[int], title: st
             highlight=column.highlight,
         )
     cells = [list(column.cells) for column in originals]
-    for r, row in enumerate(table.rows):
+    for r, row in enumerate(table.rows if rows else []):
         part.add_row(*(c[r] for c in cells), style=row.style, end_section=row.end_section)
     return part
 
 
 def _frame_width(console: Console, table: Table, columns: Sequence[int]) -> int:
     """Columns taken by the borders and the padding of ``table`` cut down to ``columns``."""
-    probe = _part(table, columns, [1] * len(columns), None)
+    probe = _part(table, columns, [1] * len(columns), None, rows=False)
     probe.caption = None
     options = console.options.update_width(10_000)
     return Measurement.get(console, options, probe).maximum - len(columns)
