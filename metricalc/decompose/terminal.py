@@ -23,6 +23,11 @@ def _number(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if math.isfinite(value) else "-"
 
 
+def _percent(value: float) -> str:
+    """A rate or an AP in percent (as the figures draw it), one decimal."""
+    return _number(100 * value, 1)
+
+
 def identity_line(check: Verification) -> str:
     """One line on the identity check P_D = prod P_k, R_D = prod R_k."""
     verdict = "holds" if check.ok else "FAILS"
@@ -51,47 +56,48 @@ STAT_MEANING = {
 
 
 def print_detection(result: Any, *, console: Console | None = None) -> None:
-    """Standard COCO metrics, factor APs, composed AP, identity check and what-if table."""
+    """Standard COCO metrics, factor APs, composed AP, identity check and what-if table (APs in
+    percent, as the figures draw them)."""
     out = console or terminal_console()
     attrs = result.curves.attrs
-    stats = Table(title=f"COCO {result.evaluation.attrs['iou_type']} evaluation")
+    stats = Table(title=f"COCO {result.evaluation.attrs['iou_type']} evaluation (%)")
     stats.add_column("metric")
     stats.add_column("value", justify="right")
     stats.add_column("average of")
     for name, value in result.stats.items():
-        stats.add_row(name, _number(value), STAT_MEANING.get(name, ""))
+        stats.add_row(name, _percent(value), STAT_MEANING.get(name, ""))
     print_table(stats, console=out)
     ious = result.curves["iou"].values
     span = f"IoU {ious[0]:.2f}" if ious.size == 1 else f"IoU {ious[0]:.2f}:{ious[-1]:.2f}"
     factors = Table(
         title=f"Decomposition ({attrs['convention']} convention, {span}, "
-        f"{result.method} AP, mean over IoU thresholds and categories)"
+        f"{result.method} AP in percent, mean over IoU thresholds and categories)"
     )
     factors.add_column("curve")
     factors.add_column("AP", justify="right")
     product = 1.0
     for stage, value in result.factor_ap().items():
-        factors.add_row(f"factor {stage}", _number(value))
+        factors.add_row(f"factor {stage}", _percent(value))
         product *= value
-    factors.add_row("composed (P_D, R_D)", _number(result.composed_ap()))
-    factors.add_row("product of the factor APs (AP does not factor)", _number(product))
+    factors.add_row("composed (P_D, R_D)", _percent(result.composed_ap()))
+    factors.add_row("product of the factor APs (AP does not factor)", _percent(product))
     print_table(factors, console=out)
     out.print(identity_line(result.verification))
     print_table(what_if_table(result.table), console=out)
 
 
-WHAT_IF_TITLE = f"What if one stage were perfect? ({PERFECT_STAGE})"
+WHAT_IF_TITLE = f"What if one stage were perfect? ({PERFECT_STAGE}; AP in percent)"
 """The headline of the what-if table: what "perfect" assumes."""
 
 
 def what_if_table(table: Any) -> Table:
-    """The what-if DataFrame as a rich table."""
+    """The what-if DataFrame as a rich table (AP in percent, the gain in percentage points)."""
     view = Table(title=WHAT_IF_TITLE)
     for column in ("perfect stage", "AP now", "AP if perfect", "gain"):
         view.add_column(column, justify="left" if column == "perfect stage" else "right")
     for stage, row in table.iterrows():
         view.add_row(
-            str(stage), _number(row["ap"]), _number(row["ap_if_perfect"]), _number(row["gain"])
+            str(stage), _percent(row["ap"]), _percent(row["ap_if_perfect"]), _percent(row["gain"])
         )
     return view
 
@@ -125,7 +131,7 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
             if variable == "identity_deviation":
                 cells.append(f"{value:.1e}")
             else:
-                cells.append(_number(100 * value, 1))
+                cells.append(_percent(value))
         view.add_row(str(name), *cells, str(row["limited_by"].values))
     print_table(view, console=out)
     out.print(section.sentence)

@@ -184,7 +184,7 @@ def fit_table(
     for number, group in enumerate(groups):
         columns = head + group
         room = width - _frame_width(console, table, columns)
-        named = title if number == 0 or not title else "(continued)"
+        named = title if number == 0 else "(continued)"
         part = _part(table, columns, _widths([spans[c] for c in columns], room), named)
         part.caption = table.caption if number == len(groups) - 1 else None
         parts.append(part)

@@ -60,7 +60,7 @@ def print_experiments(frame: pd.DataFrame, *, console: Console | None = None) ->
             row.config_hash[:12],
             row.updated_at[:19].replace("T", " "),
         )
-    print_table(table, console=console)
+    print_table(table, console=console, keys=2)  # an experiment is its benchmark and tag
 
 
 def print_experiment(
