@@ -94,11 +94,12 @@ def detector_or_descriptor_section(report: Report) -> Section | None:
         rows.append(f'<tr><th scope="row">{name}</th>{cells}<td>{limited}</td></tr>')
     html = (
         "".join(f"<p>{escape_html(s)}</p>" for s in sentences)
-        + '<table class="decomposition"><thead><tr><th scope="col">system</th>'
+        + '<div class="wide"><table class="decomposition"><thead><tr>'
+        + '<th scope="col">system</th>'
         + head
         + '<th scope="col">limited by</th></tr></thead><tbody>'
         + "".join(rows)
-        + "</tbody></table>"
+        + "</tbody></table></div>"
         + f'<figure id="figure-detector_or_descriptor"><img src="{uri}" '
         'alt="Matching AP with a perfect detector or descriptor"><figcaption>Matching AP (%) of '
         "each system now, with a perfect detector (every query with a correspondence within the "
