@@ -451,5 +451,5 @@ def test_factor_figure_draws_the_product_on_the_composed_curve():
     assert d.product_recall.values[0] < 0.1 == d.recall.values[0]
     drawn = [line.get_ydata() for line in plot_factor_curves(d).get_lines()]
     curves = [y for y in drawn if len(y)]  # in legend order: 3 factors, composed, product
-    assert len(curves) == 5 and curves[3][10] == 1.0
+    assert len(curves) == 5 and curves[3][10] == 100.0  # percent
     np.testing.assert_array_equal(curves[4], curves[3])

@@ -17,6 +17,7 @@ from metricalc.decompose import (
     verify,
     what_if,
 )
+from metricalc.decompose.keypoints import ASSUMPTIONS
 from metricalc.keypoints import QUICK_SCENES, evaluate, extract, make_synthetic_dataset
 
 
@@ -112,9 +113,13 @@ def test_detector_or_descriptor_section(cube):
     other = "descriptor" if stage == "detector" else "detector"
     for role in (stage, other):
         gain = float(table[f"gain_perfect_{role}"].mean())
-        assert f"perfect {role} " in section.sentence and f"{gain:.2f}" in section.sentence
+        assert f"perfect {role} " in section.sentence
+        assert f"{100 * gain:.1f}" in section.sentence  # in percentage points, as the tables
     assert section.sentence.startswith(f"The {stage} limits the result for every descriptor")
-    assert f"repeatability {float(table.repeatability.mean()):.2f}" in section.sentence
+    assert f"repeatability {100 * float(table.repeatability.mean()):.1f} %" in section.sentence
+    # and it says what "perfect" assumes
+    assert section.sentence.endswith(ASSUMPTIONS)
+    assert "within the pixel threshold (repeatability 100 %)" in ASSUMPTIONS
     assert isinstance(section.plot(), Axes)
     payload = json.loads(json.dumps(section.to_dict()))
     assert set(payload["descriptors"]) == {"sift", "orb"}

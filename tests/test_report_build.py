@@ -121,6 +121,16 @@ def test_html_report_in_headless_chromium(built, page, tmp_path):
     assert images.count() >= 9
     widths = page.evaluate("[...document.images].map(i => i.complete ? i.naturalWidth : 0)")
     assert all(w > 0 for w in widths), widths
+    # the page and its figures fit the window: no image wider than the page, no sideways scroll
+    page.set_viewport_size({"width": 900, "height": 800})
+    fits = page.evaluate(
+        "[...document.images].every(i => i.getBoundingClientRect().right <= "
+        "document.documentElement.clientWidth + 1)"
+    )
+    assert fits
+    assert page.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1"
+    )
     assert all(url.startswith(("file:", "data:")) for url in requested), requested
     assert page.locator("ul.sentences li").count() == len(report.sentences) > 0
     shot = tmp_path / "report.png"

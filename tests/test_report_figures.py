@@ -90,16 +90,16 @@ def test_roc_graph_draws_curves_diagonal_and_youden_points(cube):
         float(roc.sel(descriptor="good").best_ratio),
     )
     assert lines["good"].get_label() == f"GOOD (J = {j:.2f} at ratio {ratio:.2f})"
-    np.testing.assert_allclose(
-        np.column_stack(lines["good"].get_data()), defined_points(roc, "good", "fpr", "tpr")
+    np.testing.assert_allclose(  # in percent, as the tables
+        np.column_stack(lines["good"].get_data()), 100 * defined_points(roc, "good", "fpr", "tpr")
     )
     (diagonal,) = [line for line in ax.get_lines() if line.get_gid() == "chance"]
-    assert np.column_stack(diagonal.get_data()).tolist() == [[0, 0], [1, 1]]
+    assert np.column_stack(diagonal.get_data()).tolist() == [[0, 0], [100, 100]]
     for d in QUALITY:
         (point,) = [line for line in ax.get_lines() if line.get_gid() == f"youden:{d}"]
         one = roc.sel(descriptor=d)
         assert np.column_stack(point.get_data())[0] == pytest.approx(
-            [float(one.best_fpr), float(one.best_tpr)]
+            [100 * float(one.best_fpr), 100 * float(one.best_tpr)]
         )
     assert ax.get_legend().get_texts()[0].get_text().startswith("GOOD (J = 0.")
 
@@ -110,8 +110,10 @@ def test_pr_and_mma_curves_draw_the_computed_values(cube, tmp_path):
     lines = curves(ax)
     for d in QUALITY:
         np.testing.assert_allclose(
-            np.column_stack(lines[d].get_data()), defined_points(pr, d, "recall", "precision")
+            np.column_stack(lines[d].get_data()),
+            100 * defined_points(pr, d, "recall", "precision"),
         )
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("recall (%)", "precision (%)")
     mma = matching_accuracy(cube)
     ax = plot_mma(mma)
     lines = curves(ax)

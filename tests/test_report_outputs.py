@@ -47,10 +47,10 @@ def test_figures_draw_the_metric_values(tmp_path):
     ax = plot_map_by_split(metrics())
     assert isinstance(ax, Axes)
     heights = sorted(round(p.get_height(), 3) for p in ax.patches if p.get_height() > 0)
-    assert heights == [0.4, 0.5, 0.6, 0.7, 0.8]  # the NaN bar is not drawn
+    assert heights == [40, 50, 60, 70, 80]  # in percent; the NaN bar is not drawn
     ax = plot_rank_histogram(metrics())
     shares = np.concatenate([line.get_ydata() for line in ax.lines if len(line.get_ydata()) == 3])
-    np.testing.assert_allclose(sorted(shares), sorted([0.6, 0.2, 0.2, 0.25, 0.25, 0.5]))
+    np.testing.assert_allclose(sorted(shares), sorted([60, 20, 20, 25, 25, 50]))
     ax = plot_scene_map(scenes())
     assert [t.get_text() for t in ax.get_xticklabels()] == ["i_a", "v_b"]
     written = save_figure(ax, tmp_path / "figures" / "scene_map")

@@ -1,10 +1,13 @@
 """Seaborn figures of a decomposition. Each function takes ``ax=None`` and returns the Axes.
 
 Figures are built on :class:`matplotlib.figure.Figure` (no pyplot state); save them with
-:func:`metricalc.report.figures.save_figure` (PNG and SVG, atomic).
+:func:`metricalc.report.figures.save_figure` (PNG and SVG, atomic). Precision, recall and AP are
+drawn in percent, as the tables show them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pandas as pd
 import seaborn as sns
@@ -13,12 +16,19 @@ from matplotlib.axes import Axes
 
 from metricalc.decompose.ap import interpolated_precision
 from metricalc.decompose.chain import STAGE
+from metricalc.decompose.whatif import PERFECT_STAGE
 from metricalc.errors import InvalidInputError
-from metricalc.report.figures import axes_or_new
+from metricalc.report.figures import (
+    axes_or_new,
+    display_names,
+    legend_outside,
+    untangle_ticklabels,
+)
 
 __all__ = ["plot_detector_or_descriptor", "plot_factor_curves", "plot_what_if"]
 
 COMPOSED = "composed $P_D$, $R_D$"
+WHAT_IF_TITLE = "What if one stage were perfect?\n(" + PERFECT_STAGE.replace(", ", ",\n") + ")"
 PRODUCT = "product of the factors"
 
 
@@ -53,7 +63,7 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
     >>> [line.get_label() for line in ax.get_legend().get_lines()][:2]
     ['factor L', 'factor C|L']
     """
-    ax = axes_or_new(ax, (7.0, 4.5))
+    ax = axes_or_new(ax, (8.0, 4.5))
     frames = []
     factors = _mean_curve(curves["factor_precision"], curves["factor_recall"])
     for stage in curves[STAGE].values.tolist():
@@ -61,8 +71,8 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
         frames.append(
             pd.DataFrame(
                 {
-                    "recall": one["recall_level"].values,
-                    "precision": one.values,
+                    "recall": 100 * one["recall_level"].values,
+                    "precision": 100 * one.values,
                     "curve": f"factor {stage}",
                 }
             )
@@ -80,7 +90,11 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
         one = values.mean(other, skipna=True) if other else values
         frames.append(
             pd.DataFrame(
-                {"recall": one["recall_level"].values, "precision": one.values, "curve": label}
+                {
+                    "recall": 100 * one["recall_level"].values,
+                    "precision": 100 * one.values,
+                    "curve": label,
+                }
             )
         )
     table = pd.concat(frames, ignore_index=True)
@@ -88,17 +102,18 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
     sns.lineplot(
         data=table, x="recall", y="precision", hue="curve", style="curve", dashes=style, ax=ax
     )
-    ax.set_xlim(0, 1.0)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("recall (factor recall for the factors)")
-    ax.set_ylabel("interpolated precision")
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 102)
+    ax.set_xlabel("recall (%) (factor recall for the factors)")
+    ax.set_ylabel("interpolated precision (%)")
     ax.set_title(title or "Factor precision-recall curves and their product")
-    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, title=None)
+    legend_outside(ax)
     return ax
 
 
 def plot_what_if(table: pd.DataFrame, *, ax: Axes | None = None, title: str = "") -> Axes:
-    """Bars: the composed AP now and with each stage made perfect (the what-if table).
+    """Bars: the composed AP (percent) now and with each stage made perfect (the what-if
+    table); the title says what "perfect" assumes.
 
     Parameters
     ----------
@@ -121,18 +136,34 @@ def plot_what_if(table: pd.DataFrame, *, ax: Axes | None = None, title: str = ""
         (f"perfect {stage}", float(value)) for stage, value in table["ap_if_perfect"].items()
     ]
     frame = pd.DataFrame(rows, columns=["scenario", "AP"])
+    frame["AP"] = 100 * frame["AP"]
     sns.barplot(data=frame, x="scenario", y="AP", hue="scenario", legend=False, ax=ax)
     for container in ax.containers:
-        ax.bar_label(container, fmt="%.3f")
-    ax.set_ylim(0, 1.05)
+        ax.bar_label(container, fmt="%.1f")
+    ax.set_ylim(0, 110)
     ax.set_xlabel("")
-    ax.set_ylabel("composed AP")
-    ax.set_title(title or "What if one stage were perfect?")
+    ax.set_ylabel("composed AP (%)")
+    ax.set_title(title or WHAT_IF_TITLE)
+    untangle_ticklabels(ax)
     return ax
 
 
-def plot_detector_or_descriptor(table: xr.Dataset, *, ax: Axes | None = None) -> Axes:
-    """Bars per descriptor: matching AP now, with a perfect detector, with a perfect descriptor.
+SCENARIOS = {
+    "matching_ap": "now",
+    "ap_perfect_detector": "perfect detector (repeatability 100 %, descriptor unchanged)",
+    "ap_perfect_descriptor": (
+        "perfect descriptor (correct among repeatable 100 %, detector unchanged)"
+    ),
+}
+"""Legend of :func:`plot_detector_or_descriptor`: what each "perfect" assumes."""
+
+
+def plot_detector_or_descriptor(
+    table: xr.Dataset, *, ax: Axes | None = None, names: Mapping[str, str] | None = None
+) -> Axes:
+    """Bars per descriptor (display names): matching AP in percent now, with a perfect detector
+    (every query with a correspondence, the descriptor unchanged) and with a perfect descriptor
+    (every repeatable query matched correctly, the detector unchanged).
 
     Parameters
     ----------
@@ -150,23 +181,21 @@ def plot_detector_or_descriptor(table: xr.Dataset, *, ax: Axes | None = None) ->
     needed = ("matching_ap", "ap_perfect_detector", "ap_perfect_descriptor")
     if any(v not in table for v in needed):
         raise InvalidInputError(f"plot_detector_or_descriptor needs {list(needed)} per descriptor")
-    ax = axes_or_new(ax, (max(5.0, 1.6 * table.sizes["descriptor"] + 2), 4.0))
-    labels = {
-        "matching_ap": "now",
-        "ap_perfect_detector": "perfect detector",
-        "ap_perfect_descriptor": "perfect descriptor",
-    }
+    ax = axes_or_new(ax, (max(7.0, 1.2 * table.sizes["descriptor"] + 4), 4.0))
     frame = (
         table[list(needed)]
         .to_dataframe()
         .reset_index()
         .melt(id_vars="descriptor", value_vars=list(needed), var_name="scenario", value_name="AP")
     )
-    frame["scenario"] = frame["scenario"].map(labels)
-    frame["AP"] = frame["AP"].astype(float)
+    frame["scenario"] = frame["scenario"].map(SCENARIOS)
+    frame["descriptor"] = display_names(frame["descriptor"], names)
+    frame["AP"] = 100 * frame["AP"].astype(float)
     sns.barplot(data=frame, x="descriptor", y="AP", hue="scenario", ax=ax)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("matching AP")
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("")
+    ax.set_ylabel("matching AP (%)")
     ax.set_title("Detector or descriptor?")
-    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, title=None)
+    legend_outside(ax)
+    untangle_ticklabels(ax)
     return ax

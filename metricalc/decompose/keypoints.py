@@ -49,6 +49,19 @@ __all__ = [
 CONFIDENCES = ("distance", "ratio")
 STAGES = ("L", "C|L")
 STAGE_ROLE = {"L": "detector", "C|L": "descriptor"}
+PERFECT_MEANING = {
+    "detector": "every query would have a ground-truth correspondence within the pixel "
+    "threshold (repeatability 100 %), the descriptor's precision among repeatable queries "
+    "unchanged",
+    "descriptor": "every repeatable query's nearest neighbour would be its correspondence "
+    "(correct among repeatable 100 %), the detector's repeatability unchanged",
+}
+"""What the what-if analysis assumes when it makes a stage perfect (its factor curves 1)."""
+ASSUMPTIONS = (
+    f"A perfect detector: {PERFECT_MEANING['detector']}; a perfect descriptor: "
+    f"{PERFECT_MEANING['descriptor']}."
+)
+"""The sentence that follows every verdict: what "perfect" assumes."""
 _NEEDED = ("n_relevant", "nn_correct", "nn_distance", "nn2_distance")
 
 
@@ -245,16 +258,18 @@ def _sentence(table: xr.Dataset) -> str:
         )
         return (
             f"The {stage} limits the result for {scope}: a perfect {stage} would raise the "
-            f"matching AP by {gain[stage]:.2f}{' on average' if len(valid) > 1 else ''}, a "
-            f"perfect {other} only by {gain[other]:.2f} (repeatability {rates[0]:.2f}, correct "
-            f"among repeatable {rates[1]:.2f})."
+            f"matching AP by {100 * gain[stage]:.1f} points"
+            f"{' on average' if len(valid) > 1 else ''}, a perfect {other} only by "
+            f"{100 * gain[other]:.1f} (repeatability {100 * rates[0]:.1f} %, correct among "
+            f"repeatable {100 * rates[1]:.1f} %). {ASSUMPTIONS}"
         )
     by_stage = {
         role: ", ".join(n for n, s in valid if s == role) for role in ("detector", "descriptor")
     }
     return (
         f"The detector limits {by_stage['detector']} and the descriptor limits "
-        f"{by_stage['descriptor']} (the stage whose perfection raises the matching AP more)."
+        f"{by_stage['descriptor']} (the stage whose perfection raises the matching AP more). "
+        f"{ASSUMPTIONS}"
     )
 
 
@@ -291,7 +306,12 @@ def detector_or_descriptor(
     ['detector']
     >>> print(section.sentence)  # doctest: +NORMALIZE_WHITESPACE
     The detector limits the result for sift: a perfect detector would raise the matching AP by
-    0.83, a perfect descriptor only by 0.27 (repeatability 0.67, correct among repeatable 0.50).
+    83.2 points, a perfect descriptor only by 27.4 (repeatability 66.7 %, correct among
+    repeatable 50.0 %). A perfect detector: every query would have a ground-truth correspondence
+    within the pixel threshold (repeatability 100 %), the descriptor's precision among
+    repeatable queries unchanged; a perfect descriptor: every repeatable query's nearest
+    neighbour would be its correspondence (correct among repeatable 100 %), the detector's
+    repeatability unchanged.
     """
     check_choice("method", method, AP_METHODS)
     chains = keypoint_chains(cube, confidence=confidence)

@@ -12,14 +12,20 @@ from rich.table import Table
 
 from metricalc._io import atomic_write
 from metricalc.decompose.chain import Verification
+from metricalc.decompose.whatif import PERFECT_STAGE
 from metricalc.errors import InvalidInputError
-from metricalc.report.terminal import terminal_console
+from metricalc.report.terminal import print_table, terminal_console
 
 __all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]
 
 
 def _number(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if math.isfinite(value) else "-"
+
+
+def _percent(value: float) -> str:
+    """A rate or an AP in percent (as the figures draw it), one decimal."""
+    return _number(100 * value, 1)
 
 
 def identity_line(check: Verification) -> str:
@@ -50,43 +56,48 @@ STAT_MEANING = {
 
 
 def print_detection(result: Any, *, console: Console | None = None) -> None:
-    """Standard COCO metrics, factor APs, composed AP, identity check and what-if table."""
+    """Standard COCO metrics, factor APs, composed AP, identity check and what-if table (APs in
+    percent, as the figures draw them)."""
     out = console or terminal_console()
     attrs = result.curves.attrs
-    stats = Table(title=f"COCO {result.evaluation.attrs['iou_type']} evaluation")
+    stats = Table(title=f"COCO {result.evaluation.attrs['iou_type']} evaluation (%)")
     stats.add_column("metric")
     stats.add_column("value", justify="right")
     stats.add_column("average of")
     for name, value in result.stats.items():
-        stats.add_row(name, _number(value), STAT_MEANING.get(name, ""))
-    out.print(stats)
+        stats.add_row(name, _percent(value), STAT_MEANING.get(name, ""))
+    print_table(stats, console=out)
     ious = result.curves["iou"].values
     span = f"IoU {ious[0]:.2f}" if ious.size == 1 else f"IoU {ious[0]:.2f}:{ious[-1]:.2f}"
     factors = Table(
         title=f"Decomposition ({attrs['convention']} convention, {span}, "
-        f"{result.method} AP, mean over IoU thresholds and categories)"
+        f"{result.method} AP in percent, mean over IoU thresholds and categories)"
     )
     factors.add_column("curve")
     factors.add_column("AP", justify="right")
     product = 1.0
     for stage, value in result.factor_ap().items():
-        factors.add_row(f"factor {stage}", _number(value))
+        factors.add_row(f"factor {stage}", _percent(value))
         product *= value
-    factors.add_row("composed (P_D, R_D)", _number(result.composed_ap()))
-    factors.add_row("product of the factor APs (AP does not factor)", _number(product))
-    out.print(factors)
+    factors.add_row("composed (P_D, R_D)", _percent(result.composed_ap()))
+    factors.add_row("product of the factor APs (AP does not factor)", _percent(product))
+    print_table(factors, console=out)
     out.print(identity_line(result.verification))
-    out.print(what_if_table(result.table))
+    print_table(what_if_table(result.table), console=out)
+
+
+WHAT_IF_TITLE = f"What if one stage were perfect? ({PERFECT_STAGE}; AP in percent)"
+"""The headline of the what-if table: what "perfect" assumes."""
 
 
 def what_if_table(table: Any) -> Table:
-    """The what-if DataFrame as a rich table."""
-    view = Table(title="What if one stage were perfect?")
+    """The what-if DataFrame as a rich table (AP in percent, the gain in percentage points)."""
+    view = Table(title=WHAT_IF_TITLE)
     for column in ("perfect stage", "AP now", "AP if perfect", "gain"):
         view.add_column(column, justify="left" if column == "perfect stage" else "right")
     for stage, row in table.iterrows():
         view.add_row(
-            str(stage), _number(row["ap"]), _number(row["ap_if_perfect"]), _number(row["gain"])
+            str(stage), _percent(row["ap"]), _percent(row["ap_if_perfect"]), _percent(row["gain"])
         )
     return view
 
@@ -97,16 +108,16 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
     table = section.table
     view = Table(
         title=f"Detector or descriptor? ({section.chains.attrs.get('confidence')} "
-        f"confidence, {section.method} AP)"
+        f"confidence, {section.method} AP; rates and APs in percent)"
     )
     columns = (
-        ("repeatability", "repeat."),
-        ("correct_over_repeatable", "correct/repeat."),
-        ("matching_score", "match score"),
-        ("identity_deviation", "identity dev."),
-        ("matching_ap", "AP"),
-        ("ap_perfect_detector", "AP perf. det."),
-        ("ap_perfect_descriptor", "AP perf. desc."),
+        ("repeatability", "repeatability"),
+        ("correct_over_repeatable", "correct among repeatable"),
+        ("matching_score", "matching score"),
+        ("identity_deviation", "identity deviation"),
+        ("matching_ap", "matching AP"),
+        ("ap_perfect_detector", "AP, perfect detector"),
+        ("ap_perfect_descriptor", "AP, perfect descriptor"),
     )
     view.add_column("descriptor")
     for _, header in columns:
@@ -117,9 +128,12 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
         cells = []
         for variable, _ in columns:
             value = float(row[variable])
-            cells.append(f"{value:.1e}" if variable == "identity_deviation" else _number(value))
+            if variable == "identity_deviation":
+                cells.append(f"{value:.1e}")
+            else:
+                cells.append(_percent(value))
         view.add_row(str(name), *cells, str(row["limited_by"].values))
-    out.print(view)
+    print_table(view, console=out)
     out.print(section.sentence)
     out.print(identity_line(section.verification))
 

@@ -34,6 +34,9 @@ Aggregate = Callable[[np.ndarray], np.ndarray]
 """F of a compound metric: maps an array (..., n) of per-chain APs to (...) along the last axis."""
 
 PERFECT = "perfect"
+PERFECT_STAGE = "its factor precision and recall 1 at every threshold, the other stages as measured"
+"""What the what-if analysis assumes of a perfect stage (said in the headlines of its table and
+figure)."""
 
 
 def nanmean(values: np.ndarray) -> np.ndarray:

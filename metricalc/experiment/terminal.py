@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from metricalc.report.terminal import terminal_console
+from metricalc.report.terminal import print_table
 
 __all__ = ["SUMMARY_COLUMNS", "print_summaries"]
 
@@ -62,4 +62,4 @@ def print_summaries(
         table.add_column(header, justify="right")
     for name, values in summaries.items():
         table.add_row(name, *(_cell(values.get(key), percent) for key, _, percent in shown))
-    (console or terminal_console()).print(table)
+    print_table(table, console=console)

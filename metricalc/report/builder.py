@@ -138,7 +138,7 @@ def _figure_jobs(
         ("map_by_split", by_split, no_split, "mAP by scene type",
          "True mAP (R = 1 queries) of every system over all scenes, viewpoint (v_*) and "
          "illumination (i_*) scenes.",
-         lambda: figures.plot_map_by_split(metrics)),
+         lambda: figures.plot_map_by_split(metrics, names=names)),
         ("split_scatter", by_split, no_split, "Viewpoint vs illumination mAP",
          "Each system's viewpoint mAP (x) against its illumination mAP (y); the dashed diagonal "
          "marks equal values.",
@@ -146,10 +146,10 @@ def _figure_jobs(
         ("scene_map", image_pairs and _has(cubes, ("ap",)),
          "the cube has no image pairs (e.g. patch retrieval) or no AP values", "mAP per scene",
          "True mAP of every system (rows) in every scene (columns).",
-         lambda: figures.plot_scene_map(per_label(scene_metrics))),
+         lambda: figures.plot_scene_map(per_label(scene_metrics), names=names)),
         ("rank_histogram", ranked, "no query has rank statistics", "Rank histogram",
          "Share of R = 1 queries by the rank of their relevant keypoint.",
-         lambda: figures.plot_rank_histogram(metrics)),
+         lambda: figures.plot_rank_histogram(metrics, names=names)),
         ("pr_curves", ratio_test, no_ratio, "Ratio-test precision-recall",
          "Precision against recall of nearest-neighbour matching as the ratio-test threshold "
          "varies (recall over all matchable queries).",

@@ -2,7 +2,8 @@
 
 Each function takes the computed curves (:func:`metricalc.matching_pr_curve`,
 :func:`metricalc.matching_roc_curve`, :func:`metricalc.matching_accuracy`) and ``ax=None``, and
-returns the Axes; one line per descriptor, labelled with its display name.
+returns the Axes; one line per descriptor, labelled with its display name (the legend right of
+the axes). Rates are drawn in percent, as the tables show them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 from metricalc.errors import InvalidInputError
-from metricalc.report.figures import axes_or_new
+from metricalc.report.figures import axes_or_new, legend_outside
 from metricalc.report.labels import display_name
 
 __all__ = ["plot_mma", "plot_pr_curves", "plot_roc"]
@@ -43,6 +44,10 @@ def _points(curves: xr.Dataset, descriptor: Any, x: str, y: str) -> tuple[np.nda
     return xs[keep], ys[keep]
 
 
+def _percent(points: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    return tuple(100 * p for p in points)
+
+
 def _draw_lines(
     ax: Axes,
     curves: xr.Dataset | xr.DataArray,
@@ -61,7 +66,8 @@ def _draw_lines(
         label = legend(d) if legend is not None else display_name(d, names)
         ax.plot(xs, ys, color=colours[d], label=label, gid=f"curve:{d}", **style)
     if descriptors:
-        ax.legend(title=None, loc="lower right")
+        ax.legend(title=None)
+        legend_outside(ax)
     return colours
 
 
@@ -71,14 +77,15 @@ def plot_pr_curves(
     """Precision (y) against recall (x) of the ratio test, one curve per descriptor.
 
     ``pr`` is :func:`metricalc.matching_pr_curve` of a cube: each point is one ratio threshold.
+    Both axes in percent.
     """
     _check(pr, ("precision", "recall"), "plot_pr_curves", "metricalc.matching_pr_curve")
-    ax = axes_or_new(ax, size=(6.0, 4.5))
-    _draw_lines(ax, pr, lambda d: _points(pr, d, "recall", "precision"), names)
-    ax.set_xlabel("recall")
-    ax.set_ylabel("precision")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.02)
+    ax = axes_or_new(ax, size=(6.5, 4.5))
+    _draw_lines(ax, pr, lambda d: _percent(_points(pr, d, "recall", "precision")), names)
+    ax.set_xlabel("recall (%)")
+    ax.set_ylabel("precision (%)")
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 102)
     ax.set_title("Ratio-test precision-recall")
     return ax
 
@@ -88,13 +95,13 @@ def plot_roc(
 ) -> Axes:
     """ROC graph of the ratio-test classifier (seed 003): TPR (y) against FPR (x), one curve
     per descriptor, the chance diagonal dashed, and each descriptor's Youden point (maximal
-    J = TPR - FPR) marked; the legend gives J and its ratio threshold.
+    J = TPR - FPR) marked; the legend gives J and its ratio threshold. Rates in percent.
 
     ``roc`` is :func:`metricalc.matching_roc_curve` of a cube.
     """
     needed = ("fpr", "tpr", "best_fpr", "best_tpr", "best_j", "best_ratio")
     _check(roc, needed, "plot_roc", "metricalc.matching_roc_curve")
-    ax = axes_or_new(ax, size=(5.5, 5.0))
+    ax = axes_or_new(ax, size=(7.5, 4.5))
 
     def legend(d: str) -> str:
         one = roc.sel(descriptor=d)
@@ -102,26 +109,28 @@ def plot_roc(
         name = display_name(d, names)
         return f"{name} (J = {j:.2f} at ratio {ratio:.2f})" if np.isfinite(j) else name
 
-    colours = _draw_lines(ax, roc, lambda d: _points(roc, d, "fpr", "tpr"), names, legend=legend)
-    ax.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1, gid="chance")
+    colours = _draw_lines(
+        ax, roc, lambda d: _percent(_points(roc, d, "fpr", "tpr")), names, legend=legend
+    )
+    ax.plot([0, 100], [0, 100], linestyle="--", color="gray", linewidth=1, gid="chance")
     for d in roc["descriptor"].values.tolist():
         one = roc.sel(descriptor=d)
         x, y = float(one["best_fpr"]), float(one["best_tpr"])
         if not (np.isfinite(x) and np.isfinite(y)):
             continue
         ax.plot(
-            [x],
-            [y],
+            [100 * x],
+            [100 * y],
             marker="o",
             markersize=8,
             color=colours[str(d)],
             linestyle="none",
             gid=f"youden:{d}",
         )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("false positive rate")
-    ax.set_ylabel("true positive rate")
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 102)
+    ax.set_xlabel("false positive rate (%)")
+    ax.set_ylabel("true positive rate (%)")
     ax.set_title("ROC of the ratio test, Youden J points")
     return ax
 
@@ -134,7 +143,7 @@ def plot_mma(
     _check(mma, (), "plot_mma", "metricalc.matching_accuracy")
     if not isinstance(mma, xr.DataArray) or "threshold" not in mma.dims:
         raise InvalidInputError("plot_mma: expected the DataArray of metricalc.matching_accuracy")
-    ax = axes_or_new(ax, size=(6.0, 4.5))
+    ax = axes_or_new(ax, size=(6.5, 4.5))
     thresholds = np.asarray(mma["threshold"].values, float)
 
     def points(d: str) -> tuple[np.ndarray, np.ndarray]:

@@ -6,7 +6,8 @@ Figures are built on :class:`matplotlib.figure.Figure` (no pyplot state, any bac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,8 @@ import seaborn as sns
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation, Text
+from matplotlib.transforms import Bbox
 
 from metricalc._io import temporary_path
 from metricalc.report.labels import display_name
@@ -32,9 +35,90 @@ def axes_or_new(ax: Axes | None, size: tuple[float, float] = (7.0, 4.0)) -> Axes
     return ax if ax is not None else Figure(figsize=size, layout="constrained").subplots()
 
 
-def plot_map_by_split(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
-    """Bars of true mAP (micro) per descriptor: all scenes, viewpoint and illumination."""
-    ax = axes_or_new(ax)
+def display_names(values: Iterable[object], names: Mapping[str, str] | None) -> list[str]:
+    """The display name (:func:`~metricalc.report.labels.display_name`) of each system."""
+    return [display_name(str(v), names) for v in values]
+
+
+def legend_outside(ax: Axes, *, title: str | None = None, width: int = 32) -> None:
+    """Move the legend of ``ax`` (if any) to the right of the axes, where it covers no data
+    and no label (the constrained layout of the figure makes room for it), its entries wrapped
+    onto lines of at most ``width`` characters."""
+    legend = ax.get_legend()
+    if legend is None:
+        return
+    sns.move_legend(
+        ax, "upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, title=title, frameon=False
+    )
+    for text in ax.get_legend().get_texts():
+        text.set_text(wrap_label(text.get_text(), width))
+
+
+def _overlap(texts: list[Text]) -> bool:
+    boxes = [t.get_window_extent() for t in texts if t.get_visible() and t.get_text()]
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+def wrap_label(text: str, width: int) -> str:
+    """``text`` wrapped at spaces onto lines of at most ``width`` characters (a longer word
+    stays whole, a hyphen never breaks)."""
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+def untangle_ticklabels(ax: Axes, *, width: int = 16) -> None:
+    """Tick labels of the x axis that do not overlap: wrapped at spaces onto lines of at most
+    ``width`` characters, then turned by 30, 60 or 90 degrees as far as needed."""
+    ticks = ax.get_xticks()
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    if not labels:
+        return
+    ax.set_xticks(ticks, [wrap_label(t, width) for t in labels])
+    for angle in (30, 60, 90):
+        ax.figure.draw_without_rendering()
+        if not _overlap(list(ax.get_xticklabels())):
+            return
+        ax.tick_params(axis="x", labelrotation=angle)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+
+
+def spread_labels(ax: Axes, labels: list[Annotation], *, step: float = 11.0) -> None:
+    """Shift point labels up or down (in steps of ``step`` points, a thin line back to the
+    point once moved) until none overlaps another, staying inside the axes where possible."""
+    ax.figure.draw_without_rendering()
+    frame = ax.get_window_extent()
+    placed: list[Bbox] = []
+    for label in labels:
+        x, y = label.xyann
+        chosen = None
+        for k in range(80):
+            label.xyann = (x, y + step * ((k + 1) // 2) * (1 if k % 2 else -1))
+            box = label.get_window_extent().padded(2)
+            if any(box.overlaps(other) for other in placed):
+                continue
+            chosen = chosen or label.xyann
+            if frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1):
+                chosen = label.xyann
+                break
+        label.xyann = chosen or (x, y)
+        if label.xyann != (x, y):
+            ax.annotate(
+                "",
+                label.xy,
+                xytext=label.xyann,
+                textcoords="offset points",
+                arrowprops={"arrowstyle": "-", "color": "gray", "linewidth": 0.6},
+            )
+        placed.append(label.get_window_extent().padded(2))
+
+
+def plot_map_by_split(
+    metrics: xr.Dataset, ax: Axes | None = None, *, names: Mapping[str, str] | None = None
+) -> Axes:
+    """Bars of true mAP (micro, in percent) per descriptor: all scenes, viewpoint and
+    illumination."""
+    ax = axes_or_new(ax, size=(max(7.0, 1.1 * metrics.sizes["descriptor"] + 3), 4.0))
     table = (
         metrics[list(MAP_COLUMNS)]
         .to_dataframe()
@@ -44,34 +128,60 @@ def plot_map_by_split(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
         )
     )
     table["split"] = table["split"].map(MAP_COLUMNS)
+    table["descriptor"] = display_names(table["descriptor"], names)
+    table["mAP"] = 100 * table["mAP"].astype(float)
     sns.barplot(data=table, x="descriptor", y="mAP", hue="split", ax=ax)
-    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, title=None)
-    ax.set_ylim(0, 1)
+    legend_outside(ax)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("true mAP (%)")
+    ax.set_xlabel("")
     ax.set_title("True mAP (R = 1 queries) by scene type")
+    untangle_ticklabels(ax)
     return ax
 
 
-def plot_rank_histogram(metrics: xr.Dataset, ax: Axes | None = None) -> Axes:
-    """Share of R = 1 queries per rank bin of the relevant item, one line per descriptor."""
-    ax = axes_or_new(ax)
+def plot_rank_histogram(
+    metrics: xr.Dataset, ax: Axes | None = None, *, names: Mapping[str, str] | None = None
+) -> Axes:
+    """Share of R = 1 queries (percent) per rank bin of the relevant item, one line per
+    descriptor."""
+    ax = axes_or_new(ax, size=(8.0, 4.0))
     counts = metrics["rank_histogram"]
-    share = counts / counts.sum("rank_bin")
+    share = 100 * counts / counts.sum("rank_bin")
     table = share.to_dataframe(name="share").reset_index()
+    table["descriptor"] = display_names(table["descriptor"], names)
     sns.pointplot(data=table, x="rank_bin", y="share", hue="descriptor", ax=ax)
+    legend_outside(ax)
+    ax.set_ylim(0, 100)
     ax.set_xlabel("rank of the relevant keypoint")
-    ax.set_ylabel("share of queries")
+    ax.set_ylabel("share of queries (%)")
     ax.set_title("Rank histogram")
+    untangle_ticklabels(ax)
     return ax
 
 
-def plot_scene_map(scenes: xr.Dataset, ax: Axes | None = None) -> Axes:
-    """Heatmap of the per-scene true mAP (descriptor x scene)."""
+def plot_scene_map(
+    scenes: xr.Dataset, ax: Axes | None = None, *, names: Mapping[str, str] | None = None
+) -> Axes:
+    """Heatmap of the per-scene true mAP in percent (descriptor x scene)."""
     n_scenes = scenes.sizes.get("scene", 1)
-    ax = axes_or_new(ax, size=(max(6.0, 0.45 * n_scenes + 2), 0.5 * scenes.sizes["descriptor"] + 2))
-    table = scenes["true_map"].to_pandas()
+    table = pd.DataFrame(100 * scenes["true_map"].to_pandas())
+    table.index = display_names(table.index, names)
+    longest = max((len(n) for n in table.index), default=0)  # the row names, 10 pt
+    size = (max(6.0, 0.45 * n_scenes + 2.5 + 0.085 * longest), 0.5 * len(table) + 2)
+    ax = axes_or_new(ax, size=size)
     sns.heatmap(
-        pd.DataFrame(table), annot=n_scenes <= 12, fmt=".2f", vmin=0, vmax=1, ax=ax, cmap="viridis"
+        table,
+        annot=n_scenes <= 12,
+        fmt=".1f",
+        vmin=0,
+        vmax=100,
+        ax=ax,
+        cmap="viridis",
+        cbar_kws={"label": "true mAP (%)"},
     )
+    ax.tick_params(axis="y", labelrotation=0)
+    ax.set_ylabel("")
     ax.set_title("True mAP per scene")
     return ax
 
@@ -83,14 +193,13 @@ def plot_split_scatter(
     descriptor, with the diagonal where both are equal.
 
     A point above the diagonal is better under illumination changes than under viewpoint
-    changes. Descriptors without both values (NaN) are not drawn.
+    changes. Descriptors without both values (NaN) are not drawn. Labels of nearby points are
+    moved apart (:func:`spread_labels`).
     """
     ax = axes_or_new(ax, size=(5.5, 5.0))
     table = pd.DataFrame(
         {
-            "descriptor": [
-                display_name(str(d), names) for d in metrics["descriptor"].values.tolist()
-            ],
+            "descriptor": display_names(metrics["descriptor"].values.tolist(), names),
             "viewpoint mAP (%)": 100 * np.asarray(metrics["viewpoint_map"].values, float),
             "illumination mAP (%)": 100 * np.asarray(metrics["illumination_map"].values, float),
         }
@@ -98,13 +207,6 @@ def plot_split_scatter(
     sns.scatterplot(
         data=table, x="viewpoint mAP (%)", y="illumination mAP (%)", hue="descriptor", s=80, ax=ax
     )
-    for _, row in table.iterrows():
-        ax.annotate(
-            row["descriptor"],
-            (row["viewpoint mAP (%)"], row["illumination mAP (%)"]),
-            xytext=(5, 5),
-            textcoords="offset points",
-        )
     ax.plot([0, 100], [0, 100], linestyle="--", color="gray", linewidth=1, gid="diagonal")
     ax.set_xlim(0, 100)
     ax.set_ylim(0, 100)
@@ -112,6 +214,21 @@ def plot_split_scatter(
     if ax.get_legend() is not None:
         ax.get_legend().remove()
     ax.set_title("Viewpoint vs illumination mAP")
+    labels = [
+        ax.annotate(
+            row["descriptor"],
+            (row["viewpoint mAP (%)"], row["illumination mAP (%)"]),
+            xytext=(6, 0),
+            textcoords="offset points",
+            va="center",
+            ha="left" if row["viewpoint mAP (%)"] < 60 else "right",
+        )
+        for _, row in table.sort_values("illumination mAP (%)", ascending=False).iterrows()
+    ]
+    for label in labels:  # labels right of points on the left half, left of those on the right
+        if label.get_horizontalalignment() == "right":
+            label.xyann = (-6, 0)
+    spread_labels(ax, labels)
     return ax
 
 

@@ -72,7 +72,7 @@ def detector_or_descriptor_section(report: Report) -> Section | None:
     sentences = [
         f"{label}: {part.sentence}" if label else part.sentence for label, part in parts.items()
     ]
-    ax = plot_detector_or_descriptor(table)
+    ax = plot_detector_or_descriptor(table, names=study.names)
     if "figures" in study.outputs:
         written = save_figure(ax, report.out / "figures" / "detector_or_descriptor")
         report.files.extend(written)
@@ -94,15 +94,18 @@ def detector_or_descriptor_section(report: Report) -> Section | None:
         rows.append(f'<tr><th scope="row">{name}</th>{cells}<td>{limited}</td></tr>')
     html = (
         "".join(f"<p>{escape_html(s)}</p>" for s in sentences)
-        + '<table class="decomposition"><thead><tr><th scope="col">system</th>'
+        + '<div class="wide"><table class="decomposition"><thead><tr>'
+        + '<th scope="col">system</th>'
         + head
         + '<th scope="col">limited by</th></tr></thead><tbody>'
         + "".join(rows)
-        + "</tbody></table>"
+        + "</tbody></table></div>"
         + f'<figure id="figure-detector_or_descriptor"><img src="{uri}" '
-        'alt="Matching AP with a perfect detector or descriptor"><figcaption>Matching AP (in '
-        "percent in the table) of each system now, with a perfect detector and with a perfect "
-        "descriptor (the metric decomposition of the keypoint matching chain).</figcaption>"
+        'alt="Matching AP with a perfect detector or descriptor"><figcaption>Matching AP (%) of '
+        "each system now, with a perfect detector (every query with a correspondence within the "
+        "pixel threshold, the descriptor unchanged) and with a perfect descriptor (every "
+        "repeatable query matched to its correspondence, the detector unchanged): the metric "
+        "decomposition of the keypoint matching chain.</figcaption>"
         "</figure>"
     )
     return Section("detector-or-descriptor", "Detector or descriptor?", html)

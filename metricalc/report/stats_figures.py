@@ -15,7 +15,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from metricalc.report.figures import axes_or_new
+from metricalc.report.figures import axes_or_new, wrap_label
 from metricalc.report.labels import compared_metric_phrase, display_name, is_fraction_metric
 from metricalc.report.summary import _check_ranking, cd_groups
 from metricalc.report.tables import comparison_pairs
@@ -43,7 +43,6 @@ def plot_forest(
     attrs = comparison.attrs
     metric = str(attrs.get("metric", "ap"))
     scale = 100.0 if is_fraction_metric(metric) else 1.0
-    ax = axes_or_new(ax, size=(7.0, 0.45 * len(pairs) + 1.6))
     diff = scale * np.asarray(comparison["mean_diff"].values, float)
     low = scale * np.asarray(comparison["ci_low"].values, float)
     high = scale * np.asarray(comparison["ci_high"].values, float)
@@ -58,6 +57,16 @@ def plot_forest(
         if "caveat" in comparison.data_vars
         else [False] * len(pairs)
     )
+    labels = [
+        wrap_label(
+            f"{display_name(d, names)} - {display_name(b, names)}"
+            + (" (not tested)" if note else " (no verdict)" if caveat else ""),
+            36,
+        )
+        for (d, b), note, caveat in zip(pairs, notes, caveats, strict=True)
+    ]
+    lines = max((label.count("\n") + 1 for label in labels), default=1)
+    ax = axes_or_new(ax, size=(7.0, (0.28 + 0.17 * lines) * len(pairs) + 1.6))
     y = np.arange(len(pairs))[::-1]
     ax.axvline(0, color="gray", linestyle="--", linewidth=1)
     for i, significant in enumerate(reject):
@@ -76,15 +85,9 @@ def plot_forest(
             gid=f"comparison:{i}",
         )
     ax.set_yticks(y)
-    ax.set_yticklabels(
-        [
-            f"{display_name(d, names)} - {display_name(b, names)}"
-            + (" (not tested)" if note else " (no verdict)" if caveat else "")
-            for (d, b), note, caveat in zip(pairs, notes, caveats, strict=True)
-        ]
-    )
+    ax.set_yticklabels(labels)
     level = float(attrs.get("confidence_level", 0.95))
-    unit = "points" if scale == 100.0 else "units"
+    unit = "percentage points" if scale == 100.0 else "units"
     ax.set_xlabel(f"mean difference ({unit}), {100 * level:g}% bootstrap CI")
     phrase = metric_phrase or compared_metric_phrase(metric, str(attrs.get("split", "") or ""))
     ax.set_title(f"Differences in {phrase} (filled: significant)")
@@ -115,7 +118,9 @@ def plot_cd_diagram(
     n_left = (k + 1) // 2
     rows = max(n_left, k - n_left)
     if ax is None:
-        ax = Figure(figsize=(7.0, 1.6 + 0.32 * rows), layout="constrained").subplots()
+        longest = max((len(display_name(s, names)) for s in systems), default=0) + 7
+        width = max(7.0, 3.5 + 2 * 0.075 * longest)  # the names on both sides, 9 pt
+        ax = Figure(figsize=(width, 1.6 + 0.32 * rows), layout="constrained").subplots()
     step = 0.35
     ax.hlines(0, 1, k, color="black", linewidth=1.2)
     for r in range(1, k + 1):

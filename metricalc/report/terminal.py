@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 import xarray as xr
 from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.measure import Measurement
+from rich.table import Column, Table
 
 from metricalc.report.labels import is_fraction_metric
 
@@ -30,8 +35,167 @@ TABLE_METRICS = (
 
 def terminal_console() -> Console:
     """The console the ``print_*`` functions of the terminal tables use when given none: the
-    terminal's, or for a pipe or a log file one as wide as a terminal shows (120 columns)."""
-    return Console() if sys.stdout.isatty() else Console(width=120)
+    terminal's (its width, or ``COLUMNS`` when set), or for a pipe or a log file without
+    ``COLUMNS`` one as wide as a terminal shows (120 columns)."""
+    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit():
+        return Console()
+    return Console(width=120)
+
+
+@dataclass(frozen=True)
+class _Span:
+    """Widths of one column's text: ``least`` (its longest word, or its longest cell when the
+    cells must stay whole) and ``most`` (its longest line)."""
+
+    least: int
+    most: int
+
+
+def _span(console: Console, column: Column) -> _Span:
+    """The :class:`_Span` of ``column``: the header may wrap at spaces, and so may the cells
+    of a left-aligned (text) column; the cells of a right-aligned (number) column stay whole."""
+    options = console.options.update_width(10_000)
+    header = Measurement.get(console, options, column.header)
+    cells = [Measurement.get(console, options, cell) for cell in column.cells]
+    whole = column.justify == "right"
+    least = max([header.minimum] + [c.maximum if whole else c.minimum for c in cells])
+    most = max([header.maximum] + [c.maximum for c in cells])
+    return _Span(max(least, 1), max(most, 1))
+
+
+def _part(
+    table: Table,
+    columns: Sequence[int],
+    widths: Sequence[int],
+    title: str | None,
+    *,
+    rows: bool = True,
+) -> Table:
+    """A copy of ``table`` with only ``columns`` (in order), each of the fixed width given, long
+    words folded onto the next line (never cut); without its rows unless ``rows``."""
+    part = copy.copy(table)
+    part.columns, part.rows, part.title = [], [], title
+    originals = [table.columns[i] for i in columns]
+    for column, width in zip(originals, widths, strict=True):
+        part.add_column(
+            column.header,
+            column.footer,
+            header_style=column.header_style,
+            footer_style=column.footer_style,
+            style=column.style,
+            justify=column.justify,
+            vertical=column.vertical,
+            overflow="fold",
+            width=width,
+            highlight=column.highlight,
+        )
+    cells = [list(column.cells) for column in originals]
+    for r, row in enumerate(table.rows if rows else []):
+        part.add_row(*(c[r] for c in cells), style=row.style, end_section=row.end_section)
+    return part
+
+
+def _frame_width(console: Console, table: Table, columns: Sequence[int]) -> int:
+    """Columns taken by the borders and the padding of ``table`` cut down to ``columns``."""
+    probe = _part(table, columns, [1] * len(columns), None, rows=False)
+    probe.caption = None
+    options = console.options.update_width(10_000)
+    return Measurement.get(console, options, probe).maximum - len(columns)
+
+
+def _widths(spans: Sequence[_Span], room: int) -> list[int]:
+    """Column widths within ``room``: each its longest line if all fit, else its longest word
+    plus a share of the spare room in proportion to what it lacks."""
+    if sum(s.most for s in spans) <= room:
+        return [s.most for s in spans]
+    widths = [s.least for s in spans]
+    lacking = [s.most - s.least for s in spans]
+    spare, total = room - sum(widths), sum(lacking)
+    if spare <= 0 or total == 0:
+        return widths
+    widths = [w + spare * gap // total for w, gap in zip(widths, lacking, strict=True)]
+    for i in sorted(range(len(spans)), key=lambda i: -lacking[i]):
+        if sum(widths) < room and widths[i] < spans[i].most:
+            widths[i] += 1
+    return widths
+
+
+def _groups(
+    console: Console, table: Table, spans: Sequence[_Span], keys: int, width: int
+) -> list[list[int]]:
+    """The columns after the first ``keys`` cut into consecutive groups, each fitting within
+    ``width`` next to the key columns when every column is at its narrowest (a column too wide
+    for that alone makes a group of its own)."""
+    head = list(range(keys))
+    groups: list[list[int]] = [[]]
+    for i in range(keys, len(spans)):
+        candidate = head + groups[-1] + [i]
+        needed = _frame_width(console, table, candidate) + sum(spans[c].least for c in candidate)
+        if groups[-1] and needed > width:
+            groups.append([])
+        groups[-1].append(i)
+    return groups
+
+
+def fit_table(
+    table: Table, width: int, *, keys: int = 1, console: Console | None = None
+) -> list[Table]:
+    """``table`` laid out within ``width`` columns, never cutting a cell.
+
+    Headers wrap onto several lines, text (left-aligned) cells at spaces; numbers
+    (right-aligned cells) stay whole, and so do the row names (the first ``keys`` columns)
+    while they take at most half the width. When even that is too wide, the columns are split into
+    stacked parts, each repeating the first ``keys`` columns (the row names) and titled
+    "(continued)" after the first, as few parts as will do and as even as they can be; the
+    caption goes under the last part.
+
+    Examples
+    --------
+    >>> from rich.table import Table
+    >>> table = Table(title="t")
+    >>> for header in ("descriptor", "a long header", "another long header"):
+    ...     table.add_column(header, justify="left" if header == "descriptor" else "right")
+    >>> table.add_row("my descriptor", "123456789", "987654321")
+    >>> [len(part.columns) for part in fit_table(table, 80)]
+    [3]
+    >>> [(p.title, len(p.columns)) for p in fit_table(table, 30)]
+    [('t', 2), ('(continued)', 2)]
+    """
+    console = console or Console(width=width)
+    spans = [_span(console, column) for column in table.columns]
+    keys = min(keys, len(spans))
+    for k in range(keys):  # row names on one line when they take at most half the width
+        spans[k] = _Span(
+            max(spans[k].least, min(spans[k].most, width // (2 * keys))), spans[k].most
+        )
+    groups = _groups(console, table, spans, keys, width)
+    fewest = len(groups)
+    low, high = 1, width  # balance: the narrowest limit that needs no more parts
+    while low < high:
+        middle = (low + high) // 2
+        if len(_groups(console, table, spans, keys, middle)) <= fewest:
+            high = middle
+        else:
+            low = middle + 1
+    groups = _groups(console, table, spans, keys, high)
+    head = list(range(keys))
+    title = table.title if isinstance(table.title, str) else None
+    parts = []
+    for number, group in enumerate(groups):
+        columns = head + group
+        room = width - _frame_width(console, table, columns)
+        named = title if number == 0 else "(continued)"
+        part = _part(table, columns, _widths([spans[c] for c in columns], room), named)
+        part.caption = table.caption if number == len(groups) - 1 else None
+        parts.append(part)
+    return parts
+
+
+def print_table(table: Table, *, console: Console | None = None, keys: int = 1) -> None:
+    """Print ``table`` within the console's width (:func:`fit_table`): every cell in full."""
+    console = console or terminal_console()
+    for part in fit_table(table, console.width, keys=keys, console=console):
+        console.print(part)
 
 
 def _cell(name: str, value: float) -> str:
@@ -56,7 +220,7 @@ def print_metric_table(
         status = str(row["status"].values) if "status" in row else "ok"
         cells = [_cell(n, float(row[n].values)) for n, _ in shown]
         table.add_row(d if status == "ok" else f"{d} (error)", *cells)
-    (console or terminal_console()).print(table)
+    print_table(table, console=console)
 
 
 def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None = None) -> None:
@@ -72,7 +236,7 @@ def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None
             else:
                 cells.append("-" if value is None else str(value))
         table.add_row(*cells)
-    (console or terminal_console()).print(table)
+    print_table(table, console=console)
 
 
 def _number(value: float, *, percent: bool, signed: bool = False) -> str:
@@ -123,9 +287,7 @@ def print_comparisons(
         caption += f", {attrs['split']} queries only"
     if percent:
         caption += "; values in percent"
-    table = Table(
-        title=title or None, caption=caption, box=box.SIMPLE_HEAD, collapse_padding=True
-    )
+    table = Table(title=title or None, caption=caption, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
     for header in ("descriptor", "baseline"):
         table.add_column(header, no_wrap=True)
     for header in ("n", metric, "base", "diff", "CI", "p", "p adj", "", "r_rb", "d_z", "W/T/L"):
@@ -150,7 +312,7 @@ def print_comparisons(
             f"{int(row['wins'])}/{int(row['ties'])}/{int(row['losses'])}",
         )
     console = console or terminal_console()
-    console.print(table)
+    print_table(table, console=console, keys=2)
     for (descriptor, baseline), row in frame.iterrows():
         if row.get("caveat", ""):
             console.print(f"? {descriptor} vs {baseline}: {row['caveat']}", markup=False)

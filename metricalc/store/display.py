@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from metricalc.report.terminal import terminal_console
+from metricalc.report.terminal import print_table, terminal_console
 from metricalc.store.records import Experiment
 from metricalc.store.workbench import CHECK_COLUMNS, WorkbenchExport
 
@@ -60,7 +60,7 @@ def print_experiments(frame: pd.DataFrame, *, console: Console | None = None) ->
             row.config_hash[:12],
             row.updated_at[:19].replace("T", " "),
         )
-    (console or terminal_console()).print(table)
+    print_table(table, console=console, keys=2)  # an experiment is its benchmark and tag
 
 
 def print_experiment(
@@ -95,7 +95,7 @@ def print_experiment(
         label = row.descriptor if row.status == "ok" else f"{row.descriptor} ({row.status})"
         cells = [_cell(getattr(row, c), c != "processing_time_ms") for c, _ in shown]
         table.add_row(escape(label), *cells)
-    console.print(table)
+    print_table(table, console=console)
     if scenes and len(experiment.scenes):
         per_scene = Table(title="per scene")
         for column in ("descriptor", "scene", "mAP", "mAP with zeros", "queries", "excluded"):
@@ -111,7 +111,7 @@ def print_experiment(
                 str(row.query_count),
                 str(row.excluded_count),
             )
-        console.print(per_scene)
+        print_table(per_scene, console=console, keys=2)
 
 
 def print_import(export: WorkbenchExport, db: str, *, console: Console | None = None) -> None:
@@ -148,4 +148,4 @@ def print_import(export: WorkbenchExport, db: str, *, console: Console | None = 
                 f"{row.recomputed:.9g}",
                 f"{row.difference:.3g}",
             )
-        console.print(table)
+        print_table(table, console=console, keys=3)
