@@ -380,8 +380,9 @@ def _image_retrieval_map(cube: xr.Dataset, zero_division: ZeroDivision) -> xr.Da
         \text{image\_retrieval\_map} = \frac{1}{|D|} \sum_{s \in D} AP_s
 
     and under ``zero_division`` 0 / 1 / ``"warn"`` the queries of :math:`Q \setminus D` count
-    with that value (DescriptorWorkbench: AP 0, ``zero_division=0``). NaN when no scene has a
-    query, or the cube lacks the variable (DescriptorWorkbench writes -1 then). Without
+    with that value (DescriptorWorkbench: AP 0, ``zero_division=0``). NaN when nothing counts
+    (no scene with a query; by default also none whose query has a relevant image) or the cube
+    lacks the variable (DescriptorWorkbench writes -1 without queries). Without
     ``image_retrieval_relevant`` every NaN AP counts as no query.
     """
     if "image_retrieval_ap" not in cube.data_vars:

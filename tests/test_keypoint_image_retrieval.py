@@ -17,7 +17,7 @@ import xarray as xr
 
 from metricalc import cube as qc
 from metricalc.cli import main
-from metricalc.errors import UndefinedMetricWarning
+from metricalc.errors import InvalidInputError, UndefinedMetricWarning
 from metricalc.keypoints import evaluate, make_synthetic_dataset
 from metricalc.keypoints.features import Features
 from metricalc.keypoints.image_retrieval import image_retrieval, mutual_match_counts, retrieval_ap
@@ -332,3 +332,11 @@ def test_cli_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", str(tmp_path / "on.nc"), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)["sift"]["image_retrieval_map"]
     assert shown == pytest.approx(float(on.image_retrieval_ap.mean()))
+
+
+def test_mutual_match_counts_refuses_other_kinds() -> None:
+    query = np.zeros((3, 4), np.float32)
+    with pytest.raises(InvalidInputError, match=r"image 1: .*expected \(M, 4\)"):
+        mutual_match_counts(query, [np.zeros((2, 4), np.float32), np.zeros((2, 5), np.float32)])
+    with pytest.raises(InvalidInputError, match=r"image 0: .*uint8"):
+        mutual_match_counts(query, [np.zeros((2, 4), np.uint8)])

@@ -21,8 +21,8 @@ query no relevant image: :math:`|\mathrm{rel}| = 0`, where DescriptorWorkbench w
 :func:`metricalc.keypoints.evaluate` computes them (``image_retrieval=True``).
 
 Cost: per descriptor, one distance matrix of every reference image against all images of the
-dataset, i.e. (scenes) x (images) image matchings, done as chunked GEMMs with the mutual nearest
-neighbours of all images of a chunk counted at once (:func:`mutual_match_counts`).
+dataset, i.e. (scenes) x (images) image matchings, done as one GEMM and one nearest-query search
+per chunk of whole images (:func:`mutual_match_counts`).
 """
 
 from __future__ import annotations
@@ -83,6 +83,21 @@ def _chunks(sizes: np.ndarray, budget: int) -> list[slice]:
     return runs
 
 
+def _check_kinds(query: np.ndarray, images: Sequence[np.ndarray]) -> None:
+    """Every image's descriptors have the query's width and kind (float, or uint8 bits)."""
+    for position, image in enumerate(images):
+        if (
+            image.ndim != 2
+            or query.ndim != 2
+            or image.shape[1] != query.shape[1]
+            or (image.dtype == np.uint8) != (query.dtype == np.uint8)
+        ):
+            raise InvalidInputError(
+                f"image {position}: descriptors of shape {image.shape} and dtype {image.dtype}; "
+                f"expected (M, {query.shape[-1]}) of the query's kind ({query.dtype})"
+            )
+
+
 def mutual_match_counts(query: np.ndarray, images: Sequence[np.ndarray]) -> np.ndarray:
     r"""Number of mutual nearest neighbours between ``query`` and each of ``images``.
 
@@ -119,6 +134,7 @@ def mutual_match_counts(query: np.ndarray, images: Sequence[np.ndarray]) -> np.n
     >>> mutual_match_counts(a, [b, b[:1], b[2:]]).tolist()
     [2, 1, 1]
     """
+    _check_kinds(query, images)
     sizes = np.array([len(image) for image in images], dtype=np.int64)
     counts = np.zeros(len(images), dtype=np.int64)
     n = len(query)
