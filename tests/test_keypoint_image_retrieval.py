@@ -173,7 +173,7 @@ def test_mutual_match_counts_equal_nn_matches(seed: int, binary: bool) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def small_features(sequences: list, rng: np.random.Generator) -> dict[int, dict]:
+def small_features(sequences: list, rng: np.random.Generator) -> dict[str, dict[int, Features]]:
     """Few random keypoints per image (some within the border) with descriptors shifted per
     scene, so that the loop port stays fast; image 1 of the third scene lies in the border."""
     out = {}
