@@ -5,7 +5,8 @@ image k of a scene), the rank statistics of its relevant item and the nearest-ne
 metric set needs (DESIGN.md "The QueryCube", PROTOCOLS.md sections 1-4). Schema:
 
 - dims ``descriptor`` (str coordinate), ``query`` (flat index over all queries, no coordinate)
-  and, for the per-scene results of the Bojanic tasks, ``sequence`` (str coordinate: scene names);
+  and, for the per-scene results of the Bojanic tasks and the image retrieval, ``sequence`` (str
+  coordinate: scene names);
 - coords on ``query``: ``scene``, ``split``, ``pair``, ``keypoint_set`` (str), ``query_keypoint``
   (int64), ``x``, ``y`` (float64); a query's identity is
   ``(scene, pair, keypoint_set, query_keypoint)`` (:data:`QUERY_IDENTITY`);
@@ -126,9 +127,16 @@ SEQUENCE_VARIABLES: Mapping[str, Field] = MappingProxyType(
         "retrieval_num_true_positives": Field(_I64, -1),
         "retrieval_num_hard_negatives": Field(_I64, -1),
         "retrieval_num_distractors": Field(_I64, -1),
+        "image_retrieval_ap": Field(_F64, _NAN),
+        "image_retrieval_relevant": Field(_I64, -1),
     }
 )
-"""Data variables on ``(descriptor, sequence)`` (Bojanic tasks): dtype and sentinel."""
+"""Data variables on ``(descriptor, sequence)`` (Bojanic tasks, image retrieval): dtype and
+sentinel."""
+
+_LATER_SEQUENCE_VARIABLES = ("image_retrieval_ap", "image_retrieval_relevant")
+"""Per-sequence variables that joined the schema after the others: :func:`open_cube` adds them
+(at their sentinels) to a file written without them."""
 
 PROTOCOL_ATTRS = (
     "tau_px",
@@ -1336,11 +1344,23 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
         cube = cube.assign_coords({n: v for n, v in loaded.items() if n in cube.coords})
         cube = cube.assign({n: v for n, v in loaded.items() if n not in cube.coords})
     cube.attrs = _plain_attrs(cube.attrs)
+    cube = _add_later_variables(cube)
     try:
         return validate(cube)
     except InvalidInputError as error:
         cube.close()
         raise InvalidInputError(f"cube file {path} is not a valid QueryCube: {error}") from None
+
+
+def _add_later_variables(cube: xr.Dataset) -> xr.Dataset:
+    """The :data:`_LATER_SEQUENCE_VARIABLES` a cube with a ``sequence`` dim lacks, at their
+    sentinels (a file written before they joined the schema)."""
+    if SEQUENCE not in cube.dims:
+        return cube
+    shape = (cube.sizes[DESCRIPTOR], cube.sizes[SEQUENCE])
+    missing = [name for name in _LATER_SEQUENCE_VARIABLES if name not in cube.variables]
+    added = {name: ((DESCRIPTOR, SEQUENCE), sentinel_array(name, shape)) for name in missing}
+    return cube.assign(added)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The main job: the built-in benchmark, the built-in descriptors, the metric set, figures.
 
 ``metricalc demo`` builds the synthetic HPatches-style benchmark, extracts SIFT, RootSIFT, ORB
-and BRIEF twice (locked on SIFT keypoints, and native), evaluates both into QueryCubes, prints
-the metric tables and writes cubes, metric sets (CSV and JSON) and figures to the output folder.
+and BRIEF twice (locked on SIFT keypoints, and native), evaluates both into QueryCubes (the
+locked one with DescriptorWorkbench's image retrieval, ``image_retrieval_map``), prints the
+metric tables and writes cubes, metric sets (CSV and JSON) and figures to the output folder.
 It ends with the full report of the locked cube (the study of ``reports/demo.yaml``,
 :func:`metricalc.report.study.demo_study`) in ``<out>/report/``.
 """
@@ -85,6 +86,7 @@ def run_demo(
             keypoints=f"locked:{locked}" if locked else "native",
             dataset="metricalc synthetic" + (" (quick)" if quick else ""),
             seed=seed,
+            image_retrieval=locked is not None,  # the report's cube
             progress=progress,
         )
         metrics = metric_set(cube)

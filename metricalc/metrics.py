@@ -368,22 +368,37 @@ def _match_counts(cube: xr.Dataset) -> dict[str, xr.DataArray]:
     }
 
 
-IMAGE_RETRIEVAL_DIM = "image_query"
-"""Dim of the optional cube variable ``image_retrieval_ap`` (one AP per query image)."""
+def _image_retrieval_map(cube: xr.Dataset, zero_division: ZeroDivision) -> xr.DataArray:
+    r"""DescriptorWorkbench's ``image_retrieval_map``: the mean over the scenes of the cube's
+    ``image_retrieval_ap`` (one query per scene, its reference image).
 
+    With :math:`Q` the scenes with a query (``image_retrieval_relevant >= 0``) and :math:`D`
+    those whose query has a relevant image (AP defined; ``image_retrieval_relevant > 0``):
 
-def _image_retrieval_map(cube: xr.Dataset) -> xr.DataArray:
-    """Mean of the cube's ``image_retrieval_ap`` over :data:`IMAGE_RETRIEVAL_DIM` (NaN values
-    skipped); NaN without the variable (DescriptorWorkbench writes -1 then)."""
+    .. math::
+
+        \text{image\_retrieval\_map} = \frac{1}{|D|} \sum_{s \in D} AP_s
+
+    and under ``zero_division`` 0 / 1 / ``"warn"`` the queries of :math:`Q \setminus D` count
+    with that value (DescriptorWorkbench: AP 0, ``zero_division=0``). NaN when nothing counts
+    (no scene with a query; by default also none whose query has a relevant image) or the cube
+    lacks the variable (DescriptorWorkbench writes -1 without queries). Without
+    ``image_retrieval_relevant`` every NaN AP counts as no query.
+    """
     if "image_retrieval_ap" not in cube.data_vars:
         return _descriptor_constant(cube, np.nan)
     values = cube["image_retrieval_ap"]
-    if values.dims != ("descriptor", IMAGE_RETRIEVAL_DIM):
+    if values.dims != ("descriptor", "sequence"):
         raise InvalidInputError(
             f"metric_set: cube variable 'image_retrieval_ap' has dims {values.dims}; expected "
-            f"('descriptor', {IMAGE_RETRIEVAL_DIM!r})"
+            "('descriptor', 'sequence')"
         )
-    return _nanmean(values, IMAGE_RETRIEVAL_DIM)
+    if zero_division == "nan" or "image_retrieval_relevant" not in cube.data_vars:
+        return _nanmean(values, "sequence")
+    undefined = values.isnull() & (cube["image_retrieval_relevant"] == 0)
+    if zero_division == "warn":
+        warn_undefined("metric_set: image_retrieval_ap", int(undefined.sum()), zero_division)
+    return _nanmean(values.where(~undefined, fill_value(zero_division)), "sequence")
 
 
 _NOT_FILLED = frozenset(("image_retrieval_map",))  # DescriptorWorkbench's sentinel there is -1
@@ -420,17 +435,20 @@ def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
         \mathrm{keypoint\_verification\_ap} = \frac{1}{|S|} \sum_{s \in S} AP^{pool}_s
 
     with :math:`S` the scenes whose ``verification_ap`` is not NaN. An empty mean is NaN where
-    DescriptorWorkbench writes 0.0.
+    DescriptorWorkbench writes 0.0. The counts sum the scenes that have them (-1: none). Without
+    a ``sequence`` dim, or with one (from the image retrieval) but none of the Bojanic
+    variables, the APs are NaN and the counts 0; Bojanic variables at their sentinels (Bojanic
+    tasks off) give the same.
     """
-    if "sequence" not in cube.dims:
+    needed = [task for task, *_ in _BOJANIC_TASKS] + list(BOJANIC_COUNTS)
+    missing = [v for v in needed if v not in cube.data_vars]
+    if "sequence" not in cube.dims or len(missing) == len(needed):
         coords = {"descriptor": cube["descriptor"].values}
         nan = xr.DataArray(
             np.full(len(coords["descriptor"]), np.nan), dims="descriptor", coords=coords
         )
         zero = xr.zeros_like(nan, dtype=np.int64)
         return {**dict.fromkeys(BOJANIC_METRICS, nan), **dict.fromkeys(BOJANIC_COUNTS, zero)}
-    needed = [task for task, *_ in _BOJANIC_TASKS] + list(BOJANIC_COUNTS)
-    missing = [v for v in needed if v not in cube.data_vars]
     if missing:
         raise InvalidInputError(
             f"metric_set: the cube has a 'sequence' dim but lacks {missing}; expected the "
@@ -450,7 +468,7 @@ def _bojanic(cube: xr.Dataset) -> dict[str, xr.DataArray]:
         for part, mask in split.items():
             out[f"{prefix}_{part}_ap{suffix}"] = _nanmean(values.where(mask), "sequence")
     for name in BOJANIC_COUNTS:
-        out[name] = cube[name].sum("sequence").astype(np.int64)
+        out[name] = cube[name].where(cube[name] >= 0, 0).sum("sequence").astype(np.int64)
     return out
 
 
@@ -509,9 +527,10 @@ def metric_set(
     (:func:`metricalc.hit_rate_at_k` with the cube's tie policy); the IR precision (hits / k,
     :func:`metricalc.precision_at_k`) is ``ir_precision_at_k``.
 
-    ``image_retrieval_map`` is the mean of the cube's optional ``image_retrieval_ap`` over
-    ``image_query`` (one AP per query image: all other images of the dataset ranked by their
-    number of matches with it, relevant = same scene), NaN without it. ``total_matches`` /
+    ``image_retrieval_map`` is the mean over the scenes (``sequence``) of the cube's
+    ``image_retrieval_ap`` (the AP of each scene's reference image ranking all other images of
+    the dataset by their number of cross-checked matches with it, relevant = same scene;
+    :mod:`metricalc.keypoints.image_retrieval`), NaN without it. ``total_matches`` /
     ``total_keypoints`` (``addImageResult``) sum, over the image pairs with at least one match,
     the mutual nearest neighbours (``nn_mutual == 1``; DescriptorWorkbench matches with
     cross-checked brute force) and the target image's keypoints (``n_candidates``); -1 when the
@@ -520,13 +539,16 @@ def metric_set(
     An empty mean (no scene, pair or query of that kind for the descriptor) is NaN by default;
     DescriptorWorkbench writes 0.0 there, which ``zero_division=0`` reproduces
     (``image_retrieval_map`` and the Bojanic APs stay NaN: DescriptorWorkbench's -1.0 sentinel).
+    The AP of an image-retrieval query without a relevant image is undefined too: left out of
+    ``image_retrieval_map`` by default, counted as the ``zero_division`` value otherwise
+    (DescriptorWorkbench counts it as 0).
 
     Parameters
     ----------
     cube : xarray.Dataset
         A QueryCube (``metricalc.cube``). Uses ``better``, ``ties``, ``n_relevant``, ``ap``,
-        ``nn_correct`` (and ``status``, ``error``, ``processing_time_ms`` and the Bojanic
-        variables on ``(descriptor, sequence)`` when present).
+        ``nn_correct`` (and ``status``, ``error``, ``processing_time_ms``, the Bojanic and
+        image retrieval variables on ``(descriptor, sequence)`` when present).
     k : int or sequence of int
         Cut-offs of ``precision_at_k``, ``recall_at_k`` and ``ir_precision_at_k``.
     zero_division : {"nan", "warn", 0, 1}
@@ -544,8 +566,9 @@ def metric_set(
         tied over several ranks under ``expected`` adds its share to each), and ``status`` /
         ``error`` when the cube has them. attrs: the cube's attrs (protocol), ``tie_policy``
         and ``k``. A descriptor with status ``"error"`` gets NaN metrics and zero counts
-        (``processing_time_ms`` and the error string are kept). Without a ``sequence`` dim
-        (no Bojanic results) the Bojanic APs are NaN and their counts 0.
+        (``processing_time_ms`` and the error string are kept). Without Bojanic results (no
+        ``sequence`` dim, or its Bojanic variables at their sentinels) the Bojanic APs are NaN
+        and their counts 0.
 
     Examples
     --------
@@ -575,7 +598,7 @@ def metric_set(
         "true_map_micro": _ratio(ap_sum, n1),
         "true_map_micro_including_zeros": _ratio(ap_sum, n1 + n0),
         **_scene_maps(ap, r1, r0),
-        "image_retrieval_map": _image_retrieval_map(cube),
+        "image_retrieval_map": _image_retrieval_map(cube, policy_zero),
     }
     metrics = {name: metrics[name] for name in MAP_METRICS}
 

@@ -94,6 +94,9 @@ def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
         for figure in ("map_by_split", "rank_histogram", "scene_map"):
             assert (tmp_path / "figures" / f"{mode}_{figure}.png").stat().st_size > 0
             assert (tmp_path / "figures" / f"{mode}_{figure}.svg").exists()
+    # the locked cube (the report's) has DescriptorWorkbench's image retrieval
+    locked = json.loads((tmp_path / "metrics_locked.json").read_text())
+    assert 0 < locked["sift"]["image_retrieval_map"] <= 1
     report = tmp_path / "report" / "report.html"
     assert f"report: {report}" in result.stdout
     assert "data:image/png;base64," in report.read_text()

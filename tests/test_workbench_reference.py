@@ -100,8 +100,8 @@ def build_cube(descriptors: dict[str, Descriptor]) -> xr.Dataset:
         "nn_mutual": (two, nn_mutual),
         "n_candidates": (two, n_candidates),
     }
-    if images:
-        data["image_retrieval_ap"] = (("descriptor", "image_query"), retrieval)
+    if images:  # one image-retrieval query per scene: any scene names do
+        data["image_retrieval_ap"] = (("descriptor", "sequence"), retrieval)
     split = ["viewpoint" if s[:1] == "v" else "illumination" if s[:1] == "i" else "other"
              for s in scene]  # fmt: skip
     coords = {
@@ -282,7 +282,7 @@ def test_gtest_image_retrieval_map() -> None:
     DefaultsToSentinelWhenNoQueries (DW: -1.0; metricalc: NaN, no image_retrieval_ap)."""
     cube = build_cube({"d": Descriptor(image_retrieval_ap=[1.0, 0.5, 0.25])})
     assert one(metric_set(cube), "image_retrieval_map") == pytest.approx(1.75 / 3, abs=1e-6)
-    assert cube.sizes["image_query"] == 3  # image_retrieval_queries
+    assert cube.sizes["sequence"] == 3  # image_retrieval_queries
     empty = build_cube({"d": Descriptor()})
     assert math.isnan(one(metric_set(empty, zero_division=0), "image_retrieval_map"))
 
@@ -514,10 +514,14 @@ def random_cube(rng: np.random.Generator) -> tuple[xr.Dataset, dict[str, Workben
             n_cand[i, j] = row["n_candidates"]
     rank = np.where(better >= 0, 1 + better + (ties + 1) // 2, -1)
     ap = np.where(n_relevant == 1, 1.0 / np.maximum(rank, 1), np.nan)
+    # image retrieval: one query per scene (sequence), some without a relevant image (AP
+    # undefined: DescriptorWorkbench's 0), some scenes without a query (-1)
     n_images = [int(rng.integers(0, 4)) for _ in range(2)]
     retrieval = np.full((2, max(n_images)), np.nan)
+    retrieval_relevant = np.full((2, max(n_images)), -1, np.int64)
     for i, n in enumerate(n_images):
-        retrieval[i, :n] = rng.random(n)
+        retrieval_relevant[i, :n] = rng.choice([0, 1, 5], size=n)
+        retrieval[i, :n] = np.where(retrieval_relevant[i, :n] > 0, rng.random(n), np.nan)
     two = ("descriptor", "query")
     scene_coord = np.array([r["scene"] for r in rows], dtype=str)
     cube = xr.Dataset(
@@ -529,7 +533,8 @@ def random_cube(rng: np.random.Generator) -> tuple[xr.Dataset, dict[str, Workben
             "nn_correct": (two, nn_correct),
             "nn_mutual": (two, nn_mutual),
             "n_candidates": (two, n_cand),
-            "image_retrieval_ap": (("descriptor", "image_query"), retrieval),
+            "image_retrieval_ap": (("descriptor", "sequence"), retrieval),
+            "image_retrieval_relevant": (("descriptor", "sequence"), retrieval_relevant),
         },
         coords={
             "descriptor": names,
@@ -560,8 +565,8 @@ def random_cube(rng: np.random.Generator) -> tuple[xr.Dataset, dict[str, Workben
             per_scene.calculate_mean_precision()
             overall.merge(per_scene)
         overall.calculate_mean_precision()
-        for value in retrieval[i, : n_images[i]]:
-            overall.add_image_retrieval_ap(float(value))
+        for value in retrieval[i, : n_images[i]]:  # computeAveragePrecision: 0 without relevant
+            overall.add_image_retrieval_ap(0.0 if math.isnan(value) else float(value))
         overall.calculate_mean_precision()
         ported[name] = overall
     return cube, ported
@@ -606,12 +611,14 @@ def test_metric_set_equals_the_ported_experiment_metrics(seed: int) -> None:
 
 def test_the_differential_test_covers_the_edge_cases() -> None:
     """The random cubes include empty cubes, scenes whose queries all have R = 0, empty
-    splits, ties and names outside v_/i_ (so the test above can fail on each)."""
+    splits, ties, names outside v_/i_ and image-retrieval queries without a relevant image (so
+    the test above can fail on each)."""
     seen = defaultdict(bool)
     for seed in range(60):
         cube, ported = random_cube(np.random.default_rng(seed))
         seen["empty"] |= cube.sizes["query"] == 0
         seen["ties"] |= bool((cube.ties > 0).any())
+        seen["retrieval_query_without_relevant"] |= bool((cube.image_retrieval_relevant == 0).any())
         for dw in ported.values():
             all_r0 = set(dw.per_scene_excluded) - set(dw.per_scene_ap)
             seen["all_r0_scene"] |= bool(all_r0)
@@ -623,7 +630,7 @@ def test_the_differential_test_covers_the_edge_cases() -> None:
                 sum(sum(v) for v in dw.viewpoint_scene_ap.values())
                 / sum(len(v) for v in dw.viewpoint_scene_ap.values()),
             )
-    assert all(seen.values()) and len(seen) == 7, dict(seen)
+    assert all(seen.values()) and len(seen) == 8, dict(seen)
 
 
 # --------------------------------------------------------------------------------------------

@@ -81,6 +81,13 @@ def add_keypoints(verbs: argparse._SubParsersAction) -> None:
     ev.add_argument("--tie-policy", choices=TIE_POLICIES, default="expected")
     ev.add_argument("--y0", choices=("negative", "ignore"), default="negative")
     ev.add_argument("--no-bojanic", action="store_true", help="skip verification / retrieval")
+    ev.add_argument(
+        "--image-retrieval",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also DescriptorWorkbench's image retrieval (image_retrieval_map): every reference "
+        "image against every image, on HPatches 116 x 695 image matchings per descriptor",
+    )
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--no-progress", action="store_true", help="no progress bars")
     ev.set_defaults(run=_keypoints_eval)
@@ -217,6 +224,7 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
         border=args.border,
         tie_policy=args.tie_policy,
         bojanic=not args.no_bojanic,
+        image_retrieval=args.image_retrieval,
         y0=args.y0,
         seed=args.seed,
         dataset_path=str(args.data),

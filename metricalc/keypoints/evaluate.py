@@ -20,6 +20,7 @@ from metricalc import cube as cubes
 from metricalc.core._validate import TIE_POLICIES, check_choice
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.bojanic import SCENE_RESULTS, Y0_POLICIES, distractors, scene_tasks
+from metricalc.keypoints.image_retrieval import descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.progress import progress_bar
@@ -73,6 +74,7 @@ def _descriptor_cube(
     keypoint_set: str,
     attrs: Mapping[str, Any],
     bojanic: bool,
+    image_retrieval: bool,
     advance: Any,
 ) -> xr.Dataset:
     """The QueryCube of one descriptor (queries of every pair of every scene)."""
@@ -123,17 +125,20 @@ def _descriptor_cube(
             )
             for key in SCENE_RESULTS:
                 scene_results[key].append(values[key])
-    per_sequence = None
+    per_sequence: dict[str, np.ndarray] = {}
     if bojanic:
         per_sequence = {k: np.asarray(v)[None, :] for k, v in scene_results.items()}
+    if image_retrieval:
+        retrieval = descriptor_image_retrieval(sequences, features, border=border)
+        per_sequence.update({k: v[None, :] for k, v in retrieval.items()})
     return cube_from_pairs(
         name,
         pairs,
         keypoint_set=keypoint_set,
         attrs=attrs,
         processing_time_ms=(time.perf_counter() - started) * 1e3,
-        per_sequence=per_sequence,
-        sequences=[s.name for s in sequences] if bojanic else None,
+        per_sequence=per_sequence or None,
+        sequences=[s.name for s in sequences] if per_sequence else None,
     )
 
 
@@ -165,6 +170,7 @@ def evaluate(
     border: float = 40.0,
     tie_policy: str = "expected",
     bojanic: bool = True,
+    image_retrieval: bool = False,
     y0: str = "negative",
     n_distractor_scenes: int = 10,
     n_distractors: int = 20,
@@ -193,6 +199,12 @@ def evaluate(
         How the per-query AP treats tied distances (PROTOCOLS.md section 1).
     bojanic : bool
         Also run keypoint verification and retrieval (PROTOCOLS.md section 4).
+    image_retrieval : bool
+        Also run DescriptorWorkbench's image retrieval
+        (:mod:`metricalc.keypoints.image_retrieval`, ``image_retrieval_map``). Off by default:
+        per descriptor it matches every reference image against every image of the dataset,
+        (scenes) x (images) image matchings, several times the cost of the rest of the
+        evaluation on 32 scenes and growing with the square of the number of scenes.
     y0 : {"negative", "ignore"}
         Retrieval: hard negatives count as non-relevant, or are removed.
     n_distractor_scenes, n_distractors, seed
@@ -212,7 +224,9 @@ def evaluate(
     Returns
     -------
     xarray.Dataset
-        The QueryCube over (descriptor, query) with every protocol parameter in its attrs.
+        The QueryCube over (descriptor, query) with every protocol parameter in its attrs; with
+        ``bojanic`` or ``image_retrieval`` also the per-scene variables over
+        (descriptor, sequence) (those of a task not run at their sentinels).
     """
     check_choice("tie_policy", tie_policy, TIE_POLICIES)
     check_choice("y0", y0, Y0_POLICIES)
@@ -256,6 +270,7 @@ def evaluate(
                         keypoint_set=locked or name,
                         attrs=attrs,
                         bojanic=bojanic,
+                        image_retrieval=image_retrieval,
                         advance=advance,
                     )
                 )

@@ -13,11 +13,16 @@ that ranked list:
     AP = \frac{1}{|\mathrm{rel}|} \sum_{i \in \mathrm{rel}}
         \frac{\#\{j \le i : j \in \mathrm{rel}\}}{i}
 
-``image_retrieval_map`` (:func:`metricalc.metric_set`) is the mean of these APs over the query
-images. :func:`image_retrieval_ap` gives them as the cube variable ``image_retrieval_ap`` over
-``(descriptor, image_query)``. The QueryCube schema does not hold that dim yet, so
-:func:`metricalc.keypoints.evaluate` does not compute it: assign it to a cube before
-:func:`metricalc.metric_set` (``cube.assign(image_retrieval_ap=...)``).
+With one query per scene, the results are per-scene cube variables on
+``(descriptor, sequence)``: ``image_retrieval_ap`` (NaN where the scene has no query, or its
+query no relevant image: :math:`|\mathrm{rel}| = 0`, where DescriptorWorkbench writes 0) and
+``image_retrieval_relevant`` (:math:`|\mathrm{rel}|`, -1 where the scene has no query).
+``image_retrieval_map`` (:func:`metricalc.metric_set`) is the mean of the APs over the scenes.
+:func:`metricalc.keypoints.evaluate` computes them (``image_retrieval=True``).
+
+Cost: per descriptor, one distance matrix of every reference image against all images of the
+dataset, i.e. (scenes) x (images) image matchings, done as one GEMM and one nearest-query search
+per chunk of whole images (:func:`mutual_match_counts`).
 """
 
 from __future__ import annotations
@@ -30,12 +35,24 @@ import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import inside
-from metricalc.keypoints.matching import nn_matches
+from metricalc.keypoints.matching import prepare_candidates, prepare_queries, squared_distances
 
-__all__ = ["image_retrieval_ap", "retrieval_ap"]
+__all__ = [
+    "RETRIEVAL_VARIABLES",
+    "descriptor_image_retrieval",
+    "image_retrieval",
+    "mutual_match_counts",
+    "retrieval_ap",
+]
+
+RETRIEVAL_VARIABLES = ("image_retrieval_ap", "image_retrieval_relevant")
+"""The per-scene cube variables of the image retrieval (on ``(descriptor, sequence)``)."""
+
+CHUNK_ELEMENTS = 1 << 24
+"""Distance-matrix elements per chunk of candidate images (64 MiB of float32): larger GEMMs than
+``metricalc.keypoints.matching.GEMM_CHUNK_ELEMENTS``, as each query image meets all images."""
 
 _IMAGES = range(1, 7)
-_DIM = "image_query"  # metricalc.metrics.IMAGE_RETRIEVAL_DIM (keypoints/ does not import metrics)
 
 
 def retrieval_ap(relevant: np.ndarray) -> float:
@@ -53,7 +70,92 @@ def retrieval_ap(relevant: np.ndarray) -> float:
     return float(np.mean(np.arange(1, hits.size + 1) / (hits + 1)))
 
 
-def _descriptors(
+def _chunks(sizes: np.ndarray, budget: int) -> list[slice]:
+    """Consecutive runs of images whose candidates total at most ``budget`` columns (a larger
+    image alone)."""
+    runs, start, width = [], 0, 0
+    for i, size in enumerate(sizes.tolist()):
+        if i > start and width + size > budget:
+            runs.append(slice(start, i))
+            start, width = i, 0
+        width += size
+    runs.append(slice(start, len(sizes)))
+    return runs
+
+
+def _check_kinds(query: np.ndarray, images: Sequence[np.ndarray]) -> None:
+    """Every image's descriptors have the query's width and kind (float, or uint8 bits)."""
+    for position, image in enumerate(images):
+        if (
+            image.ndim != 2
+            or query.ndim != 2
+            or image.shape[1] != query.shape[1]
+            or (image.dtype == np.uint8) != (query.dtype == np.uint8)
+        ):
+            raise InvalidInputError(
+                f"image {position}: descriptors of shape {image.shape} and dtype {image.dtype}; "
+                f"expected (M, {query.shape[-1]}) of the query's kind ({query.dtype})"
+            )
+
+
+def mutual_match_counts(query: np.ndarray, images: Sequence[np.ndarray]) -> np.ndarray:
+    r"""Number of mutual nearest neighbours between ``query`` and each of ``images``.
+
+    For image :math:`I`, query keypoint :math:`i` and its nearest neighbour :math:`j` in
+    :math:`I` (L2, or Hamming for uint8 packed bits; lowest index on ties) form a match when
+    :math:`i` is the nearest query keypoint of :math:`j` (lowest index on ties), as
+    :func:`metricalc.keypoints.matching.nn_matches` (``mutual=True``) and OpenCV's
+    cross-checked ``BFMatcher`` do:
+
+    .. math::
+
+        n_I = \#\{i : \operatorname{argmin}_{t} d(a_t, b_{j(i)}) = i\}, \qquad
+        j(i) = \operatorname{argmin}_{j \in I} d(a_i, b_j)
+
+    The images are concatenated and matched in chunks of whole images: one GEMM and one
+    nearest-query search per chunk, then one ``argmin`` over the columns of each image.
+
+    Parameters
+    ----------
+    query : ndarray (N, D)
+        Descriptors of the query image (float, or uint8 packed bits).
+    images : sequence of ndarray (M_I, D)
+        Descriptors of each candidate image, the same kind as ``query``.
+
+    Returns
+    -------
+    ndarray of int64, shape (len(images),)
+        The match counts (0 for an image without descriptors, or an empty query).
+
+    Examples
+    --------
+    >>> a = np.array([[0.0, 0], [10, 0], [0, 10]], dtype=np.float32)
+    >>> b = np.array([[0.5, 0], [9, 0], [50, 50]], dtype=np.float32)
+    >>> mutual_match_counts(a, [b, b[:1], b[2:]]).tolist()
+    [2, 1, 1]
+    """
+    _check_kinds(query, images)
+    sizes = np.array([len(image) for image in images], dtype=np.int64)
+    counts = np.zeros(len(images), dtype=np.int64)
+    n = len(query)
+    nonempty = np.flatnonzero(sizes > 0)
+    if n == 0 or nonempty.size == 0:
+        return counts
+    queries = prepare_queries(query)
+    rows = np.arange(n)
+    for run in _chunks(sizes[nonempty], max(1, CHUNK_ELEMENTS // n)):
+        members = nonempty[run]
+        candidates = prepare_candidates(np.concatenate([images[i] for i in members]))
+        squared = squared_distances(queries, candidates)  # (n, columns of the chunk)
+        nearest_query = np.argmin(squared.T, axis=1)  # per column: lowest index on ties
+        edges = np.cumsum(np.concatenate(([0], sizes[members])))
+        for image, start, stop in zip(members, edges[:-1], edges[1:], strict=True):
+            nearest = start + np.argmin(squared[:, start:stop], axis=1)  # lowest on ties
+            counts[image] = np.count_nonzero(nearest_query[nearest] == rows)
+    return counts
+
+
+def _registered(
     sequences: Sequence[Any], scenes: Mapping[str, Mapping[int, Any]], border: float
 ) -> dict[tuple[str, int], np.ndarray]:
     """The descriptors of the keypoints ``border`` px inside each image; images without any are
@@ -71,31 +173,53 @@ def _descriptors(
     return out
 
 
-def _query_aps(images: dict[tuple[str, int], np.ndarray], scenes: list[str]) -> np.ndarray:
-    """AP of the reference image of each scene (NaN where the scene has none)."""
-    keys = sorted(images, key=lambda key: (key[0], f"{key[1]}.ppm"))  # the tie order
-    aps = np.full(len(scenes), np.nan)
-    for position, scene in enumerate(scenes):
-        query = images.get((scene, 1))
-        if query is None:
+def descriptor_image_retrieval(
+    sequences: Sequence[Any], scenes: Mapping[str, Mapping[int, Any]], *, border: float = 40.0
+) -> dict[str, np.ndarray]:
+    """The image retrieval of one descriptor: one query (image 1) per scene.
+
+    Parameters
+    ----------
+    sequences : sequence of Sequence
+        The scenes; image sizes for the border.
+    scenes : mapping scene -> image (1..6) -> Features
+        The descriptor's features.
+    border : float
+        Keypoints closer than this to the image edge are dropped (as in the evaluation).
+
+    Returns
+    -------
+    dict
+        ``image_retrieval_ap`` (float64) and ``image_retrieval_relevant`` (int64), one value per
+        scene in the order of ``sequences``: the AP of the scene's reference image and its
+        number of relevant images (the scene's other images with keypoints inside the border).
+        A scene whose reference image has no keypoint inside the border is no query: NaN and -1.
+    """
+    images = _registered(sequences, scenes, border)
+    keys = sorted(images, key=lambda key: (key[0], f"{key[1]}.ppm"))  # DW's tie order
+    descriptors = [images[key] for key in keys]
+    scene_of = np.array([key[0] for key in keys], dtype=object)
+    aps = np.full(len(sequences), np.nan)
+    relevant_counts = np.full(len(sequences), -1, dtype=np.int64)
+    for position, sequence in enumerate(sequences):
+        if (sequence.name, 1) not in images:
             continue
-        candidates = [key for key in keys if key != (scene, 1)]
-        scores = np.array(
-            [int((nn_matches(query, images[key])[0] >= 0).sum()) for key in candidates]
-        )
-        order = np.argsort(-scores, kind="stable")  # candidates are already in tie order
-        relevant = np.array([candidates[i][0] == scene for i in order], dtype=bool)
-        aps[position] = retrieval_ap(relevant)
-    return aps
+        own = keys.index((sequence.name, 1))
+        scores = np.delete(mutual_match_counts(images[(sequence.name, 1)], descriptors), own)
+        relevant = np.delete(scene_of == sequence.name, own)
+        order = np.argsort(-scores, kind="stable")  # the candidates are already in tie order
+        aps[position] = retrieval_ap(relevant[order])
+        relevant_counts[position] = int(relevant.sum())
+    return {"image_retrieval_ap": aps, "image_retrieval_relevant": relevant_counts}
 
 
-def image_retrieval_ap(
+def image_retrieval(
     sequences: Sequence[Any],
     features: Mapping[str, Mapping[str, Mapping[int, Any]]],
     *,
     border: float = 40.0,
-) -> xr.DataArray:
-    """DescriptorWorkbench's image-retrieval AP of every reference image, for every descriptor.
+) -> xr.Dataset:
+    """DescriptorWorkbench's image retrieval of every reference image, for every descriptor.
 
     Parameters
     ----------
@@ -108,22 +232,23 @@ def image_retrieval_ap(
 
     Returns
     -------
-    xarray.DataArray
-        ``image_retrieval_ap`` over ``(descriptor, image_query)``, one query per scene (its
-        image 1, coordinate ``image_scene``); NaN where the reference image has no keypoint inside
-        the border or its scene no other image. Cost: per descriptor, (scenes) x (images) image
-        matchings.
+    xarray.Dataset
+        :data:`RETRIEVAL_VARIABLES` over ``(descriptor, sequence)`` (see
+        :func:`descriptor_image_retrieval`), as :func:`metricalc.keypoints.evaluate` puts them
+        in the cube.
     """
     if not sequences:
         raise InvalidInputError("no sequences for image retrieval")
-    scenes = [sequence.name for sequence in sequences]
     names = list(features)
-    values = np.array(
-        [_query_aps(_descriptors(sequences, features[name], border), scenes) for name in names]
-    ).reshape(len(names), len(scenes))
-    return xr.DataArray(
-        values,
-        dims=("descriptor", _DIM),
-        coords={"descriptor": names, "image_scene": (_DIM, scenes)},
-        name="image_retrieval_ap",
+    results = [
+        descriptor_image_retrieval(sequences, features[name], border=border) for name in names
+    ]
+    dims, shape = ("descriptor", "sequence"), (len(names), len(sequences))
+    dtypes = dict(zip(RETRIEVAL_VARIABLES, (np.float64, np.int64), strict=True))
+    return xr.Dataset(
+        {
+            variable: (dims, np.array([r[variable] for r in results], dtype=dtype).reshape(shape))
+            for variable, dtype in dtypes.items()
+        },
+        coords={"descriptor": names, "sequence": [sequence.name for sequence in sequences]},
     )

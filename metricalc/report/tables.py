@@ -53,7 +53,8 @@ DEFAULT_COLUMNS = (
     "image_retrieval_map",
 )
 """Columns of a table when none are chosen; those absent or all-NaN in the metric set are left
-out (a keypoint cube has no ``image_retrieval_map``, a patch-retrieval cube no hit rates)."""
+out (a keypoint cube evaluated without image retrieval has no ``image_retrieval_map``, a
+patch-retrieval cube no hit rates)."""
 
 TEST_NAMES = {
     "auto": "paired randomization test of the mean difference (McNemar test for 0/1 outcomes)",
