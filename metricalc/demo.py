@@ -1,9 +1,10 @@
 """The main job: the built-in benchmark, the built-in descriptors, the metric set, figures.
 
 ``metricalc demo`` builds the synthetic HPatches-style benchmark, extracts SIFT, RootSIFT, ORB
-and BRIEF twice (locked on SIFT keypoints, and native), evaluates both into QueryCubes (the
-locked one with DescriptorWorkbench's image retrieval, ``image_retrieval_map``), prints the
-metric tables and writes cubes, metric sets (CSV and JSON) and figures to the output folder.
+and BRIEF twice (locked on SIFT keypoints, and native), evaluates both into QueryCubes (with
+``image_retrieval=True`` the locked one with DescriptorWorkbench's image retrieval,
+``image_retrieval_map``), prints the metric tables and writes cubes, metric sets (CSV and JSON)
+and figures to the output folder.
 It ends with the full report of the locked cube (the study of ``reports/demo.yaml``,
 :func:`metricalc.report.study.demo_study`) in ``<out>/report/``.
 """
@@ -51,6 +52,7 @@ def run_demo(
     *,
     quick: bool = False,
     seed: int = 0,
+    image_retrieval: bool = False,
     progress: bool = True,
 ) -> DemoResult:
     """Run the demo pipeline and write its outputs below ``out``.
@@ -63,6 +65,10 @@ def run_demo(
         Only a few scenes (:data:`QUICK_SCENES`): a first look in well under a minute.
     seed : int
         Seed of the synthetic benchmark and the distractors.
+    image_retrieval : bool
+        Also DescriptorWorkbench's image retrieval (``image_retrieval_map``) of the locked cube:
+        every reference image matched against every image, which doubles the demo's time on the
+        full benchmark (:func:`metricalc.keypoints.evaluate`).
     progress : bool
         Progress bars on the long steps.
 
@@ -86,7 +92,7 @@ def run_demo(
             keypoints=f"locked:{locked}" if locked else "native",
             dataset="metricalc synthetic" + (" (quick)" if quick else ""),
             seed=seed,
-            image_retrieval=locked is not None,  # the report's cube
+            image_retrieval=image_retrieval and locked is not None,  # the report's cube
             progress=progress,
         )
         metrics = metric_set(cube)

@@ -82,7 +82,7 @@ def test_console_script_runs():
 
 
 def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
-    result = run("demo", "--quick", "--out", str(tmp_path), "--no-progress")
+    result = run("demo", "--quick", "--out", str(tmp_path), "--no-progress", "--image-retrieval")
     assert result.returncode == 0, result.stderr
     assert "locked keypoints" in result.stdout and "native keypoints" in result.stdout
     for mode in ("locked", "native"):
@@ -94,7 +94,7 @@ def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
         for figure in ("map_by_split", "rank_histogram", "scene_map"):
             assert (tmp_path / "figures" / f"{mode}_{figure}.png").stat().st_size > 0
             assert (tmp_path / "figures" / f"{mode}_{figure}.svg").exists()
-    # the locked cube (the report's) has DescriptorWorkbench's image retrieval
+    # --image-retrieval: the locked cube (the report's) has DescriptorWorkbench's image retrieval
     locked = json.loads((tmp_path / "metrics_locked.json").read_text())
     assert 0 < locked["sift"]["image_retrieval_map"] <= 1
     report = tmp_path / "report" / "report.html"

@@ -21,6 +21,11 @@ def add_demo(verbs: argparse._SubParsersAction) -> None:
     demo.add_argument("--out", type=Path, default=Path("reports/demo"), help="output folder")
     demo.add_argument("--quick", action="store_true", help="a few scenes only (a first look)")
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument(
+        "--image-retrieval",
+        action="store_true",
+        help="also image_retrieval_map on the locked cube (doubles the full demo's time)",
+    )
     demo.add_argument("--no-progress", action="store_true", help="no progress bars")
     demo.set_defaults(run=_demo)
 
@@ -105,7 +110,13 @@ def add_metrics(verbs: argparse._SubParsersAction) -> None:
 def _demo(args: argparse.Namespace) -> int:
     from metricalc.demo import run_demo
 
-    result = run_demo(args.out, quick=args.quick, seed=args.seed, progress=not args.no_progress)
+    result = run_demo(
+        args.out,
+        quick=args.quick,
+        seed=args.seed,
+        image_retrieval=args.image_retrieval,
+        progress=not args.no_progress,
+    )
     print(f"wrote {len(result.files)} files to {args.out} in {result.seconds:.1f} s")
     print(f"report: {result.report}")
     return 0
