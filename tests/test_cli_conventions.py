@@ -38,7 +38,7 @@ def test_every_help_shows_every_default():
             paragraph = " ".join(formatter._format_action(action).split())  # the --help lines
             assert "default" in paragraph, (parser.prog, paragraph)
             if "(default: " in paragraph:
-                assert f"(default: {default})" in paragraph, (parser.prog, paragraph)
+                assert f"(default: {default}" in paragraph, (parser.prog, paragraph)
             checked += 1
     assert checked > 30
 

@@ -52,6 +52,13 @@ def legend_outside(ax: Axes, *, title: str | None = None, width: int = 32) -> No
     )
     for text in ax.get_legend().get_texts():
         text.set_text(wrap_label(text.get_text(), width))
+    figure = ax.get_figure()
+    if figure is None:
+        return
+    figure.draw_without_rendering()  # a legend taller than the figure: the figure grows to hold it
+    needed = ax.get_legend().get_window_extent().height / figure.dpi + 0.4
+    if needed > figure.get_figheight():
+        figure.set_figheight(needed)
 
 
 def _overlap(texts: list[Text]) -> bool:
