@@ -245,9 +245,13 @@ def _metrics(args: argparse.Namespace) -> int:
     from metricalc.export import metric_set_to_dict
     from metricalc.metrics import metric_set
     from metricalc.report.terminal import print_metric_table
+    from metricalc.store.workbench_cube import open_workbench_cube, workbench_metric_set
 
-    cube = cubes.open_cube(args.cube)
-    metrics = metric_set(cube, k=args.k)
+    scenes = open_workbench_cube(args.cube)
+    if scenes is not None:  # `db import-workbench --out`: per-scene values, no queries
+        metrics = workbench_metric_set(scenes, k=args.k)
+    else:
+        metrics = metric_set(cubes.open_cube(args.cube), k=args.k)
     if args.json:
         print(json.dumps(metric_set_to_dict(metrics), indent=2))
     else:
