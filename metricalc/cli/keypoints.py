@@ -99,6 +99,8 @@ def _demo(args: argparse.Namespace) -> int:
     from metricalc.demo import run_demo
 
     result = run_demo(args.out, quick=args.quick, seed=args.seed, progress=not args.no_progress)
+    for mode in (m for m, reused in result.reused.items() if reused):
+        print(f"reused {args.out / f'cube_{mode}.nc'}: same data, descriptors and protocol")
     print(f"wrote {len(result.files)} files to {args.out} in {result.seconds:.1f} s")
     print(f"report: {result.report}")
     return 0
