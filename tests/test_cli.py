@@ -108,7 +108,7 @@ def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
     assert locked.attrs["dataset"].startswith("sha256:")
     assert locked.attrs["dataset_path"] == str(tmp_path / "benchmark")
     assert len(locked.attrs["cache_key"]) == 24
-    assert f"Results on {tmp_path / 'benchmark'}." in report.read_text()
+    assert f"systems &middot; dataset {tmp_path / 'benchmark'}</p>" in report.read_text()
 
 
 def test_a_second_demo_reuses_its_cubes(tmp_path, monkeypatch):
