@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from metricalc.cli._args import names
 from metricalc.errors import InvalidInputError
@@ -53,7 +54,7 @@ def add_compare(verbs: argparse._SubParsersAction) -> None:
     cmp.set_defaults(run=_compare)
 
 
-def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list, str, str]:
+def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list[Any], str, str]:
     """The cubes of ``paths`` with the metric and unit to compare them on. The per-scene cube
     of ``db import-workbench --out`` is compared per scene on its ``true_map`` (``--metric ap``)
     or ``true_map_with_zeros`` (:func:`metricalc.store.workbench_cube.scene_query_cube`)."""

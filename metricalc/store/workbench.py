@@ -485,8 +485,9 @@ def _labels(rows: list[_Row]) -> list[str]:
 
 
 def _number_or_nan(value: object) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok else math.nan  # type: ignore[arg-type]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
 
 
 def _cube(
