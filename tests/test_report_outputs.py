@@ -90,3 +90,18 @@ def test_terminal_table_has_a_hit_rate_column_per_cut_off():
     only_ten = metrics().assign({"precision_at_10": hits["precision_at_10"]})
     print_metric_table(only_ten, console=console)
     assert "HR@10" in console.export_text() and "HR@1 " not in console.export_text()
+
+
+def test_metrics_verb_shows_the_hit_rate_of_every_requested_cut_off(
+    tmp_path, make_query_cube, capsys
+):
+    from metricalc import cube as qc
+    from metricalc.cli import main
+
+    qc.save(make_query_cube({"a": 0.9, "b": 0.5}, seed=1), tmp_path / "cube.nc")
+    assert main(["metrics", str(tmp_path / "cube.nc"), "--k", "10"]) == 0
+    header = capsys.readouterr().out
+    assert "HR@10" in header and "HR@5" not in header
+    assert main(["metrics", str(tmp_path / "cube.nc"), "--k", "1,3,10"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.index("HR@1 ") < shown.index("HR@3") < shown.index("HR@10")
