@@ -121,3 +121,20 @@ def test_a_file_of_another_key_or_not_a_cube_is_replaced(tmp_path, make_query_cu
     _, reused = cached_cube(path, "other", lambda: cube.copy())
     assert not reused and qc.open_cube(path).attrs["cache_key"] == "other"
     assert cache_key({"a": [1, 2]}) != cache_key({"a": [2, 1]})
+
+
+def test_a_demo_cube_of_the_same_inputs_in_the_folder_is_reused(data, evaluations, tmp_path):
+    from metricalc.keypoints.sequences import load_sequences
+    from metricalc.report.cache import evaluation_inputs
+
+    first = load_cubes(spec(data), out=tmp_path / "elsewhere")[""]
+    out = tmp_path / "report"
+    out.mkdir()
+    qc.save(first, out / "cube_locked.nc")  # where `metricalc demo` puts its locked cube
+    inputs = evaluation_inputs(load_sequences(data), ("sift", "orb"), "locked:sift", bojanic=False)
+    assert first.attrs["cache_key"] == cache_key(inputs)
+    again = load_cubes(spec(data), out=out)[""]
+    assert evaluations == ["locked:sift"] and not (out / "cache").exists()  # nothing copied
+    xr.testing.assert_identical(again, first)
+    load_cubes(spec(data, tau=4.0), out=out)  # another key: evaluated, into the cache
+    assert len(evaluations) == 2 and len(cache_files(out)) == 1

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,22 +96,37 @@ def evaluation_inputs(
     }
 
 
-def cached_cube(
-    path: str | Path, key: str, compute: Callable[[], xr.Dataset]
-) -> tuple[xr.Dataset, bool]:
-    """The cube in ``path`` when it holds ``key`` (its attr ``cache_key``), else ``compute()``
-    written there with that key (atomically). Returns the cube and whether it was reused.
+def _holding(path: Path, key: str) -> xr.Dataset | None:
+    """The cube in ``path`` if it is one and holds ``key`` (checked on the attrs first)."""
+    if not path.is_file():
+        return None
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as lazy:  # attrs only, nothing read
+            if lazy.attrs.get("cache_key") != key:
+                return None
+        return cubes.open_cube(path)
+    except (InvalidInputError, OSError, ValueError):
+        return None
 
-    A file that cannot be read as a cube, or holds another key, is replaced.
+
+def cached_cube(
+    path: str | Path,
+    key: str,
+    compute: Callable[[], xr.Dataset],
+    *,
+    elsewhere: Iterable[Path] = (),
+) -> tuple[xr.Dataset, bool]:
+    """The cube in ``path`` when it holds ``key`` (its attr ``cache_key``), else the first of
+    ``elsewhere`` that does (read where it is, not copied), else ``compute()`` written to
+    ``path`` with that key (atomically). Returns the cube and whether it was reused.
+
+    A file at ``path`` that cannot be read as a cube, or holds another key, is replaced.
     """
     path = Path(path)
-    if path.is_file():
-        try:
-            cube = cubes.open_cube(path)
-        except InvalidInputError:
-            cube = None
-        if cube is not None and cube.attrs.get("cache_key") == key:
-            return cube, True
+    for candidate in (path, *elsewhere):
+        found = _holding(Path(candidate), key)
+        if found is not None:
+            return found, True
     cube = compute()
     cube.attrs["cache_key"] = key
     cubes.save(cube, path)

@@ -52,8 +52,9 @@ def _load_cube_files(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.
 
 
 def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
-    """Each label's cube of the dataset, evaluated now or, when ``<out>/cache/<key>.nc`` holds
-    the cube of the same inputs (:mod:`metricalc.report.cache`), read back from there."""
+    """Each label's cube of the dataset, evaluated now or, when ``<out>/cache/<key>.nc`` (or a
+    ``<out>/cube_<mode>.nc`` of ``metricalc demo``) holds the cube of the same inputs
+    (:mod:`metricalc.report.cache`), read back from there."""
     from metricalc.keypoints.evaluate import evaluate
     from metricalc.keypoints.features import extract
     from metricalc.keypoints.sequences import load_sequences
@@ -100,7 +101,10 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
             )  # fmt: skip
 
         key = cache_key(evaluation_inputs(sequences, spec.descriptors, mode, **protocol))
-        result[label], _ = cached_cube(out / CACHE_FOLDER / f"{key}.nc", key, compute)
+        demo_cubes = sorted(out.glob("cube_*.nc"))  # `metricalc demo` in the same folder
+        result[label], _ = cached_cube(
+            out / CACHE_FOLDER / f"{key}.nc", key, compute, elsewhere=demo_cubes
+        )
     return result
 
 
