@@ -14,8 +14,9 @@ metric set needs (DESIGN.md "The QueryCube", PROTOCOLS.md sections 1-4). Schema:
   :data:`SEQUENCE_VARIABLES`) with fixed dtypes and sentinels for "missing" (-1 or NaN);
 - attrs: every protocol parameter (:data:`PROTOCOL_ATTRS`) and ``metricalc_version``.
 
-Strings are held as NumPy unicode arrays (``<U``) in memory and written as variable-length UTF-8
-strings (netCDF-4 ``string``), which is what :func:`xarray.open_dataset` gives back.
+Strings are held as NumPy unicode arrays (``<U``) in memory; :func:`save` writes the string
+coordinates over ``query`` as compressed UTF-8 character arrays and the others as variable-length
+UTF-8 strings (netCDF-4 ``string``), and :func:`open_cube` reads both back as ``<U``.
 docs/cube.md has the full table.
 """
 
@@ -1236,10 +1237,12 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str]) -> None:
     """Write ``cube`` to a netCDF-4 (HDF5) file with the h5netcdf engine, atomically.
 
     The cube is validated first, written to a temporary file next to ``path`` and renamed over
-    it (:func:`os.replace`), so ``path`` never holds a half-written cube. Strings are stored as
-    variable-length UTF-8 (netCDF-4 ``string``, readable by netCDF-C, h5py and xarray); numeric
-    variables are gzip-compressed (level 1, shuffle). Lazy (dask) cubes are written chunk by
-    chunk.
+    it (:func:`os.replace`), so ``path`` never holds a half-written cube. The string
+    coordinates over ``query`` (``scene``, ``pair``, ``keypoint_set``, ``split``) are stored as
+    gzip-compressed UTF-8 character arrays (netCDF ``char`` with a ``string<N>`` dimension and
+    ``_Encoding = "utf-8"``, the CF convention), the other strings as variable-length UTF-8
+    (netCDF-4 ``string``); both are readable by netCDF-C, h5py and xarray. Numeric variables
+    are gzip-compressed (level 1, shuffle). Lazy (dask) cubes are written chunk by chunk.
 
     Examples
     --------
@@ -1257,7 +1260,11 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str]) -> None:
     encoding: dict[Hashable, dict[str, Any]] = {}
     for name, variable in out.variables.items():
         variable.encoding = {}
-        if _is_str_dtype(variable.dtype):
+        if _is_str_dtype(variable.dtype) and QUERY in variable.dims and variable.size:
+            # one value per query, few distinct ones: fixed-width UTF-8 characters, compressed
+            # (as variable-length strings each value costs ~40 bytes, most of a native cube)
+            encoding[name] = {"dtype": "S1", "zlib": True, "complevel": 1}
+        elif _is_str_dtype(variable.dtype):
             encoding[name] = {"dtype": str}
         elif variable.size and name not in cube.dims:
             chunks = tuple(
@@ -1275,6 +1282,36 @@ _STORAGE_CHUNKS = {DESCRIPTOR: 1, QUERY: 10_000}
 fastest (and quiet) when ``chunks=`` along ``query`` is a multiple of 10,000."""
 
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, IndexError)
+
+
+def _unicode(variables: Mapping[Hashable, xr.DataArray]) -> dict[Hashable, xr.DataArray]:
+    """The in-memory string variables read as objects (character arrays), as NumPy unicode."""
+    return {
+        name: variable.astype(str)
+        for name, variable in variables.items()
+        if variable.dtype == object and variable.chunks is None
+    }
+
+
+def _text_apart(path: Path, chunks: Any) -> list[str]:
+    """For a lazy open, the string variables over ``query`` stored as character arrays: they
+    are left out of the dask open (dask cannot size their object dtype for ``chunks="auto"``)
+    and read into memory by :func:`_text_back`, as every coordinate is."""
+    if chunks is None:
+        return []
+    with xr.open_dataset(path, engine="h5netcdf") as plain:  # lazily indexed: nothing read yet
+        return [str(n) for n, v in plain.variables.items() if v.dtype == object and QUERY in v.dims]
+
+
+def _text_back(cube: xr.Dataset, path: Path, names: list[str]) -> xr.Dataset:
+    """``cube`` with the variables ``names`` of ``path`` read into memory and put back."""
+    if not names:
+        return cube
+    with xr.open_dataset(path, engine="h5netcdf") as plain:
+        text = {name: plain[name].load() for name in names}
+        coords = {name for name in names if name in plain.coords}
+    cube = cube.assign_coords({n: v for n, v in text.items() if n in coords})
+    return cube.assign({n: v for n, v in text.items() if n not in coords})
 
 
 def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset:
@@ -1310,7 +1347,8 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     if not path.is_file():
         raise InvalidInputError(f"cube file {path} is not a file")
     try:
-        cube = xr.open_dataset(path, engine="h5netcdf", chunks=chunks)
+        apart = _text_apart(path, chunks)
+        cube = xr.open_dataset(path, engine="h5netcdf", chunks=chunks, drop_variables=apart)
     except _READ_ERRORS as error:
         raise InvalidInputError(
             f"cube file {path} is not a readable netCDF-4/HDF5 file: {type(error).__name__}: "
@@ -1343,6 +1381,14 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
             ) from error
         cube = cube.assign_coords({n: v for n, v in loaded.items() if n in cube.coords})
         cube = cube.assign({n: v for n, v in loaded.items() if n not in cube.coords})
+        try:
+            cube = _text_back(cube, path, apart)
+        except _READ_ERRORS as error:
+            cube.close()
+            raise InvalidInputError(
+                f"cube file {path} could not be read: {type(error).__name__}: {error}"
+            ) from error
+    cube = cube.assign_coords(_unicode(cube.coords)).assign(_unicode(cube.data_vars))
     cube.attrs = _plain_attrs(cube.attrs)
     cube = _add_later_variables(cube)
     try:

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import xarray as xr
 
-from metricalc import cube as cubes
 from metricalc.export import write_metric_set
 from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.features import BUILTIN_METHODS, extract
 from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.report.builder import build
+from metricalc.report.cache import MAX_KEYPOINTS, cache_key, cached_cube, evaluation_inputs
 from metricalc.report.figures import (
     plot_map_by_split,
     plot_rank_histogram,
@@ -44,6 +44,7 @@ class DemoResult:
     metrics: dict[str, xr.Dataset]
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    reused: dict[str, bool] = field(default_factory=dict)
     report: Path | None = None
 
 
@@ -85,21 +86,35 @@ def run_demo(
     )
     result = DemoResult(cubes={}, metrics={})
     for mode, locked in (("locked", LOCKED_DETECTOR), ("native", None)):
-        features = extract(sequences, BUILTIN_METHODS, locked=locked, progress=progress)
-        cube = evaluate(
-            sequences,
-            features,
-            keypoints=f"locked:{locked}" if locked else "native",
-            dataset="metricalc synthetic" + (" (quick)" if quick else ""),
-            seed=seed,
-            image_retrieval=image_retrieval and locked is not None,  # the report's cube
-            progress=progress,
-        )
+        keypoints = f"locked:{locked}" if locked else "native"
+
+        def compute(locked: str | None = locked, keypoints: str = keypoints) -> xr.Dataset:
+            features = extract(
+                sequences,
+                BUILTIN_METHODS,
+                locked=locked,
+                max_keypoints=MAX_KEYPOINTS,
+                progress=progress,
+            )
+            return evaluate(
+                sequences,
+                features,
+                keypoints=keypoints,
+                seed=seed,
+                dataset_path=str(out / "benchmark"),
+                image_retrieval=image_retrieval and locked is not None,  # the report's cube
+                progress=progress,
+            )
+
+        cube_path = out / f"cube_{mode}.nc"
+        inputs = evaluation_inputs(sequences, BUILTIN_METHODS, keypoints, seed=seed)
+        inputs["image_retrieval"] = image_retrieval and locked is not None
+        key = cache_key(inputs)
+        cube, reused = cached_cube(cube_path, key, compute)
+        result.reused[mode] = reused
         metrics = metric_set(cube)
         scenes = scene_metrics(cube)
         result.cubes[mode], result.metrics[mode] = cube, metrics
-        cube_path = out / f"cube_{mode}.nc"
-        cubes.save(cube, cube_path)
         result.files.append(cube_path)
         result.files += write_metric_set(metrics, out / f"metrics_{mode}")
         for name, plot, data in (

@@ -106,6 +106,29 @@ def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
     modes = {p.relative_to(tmp_path): stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")
              if p.is_file()}  # fmt: skip
     assert modes and all(mode == 0o666 & ~umask for mode in modes.values()), modes
+    # the cubes record their data as `keypoints eval` does, and their cache key
+    locked = metricalc.cube.open_cube(tmp_path / "cube_locked.nc")
+    assert locked.attrs["dataset"].startswith("sha256:")
+    assert locked.attrs["dataset_path"] == str(tmp_path / "benchmark")
+    assert len(locked.attrs["cache_key"]) == 24
+    assert f"systems &middot; dataset {tmp_path / 'benchmark'}</p>" in report.read_text()
+
+
+def test_a_second_demo_reuses_its_cubes(tmp_path, monkeypatch):
+    from metricalc import demo
+
+    first = demo.run_demo(tmp_path, quick=True, progress=False)
+    assert first.reused == {"locked": False, "native": False}
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("evaluated again")
+
+    monkeypatch.setattr(demo, "evaluate", no_evaluation)
+    again = demo.run_demo(tmp_path, quick=True, progress=False)
+    assert again.reused == {"locked": True, "native": True}
+    for mode in ("locked", "native"):
+        assert again.cubes[mode].identical(first.cubes[mode])
+    # a changed input misses the cache: tests/test_report_cache.py
 
 
 PROTOCOL_NAMES = {

@@ -5,8 +5,9 @@ a user's table) and are illustrations.
 
 The ``metricalc ...`` lines of the ```bash blocks run in-process (:func:`metricalc.cli.main`)
 when their verb is one of :data:`RUN_VERBS`, on cubes of the built-in benchmark made once per
-session (``locked.nc``, ``native.nc``, ``pessimistic.nc``, ``both.nc``, and the TREC files
-``qrels.txt`` and runs: the file names the README uses).
+session (``locked.nc``, ``native.nc``, ``pessimistic.nc``, ``both.nc``, the TREC files
+``qrels.txt`` and runs, and ``cube.nc``, the per-scene cube of the real DescriptorWorkbench
+export: the file names the README uses).
 The explicit rules for the other lines: a line whose comment says ``external data`` needs data
 the tests cannot make (HPatches, a user's files) and is skipped; a verb outside
 :data:`RUN_VERBS` is skipped with the reason of :data:`NOT_RUN_HERE`.
@@ -87,6 +88,12 @@ def readme_cubes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     both = extract(sequences, ("sift", "rootsift"), locked="sift", max_keypoints=150)
     qc.save(evaluate(sequences, both, keypoints="locked:sift", bojanic=False), folder / "both.nc")
     write_trec_files(folder)
+    # cube.nc of the results-database lines: the per-scene cube of the real workbench export
+    from metricalc.cli import main
+
+    export = Path(__file__).parent / "data" / "descriptorworkbench-export"
+    argv = ["db", "import-workbench", str(export / "descriptor_performance_analysis.csv")]
+    assert main([*argv, "--db", str(folder / "r.sqlite"), "--out", str(folder / "cube.nc")]) == 0
     return folder
 
 

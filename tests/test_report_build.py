@@ -307,7 +307,8 @@ def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_quer
     assert f"report: {Path('mine') / 'report.html'}" in result.stdout
     assert html.is_file() and "data:image/png;base64," in html.read_text()
     result = run("report", "mine.yaml", "--out", "elsewhere", "--no-progress", cwd=study_dir)
-    assert result.returncode == 0 and (study_dir / "elsewhere" / "tables.tex").is_file()
+    assert result.returncode == 0 and (study_dir / "elsewhere" / "mine" / "tables.tex").is_file()
+    assert sorted(p.name for p in (study_dir / "elsewhere").iterdir()) == ["mine"]  # its folder
     (study_dir / "bad.yaml").write_text("data: {cube: cube.nc}\ntests: {alpha: 2}\n")
     result = run("report", "bad.yaml", cwd=study_dir)
     assert result.returncode == 2

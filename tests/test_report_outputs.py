@@ -76,3 +76,32 @@ def test_exports_write_csv_and_json_with_null_for_nan(tmp_path):
     header = csv_path.read_text().splitlines()[0].split(",")
     assert header[0] == "descriptor" and "true_map_micro" in header
     assert "rank_histogram" not in header  # not one value per descriptor
+
+
+def test_terminal_table_has_a_hit_rate_column_per_cut_off():
+    hits = {f"precision_at_{k}": ("descriptor", [0.1 * k / 10, 0.5]) for k in (10, 1, 5, 20)}
+    console = Console(width=200, record=True)
+    print_metric_table(metrics().assign(hits), console=console)
+    header = console.export_text().splitlines()[1]
+    positions = [header.index(f"HR@{k} ") for k in (1, 5, 10, 20)]
+    assert positions == sorted(positions)  # in order of K
+    assert header.index("mAP i") < positions[0] < header.index("queries")
+    console = Console(width=200, record=True)
+    only_ten = metrics().assign({"precision_at_10": hits["precision_at_10"]})
+    print_metric_table(only_ten, console=console)
+    assert "HR@10" in console.export_text() and "HR@1 " not in console.export_text()
+
+
+def test_metrics_verb_shows_the_hit_rate_of_every_requested_cut_off(
+    tmp_path, make_query_cube, capsys
+):
+    from metricalc import cube as qc
+    from metricalc.cli import main
+
+    qc.save(make_query_cube({"a": 0.9, "b": 0.5}, seed=1), tmp_path / "cube.nc")
+    assert main(["metrics", str(tmp_path / "cube.nc"), "--k", "10"]) == 0
+    header = capsys.readouterr().out
+    assert "HR@10" in header and "HR@5" not in header
+    assert main(["metrics", str(tmp_path / "cube.nc"), "--k", "1,3,10"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.index("HR@1 ") < shown.index("HR@3") < shown.index("HR@10")

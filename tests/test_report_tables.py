@@ -618,3 +618,12 @@ def test_fraction_metrics_are_the_same_for_the_report_and_the_terminal_table():
         text = console.file.getvalue()
         assert ("-25.00" in text and "values in percent" in text) == percent, metric
         assert ("-0.25" in text and "values in percent" not in text) == (not percent), metric
+
+
+def test_caption_names_the_data_by_its_path_not_its_fingerprint():
+    metrics = metric_set()
+    metrics.attrs.update(dataset="sha256:0123456789abcdef", dataset_path="data/hpatches-release")
+    caption = Table(metrics, columns=COLUMNS).caption
+    assert caption.startswith("Results on data/hpatches-release.") and "sha256" not in caption
+    metrics.attrs.pop("dataset_path")
+    assert Table(metrics, columns=COLUMNS).caption.startswith("Results on sha256:0123456789abcdef.")

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from metricalc.cli._args import names
 from metricalc.errors import InvalidInputError
@@ -38,7 +39,11 @@ def add_compare(verbs: argparse._SubParsersAction) -> None:
         default="auto",
         help="auto (default): randomization test of the mean difference; McNemar for 0/1 outcomes",
     )
-    cmp.add_argument("--pair-by", choices=PAIR_BY, default="query")
+    cmp.add_argument(
+        "--pair-by",
+        choices=PAIR_BY,
+        help="unit (default: query; scene for a DescriptorWorkbench cube, the only unit it has)",
+    )
     cmp.add_argument("--split", choices=SPLITS, help="only the queries of one split")
     cmp.add_argument("--correction", choices=CORRECTIONS, default="holm")
     cmp.add_argument("--alpha", type=float, default=0.05)
@@ -49,8 +54,32 @@ def add_compare(verbs: argparse._SubParsersAction) -> None:
     cmp.set_defaults(run=_compare)
 
 
-def _compare(args: argparse.Namespace) -> int:
+def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list[Any], str, str]:
+    """The cubes of ``paths`` with the metric and unit to compare them on. The per-scene cube
+    of ``db import-workbench --out`` is compared per scene on its ``true_map`` (``--metric ap``)
+    or ``true_map_with_zeros`` (:func:`metricalc.store.workbench_cube.scene_query_cube`)."""
     from metricalc import cube as cubes
+    from metricalc.store.workbench_cube import open_workbench_cube, scene_query_cube
+
+    scene_cubes = [open_workbench_cube(path) for path in paths]
+    if all(c is None for c in scene_cubes):
+        return [cubes.open_cube(path) for path in paths], metric, pair_by or "query"
+    if any(c is None for c in scene_cubes):
+        raise InvalidInputError(
+            "cannot compare a DescriptorWorkbench cube (db import-workbench --out: one mAP per "
+            "scene) with a QueryCube; compare the workbench cubes alone"
+        )
+    if pair_by not in (None, "scene"):
+        raise InvalidInputError(
+            f"--pair-by {pair_by}: a DescriptorWorkbench cube has one mAP per scene and no "
+            "queries or image pairs; use --pair-by scene (the default for it)"
+        )
+    scene_metric = "true_map" if metric == "ap" else metric
+    opened = [scene_query_cube(c, metric=scene_metric) for c in scene_cubes if c is not None]
+    return opened, "ap", "scene"
+
+
+def _compare(args: argparse.Namespace) -> int:
     from metricalc._io import json_safe
     from metricalc.report.terminal import print_comparisons
     from metricalc.stats import compare
@@ -64,12 +93,12 @@ def _compare(args: argparse.Namespace) -> int:
         labels = [path.stem for path in args.cubes]
     if labels is not None and len(set(labels)) != len(labels):
         raise InvalidInputError(f"the cube labels must differ; got {labels} (use --labels)")
-    opened = [cubes.open_cube(path) for path in args.cubes]
+    opened, metric, pair_by = _open(args.cubes, args.metric, args.pair_by)
     data = opened[0] if labels is None else dict(zip(labels, opened, strict=True))
     result = compare(
         data,
-        metric=args.metric,
-        pair_by=args.pair_by,
+        metric=metric,
+        pair_by=pair_by,
         test=args.test,
         correction=args.correction,
         alpha=args.alpha,

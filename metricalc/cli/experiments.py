@@ -131,12 +131,24 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from metricalc.experiment.inspect import default_page_path, load_runs, write_page
+    from metricalc.experiment.inspect import (
+        default_page_path,
+        load_runs,
+        setting_differences,
+        setting_labels,
+        write_page,
+    )
     from metricalc.experiment.terminal import print_summaries
 
     inspection = load_runs(args.benchmark, args.tags, outputs=args.outputs)
     title = f"{args.benchmark}: {', '.join(inspection.tags)}"
-    print_summaries(inspection.summaries, title=title)
+    differences = setting_differences(inspection)
+    if differences:  # shown side by side, never silently
+        print("note: these runs were evaluated with different settings:")
+        for key, values in differences.items():
+            print(f"  {key}: " + ", ".join(f"{tag} {value}" for tag, value in values.items()))
+    labels = setting_labels(inspection)
+    print_summaries({labels[t]: inspection.summaries[t] for t in inspection.tags}, title=title)
     out = args.out or default_page_path(args.benchmark, inspection.tags, outputs=args.outputs)
     print(f"wrote {write_page(inspection, out)}")
     return 0

@@ -117,6 +117,8 @@ def _demo(args: argparse.Namespace) -> int:
         image_retrieval=args.image_retrieval,
         progress=not args.no_progress,
     )
+    for mode in (m for m, reused in result.reused.items() if reused):
+        print(f"reused {args.out / f'cube_{mode}.nc'}: same data, descriptors and protocol")
     print(f"wrote {len(result.files)} files to {args.out} in {result.seconds:.1f} s")
     print(f"report: {result.report}")
     return 0
@@ -264,9 +266,13 @@ def _metrics(args: argparse.Namespace) -> int:
     from metricalc.export import metric_set_to_dict
     from metricalc.metrics import metric_set
     from metricalc.report.terminal import print_metric_table
+    from metricalc.store.workbench_cube import open_workbench_cube, workbench_metric_set
 
-    cube = cubes.open_cube(args.cube)
-    metrics = metric_set(cube, k=args.k)
+    scenes = open_workbench_cube(args.cube)
+    if scenes is not None:  # `db import-workbench --out`: per-scene values, no queries
+        metrics = workbench_metric_set(scenes, k=args.k)
+    else:
+        metrics = metric_set(cubes.open_cube(args.cube), k=args.k)
     if args.json:
         print(json.dumps(metric_set_to_dict(metrics), indent=2))
     else:

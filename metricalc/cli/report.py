@@ -12,15 +12,23 @@ def add_report(verbs: argparse._SubParsersAction) -> None:
         "report", help="render a study (reports/<study>.yaml): tables, tests, figures, HTML"
     )
     report.add_argument("study", type=Path, help="study specification (YAML)")
-    report.add_argument("--out", type=Path, help="output folder (default: reports/<study>/)")
+    report.add_argument(
+        "--out",
+        type=Path,
+        help="folder of the study folders: the report goes to DIR/<study>/ (default: the "
+        "study file's folder, reports/<study>/)",
+    )
     report.add_argument("--no-progress", action="store_true", help="no progress bars")
     report.set_defaults(run=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
     from metricalc.report.builder import build
+    from metricalc.report.study import load_study
 
-    report = build(args.study, out=args.out, progress=not args.no_progress)
+    study = load_study(args.study)
+    out = args.out / study.name if args.out is not None else None  # one folder per study
+    report = build(study, out=out, progress=not args.no_progress)
     print(f"wrote {len(report.files)} files to {report.out}")
     print(f"report: {report.html}")
     return 0

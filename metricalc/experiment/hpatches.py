@@ -51,7 +51,7 @@ from metricalc.keypoints.features import (
 from metricalc.keypoints.matching import nn_matches
 from metricalc.keypoints.pairs import evaluate_pair
 from metricalc.keypoints.sequences import Sequence as ImageSequence
-from metricalc.keypoints.sequences import load_sequences
+from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
 from metricalc.keypoints.synthetic import DEFAULT_SIZE, QUICK_SCENES, make_synthetic_dataset
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.progress import progress_bar
@@ -102,6 +102,14 @@ PAIRS = tuple(f"1-{k}" for k in range(2, 7))
 # --------------------------------------------------------------------------------------------
 # data
 # --------------------------------------------------------------------------------------------
+
+
+def _dataset_path(sequences: Sequence[Any], root: Any) -> str:
+    """Where the scenes were read from (the cube attr ``dataset_path``): ``data.root``, or the
+    folder of the generated synthetic benchmark."""
+    if root is not None:
+        return str(root)
+    return str(Path(sequences[0].root).parent) if sequences else ""
 
 
 def load_data(data: Mapping[str, Any], outputs: Any) -> list[ImageSequence]:
@@ -397,7 +405,8 @@ class HPatches:
             "tie_policy": evaluation["tie_policy"],
             "ap_method": "ir",
             "distance": kinds.pop() if len(kinds) == 1 else "mixed",
-            "dataset": str(conf["data"]["root"] or "metricalc synthetic"),
+            "dataset": dataset_fingerprint(sequences),  # combines with `keypoints eval` cubes
+            "dataset_path": _dataset_path(sequences, conf["data"]["root"]),
             "keypoints": keypoints,
             "y0_policy": "negative",
             "n_distractor_scenes": 0,

@@ -26,7 +26,7 @@ import hashlib
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -53,6 +53,8 @@ __all__ = [
     "load_runs",
     "page_data",
     "render_page",
+    "setting_differences",
+    "setting_labels",
     "write_page",
 ]
 
@@ -102,11 +104,17 @@ class Units:
 
 UNITS = {
     "pairs": Units(
-        "image_pair", "image pair", "pair", (("scene", "scene"), ("pair", "pair"), ("split", "")),
+        "image_pair",
+        "image pair",
+        "pair",
+        (("scene", "scene"), ("pair", "pair"), ("split", "")),
         pictures=True,
     ),
     "files": Units(
-        "file", "benchmark file", "file", (("split", ""), ("difficulty", ""), ("size", "size")),
+        "file",
+        "benchmark file",
+        "file",
+        (("split", ""), ("difficulty", ""), ("size", "size")),
         pictures=False,
     ),
 }
@@ -132,6 +140,10 @@ class Inspection:
         ``pairs``) or per benchmark file (group ``files``, its ``descriptor`` dim dropped).
     units : Units
         What the units are (default: image pairs).
+    settings : dict
+        tag -> the evaluation settings of the run: the ``data`` and ``eval`` sections of its
+        ``conf.yaml``, flattened to dotted keys (``eval.tau``, ``eval.ransac_th``, ...). Runs
+        that differ in them are labelled (:func:`setting_differences`).
     """
 
     benchmark: str
@@ -140,6 +152,70 @@ class Inspection:
     summaries: dict[str, dict[str, Any]]
     pairs: dict[str, xr.Dataset]
     units: Units = UNITS["pairs"]
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+SETTING_SECTIONS = ("data", "eval")
+"""The sections of a run's configuration that define how it was evaluated (the thresholds
+``eval.tau`` and ``eval.ransac_th``, the tie policy, the data); ``model`` is what the runs
+compare."""
+
+
+def _flat(section: Any, prefix: str) -> dict[str, Any]:
+    if not isinstance(section, dict):
+        return {prefix: section}
+    out: dict[str, Any] = {}
+    for key, value in section.items():
+        out.update(_flat(value, f"{prefix}.{key}"))
+    return out
+
+
+def _settings(rundir: RunDir) -> dict[str, Any]:
+    conf = rundir.read_conf() or {}
+    out: dict[str, Any] = {}
+    for name in SETTING_SECTIONS:
+        if name in conf:
+            out.update(_flat(conf[name], name))
+    return out
+
+
+def setting_differences(inspection: Inspection) -> dict[str, dict[str, Any]]:
+    """The evaluation settings in which the runs differ: ``{key: {tag: value}}`` (None where a
+    run's configuration lacks the key), in key order.
+
+    ``metricalc inspect`` shows runs evaluated with different thresholds side by side (one may
+    want to see what ``ransac_th`` changes) but never silently: the terminal prints these
+    differences before the table and labels each run with its values (:func:`setting_labels`),
+    and the page shows them above the summaries and in the legend.
+
+    Examples
+    --------
+    >>> runs = Inspection("hpatches", ("a", "b"), {}, {}, {},
+    ...                   settings={"a": {"eval.tau": 3.0, "eval.k": [1, 5]},
+    ...                             "b": {"eval.tau": 5.0, "eval.k": [1, 5]}})
+    >>> setting_differences(runs)
+    {'eval.tau': {'a': 3.0, 'b': 5.0}}
+    >>> setting_labels(runs)
+    {'a': 'a (eval.tau=3.0)', 'b': 'b (eval.tau=5.0)'}
+    """
+    keys = sorted({k for values in inspection.settings.values() for k in values})
+    out = {}
+    for key in keys:
+        values = {tag: inspection.settings.get(tag, {}).get(key) for tag in inspection.tags}
+        if len({repr(v) for v in values.values()}) > 1:
+            out[key] = values
+    return out
+
+
+def setting_labels(inspection: Inspection) -> dict[str, str]:
+    """Each run's tag followed by its values of the settings in which the runs differ
+    (``"orb (eval.ransac_th=5.0)"``), the tag alone when they do not differ."""
+    differences = setting_differences(inspection)
+    labels = {}
+    for tag in inspection.tags:
+        own = ", ".join(f"{key}={values[tag]}" for key, values in differences.items())
+        labels[tag] = f"{tag} ({own})" if own else tag
+    return labels
 
 
 def _known_tags(root: Path) -> list[str]:
@@ -233,6 +309,7 @@ def load_runs(
         summaries={tag: r.read_json(r.summaries) or {} for tag, r in rundirs.items()},
         pairs={tag: _units(open_pairs(r.results, group=group), r) for tag, r in rundirs.items()},
         units=UNITS[group],
+        settings={tag: _settings(r) for tag, r in rundirs.items()},
     )
 
 
@@ -305,8 +382,9 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
     first appearance); ``axes`` (the initial x and y); ``pairs``, the units (image pairs or
     benchmark files), with ``id`` (``"<scene>/<pair>"`` or the file name, the sorted union over
     the runs) and one list per label coordinate (``scene``, ``pair``, ``split``; or ``split``,
-    ``difficulty``, ``size``); ``experiments``, one per tag, with ``tag``, ``color``,
-    ``present`` (per unit: whether the run has it), ``missing`` (how many of the union it lacks),
+    ``difficulty``, ``size``); ``experiments``, one per tag, with ``tag``, ``label`` (the tag
+    and the settings in which the runs differ, :func:`setting_labels`), ``color``, ``present``
+    (per unit: whether the run has it), ``missing`` (how many of the union it lacks),
     ``values`` (variable -> per-unit values: numbers, None for NaN or an absent unit or
     variable, ``"inf"`` / ``"-inf"``) and ``images`` (per unit: the match picture's URL relative
     to ``page_dir``, or None when the run lacks the unit or the file, or units have no pictures).
@@ -348,6 +426,7 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
     order = sorted(ids)
     index = {name: i for i, name in enumerate(order)}
     experiments = []
+    labels_of = setting_labels(inspection)
     for k, tag in enumerate(inspection.tags):
         names, values = per_run[tag]
         pairs = inspection.pairs[tag]
@@ -370,6 +449,7 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
         experiments.append(
             {
                 "tag": tag,
+                "label": labels_of[tag],
                 "color": COLORS[k % len(COLORS)],
                 "present": present.tolist(),
                 "missing": int(len(order) - present.sum()),
@@ -446,6 +526,7 @@ def render_page(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> 
             tags=inspection.tags,
             unit=inspection.units,
             summary=_summary_table(inspection),
+            differences=setting_differences(inspection),
             data=page_data(inspection, page_dir=page_dir),
         )
     )

@@ -32,7 +32,7 @@ from metricalc.progress import progress_bar
 from metricalc.report.analysis import ColumnTests, run_tests
 from metricalc.report.data import combined, load_cubes, summary_metrics
 from metricalc.report.html import EmbeddedFigure, data_uri, png_data_uri, render_report
-from metricalc.report.labels import metric_info
+from metricalc.report.labels import dataset_name, metric_info
 from metricalc.report.sections import Section, detector_or_descriptor_section
 from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
@@ -403,7 +403,7 @@ def build(
                 "title": study.title or study.name,
                 "study_name": study.name,
                 "description": study.description,
-                "dataset": str(metrics.attrs.get("dataset", "") or "unnamed"),
+                "dataset": dataset_name(metrics.attrs) or "unnamed",
                 "n_systems": metrics.sizes["descriptor"],
                 "sentences": sentences,
                 "rankings": rankings,

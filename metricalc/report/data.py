@@ -52,37 +52,58 @@ def _load_cube_files(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.
 
 
 def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
+    """Each label's cube of the dataset, evaluated now or, when ``<out>/cache/<key>.nc`` (or a
+    ``<out>/cube_<mode>.nc`` of ``metricalc demo``) holds the cube of the same inputs
+    (:mod:`metricalc.report.cache`), read back from there."""
     from metricalc.keypoints.evaluate import evaluate
     from metricalc.keypoints.features import extract
     from metricalc.keypoints.sequences import load_sequences
     from metricalc.keypoints.synthetic import make_synthetic_dataset
+    from metricalc.report.cache import (
+        CACHE_FOLDER,
+        MAX_KEYPOINTS,
+        cache_key,
+        cached_cube,
+        evaluation_inputs,
+    )
 
     if spec.dataset == "synthetic":
         root = spec.root or out / "benchmark"
         sequences = make_synthetic_dataset(
             root, scenes=spec.scenes, seed=spec.seed, progress=progress
         )
-        name = "metricalc synthetic"
     else:
+        root = Path(spec.dataset)
         sequences = load_sequences(spec.dataset, scenes=spec.scenes)
-        name = spec.dataset
+    protocol = {
+        "tau": spec.tau,
+        "border": spec.border,
+        "tie_policy": spec.tie_policy,
+        "bojanic": spec.bojanic,
+        "seed": spec.seed,
+    }
     result = {}
     for label, mode in spec.keypoints.items():
         locked = mode.partition(":")[2] or None
-        features = extract(
-            sequences, spec.descriptors, locked=locked, border=spec.border, progress=progress
-        )
-        result[label] = evaluate(
-            sequences,
-            features,
-            keypoints=mode,
-            tau=spec.tau,
-            border=spec.border,
-            tie_policy=spec.tie_policy,
-            bojanic=spec.bojanic,
-            seed=spec.seed,
-            dataset=name,
-            progress=progress,
+
+        def compute(locked: str | None = locked, mode: str = mode) -> xr.Dataset:
+            features = extract(
+                sequences,
+                spec.descriptors,
+                locked=locked,
+                max_keypoints=MAX_KEYPOINTS,
+                border=spec.border,
+                progress=progress,
+            )
+            return evaluate(
+                sequences, features, keypoints=mode, dataset_path=str(root), progress=progress,
+                **protocol,
+            )  # fmt: skip
+
+        key = cache_key(evaluation_inputs(sequences, spec.descriptors, mode, **protocol))
+        demo_cubes = sorted(out.glob("cube_*.nc"))  # `metricalc demo` in the same folder
+        result[label], _ = cached_cube(
+            out / CACHE_FOLDER / f"{key}.nc", key, compute, elsewhere=demo_cubes
         )
     return result
 

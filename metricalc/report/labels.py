@@ -18,6 +18,7 @@ __all__ = [
     "PAIR_BY_ORDER",
     "MetricInfo",
     "compared_metric_phrase",
+    "dataset_name",
     "display_name",
     "escape_html",
     "escape_latex",
@@ -26,6 +27,22 @@ __all__ = [
     "is_fraction_metric",
     "metric_info",
 ]
+
+
+def dataset_name(attrs: Mapping[str, object]) -> str:
+    """The data of a cube (or metric set) as captions name it: the attr ``dataset_path`` (where
+    the data was read from) when there is one, else ``dataset`` (a name, or for metricalc's
+    keypoint evaluation the content fingerprint ``sha256:...``, which identifies but does not
+    tell a reader anything); ``""`` when neither is set.
+
+    Examples
+    --------
+    >>> dataset_name({"dataset": "sha256:0123456789abcdef", "dataset_path": "data/hpatches"})
+    'data/hpatches'
+    >>> dataset_name({"dataset": "hpatches_release"}), dataset_name({})
+    ('hpatches_release', '')
+    """
+    return str(attrs.get("dataset_path") or attrs.get("dataset") or "")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.report.labels import (
+    dataset_name,
     display_name,
     escape_html,
     escape_latex,
@@ -250,7 +251,8 @@ class Table:
         Display names of descriptors (``{"sift": "SIFT"}``); systems ``"d (label)"`` of labelled
         cubes use the name of ``d``.
     caption : str, optional
-        First sentence of the caption (default "Results on <dataset>.").
+        First sentence of the caption (default "Results on <dataset>.", the attr ``dataset_path``
+        when there is one, else ``dataset``: :func:`~metricalc.report.labels.dataset_name`).
     label : str
         LaTeX ``\\label``.
 
@@ -441,7 +443,7 @@ class Table:
     def _caption(self, first: str | None) -> str:
         attrs = self.metric_set.attrs
         if first is None:
-            dataset = str(attrs.get("dataset", "") or "")
+            dataset = dataset_name(attrs)
             first = f"Results on {dataset}." if dataset else "Results."
         parts = [first.strip()]
         protocol = [

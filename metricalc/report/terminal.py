@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +31,10 @@ TABLE_METRICS = (
     ("r0_rate", "R=0 rate"),
     ("total_queries_processed", "queries"),
 )
-"""(metric name, column header) of the default terminal table; rates shown in percent."""
+"""(metric name, column header) of the default terminal table; rates shown in percent. The
+hit-rate columns (``HR@K``) follow the cut-offs of the metric set: one per ``precision_at_K``."""
+
+_HIT_RATE = re.compile(r"precision_at_(\d+)")
 
 
 def terminal_console() -> Console:
@@ -206,13 +210,26 @@ def _cell(name: str, value: float) -> str:
     return f"{100 * value:.1f}"
 
 
+def _shown_columns(metrics: xr.Dataset) -> list[tuple[str, str]]:
+    """:data:`TABLE_METRICS` present in ``metrics``, with ``HR@K`` for every ``precision_at_K``
+    of the metric set (in order of K) where the defaults have HR@1 and HR@5."""
+    ks = sorted(int(m[1]) for n in metrics.data_vars if (m := _HIT_RATE.fullmatch(str(n))))
+    shown: list[tuple[str, str]] = []
+    for name, header in TABLE_METRICS:
+        if name == "precision_at_1":
+            shown += [(f"precision_at_{k}", f"HR@{k}") for k in ks]
+        elif not _HIT_RATE.fullmatch(name) and name in metrics:
+            shown.append((name, header))
+    return shown
+
+
 def print_metric_table(
     metrics: xr.Dataset, *, title: str = "", console: Console | None = None
 ) -> None:
     """Print one row per descriptor with the main metrics (percent) of a metric set."""
     table = Table(title=title or None)
     table.add_column("descriptor", no_wrap=True)
-    shown = [(n, h) for n, h in TABLE_METRICS if n in metrics]
+    shown = _shown_columns(metrics)
     for _, header in shown:
         table.add_column(header, justify="right")
     for d in metrics["descriptor"].values.tolist():

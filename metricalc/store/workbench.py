@@ -60,6 +60,7 @@ from metricalc.store.database import open_db, transaction
 from metricalc.store.metadata import SCENE_KEYS, parse_metadata
 from metricalc.store.records import _experiment_row, _ResultRow, _write
 from metricalc.store.schema import SEED_COLUMNS
+from metricalc.store.workbench_cube import HIT_RATES, WORKBENCH_FORMAT
 
 __all__ = [
     "MAP_TOLERANCE",
@@ -483,6 +484,12 @@ def _labels(rows: list[_Row]) -> list[str]:
     ]
 
 
+def _number_or_nan(value: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
+
+
 def _cube(
     path: Path,
     rows: list[_Row],
@@ -522,6 +529,10 @@ def _cube(
             "descriptor",
             np.array([recomputed[r.line][name] for r in rows]),
         )
+    for name in HIT_RATES.values():
+        hits = [r.values.get(name, r.meta.get(name)) for r in rows]
+        if any(isinstance(h, (int, float)) and not isinstance(h, bool) for h in hits):
+            data[name] = ("descriptor", np.array([_number_or_nan(h) for h in hits]))
     data["status"] = (
         "descriptor",
         np.array([_status(r, failed.get(r.line, []))[0] for r in rows]),
@@ -539,7 +550,7 @@ def _cube(
         },
         attrs={
             "source": str(path),
-            "format": "DescriptorWorkbench export",
+            "format": WORKBENCH_FORMAT,
             "tolerance": tolerance,
             "checked": checked,
         },

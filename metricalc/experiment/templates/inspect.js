@@ -185,8 +185,8 @@
       swatch.style.background = exp.color;
       item.appendChild(swatch);
       var shown = current.filter(function (p) { return p.e === e; }).length;
-      var text = exp.tag + " (" + shown + " points)";
-      if (state.diff && e === 0) text = exp.tag + " (reference)";
+      var text = exp.label + " (" + shown + " points)";
+      if (state.diff && e === 0) text = exp.label + " (reference)";
       item.appendChild(document.createTextNode(text));
       legend.appendChild(item);
     });

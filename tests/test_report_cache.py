@@ -1,0 +1,140 @@
+"""The report's cube cache: a study's dataset is evaluated once, its cube is read back from
+``<out>/cache/<key>.nc`` while nothing that determines it changed, and any change (a protocol
+setting, the descriptors, the keypoints, one pixel of the data) misses the cache."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from PIL import Image
+
+from metricalc import cube as qc
+from metricalc.report.cache import cache_key, cached_cube
+from metricalc.report.data import load_cubes
+from metricalc.report.study import DataSpec
+
+evaluation = importlib.import_module("metricalc.keypoints.evaluate")  # the package's
+# attribute `evaluate` is the function
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    from metricalc.keypoints.synthetic import make_synthetic_dataset
+
+    make_synthetic_dataset(tmp_path / "data", scenes=["camera"], size=128)
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def evaluations(monkeypatch) -> list[str]:
+    """Records every call of metricalc.keypoints.evaluate (the minutes a cache hit saves)."""
+    calls: list[str] = []
+    real = evaluation.evaluate
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["keypoints"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "evaluate", counted)
+    return calls
+
+
+def spec(data: Path, **changes) -> DataSpec:
+    base = DataSpec(
+        kind="dataset",
+        dataset=str(data),
+        descriptors=("sift", "orb"),
+        keypoints={"": "locked:sift"},
+        bojanic=False,
+    )
+    return replace(base, **changes)
+
+
+def cache_files(out: Path) -> list[str]:
+    return sorted(p.name for p in (out / "cache").iterdir())
+
+
+def test_a_second_load_reads_the_cube_back_unchanged(data, evaluations, tmp_path):
+    out = tmp_path / "report"
+    first = load_cubes(spec(data), out=out)[""]
+    assert evaluations == ["locked:sift"] and len(cache_files(out)) == 1
+    again = load_cubes(spec(data), out=out)[""]
+    assert evaluations == ["locked:sift"]  # not evaluated again
+    xr.testing.assert_identical(first, again)
+    assert first.attrs["dataset"].startswith("sha256:")  # combines with `keypoints eval` cubes
+    assert first.attrs["dataset_path"] == str(data)
+    assert cache_files(out) == [f"{first.attrs['cache_key']}.nc"]
+
+
+CHANGES = (
+    {"tau": 5.0},
+    {"border": 30.0},
+    {"tie_policy": "pessimistic"},
+    {"seed": 1},
+    {"bojanic": True},
+    {"descriptors": ("sift",)},
+    {"keypoints": {"": "native"}},
+)
+
+
+def test_a_changed_input_misses_the_cache(data, evaluations, tmp_path):
+    out = tmp_path / "report"
+    load_cubes(spec(data), out=out)
+    for n, change in enumerate(CHANGES, start=2):
+        load_cubes(spec(data, **change), out=out)
+        assert len(evaluations) == n and len(cache_files(out)) == n, change
+    for change in CHANGES:  # each changed input hits its own entry
+        load_cubes(spec(data, **change), out=out)
+    assert len(evaluations) == len(CHANGES) + 1
+
+
+def test_changed_data_misses_the_cache_and_a_copy_hits_it(data, evaluations, tmp_path):
+    out = tmp_path / "report"
+    load_cubes(spec(data), out=out)
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(data, copy)
+    load_cubes(spec(copy), out=out)
+    assert len(evaluations) == 1  # the same images and homographies: the same cube
+    image = copy / "v_camera" / "3.png"
+    pixels = np.array(Image.open(image))
+    pixels[0, 0] = 255 - pixels[0, 0]
+    Image.fromarray(pixels).save(image)
+    load_cubes(spec(copy), out=out)
+    assert len(evaluations) == 2 and len(cache_files(out)) == 2
+
+
+def test_a_file_of_another_key_or_not_a_cube_is_replaced(tmp_path, make_query_cube):
+    cube = make_query_cube({"a": 0.9, "b": 0.5}, seed=1)
+    path = tmp_path / "cache" / "k.nc"
+    path.parent.mkdir()
+    path.write_text("not a cube")
+    _, reused = cached_cube(path, "k", lambda: cube)
+    assert not reused and qc.open_cube(path).attrs["cache_key"] == "k"
+    again, reused = cached_cube(path, "k", lambda: pytest.fail("computed again"))
+    assert reused and again.attrs["cache_key"] == "k"
+    _, reused = cached_cube(path, "other", lambda: cube.copy())
+    assert not reused and qc.open_cube(path).attrs["cache_key"] == "other"
+    assert cache_key({"a": [1, 2]}) != cache_key({"a": [2, 1]})
+
+
+def test_a_demo_cube_of_the_same_inputs_in_the_folder_is_reused(data, evaluations, tmp_path):
+    from metricalc.keypoints.sequences import load_sequences
+    from metricalc.report.cache import evaluation_inputs
+
+    first = load_cubes(spec(data), out=tmp_path / "elsewhere")[""]
+    out = tmp_path / "report"
+    out.mkdir()
+    qc.save(first, out / "cube_locked.nc")  # where `metricalc demo` puts its locked cube
+    inputs = evaluation_inputs(load_sequences(data), ("sift", "orb"), "locked:sift", bojanic=False)
+    assert first.attrs["cache_key"] == cache_key(inputs)
+    again = load_cubes(spec(data), out=out)[""]
+    assert evaluations == ["locked:sift"] and not (out / "cache").exists()  # nothing copied
+    xr.testing.assert_identical(again, first)
+    load_cubes(spec(data, tau=4.0), out=out)  # another key: evaluated, into the cache
+    assert len(evaluations) == 2 and len(cache_files(out)) == 1

@@ -1,0 +1,65 @@
+"""``metricalc db show`` and ``metricalc db export`` report the same numbers: for every experiment
+of a database holding both real DescriptorWorkbench exports and a metricalc run with a failed
+descriptor, the results and scene rows of ``db show --json`` equal the rows ``db export`` writes
+for that tag, and the totals (queries processed and excluded) equal the sums of the scene rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from store_cases import PERFORMANCE, SUMMARY, make_cube, real
+
+import metricalc as mc
+from metricalc.cli import main
+from metricalc.store import record_experiment
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("db") / "r.sqlite"
+    assert main(["db", "import-workbench", str(real(PERFORMANCE)), "--db", str(path)]) == 0
+    argv = ["db", "import-workbench", str(real(SUMMARY)), "--db", str(path)]
+    assert main([*argv, "--tag-prefix", "dws-"]) == 0
+    cube = make_cube(broken=True)
+    record_experiment(
+        path, tag="run", benchmark="hpatches", config={"k": 1},
+        metrics=mc.metric_set(cube), scenes=mc.scene_metrics(cube),
+    )  # fmt: skip
+    return path
+
+
+def cli_json(capsys, *argv: str) -> object:
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("tag", ["dw-5", "dw-42", "dws-7", "run"])
+def test_show_and_export_agree(db, capsys, tag):
+    shown = cli_json(capsys, "db", "show", tag, "--db", str(db), "--json")
+    rows = cli_json(capsys, "db", "export", "--db", str(db), "--tag", tag, "--format", "json")
+    scenes = cli_json(
+        capsys,
+        "db",
+        "export",
+        "--db",
+        str(db),
+        "--tag",
+        tag,
+        "--format",
+        "json",
+        "--table",
+        "scenes",
+    )
+    assert len(shown["results"]) == len(rows) and len(shown["scenes"]) == len(scenes)
+    for one, row in zip(shown["results"], rows, strict=True):
+        assert {k: v for k, v in row.items() if k not in ("benchmark", "tag")} == one
+    for one, row in zip(shown["scenes"], scenes, strict=True):
+        assert {k: v for k, v in row.items() if k not in ("benchmark", "tag")} == one
+    for row in rows:  # the totals are the sums of the scene rows
+        own = [s for s in scenes if s["descriptor"] == row["descriptor"]]
+        if own and row.get("total_queries_processed") is not None:
+            assert row["total_queries_processed"] == sum(s["query_count"] for s in own)
+            assert row["total_queries_excluded"] == sum(s["excluded_count"] for s in own)
