@@ -183,3 +183,34 @@ def test_refusals(tmp_path):
     with pytest.raises(InvalidInputError, match=r"'a b/.*' holds whitespace"):
         export_cube(spaced, "sift", **files, policy="optimistic")
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("policy", ["optimistic", "pessimistic", "workbench"])
+def test_ranked_scores_hold_the_policy_for_any_tool(tmp_path, policy):
+    cube = random_cube(10, policy=policy)
+    done = export_cube(cube, "sift", run=tmp_path / "run", qrels=tmp_path / "qrels",
+                       policy=policy, depth=None, scores="ranked")
+    lines = [line.split() for line in done.run.read_text().splitlines()]
+    scores = np.array([float(line[4]) for line in lines])
+    ranks = np.array([int(line[3]) for line in lines])
+    assert ((scores == 1) == np.r_[ranks[1:] == 1, True]).all()  # n_q .. 1 per query
+    # tie policies cannot change anything any more: every score differs within a query
+    expected = evaluate(read_qrels(done.qrels), read_run(done.run), ["recip_rank"],
+                        ties="expected").summary["recip_rank"]
+    metrics = metric_set(cube).sel(descriptor="sift")
+    np.testing.assert_allclose(expected, float(metrics.true_map_micro), rtol=1e-12)
+    theirs = pytrec(done.run, done.qrels, {"recip_rank"})
+    np.testing.assert_allclose(np.mean([v["recip_rank"] for v in theirs.values()]),
+                               float(metrics.true_map_micro), rtol=1e-12)
+
+
+def test_ranx_on_a_ranked_export_gives_the_cube_map(tmp_path):
+    ranx = pytest.importorskip("ranx")  # numba: about 10 s the first time
+    cube = random_cube(11, policy="pessimistic")
+    done = export_cube(cube, "sift", run=tmp_path / "run", qrels=tmp_path / "qrels",
+                       policy="pessimistic", depth=None, scores="ranked")
+    qrels = ranx.Qrels.from_file(str(done.qrels), kind="trec")
+    run = ranx.Run.from_file(str(done.run), kind="trec")
+    np.testing.assert_allclose(ranx.evaluate(qrels, run, "mrr"),
+                               float(metric_set(cube).true_map_micro.sel(descriptor="sift")),
+                               rtol=1e-12)

@@ -9,7 +9,7 @@ from metricalc import cube as qc
 from metricalc.cli import main, trec_export
 from metricalc.metrics import metric_set
 from metricalc.retrieval import evaluate, read_qrels, read_run
-from metricalc.retrieval.export import DEFAULT_DEPTH, EXPORT_POLICIES
+from metricalc.retrieval.export import DEFAULT_DEPTH, EXPORT_POLICIES, SCORES
 from tests.test_patch_evaluation import DATA, real, shuffled_results
 from tests.test_trec_export import random_cube
 
@@ -17,6 +17,7 @@ from tests.test_trec_export import random_cube
 def test_the_cli_spells_the_library_choices():
     assert trec_export.POLICIES == EXPORT_POLICIES
     assert trec_export.DEPTH == DEFAULT_DEPTH
+    assert trec_export.SCORES == SCORES
 
 
 def test_cube_export(tmp_path, capsys):
@@ -39,7 +40,7 @@ def test_cube_export_notes_a_depth_cut(tmp_path, capsys):
     qc.save(random_cube(8), tmp_path / "cube.nc")
     argv = ["trec-export", "cube", str(tmp_path / "cube.nc"), "--descriptor", "sift",
             "--policy", "optimistic", "--out-run", str(tmp_path / "run.txt"),
-            "--out-qrels", str(tmp_path / "qrels.txt"), "--depth", "3", "--include-zeros",
+            "--out-qrels", str(tmp_path / "qrels.txt"), "--depth", "3", "--include-zeros", "--scores", "ranked",
             "--tag", "mine"]
     assert main(argv) == 0
     out = capsys.readouterr()

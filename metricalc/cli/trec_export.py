@@ -2,8 +2,8 @@
 files, so that trec_eval, pytrec_eval or ranx compute the same numbers.
 
 Building the parser must not import :mod:`metricalc.retrieval` (pyarrow and pandas), so the
-policies are spelled here; ``tests/test_trec_export_cli.py`` checks that they agree with
-``metricalc.retrieval.export.EXPORT_POLICIES``.
+policies and score kinds are spelled here; ``tests/test_trec_export_cli.py`` checks that they agree with
+``metricalc.retrieval.export``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from pathlib import Path
 
 POLICIES = ("optimistic", "pessimistic", "workbench")
 """``metricalc.retrieval.export.EXPORT_POLICIES``."""
+SCORES = ("tied", "ranked")
+"""``metricalc.retrieval.export.SCORES``."""
 DEPTH = 1000
 """``metricalc.retrieval.export.DEFAULT_DEPTH``."""
 
@@ -49,6 +51,10 @@ def add_trec_export(verbs: argparse._SubParsersAction) -> None:
     cube.add_argument("--include-zeros", action="store_true",
                       help="write the queries without a relevant keypoint to the qrels (not the "
                       "run): trec_eval -c then gives true_map_micro_including_zeros")
+    cube.add_argument("--scores", choices=SCORES, default="tied",
+                      help="tied (default): the tie group keeps one score and docnos set the "
+                      "order (trec_eval, pytrec_eval); ranked: one distinct score per rank, for "
+                      "tools that order ties otherwise (ranx)")
     cube.add_argument("--tag", help="run tag (default: the descriptor)")
     cube.set_defaults(run=_export_cube)
     patches = kinds.add_parser(
@@ -82,7 +88,7 @@ def _export_cube(args: argparse.Namespace) -> int:
     done = export_cube(
         open_cube(args.cube), args.descriptor, run=args.out_run, qrels=args.out_qrels,
         policy=args.policy, depth=args.depth or None, include_zeros=args.include_zeros,
-        tag=args.tag,
+        scores=args.scores, tag=args.tag,
     )
     zeros = f" and {done.n_zeros} without" if args.include_zeros else ""
     print(f"wrote {done.run} ({done.n_lines} lines) and {done.qrels}: {done.n_queries} queries "

@@ -9,7 +9,8 @@ A cube keeps, per descriptor and query, only the rank statistics of the query's 
   its relevant document with ``ties`` placeholders at score 0, the relevant document placed in
   the tie group by its docno (trec_eval orders tied scores by docno descending): first under
   ``optimistic``, last under ``pessimistic``, after :math:`\lfloor (t+1)/2 \rfloor` placeholders
-  under ``workbench``; ``expected`` averages over every order and is no single run;
+  under ``workbench``; ``expected`` averages over every order and is no single run (tools
+  that order ties otherwise, ranx, need ``scores="ranked"``: one distinct score per rank);
 - the qrels judge the relevant document 1; placeholders are not judged (non-relevant to
   trec_eval);
 - queries with ``n_relevant = 0`` are left out (``true_map_micro`` excludes them), or written to
@@ -41,10 +42,13 @@ from metricalc._io import temporary_path
 from metricalc.core._validate import check_choice
 from metricalc.errors import InvalidInputError
 
-__all__ = ["EXPORT_POLICIES", "CubeExport", "LineWriter", "export_cube", "trec_writer"]
+__all__ = ["EXPORT_POLICIES", "SCORES", "CubeExport", "LineWriter", "export_cube", "trec_writer"]
 
 EXPORT_POLICIES = ("optimistic", "pessimistic", "workbench")
 """The tie policies a single run can hold (``expected`` is a mean over orders)."""
+
+SCORES = ("tied", "ranked")
+"""Scores of an exported run: the tie group kept, or one distinct score per rank."""
 
 DEFAULT_DEPTH = 1000
 """Documents written per query by default (trec_eval ranks beyond it as not retrieved)."""
@@ -132,6 +136,7 @@ def export_cube(
     policy: str,
     depth: int | None = DEFAULT_DEPTH,
     include_zeros: bool = False,
+    scores: str = "tied",
     tag: str | None = None,
 ) -> CubeExport:
     r"""Write one descriptor of a QueryCube as a TREC run and its qrels (atomically).
@@ -170,6 +175,12 @@ def export_cube(
         judged 0 each, and not to the run: trec_eval evaluates only run queries, so its ``all``
         stays ``true_map_micro``, and ``trec_eval -c`` averages over the qrels queries, which
         gives ``true_map_micro_including_zeros``. Default: left out of both files.
+    scores : {"tied", "ranked"}
+        ``"tied"`` (default): 1 above the relevant document, 0 for its tie group, so the run
+        holds the cube's ties and only the docnos set the policy: trec_eval and pytrec_eval
+        (ties by docno descending) follow it, tools that order ties otherwise (ranx) do not.
+        ``"ranked"``: strictly decreasing scores :math:`n_q, \dots, 1` in that order, so every
+        tool ranks as the policy does; the ties are lost.
     tag : str, optional
         The run's tag (default: the descriptor).
 
@@ -214,6 +225,7 @@ def export_cube(
             "run holds; export with policy 'optimistic' or 'pessimistic' (or 'workbench')"
         )
     check_choice("policy", policy, EXPORT_POLICIES)
+    check_choice("scores", scores, SCORES)
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int | np.integer)
                               or depth < 1):
         raise InvalidInputError(f"depth must be a positive integer or None; got {depth!r}")
@@ -230,7 +242,8 @@ def export_cube(
     b, t = better[ranked], ties[ranked]
     m = _tie_offset(t, policy)
     width = len(str(int(max(b.max(), t.max()))))
-    n_lines = _write_run(run, qids.filter(pa.array(ranked)), b, t, depth, width, tag)
+    n_lines = _write_run(run, qids.filter(pa.array(ranked)), b, t, depth, width,
+                         scores == "ranked", tag)
     kept = ranked | zeros
     is_ranked = ranked[kept]
     number = np.zeros(is_ranked.size, dtype=np.int64)
@@ -321,7 +334,7 @@ def _padded(prefix: str, numbers: np.ndarray, width: int) -> pa.Array:
 
 
 def _write_run(path: str | os.PathLike[str], qids: pa.Array, better: np.ndarray,
-               ties: np.ndarray, depth: int | None, width: int, tag: str) -> int:
+               ties: np.ndarray, depth: int | None, width: int, ranked: bool, tag: str) -> int:
     """Write the placeholder run in slices of queries; returns the lines written."""
     lines = better + ties + 1
     if depth is not None:
@@ -331,13 +344,14 @@ def _write_run(path: str | os.PathLike[str], qids: pa.Array, better: np.ndarray,
     with trec_writer(path) as out:
         for start, stop in itertools.pairwise(cuts):
             out.write_table(_run_table(qids[start:stop], better[start:stop], ties[start:stop],
-                                       lines[start:stop], width, tag))
+                                       lines[start:stop], width, ranked, tag))
     return int(lines.sum())
 
 
 def _run_table(qids: pa.Array, better: np.ndarray, ties: np.ndarray, lines: np.ndarray,
-               width: int, tag: str) -> pa.Table:
-    """The run lines of some queries: positions 1..lines of each, in trec_eval's order."""
+               width: int, ranked: bool, tag: str) -> pa.Table:
+    """The run lines of some queries: positions 1..lines of each, in trec_eval's order; scores
+    1 above the tie group and 0 in it, or (``ranked``) lines..1."""
     n = int(lines.sum())
     query = np.repeat(np.arange(lines.size), lines)
     starts = np.cumsum(lines) - lines
@@ -353,6 +367,6 @@ def _run_table(qids: pa.Array, better: np.ndarray, ties: np.ndarray, lines: np.n
         "q0": pa.array(np.full(n, "Q0"), pa.string()),
         "docno": pc.binary_join_element_wise(prefix, digits, ""),
         "rank": pa.array(position + 1),
-        "score": pa.array(np.where(above, 1, 0).astype(np.int64)),
+        "score": pa.array(lines[query] - position if ranked else above.astype(np.int64)),
         "tag": pa.array(np.full(n, tag), pa.string()),
     })
