@@ -2,8 +2,8 @@
 files, so that trec_eval, pytrec_eval or ranx compute the same numbers.
 
 Building the parser must not import :mod:`metricalc.retrieval` (pyarrow and pandas), so the
-policies and score kinds are spelled here; ``tests/test_trec_export_cli.py`` checks that they agree with
-``metricalc.retrieval.export``.
+policies and score kinds are spelled here; ``tests/test_trec_export_cli.py`` checks that they
+agree with ``metricalc.retrieval.export``.
 """
 
 from __future__ import annotations
