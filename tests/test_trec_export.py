@@ -53,7 +53,7 @@ def test_pytrec_eval_on_the_export_gives_the_cube_numbers(tmp_path, policy, desc
     done = export_cube(cube, descriptor, run=tmp_path / "run.txt", qrels=tmp_path / "qrels.txt",
                        policy=policy, depth=None)
     theirs = pytrec(done.run, done.qrels,
-                    {"recip_rank", "map", "P.1,5,10", "success.1,5,10", "num_ret"})
+                    {"recip_rank", "map", "P.1,5,10", "success.1,5,10", "num_ret", "Rprec"})
     one = cube.sel(descriptor=descriptor)
     ranked = np.flatnonzero(one.n_relevant.values == 1)
     assert sorted(theirs) == sorted(qid(cube, q) for q in ranked)
@@ -61,7 +61,8 @@ def test_pytrec_eval_on_the_export_gives_the_cube_numbers(tmp_path, policy, desc
     b, t = one.better.values[ranked], one.ties.values[ranked]
     ap = mc.ap_from_rank_stats(b, t, policy=policy)
     rank = mc.rank_from_rank_stats(b, t, policy=policy)
-    for name, expected in (("recip_rank", ap), ("map", ap), ("num_ret", b + t + 1)):
+    for name, expected in (("recip_rank", ap), ("map", ap), ("num_ret", b + t + 1),
+                           ("Rprec", rank <= 1)):
         got = np.array([theirs[qid(cube, q)][name] for q in ranked])
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12, err_msg=name)
     for k in KS:
