@@ -183,6 +183,11 @@ def test_refusals(tmp_path):
     spaced = cube.assign_coords(scene=("query", np.where(np.arange(20) == 3, "a b", "v_a")))
     with pytest.raises(InvalidInputError, match=r"'a b/.*' holds whitespace"):
         export_cube(spaced, "sift", **files, policy="optimistic")
+    slashed = qc.new_cube(["sift"], {"scene": ["v_a/1-2", "v_a"], "pair": ["", "1-2"],
+                                     "keypoint_set": ["kp", "/kp"], "query_keypoint": [0, 0]},
+                          {"better": [[0, 0]], "ties": [[0, 0]]}, attrs=qc.DEFAULT_ATTRS)
+    with pytest.raises(InvalidInputError, match="two queries get the query id 'v_a/1-2//kp/0'"):
+        export_cube(slashed, "sift", **files, policy="optimistic")
     assert not list(tmp_path.iterdir())  # nothing written
 
 

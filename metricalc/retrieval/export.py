@@ -309,7 +309,8 @@ def _descriptor_queries(
 
 
 def _query_ids(cube: xr.Dataset) -> pa.Array:
-    """``scene/pair/keypoint_set/query_keypoint`` of every query, checked to be TREC tokens."""
+    """``scene/pair/keypoint_set/query_keypoint`` of every query, checked to be distinct TREC
+    tokens."""
     parts = [pa.array(np.asarray(cube[name].values).astype(str)) for name in
              ("scene", "pair", "keypoint_set", "query_keypoint")]
     qids = pc.binary_join_element_wise(*parts, "/")
@@ -318,6 +319,14 @@ def _query_ids(cube: xr.Dataset) -> pa.Array:
         raise InvalidInputError(
             f"query {qids[int(np.argmax(blank))].as_py()!r} holds whitespace; a TREC query id "
             "cannot (rename the scene, pair or keypoint set)"
+        )
+    if pc.count_distinct(qids).as_py() != len(qids):  # "/" inside a part can join two alike
+        import pandas as pd
+
+        twice = pd.Series(qids.to_numpy(zero_copy_only=False)).duplicated().to_numpy()
+        raise InvalidInputError(
+            f"two queries get the query id {qids[int(np.argmax(twice))].as_py()!r}; a TREC "
+            "query id names one query (a scene, pair or keypoint set holds '/')"
         )
     return qids
 
