@@ -165,7 +165,8 @@ def export_cube(
     policy : {"optimistic", "pessimistic", "workbench"}
         Where the relevant document goes in its tie group. ``"expected"`` is refused: it is a
         mean over every order of the tie group, which no single run holds (``metricalc
-        trec-eval --ties expected`` on the exported run computes it, the tied scores being kept).
+        trec-eval --ties expected`` on the exported run computes it, the tied scores being kept,
+        where ``depth`` cuts no tie group).
     depth : int or None
         Documents written per query at most (default 1000); ``None`` writes all
         :math:`b + t + 1`. A relevant document beyond it is not written and trec_eval scores the
