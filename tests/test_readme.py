@@ -24,7 +24,7 @@ import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
-RUN_VERBS = ("compare", "metrics", "trec-eval")
+RUN_VERBS = ("compare", "metrics", "trec-eval", "trec-export")
 """Verbs whose README lines run here, on the session's cubes and TREC files."""
 
 NOT_RUN_HERE = {

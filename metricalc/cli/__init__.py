@@ -12,6 +12,7 @@ sub-verbs) to the sub-command parsers and set ``run``, the function the verb cal
 - :mod:`~metricalc.cli.compare`: ``compare``;
 - :mod:`~metricalc.cli.report`: ``report``;
 - :mod:`~metricalc.cli.trec`: ``trec-eval``;
+- :mod:`~metricalc.cli.trec_export`: ``trec-export cube | patches``;
 - :mod:`~metricalc.cli._args`: the argument types they share.
 
 Building the parser imports no heavy module (experiment runs, dask, matplotlib, statsmodels,
@@ -35,6 +36,7 @@ from metricalc.cli import (
     patches,
     report,
     trec,
+    trec_export,
 )
 from metricalc.cli._args import document_defaults
 
@@ -50,6 +52,7 @@ VERBS = (
     compare.add_compare,
     report.add_report,
     trec.add_trec_eval,
+    trec_export.add_trec_export,
 )
 """The functions adding the verbs, in the order ``metricalc --help`` lists them."""
 

@@ -10,7 +10,8 @@ trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over a
   printout;
 - :mod:`~metricalc.retrieval.querycube`: several runs as a QueryCube (one variable per measure);
 - :mod:`~metricalc.retrieval.comparison`: several runs compared (paired tests per measure, the
-  table).
+  table);
+- :mod:`~metricalc.retrieval.export`: a keypoint QueryCube written as a run and qrels.
 """
 
 from metricalc.retrieval.ranking import TIES, Ranked, rank_lists, rank_run
