@@ -363,7 +363,7 @@ def test_report_of_a_retrieval_cube_tests_each_measure_per_query(data, tmp_path,
     )
     assert main(["report", str(tmp_path / "study.yaml"), "--out", str(tmp_path / "out")]) == 0
     capsys.readouterr()
-    latex = (tmp_path / "out" / "tables.tex").read_text()
+    latex = (tmp_path / "out" / "study" / "tables.tex").read_text()  # --out DIR: DIR/<study>/
     for name, run in runs.items():
         single = evaluate(qrels, run, ["map", "P.10"])
         row = next(line for line in latex.splitlines() if line.startswith(f"({name[0]}) {name}"))
