@@ -6,17 +6,19 @@ test cannot have and are illustrations), in a folder of the page's own that hold
 example inputs (a fresh ``data/``); every ``metricalc ...`` line of a ```bash block runs
 in-process in a folder of the page's own, except a line whose comment says ``external data`` and
 the lines of :data:`tests.examples_helpers.NOT_RUN_HERE`. Usage synopses (``[--json]``,
-``a|b``) are fenced ```text.
+``a|b``) are fenced ```text. A line that is also in the README runs in tests/test_readme.py.
 """
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
 
 from tests.examples_helpers import (
     ROOT,
+    arguments,
     bash_commands,
     case_id,
     command_case,
@@ -27,6 +29,8 @@ from tests.examples_helpers import (
 )
 
 PAGES = sorted((ROOT / "docs").glob("*.md"))
+IN_README = {shlex.join(arguments(line)) for line in bash_commands(ROOT / "README.md")}
+"""The commands of the README (tests/test_readme.py runs them)."""
 COMMANDS = [(page, line) for page in PAGES for line in bash_commands(page)]
 PYTHON_PAGES = [page for page in PAGES if python_blocks(page)]
 
@@ -54,6 +58,8 @@ def test_the_docs_have_examples():
     ids=[f"{page.stem}: {case_id(line)}" for page, line in COMMANDS],
 )
 def test_docs_command_runs(page, line, page_folder, monkeypatch, capsys):
+    if shlex.join(arguments(line)) in IN_README:
+        pytest.skip("the same command runs in tests/test_readme.py")
     run_command(line, page_folder(page), monkeypatch, capsys)
 
 
