@@ -83,7 +83,7 @@ def test_readme_example_runs():
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text.split("## Metric decomposition (issue 7)")[1].split("\n## ")[0]
+    section = text.split("## Metric decomposition")[1].split("\n## ")[0]
     block = re.findall(r"```py\n(.*?)```", section, flags=re.S)[0]
     namespace: dict[str, object] = {}
     exec(compile(block, "README.md", "exec"), namespace)
