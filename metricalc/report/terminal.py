@@ -14,6 +14,7 @@ import pandas as pd
 import xarray as xr
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Column, Table
 
@@ -202,6 +203,24 @@ def print_table(table: Table, *, console: Console | None = None, keys: int = 1) 
         console.print(part)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(value: object) -> str:
+    r"""``value`` as a table cell or title that the terminal shows as written: rich markup in it
+    (``[red]``, ``[/]``) is escaped, never parsed, and control characters (the ESC of a terminal
+    escape sequence, a newline) are shown as ``\xNN``.
+
+    Examples
+    --------
+    >>> printable("[red]mine[/]")
+    '\\[red]mine\\[/]'
+    >>> printable("a\x1b[31mb")   # shown as a, \x1b, [31mb: no colour switched on
+    'a\\x1b[31mb'
+    """
+    return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value)))
+
+
 def _cell(name: str, value: float) -> str:
     if not math.isfinite(value):
         return "-"
@@ -227,7 +246,7 @@ def print_metric_table(
     metrics: xr.Dataset, *, title: str = "", console: Console | None = None
 ) -> None:
     """Print one row per descriptor with the main metrics (percent) of a metric set."""
-    table = Table(title=title or None)
+    table = Table(title=printable(title) if title else None)
     table.add_column("descriptor", no_wrap=True)
     shown = _shown_columns(metrics)
     for _, header in shown:
@@ -236,22 +255,25 @@ def print_metric_table(
         row = metrics.sel(descriptor=d)
         status = str(row["status"].values) if "status" in row else "ok"
         cells = [_cell(n, float(row[n].values)) for n, _ in shown]
-        table.add_row(d if status == "ok" else f"{d} (error)", *cells)
+        name = printable(d)
+        table.add_row(name if status == "ok" else f"{name} (error)", *cells)
     print_table(table, console=console)
 
 
 def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None = None) -> None:
     """Print a table (one row per frame row); float columns named ``*_map`` in percent."""
-    table = Table(title=title or None)
+    table = Table(title=printable(title) if title else None)
     for column in frame.columns:
-        table.add_column(str(column), justify="left" if frame[column].dtype == object else "right")
+        table.add_column(
+            printable(column), justify="left" if frame[column].dtype == object else "right"
+        )
     for _, row in frame.iterrows():
         cells = []
         for column, value in row.items():
             if str(column).endswith("_map") and isinstance(value, float):
                 cells.append(f"{100 * value:.2f}" if math.isfinite(value) else "-")
             else:
-                cells.append("-" if value is None else str(value))
+                cells.append("-" if value is None else printable(value))
         table.add_row(*cells)
     print_table(table, console=console)
 
@@ -304,23 +326,29 @@ def print_comparisons(
         caption += f", {attrs['split']} queries only"
     if percent:
         caption += "; values in percent"
-    table = Table(title=title or None, caption=caption, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
+    table = Table(
+        title=printable(title) if title else None,
+        caption=printable(caption),
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+    )
     for header in ("descriptor", "baseline"):
         table.add_column(header, no_wrap=True)
-    for header in ("n", metric, "base", "diff", "CI", "p", "p adj", "", "r_rb", "d_z", "W/T/L"):
+    for header in ("n", printable(metric), "base", "diff", "CI", "p", "p adj", "", "r_rb", "d_z",
+                   "W/T/L"):  # fmt: skip
         table.add_column(header, justify="right", no_wrap=True)
     frame = comparisons.to_dataframe()
     for (descriptor, baseline), row in frame.iterrows():
         low = _number(row["ci_low"], percent=percent, signed=True)
         high = _number(row["ci_high"], percent=percent, signed=True)
         table.add_row(
-            str(descriptor),
-            str(baseline),
+            printable(descriptor),
+            printable(baseline),
             f"{int(row['n']):,}",
             _number(row["mean_descriptor"], percent=percent),
             _number(row["mean_baseline"], percent=percent),
             _number(row["mean_diff"], percent=percent, signed=True),
-            f"[{low}, {high}]",
+            escape(f"[{low}, {high}]"),
             _pvalue(row["pvalue"]),
             _pvalue(row["pvalue_corrected"]),
             _marker(row),
