@@ -267,11 +267,11 @@ WRITERS, EXPERIMENTS = 4, 6
 
 
 def _writer(db: str, worker: int, start) -> None:
-    """Record EXPERIMENTS experiments of its own and replace a shared one each time."""
+    """Record EXPERIMENTS experiments of its own and replace a common one each time."""
     start.wait()
     for i in range(EXPERIMENTS):
         example(Path(db), tag=f"w{worker}-{i}", timings={"eval": float(i)})
-        example(Path(db), tag="shared", config={"writer": worker, "round": i})
+        example(Path(db), tag="common", config={"writer": worker, "round": i})
 
 
 def _reader(db: str, start, stop, out) -> None:
@@ -297,7 +297,7 @@ def _reader(db: str, start, stop, out) -> None:
 
 
 def test_concurrent_writers(tmp_path):
-    db = tmp_path / "shared.sqlite"  # created by the racing writers themselves
+    db = tmp_path / "contested.sqlite"  # created by the racing writers themselves
     context = multiprocessing.get_context("spawn")
     start, stop, out = context.Barrier(WRITERS + 1), context.Event(), context.Queue()
     writers = [context.Process(target=_writer, args=(str(db), w, start)) for w in range(WRITERS)]
@@ -313,12 +313,12 @@ def test_concurrent_writers(tmp_path):
     result = out.get(timeout=10)
     assert isinstance(result, int) and result > 0, result
     listed = list_experiments(db)
-    expected = {f"w{w}-{i}" for w in range(WRITERS) for i in range(EXPERIMENTS)} | {"shared"}
+    expected = {f"w{w}-{i}" for w in range(WRITERS) for i in range(EXPERIMENTS)} | {"common"}
     assert set(listed.tag) == expected and len(listed) == len(expected)
     assert (listed.descriptors == 1).all()
     assert len(to_dataframe(db, "scenes")) == len(expected)
-    shared = get_experiment(db, "shared")
-    assert shared.config["round"] == EXPERIMENTS - 1  # the last write of some writer won
+    common = get_experiment(db, "common")
+    assert common.config["round"] == EXPERIMENTS - 1  # the last write of some writer won
     with sqlite3.connect(db) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
