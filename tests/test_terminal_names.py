@@ -36,3 +36,15 @@ def test_markup_and_escape_sequences_in_names_are_printed_as_written(
     assert "\x1b" not in out  # the escape sequence is shown, not sent
     assert "a\\x1b[31mb" in out
     assert "[red]mine[/]" in out and "[/]" in out
+
+
+def test_experiment_summaries_print_names_as_written():
+    from rich.console import Console
+
+    from metricalc.experiment.terminal import print_summaries
+
+    console = Console(width=200, record=True, color_system=None)
+    print_summaries({name: {"true_map_micro": 0.5} for name in HOSTILE}, title="[/]",
+                    console=console)  # fmt: skip
+    out = console.export_text()
+    assert "[red]mine[/]" in out and "a\\x1b[31mb" in out and "\x1b" not in out

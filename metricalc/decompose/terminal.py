@@ -14,7 +14,7 @@ from metricalc._io import atomic_write
 from metricalc.decompose.chain import Verification
 from metricalc.decompose.whatif import PERFECT_STAGE
 from metricalc.errors import InvalidInputError
-from metricalc.report.terminal import print_table, terminal_console
+from metricalc.report.terminal import print_table, printable, terminal_console
 
 __all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]
 
@@ -132,9 +132,9 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
                 cells.append(f"{value:.1e}")
             else:
                 cells.append(_percent(value))
-        view.add_row(str(name), *cells, str(row["limited_by"].values))
+        view.add_row(printable(name), *cells, str(row["limited_by"].values))
     print_table(view, console=out)
-    out.print(section.sentence)
+    out.print(printable(section.sentence))  # it names descriptors
     out.print(identity_line(section.verification))
 
 

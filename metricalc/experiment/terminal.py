@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from metricalc.report.terminal import print_table
+from metricalc.report.terminal import print_table, printable
 
 __all__ = ["SUMMARY_COLUMNS", "print_summaries"]
 
@@ -56,10 +56,11 @@ def print_summaries(
     └────────────┴──────┴─────────┘
     """
     shown = [c for c in SUMMARY_COLUMNS if any(c[0] in s for s in summaries.values())]
-    table = Table(title=title or None)
+    table = Table(title=printable(title) if title else None)
     table.add_column("experiment", no_wrap=True)
     for _, header, _ in shown:
         table.add_column(header, justify="right")
     for name, values in summaries.items():
-        table.add_row(name, *(_cell(values.get(key), percent) for key, _, percent in shown))
+        cells = (_cell(values.get(key), percent) for key, _, percent in shown)
+        table.add_row(printable(name), *cells)
     print_table(table, console=console)

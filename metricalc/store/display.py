@@ -8,10 +8,9 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from metricalc.report.terminal import print_table, terminal_console
+from metricalc.report.terminal import print_table, printable, terminal_console
 from metricalc.store.records import Experiment
 from metricalc.store.workbench import CHECK_COLUMNS, WorkbenchExport
 
@@ -53,9 +52,9 @@ def print_experiments(frame: pd.DataFrame, *, console: Console | None = None) ->
     for row in frame.itertuples(index=False):
         status = row.status if row.status == "ok" else f"{row.status}: {row.error[:60]}"
         table.add_row(
-            escape(row.benchmark),
-            escape(row.tag),
-            escape(status),
+            printable(row.benchmark),
+            printable(row.tag),
+            printable(status),
             str(row.descriptors),
             row.config_hash[:12],
             row.updated_at[:19].replace("T", " "),
@@ -94,7 +93,7 @@ def print_experiment(
     for row in experiment.results.itertuples(index=False):
         label = row.descriptor if row.status == "ok" else f"{row.descriptor} ({row.status})"
         cells = [_cell(getattr(row, c), c != "processing_time_ms") for c, _ in shown]
-        table.add_row(escape(label), *cells)
+        table.add_row(printable(label), *cells)
     print_table(table, console=console)
     if scenes and len(experiment.scenes):
         per_scene = Table(title="per scene")
@@ -104,8 +103,8 @@ def print_experiment(
             )
         for row in experiment.scenes.itertuples(index=False):
             per_scene.add_row(
-                escape(row.descriptor),
-                escape(row.scene),
+                printable(row.descriptor),
+                printable(row.scene),
                 _cell(row.true_map, True),
                 _cell(row.true_map_with_zeros, True),
                 str(row.query_count),
@@ -142,7 +141,7 @@ def print_import(export: WorkbenchExport, db: str, *, console: Console | None = 
             table.add_row(
                 str(row.line),
                 str(row.experiment_id),
-                escape(row.descriptor),
+                printable(row.descriptor),
                 row.check,
                 f"{row.file:.9g}",
                 f"{row.recomputed:.9g}",
