@@ -360,6 +360,6 @@ def print_comparisons(
     print_table(table, console=console, keys=2)
     for (descriptor, baseline), row in frame.iterrows():
         if row.get("caveat", ""):
-            console.print(f"? {descriptor} vs {baseline}: {row['caveat']}", markup=False)
+            console.print(printable(f"? {descriptor} vs {baseline}: {row['caveat']}"))
         if row["note"]:
-            console.print(f"not tested: {descriptor} vs {baseline}: {row['note']}", markup=False)
+            console.print(printable(f"not tested: {descriptor} vs {baseline}: {row['note']}"))
