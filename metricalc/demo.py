@@ -20,6 +20,7 @@ import xarray as xr
 from metricalc.export import write_metric_set
 from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.features import BUILTIN_METHODS, extract
+from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.report.builder import build
@@ -85,6 +86,7 @@ def run_demo(
         out / "benchmark", scenes=QUICK_SCENES if quick else None, seed=seed, progress=progress
     )
     result = DemoResult(cubes={}, metrics={})
+    fingerprint = dataset_fingerprint(sequences)  # hashed once: the cache key and both cubes
     for mode, locked in (("locked", LOCKED_DETECTOR), ("native", None)):
         keypoints = f"locked:{locked}" if locked else "native"
 
@@ -101,13 +103,16 @@ def run_demo(
                 features,
                 keypoints=keypoints,
                 seed=seed,
+                dataset=fingerprint,
                 dataset_path=str(out / "benchmark"),
                 image_retrieval=image_retrieval and locked is not None,  # the report's cube
                 progress=progress,
             )
 
         cube_path = out / f"cube_{mode}.nc"
-        inputs = evaluation_inputs(sequences, BUILTIN_METHODS, keypoints, seed=seed)
+        inputs = evaluation_inputs(
+            sequences, BUILTIN_METHODS, keypoints, seed=seed, dataset=fingerprint
+        )
         inputs["image_retrieval"] = image_retrieval and locked is not None
         key = cache_key(inputs)
         cube, reused = cached_cube(cube_path, key, compute)

@@ -100,13 +100,13 @@ def split_sequences(split: str | Iterable[str]) -> tuple[str, ...]:
                 "of sequence names"
             )
         return SEQUENCE_SPLITS[split]
-    names = tuple(sorted(dict.fromkeys(split)))
+    names = list(dict.fromkeys(split))
     bad = [name for name in names if not isinstance(name, str) or not name]
-    if bad or not names:
+    if bad or not names:  # checked before sorting: sorting mixed types raises a TypeError
         raise InvalidInputError(
-            f"a split must be a non-empty list of sequence names; got {list(names)!r}"
+            f"a split must be a non-empty list of sequence names; got {names!r}"
         )
-    return names
+    return tuple(sorted(names))
 
 
 def select_sequences(

@@ -311,17 +311,24 @@ def _descriptor_constant(cube: xr.Dataset, value: float | int) -> xr.DataArray:
     return xr.DataArray(np.full(len(names), value), dims="descriptor", coords={"descriptor": names})
 
 
-def _scene_maps(ap: xr.DataArray, r1: xr.DataArray, r0: xr.DataArray) -> dict[str, xr.DataArray]:
+def _scene_sums(cube: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """Per scene: the AP sum over R = 1 queries and the R = 1 and R = 0 counts (one grouped
+    sum each; :func:`metric_set` derives its totals from them)."""
+    ap, r1, r0 = _ap_sums(cube)
+    return _group_sum(ap.fillna(0), "scene"), _group_sum(r1, "scene"), _group_sum(r0, "scene")
+
+
+def _scene_maps(
+    ap_sum: xr.DataArray, n1: xr.DataArray, n0: xr.DataArray
+) -> dict[str, xr.DataArray]:
     r"""The scene-based mAPs of DescriptorWorkbench (``ExperimentMetrics::calculateMeanPrecision``)
     and the query-weighted ``*_map_micro`` split variants.
 
-    Per scene :math:`s`: the AP sum :math:`S_s`, the R = 1 and R = 0 counts :math:`n^1_s`,
-    :math:`n^0_s` (one grouped sum each), :math:`m_s = S_s / n^1_s` and
+    Per scene :math:`s` (the arguments, from :func:`_scene_sums`): the AP sum :math:`S_s`, the
+    R = 1 and R = 0 counts :math:`n^1_s`, :math:`n^0_s`; :math:`m_s = S_s / n^1_s` and
     :math:`z_s = S_s / (n^1_s + n^0_s)`; then means over the scenes, a split being the scenes
     whose name starts with ``v`` / ``i`` (:data:`SPLIT_LETTERS`). A mean over no scene is NaN.
     """
-    ap_sum = _group_sum(ap.fillna(0), "scene")
-    n1, n0 = _group_sum(r1, "scene"), _group_sum(r0, "scene")
     scene_map = _ratio(ap_sum, n1)  # NaN for a scene without R = 1 queries
     with_zeros = _ratio(ap_sum, n1 + n0)  # NaN for a scene without any query
     names = np.asarray(ap_sum["scene"].values).astype(str)
@@ -586,9 +593,9 @@ def metric_set(
     cube = _prepare(cube, (*_QUERY_VARS, "nn_correct"), "metric_set")
     policy = _tie_policy(cube)
     ok = _ok(cube)
-    ap, r1, r0 = _ap_sums(cube)
-    n1, n0 = r1.sum("query"), r0.sum("query")
-    ap_sum = ap.sum("query", skipna=True)
+    r1 = cube["n_relevant"] == 1
+    by_scene = _scene_sums(cube)
+    ap_sum, n1, n0 = (values.sum("scene") for values in by_scene)
     pair_precision = _pair_precision(cube)
     scene_precision = _group_nanmean(pair_precision, "_unit_scene")
 
@@ -597,7 +604,7 @@ def metric_set(
         "legacy_macro_precision_by_scene": _nanmean(scene_precision, "_unit_scene"),
         "true_map_micro": _ratio(ap_sum, n1),
         "true_map_micro_including_zeros": _ratio(ap_sum, n1 + n0),
-        **_scene_maps(ap, r1, r0),
+        **_scene_maps(*by_scene),
         "image_retrieval_map": _image_retrieval_map(cube, policy_zero),
     }
     metrics = {name: metrics[name] for name in MAP_METRICS}
@@ -679,9 +686,7 @@ def scene_metrics(cube: xr.Dataset) -> xr.Dataset:
     """
     cube = _prepare(cube, (*_QUERY_VARS, "nn_correct"), "scene_metrics")
     ok = _ok(cube)
-    ap, r1, r0 = _ap_sums(cube)
-    ap_sum = _group_sum(ap.fillna(0), "scene")
-    n1, n0 = _group_sum(r1, "scene"), _group_sum(r0, "scene")
+    ap_sum, n1, n0 = _scene_sums(cube)
     pair_precision = _pair_precision(cube)
     scene_precision = _group_nanmean(pair_precision, "_unit_scene").rename(_unit_scene="scene")
     floats = {

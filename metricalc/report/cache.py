@@ -68,17 +68,20 @@ def evaluation_inputs(
     tie_policy: str = "expected",
     bojanic: bool = True,
     seed: int = 0,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
     """Everything that determines the cube of :func:`metricalc.keypoints.features.extract` then
     :func:`metricalc.keypoints.evaluate` on ``sequences`` (the mapping :func:`cache_key`
-    hashes). The other settings of ``evaluate`` (``y0``, the distractors) are their defaults."""
+    hashes). The other settings of ``evaluate`` (``y0``, the distractors) are their defaults.
+    ``dataset`` is the fingerprint of ``sequences`` when the caller already has it (it is passed
+    to ``evaluate`` too, so the folder is hashed once per run); by default it is computed."""
     import cv2
 
     from metricalc import __version__
     from metricalc.keypoints.sequences import dataset_fingerprint
 
     return {
-        "dataset": dataset_fingerprint(sequences),
+        "dataset": dataset_fingerprint(sequences) if dataset is None else dataset,
         "scenes": sorted(str(s.name) for s in sequences),
         "descriptors": list(descriptors),
         "keypoints": keypoints,

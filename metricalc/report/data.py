@@ -57,7 +57,7 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
     (:mod:`metricalc.report.cache`), read back from there."""
     from metricalc.keypoints.evaluate import evaluate
     from metricalc.keypoints.features import extract
-    from metricalc.keypoints.sequences import load_sequences
+    from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
     from metricalc.keypoints.synthetic import make_synthetic_dataset
     from metricalc.report.cache import (
         CACHE_FOLDER,
@@ -81,6 +81,7 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
         "tie_policy": spec.tie_policy,
         "bojanic": spec.bojanic,
         "seed": spec.seed,
+        "dataset": dataset_fingerprint(sequences),  # hashed once: cache key and cubes
     }
     result = {}
     for label, mode in spec.keypoints.items():
