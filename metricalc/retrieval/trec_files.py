@@ -31,7 +31,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from metricalc._io import temporary_path
 from metricalc.errors import InvalidInputError
 
 __all__ = ["Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"]
@@ -402,10 +401,8 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
 
 
 def _write(path: str | os.PathLike[str], table: pa.Table) -> Path:
-    options = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
-    try:
-        with temporary_path(path) as tmp:
-            pcsv.write_csv(table, tmp, options)
-    except OSError as error:
-        raise InvalidInputError(f"cannot write {path}: {error.strerror or error}") from None
+    from metricalc.retrieval.export import trec_writer
+
+    with trec_writer(path) as out:
+        out.write_table(table)
     return Path(path)
