@@ -379,8 +379,9 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
     """Write ``run`` as a TREC run file (``qid Q0 docno rank score tag``), atomically.
 
     Lines are in trec_eval's order (query in byte order, score descending, ties by docno
-    descending) with ranks 1, 2, ... per query; scores are written with full precision (``repr``),
-    so reading the file back gives the same numbers.
+    descending) with ranks 1, 2, ... per query; scores are written as the shortest text that
+    reads back as the same float64 (pyarrow's cast to string), so reading the file back gives
+    the same numbers.
     """
     from metricalc.retrieval.ranking import trec_order
 
@@ -388,7 +389,7 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
     qid = run.qid[order]
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]) if qid.size else qid
     rank = np.arange(qid.size) - np.repeat(starts, np.diff(np.r_[starts, qid.size])) + 1
-    score = pa.array([repr(float(s)) for s in run.score[order]], pa.string())
+    score = pc.cast(pa.array(run.score[order], pa.float64()), pa.string())
     table = pa.table({
         "qid": run.qids.take(pa.array(qid)),
         "q0": pa.array(["Q0"] * qid.size, pa.string()),
