@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,12 +108,21 @@ def _one_run(args: argparse.Namespace, qrels: Qrels, run: Run) -> int:
 
         cube = retrieval_cube(qrels, {Path(args.run_files[0]).stem: run},
                               args.measures or ["official"], **_options(args))
-        qc.save(cube, args.cube)
+        _output(args.cube, lambda: qc.save(cube, args.cube))
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:
         print(result.to_text(per_query=args.per_query), end="")
     return 0
+
+
+def _output(path: Path, write: Callable[[], object]) -> None:
+    """``write()`` to ``path``; an operating system error (a folder, no permission, a full disk)
+    as a one-line :class:`~metricalc.errors.InvalidInputError` naming the file."""
+    try:
+        write()
+    except OSError as error:
+        raise InvalidInputError(f"cannot write {path}: {error.strerror or error}") from None
 
 
 def _run_names(paths: list[Path]) -> dict[str, Path]:
@@ -141,9 +151,9 @@ def _compare_runs(args: argparse.Namespace, qrels: Qrels, runs: dict[str, Run]) 
     if args.cube is not None:
         from metricalc import cube as qc
 
-        qc.save(result.cube, args.cube)
+        _output(args.cube, lambda: qc.save(result.cube, args.cube))
     if args.latex is not None:
-        atomic_write(args.latex, result.table().to_latex())
+        _output(args.latex, lambda: atomic_write(args.latex, result.table().to_latex()))
     if args.json:
         print(json.dumps(result.to_json(per_query=args.per_query), indent=1))
     else:

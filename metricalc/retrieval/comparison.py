@@ -31,11 +31,11 @@ from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval.querycube import (
     cube_variable,
-    evaluate_runs,
+    evaluate_for_cube,
     retrieval_cube,
     run_names,
 )
-from metricalc.retrieval.trec_eval import FAMILIES, Family, TrecEval, parse_measures
+from metricalc.retrieval.trec_eval import FAMILIES, Family, TrecEval
 from metricalc.retrieval.trec_files import Qrels, Run
 
 __all__ = ["RunComparison", "compare_runs", "table_measures"]
@@ -342,8 +342,8 @@ def compare_runs(
     if test not in TESTS:
         raise InvalidInputError(f"test must be one of {', '.join(TESTS)}; got {test!r}")
     named = run_names(runs)
-    results = evaluate_runs(qrels, named, [*measures, "map"], complete=complete, level=level,
-                            depth=depth, ties=ties)
+    results = evaluate_for_cube(qrels, named, measures, complete=complete, level=level,
+                                depth=depth, ties=ties)
     if len(results) < 2:
         raise InvalidInputError(
             f"a comparison needs at least two runs; got {len(results)} ({', '.join(results)})"
@@ -357,9 +357,6 @@ def compare_runs(
     cube = retrieval_cube(qrels, results, complete=complete, level=level, depth=depth,
                           ties=ties)
     cube["runid"] = ("descriptor", np.array([run.tag for run in named.values()], dtype=str))
-    if "map" not in {r.family.name for r in parse_measures(measures)}:
-        for result in results.values():
-            del result.summary["map"]
     shown = table_measures(results[names[0]])
     if not shown:
         raise InvalidInputError(

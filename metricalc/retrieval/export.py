@@ -241,7 +241,7 @@ def export_cube(
         )
     zeros = (n_relevant == 0) & include_zeros
     b, t = better[ranked], ties[ranked]
-    m = _tie_offset(t, policy)
+    m = _tie_offset(b, t, policy)
     width = len(str(int(max(b.max(), t.max()))))
     n_lines = _write_run(run, qids.filter(pa.array(ranked)), b, t, depth, width,
                          scores == "ranked", tag)
@@ -262,13 +262,13 @@ def export_cube(
                       int(zeros.sum()), n_lines, beyond)
 
 
-def _tie_offset(ties: np.ndarray, policy: str) -> np.ndarray:
-    """Placeholders of the tie group ordered before the relevant document."""
-    if policy == "optimistic":
-        return np.zeros_like(ties)
-    if policy == "pessimistic":
-        return ties
-    return (ties + 1) // 2
+def _tie_offset(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
+    """Placeholders of the tie group ordered before the relevant document: its rank under
+    ``policy`` (:func:`metricalc.core.ranking.rank_from_rank_stats`) less ``1 + better``."""
+    from metricalc.core.ranking import rank_from_rank_stats
+
+    rank = np.asarray(rank_from_rank_stats(better, ties, policy=policy))
+    return rank.astype(np.int64) - 1 - better
 
 
 def _descriptor_queries(
@@ -337,8 +337,9 @@ def _check_token(what: str, value: str) -> None:
         raise InvalidInputError(f"{what} {value!r} must be a non-empty word without whitespace")
 
 
-def _padded(prefix: str, numbers: np.ndarray, width: int) -> pa.Array:
-    """``prefix`` + each number zero-padded to ``width`` digits (byte order = numeric order)."""
+def _padded(prefix: str | pa.Array, numbers: np.ndarray, width: int) -> pa.Array:
+    """``prefix`` (one, or one per number) + each number zero-padded to ``width`` digits (byte
+    order = numeric order)."""
     digits = pc.utf8_lpad(pc.cast(pa.array(numbers, pa.int64()), pa.string()), width, "0")
     return pc.binary_join_element_wise(prefix, digits, "")
 
@@ -371,11 +372,10 @@ def _run_table(qids: pa.Array, better: np.ndarray, ties: np.ndarray, lines: np.n
     # placeholders above: b1..bb; the tie group: t<t - k> at its k-th position (docno descending)
     number = np.where(above, position + 1, t - (position - b))
     prefix = pa.array(np.where(above, "b", "t"), pa.string())
-    digits = pc.utf8_lpad(pc.cast(pa.array(number, pa.int64()), pa.string()), width, "0")
     return pa.table({
         "qid": qids.take(pa.array(query)),
         "q0": pa.array(np.full(n, "Q0"), pa.string()),
-        "docno": pc.binary_join_element_wise(prefix, digits, ""),
+        "docno": _padded(prefix, number, width),
         "rank": pa.array(position + 1),
         "score": pa.array(lines[query] - position if ranked else above.astype(np.int64)),
         "tag": pa.array(np.full(n, tag), pa.string()),

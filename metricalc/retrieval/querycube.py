@@ -59,6 +59,7 @@ __all__ = [
     "BENCHMARK",
     "KEYPOINT_SET",
     "cube_variable",
+    "evaluate_for_cube",
     "evaluate_runs",
     "measure_variables",
     "retrieval_cube",
@@ -136,6 +137,23 @@ def evaluate_runs(
     }
 
 
+def evaluate_for_cube(
+    qrels: Qrels,
+    runs: Mapping[str, Run],
+    measures: Sequence[str] = ("official",),
+    **options: Any,
+) -> dict[str, TrecEval]:
+    """:func:`evaluate_runs` with ``map`` per query always computed (a retrieval cube's ``ap``);
+    its ``all`` value is dropped when ``measures`` do not ask for it, so the summaries hold the
+    asked measures only. ``options``: those of :func:`~metricalc.retrieval.evaluate`."""
+    asked = list(measures)
+    results = evaluate_runs(qrels, runs, [*asked, "map"], **options)
+    if "map" not in {r.family.name for r in parse_measures(asked)}:
+        for result in results.values():
+            del result.summary["map"]
+    return results
+
+
 def measure_variables(result: TrecEval) -> list[str]:
     """The printed names of the measures of ``result`` that have a value per query, in
     trec_eval's order (``map``, then ``P_5``, ...; not ``runid``, ``num_q``, ``gm_map``)."""
@@ -190,14 +208,10 @@ def retrieval_cube(
         results = dict(runs)
         tags = [str(r.summary.get("runid", "")) for r in results.values()]
     else:
-        asked = list(measures)
         named = run_names(runs)  # type: ignore[arg-type]
         tags = [run.tag for run in named.values()]
-        results = evaluate_runs(qrels, named, [*asked, "map"], complete=complete, level=level,
-                                depth=depth, ties=ties)
-        if "map" not in {r.family.name for r in parse_measures(asked)}:
-            for result in results.values():
-                del result.summary["map"]
+        results = evaluate_for_cube(qrels, named, measures, complete=complete, level=level,
+                                    depth=depth, ties=ties)
     names = list(results)
     first = results[names[0]]
     if "map" not in first.per_query:
@@ -219,17 +233,15 @@ def retrieval_cube(
                                             for r in results.values()]))
     index = pd.Index(queries)
     values = {}
+    columns = [index.get_indexer(np.asarray(r.queries, dtype=str)) for r in results.values()]
     present = np.zeros((len(names), queries.size), bool)
-    for i, result in enumerate(results.values()):
-        where = index.get_indexer(np.asarray(result.queries, dtype=str))
+    for i, where in enumerate(columns):
         present[i, where] = True
     fill = 0.0 if complete else np.nan
     for measure in ["map", *(m for m in printed if m != "map")]:
         table = np.full((len(names), queries.size), fill)
-        for i, result in enumerate(results.values()):
-            table[i, index.get_indexer(np.asarray(result.queries, dtype=str))] = (
-                result.per_query[measure]
-            )
+        for i, (where, result) in enumerate(zip(columns, results.values(), strict=True)):
+            table[i, where] = result.per_query[measure]
         values[cube_variable(measure)] = table
     has_value = present | complete
     n = queries.size

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +31,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from metricalc._io import temporary_path
 from metricalc.errors import InvalidInputError
 
 __all__ = ["Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"]
@@ -158,10 +157,15 @@ def read_run(path: str | os.PathLike[str]) -> Run:
 def _existing(path: str | os.PathLike[str], fmt: str) -> Path:
     path = Path(path)
     if not path.is_file():
-        raise InvalidInputError(f"{path}: no such file; expected a TREC file of {fmt} lines")
-    with path.open("rb") as f:
-        if not f.read(1 << 16).strip():
-            raise InvalidInputError(f"{path}: the file is empty; expected {fmt} lines")
+        what = "not a file" if path.exists() else "no such file"
+        raise InvalidInputError(f"{path}: {what}; expected a TREC file of {fmt} lines")
+    try:
+        with path.open("rb") as f:
+            start = f.read(1 << 16)
+    except OSError as error:
+        raise InvalidInputError(f"{path}: cannot read the file ({error.strerror})") from None
+    if not start.strip():
+        raise InvalidInputError(f"{path}: the file is empty; expected {fmt} lines")
     return path
 
 
@@ -202,68 +206,69 @@ def _lines(path: Path) -> Iterator[tuple[int, list[bytes]]]:
 
 
 def _scan_qrels(path: Path) -> Qrels:
-    qid: list[bytes] = []
-    docno: list[bytes] = []
-    rel: list[int] = []
-    seen: set[tuple[bytes, bytes]] = set()
-    for number, fields in _lines(path):
-        where = f"{path} line {number}"
-        if len(fields) != 4:
-            raise InvalidInputError(
-                f"{where}: expected 4 fields {QRELS_FORMAT}; found {len(fields)}"
-            )
-        try:
-            value = int(fields[3])
-        except ValueError:
-            raise InvalidInputError(
-                f"{where}: relevance {_text(fields[3])!r} is not an integer"
-            ) from None
-        key = (fields[0], fields[2])
-        if key in seen:
-            raise InvalidInputError(
-                f"{where}: document {_text(fields[2])!r} is judged twice for query "
-                f"{_text(fields[0])!r}"
-            )
-        seen.add(key)
-        qid.append(fields[0])
-        docno.append(fields[2])
-        rel.append(value)
+    qid, docno, rel, _ = _scan(path, QRELS_FORMAT, 4, exact=True, value_at=3,
+                                 parse=_relevance, verb="judged")
     return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
                        np.asarray(rel, dtype=np.int64), str(path), None)
 
 
 def _scan_run(path: Path) -> Run:
+    qid, docno, score, last = _scan(path, RUN_FORMAT, 6, exact=False, value_at=4,
+                                     parse=_score, verb="retrieved")
+    return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                     np.asarray(score, dtype=np.float64), _text(last[5] if last else b""),
+                     str(path), None)
+
+
+def _scan(
+    path: Path, fmt: str, n_fields: int, *, exact: bool, value_at: int,
+    parse: Callable[[str, bytes], float], verb: str,
+) -> tuple[list[bytes], list[bytes], list[float], list[bytes]]:
+    """The qids (field 0), docnos (field 2) and values (field ``value_at``, through ``parse``) of
+    a TREC file read line by line, and the fields of its last line; an
+    :class:`~metricalc.errors.InvalidInputError` naming the line for a line with other than
+    ``n_fields`` fields (fewer only, unless ``exact``), a value ``parse`` refuses, or a (qid,
+    docno) pair ``verb`` twice."""
     qid: list[bytes] = []
     docno: list[bytes] = []
-    score: list[float] = []
-    tag = b""
+    values: list[float] = []
+    fields: list[bytes] = []
     seen: set[tuple[bytes, bytes]] = set()
     for number, fields in _lines(path):
         where = f"{path} line {number}"
-        if len(fields) < 6:
+        if len(fields) < n_fields or (exact and len(fields) != n_fields):
             raise InvalidInputError(
-                f"{where}: expected 6 fields {RUN_FORMAT}; found {len(fields)}"
+                f"{where}: expected {n_fields} fields {fmt}; found {len(fields)}"
             )
-        try:
-            value = float(fields[4])
-        except ValueError:
-            value = float("nan")
-        if value != value:
-            raise InvalidInputError(f"{where}: score {_text(fields[4])!r} is not a number")
+        value = parse(where, fields[value_at])
         key = (fields[0], fields[2])
         if key in seen:
             raise InvalidInputError(
-                f"{where}: document {_text(fields[2])!r} is retrieved twice for query "
+                f"{where}: document {_text(fields[2])!r} is {verb} twice for query "
                 f"{_text(fields[0])!r}"
             )
         seen.add(key)
         qid.append(fields[0])
         docno.append(fields[2])
-        score.append(value)
-        tag = fields[5]
-    return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                     np.asarray(score, dtype=np.float64), tag.decode("utf-8", "replace"),
-                     str(path), None)
+        values.append(value)
+    return qid, docno, values, fields
+
+
+def _relevance(where: str, field: bytes) -> int:
+    try:
+        return int(field)
+    except ValueError:
+        raise InvalidInputError(f"{where}: relevance {_text(field)!r} is not an integer") from None
+
+
+def _score(where: str, field: bytes) -> float:
+    try:
+        value = float(field)
+    except ValueError:
+        value = float("nan")
+    if value != value:
+        raise InvalidInputError(f"{where}: score {_text(field)!r} is not a number")
+    return value
 
 
 def _text(value: bytes) -> str:
@@ -374,8 +379,9 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
     """Write ``run`` as a TREC run file (``qid Q0 docno rank score tag``), atomically.
 
     Lines are in trec_eval's order (query in byte order, score descending, ties by docno
-    descending) with ranks 1, 2, ... per query; scores are written with full precision (``repr``),
-    so reading the file back gives the same numbers.
+    descending) with ranks 1, 2, ... per query; scores are written as the shortest text that
+    reads back as the same float64 (pyarrow's cast to string), so reading the file back gives
+    the same numbers.
     """
     from metricalc.retrieval.ranking import trec_order
 
@@ -383,7 +389,7 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
     qid = run.qid[order]
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]) if qid.size else qid
     rank = np.arange(qid.size) - np.repeat(starts, np.diff(np.r_[starts, qid.size])) + 1
-    score = pa.array([repr(float(s)) for s in run.score[order]], pa.string())
+    score = pc.cast(pa.array(run.score[order], pa.float64()), pa.string())
     table = pa.table({
         "qid": run.qids.take(pa.array(qid)),
         "q0": pa.array(["Q0"] * qid.size, pa.string()),
@@ -396,10 +402,8 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
 
 
 def _write(path: str | os.PathLike[str], table: pa.Table) -> Path:
-    options = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
-    try:
-        with temporary_path(path) as tmp:
-            pcsv.write_csv(table, tmp, options)
-    except OSError as error:
-        raise InvalidInputError(f"cannot write {path}: {error.strerror or error}") from None
+    from metricalc.retrieval.export import trec_writer
+
+    with trec_writer(path) as out:
+        out.write_table(table)
     return Path(path)
