@@ -40,7 +40,6 @@ from metricalc.metrics import (
     metric_set,
     scene_metrics,
 )
-from metricalc.store.metadata import format_metadata, parse_metadata
 
 try:
     __version__ = version("metricalc")
@@ -60,6 +59,7 @@ __all__ = [
     "average_precision",
     "counts_at_thresholds",
     "cube",
+    "datasets",
     "decompose",
     "detection",
     "experiment",
@@ -95,6 +95,7 @@ __all__ = [
 
 
 _LAZY_SUBPACKAGES = (
+    "datasets",
     "keypoints",
     "patches",
     "stats",
@@ -107,8 +108,18 @@ _LAZY_SUBPACKAGES = (
 """Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
 
 
+_LAZY_FUNCTIONS = {
+    "format_metadata": "metricalc.store.metadata",
+    "parse_metadata": "metricalc.store.metadata",
+}
+"""Functions of a lazy subpackage that the top level offers too."""
+
+
 def __getattr__(name: str) -> Any:
-    """Import a subpackage of :data:`_LAZY_SUBPACKAGES` on first use (no import-time cost)."""
+    """Import a subpackage of :data:`_LAZY_SUBPACKAGES` or the module of a function of
+    :data:`_LAZY_FUNCTIONS` on first use (no import-time cost)."""
     if name in _LAZY_SUBPACKAGES:
         return import_module(f"metricalc.{name}")
+    if name in _LAZY_FUNCTIONS:
+        return getattr(import_module(_LAZY_FUNCTIONS[name]), name)
     raise AttributeError(f"module 'metricalc' has no attribute {name!r}")

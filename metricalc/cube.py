@@ -34,10 +34,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc._io import temporary_path
-from metricalc.core._validate import TIE_POLICIES, check_choice
 from metricalc.core.ranking import AP_METHODS, ap_from_rank_stats
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import temporary_path
+from metricalc.validation import TIE_POLICIES, check_choice
 
 __all__ = [
     "DEFAULT_ATTRS",

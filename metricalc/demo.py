@@ -17,11 +17,11 @@ from pathlib import Path
 
 import xarray as xr
 
+from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.export import write_metric_set
 from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.features import BUILTIN_METHODS, extract
 from metricalc.keypoints.sequences import dataset_fingerprint
-from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.report.builder import build
 from metricalc.report.cache import MAX_KEYPOINTS, cache_key, cached_cube, evaluation_inputs

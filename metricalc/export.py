@@ -8,7 +8,7 @@ from typing import Any
 
 import xarray as xr
 
-from metricalc._io import atomic_write, json_safe
+from metricalc.fileio import atomic_write, json_safe
 
 
 def metric_set_to_dict(metrics: xr.Dataset) -> dict[str, dict[str, Any]]:

@@ -26,7 +26,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc.core._validate import (
+from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr, youden_j
+from metricalc.core.curves import with_start_point
+from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
+from metricalc.errors import InvalidInputError
+from metricalc.hpatches import HPATCHES_PAIRS, select_sequences
+from metricalc.validation import (
     TIE_POLICIES,
     ZeroDivision,
     check_choice,
@@ -34,11 +39,6 @@ from metricalc.core._validate import (
     fill_value,
     warn_undefined,
 )
-from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr, youden_j
-from metricalc.core.curves import _with_start_point
-from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
-from metricalc.errors import InvalidInputError
-from metricalc.hpatches import HPATCHES_PAIRS, select_sequences
 
 __all__ = [
     "BOJANIC_METRICS",
@@ -579,8 +579,9 @@ def metric_set(
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube, metric_set
-    >>> m = metric_set(_example_cube())
+    >>> from metricalc.datasets import example_cube
+    >>> from metricalc.metrics import metric_set
+    >>> m = metric_set(example_cube())
     >>> float(m.true_map_micro.sel(descriptor="sift"))   # APs 1 and 1/2 (R = 1), one R = 0 query
     0.75
     >>> float(m.true_map_micro_including_zeros.sel(descriptor="sift"))  # (1 + 1/2) / 3
@@ -679,8 +680,9 @@ def scene_metrics(cube: xr.Dataset) -> xr.Dataset:
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube, scene_metrics
-    >>> s = scene_metrics(_example_cube()).sel(descriptor="sift", scene="i_x")
+    >>> from metricalc.datasets import example_cube
+    >>> from metricalc.metrics import scene_metrics
+    >>> s = scene_metrics(example_cube()).sel(descriptor="sift", scene="i_x")
     >>> int(s.query_count), int(s.excluded_count), int(s.image_count), float(s.true_map)
     (2, 1, 2, 0.75)
     """
@@ -891,8 +893,9 @@ def matching_accuracy(
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube, matching_accuracy
-    >>> cube = _example_cube()   # one pair; errors 0.5, 2.0, 4.0 px; the 1st and 3rd mutual
+    >>> from metricalc.datasets import example_cube
+    >>> from metricalc.metrics import matching_accuracy
+    >>> cube = example_cube()   # one pair; errors 0.5, 2.0, 4.0 px; the 1st and 3rd mutual
     >>> matching_accuracy(cube, [1, 3]).sel(descriptor="sift").values.tolist()
     [0.5, 0.5]
     >>> old = matching_accuracy(cube, [1, 3], convention="matched_pairs")
@@ -950,8 +953,9 @@ def matching_counts(
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube, matching_counts
-    >>> cube = _example_cube()   # one pair, three queries, two of them mutual
+    >>> from metricalc.datasets import example_cube
+    >>> from metricalc.metrics import matching_counts
+    >>> cube = example_cube()   # one pair, three queries, two of them mutual
     >>> cube["n_candidates"] = ("descriptor", "query"), [[4, 4, 4]]   # image 2: 4 keypoints
     >>> counts = matching_counts(cube)
     >>> counts.matches_per_pair.sel(descriptor="sift", split="overall").item()
@@ -998,7 +1002,7 @@ def matching_counts(
     return result.drop_vars([c for c in result.coords if c not in keep])
 
 
-def _ratio_score(cube: xr.Dataset) -> xr.DataArray:
+def ratio_score(cube: xr.Dataset) -> xr.DataArray:
     """-(nn_distance / nn2_distance); the worst score -1 (ratio 1) where the ratio is undefined."""
     nn, nn2 = cube["nn_distance"], cube["nn2_distance"]
     defined = np.isfinite(nn) & np.isfinite(nn2) & (nn2 > 0)
@@ -1024,7 +1028,7 @@ def _ratio_test_counts(
     ok = _ok(cube)
     present = np.asarray((cube["n_relevant"] >= 0).values)
     y_true = cube["nn_correct"] == 1
-    y_score = _ratio_score(cube)
+    y_score = ratio_score(cube)
     names = ("tp", "fp", "fn", "tn")
     curves = []
     for i in range(cube.sizes["descriptor"]):
@@ -1098,8 +1102,9 @@ def matching_pr_curve(cube: xr.Dataset) -> xr.Dataset:
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube, matching_pr_curve
-    >>> pr = matching_pr_curve(_example_cube()).sel(descriptor="sift")
+    >>> from metricalc.datasets import example_cube
+    >>> from metricalc.metrics import matching_pr_curve
+    >>> pr = matching_pr_curve(example_cube()).sel(descriptor="sift")
     >>> pr.ratio.values.tolist(), pr.precision.values.tolist(), pr.recall.values.tolist()
     ([0.25, 0.5, 1.0], [1.0, 0.5, 0.3333333333333333], [0.5, 0.5, 0.5])
     """
@@ -1149,8 +1154,9 @@ def matching_roc_curve(cube: xr.Dataset) -> xr.Dataset:
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube, matching_roc_curve
-    >>> roc = matching_roc_curve(_example_cube()).sel(descriptor="sift")
+    >>> from metricalc.datasets import example_cube
+    >>> from metricalc.metrics import matching_roc_curve
+    >>> roc = matching_roc_curve(example_cube()).sel(descriptor="sift")
     >>> roc.fpr.values.tolist(), roc.tpr.values.tolist()   # 1 correct, 2 wrong matches
     ([0.0, 0.0, 0.5, 1.0], [0.0, 1.0, 1.0, 1.0])
     >>> float(roc.best_j), float(roc.best_ratio)
@@ -1161,7 +1167,7 @@ def matching_roc_curve(cube: xr.Dataset) -> xr.Dataset:
         raise InvalidInputError(
             "matching_roc_curve: no queries in the cube, so no ROC curve can be drawn"
         )
-    counts = _with_start_point(combined)
+    counts = with_start_point(combined)
     j = youden_j(counts).where(ok)
     best = j.fillna(-np.inf).argmax("threshold")
     rates = {"fpr": fpr(counts).where(ok), "tpr": tpr(counts).where(ok), "youden_j": j}
@@ -1190,35 +1196,6 @@ def matching_roc_curve(cube: xr.Dataset) -> xr.Dataset:
 # --------------------------------------------------------------------------------------------
 # A tiny cube for the examples
 # --------------------------------------------------------------------------------------------
-
-
-def _example_cube() -> xr.Dataset:
-    """One descriptor ("sift"), one scene ("i_x"), one pair ("1-2"), three queries: R = 1 at
-    rank 1 and rank 2, and one R = 0 query (for the docstring examples)."""
-    one = {"dims": ("descriptor", "query")}
-    return xr.Dataset(
-        {
-            "better": (one["dims"], np.array([[0, 1, -1]], np.int64)),
-            "ties": (one["dims"], np.array([[0, 0, -1]], np.int64)),
-            "n_relevant": (one["dims"], np.array([[1, 1, 0]], np.int8)),
-            "ap": (one["dims"], np.array([[1.0, 0.5, np.nan]])),
-            "nn_correct": (one["dims"], np.array([[1, 0, 0]], np.int8)),
-            "nn_distance": (one["dims"], np.array([[1.0, 2.0, 1.0]])),
-            "nn2_distance": (one["dims"], np.array([[4.0, 2.0, 2.0]])),
-            "nn_error": (one["dims"], np.array([[0.5, 2.0, 4.0]])),
-            "nn_mutual": (one["dims"], np.array([[1, 0, 1]], np.int8)),
-            "processing_time_ms": ("descriptor", np.array([5.0])),
-            "status": ("descriptor", np.array(["ok"], dtype=object)),
-            "error": ("descriptor", np.array([""], dtype=object)),
-        },
-        coords={
-            "descriptor": ["sift"],
-            "scene": ("query", np.array(["i_x"] * 3, dtype=object)),
-            "split": ("query", np.array(["illumination"] * 3, dtype=object)),
-            "pair": ("query", np.array(["1-2"] * 3, dtype=object)),
-        },
-        attrs={"tie_policy": "expected", "ap_method": "ir", "tau_px": 3.0},
-    )
 
 
 def _retrieval_means(cube: xr.Dataset, ok: xr.DataArray) -> dict[str, xr.DataArray]:

@@ -289,7 +289,7 @@ def make_database(folder: Path) -> None:
 
 def make_detections(folder: Path) -> None:
     """COCO-style ground truth ``gt.json`` and detections ``results.json`` (with masks)."""
-    from metricalc.detection.synthetic import make_coco_dataset
+    from metricalc.datasets.coco import make_coco_dataset
 
     gt, dt = make_coco_dataset(n_images=12, n_categories=3, segm=True, crowd_rate=0.1, seed=7)
     (folder / "gt.json").write_text(json.dumps(gt))

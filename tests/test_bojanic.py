@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import metricalc as mc
-from metricalc.core import _kernels
+from metricalc.core import kernels
 from metricalc.keypoints import Features, evaluate
 from metricalc.keypoints.bojanic import _retrieval_ap, distractors, scene_tasks
 from metricalc.keypoints.geometry import ground_truth, inside
@@ -55,11 +55,11 @@ def test_precision_sum_from_rank_stats_step_policy_equals_sklearn_convention():
     relevant = rng.random((200, 30)) < 0.15
     relevant[:, 0] = True
     slots = slots_of(relevant)
-    stats = [_kernels.rank_stats(distance, slots[:, t]) for t in range(slots.shape[1])]
+    stats = [kernels.rank_stats(distance, slots[:, t]) for t in range(slots.shape[1])]
     better = np.stack([b for b, _ in stats], 1)
     ties = np.stack([t for _, t in stats], 1)
     own = np.take_along_axis(distance, np.maximum(slots, 0), axis=1)
-    total = _kernels.precision_sum_from_rank_stats(better, ties, own, slots >= 0, "step")
+    total = kernels.precision_sum_from_rank_stats(better, ties, own, slots >= 0, "step")
     expected = mc.average_precision(relevant, -distance, method="step")
     np.testing.assert_allclose(total / relevant.sum(1), expected, rtol=1e-12)
 
@@ -172,7 +172,7 @@ def test_scene_without_correspondence_or_keypoints():
 
 @pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic"])
 def test_verification_ap_equals_the_ap_of_the_explicit_pooled_list(policy, monkeypatch):
-    monkeypatch.setattr(_kernels, "CHUNK_ELEMENTS", 200)  # many chunks of references
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 200)  # many chunks of references
     rng = np.random.default_rng(4)
     base = rng.uniform(45, 155, (25, 2))
     images = {1: Feat(base, rng.integers(0, 4, (25, 3)).astype(np.float32))}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import metricalc
-from metricalc._io import current_umask
+from metricalc.fileio import current_umask
 from tests.data_files import HPATCHES_RETRIEVAL
 
 

@@ -221,9 +221,9 @@ def test_invalid_input_error_is_a_value_error():
 
 
 def test_counts_of_many_lists_across_chunks_equal_sklearn_per_list(monkeypatch):
-    from metricalc.core import _kernels
+    from metricalc.core import kernels
 
-    monkeypatch.setattr(_kernels, "CHUNK_ELEMENTS", 20)  # one or two lists per chunk
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 20)  # one or two lists per chunk
     rng = np.random.default_rng(6)
     y_true = rng.random((9, 12)) < 0.5
     y_score = rng.integers(0, rng.integers(1, 12, (9, 1)) + 1, (9, 12))  # 1..12 distinct scores

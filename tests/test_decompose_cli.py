@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from metricalc.datasets.coco import make_coco_dataset
 from metricalc.detection import evaluate, load_detections, load_ground_truth
-from metricalc.detection.synthetic import make_coco_dataset
 from tests.test_cli import run
 
 STATS = ["AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl"]

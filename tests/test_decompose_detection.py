@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import metricalc as mc
+from metricalc.datasets.coco import make_coco_dataset
 from metricalc.decompose import (
     curve_average_precision,
     decompose_detection,
@@ -13,7 +14,6 @@ from metricalc.decompose import (
     verify,
 )
 from metricalc.detection import evaluate, load_detections, load_ground_truth
-from metricalc.detection.synthetic import make_coco_dataset
 from tests.detection_cases import odd_dataset
 
 H = W = 100

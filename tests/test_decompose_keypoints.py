@@ -10,6 +10,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 import metricalc as mc
+from metricalc.datasets import QUICK_SCENES, make_synthetic_dataset
 from metricalc.decompose import (
     detector_or_descriptor,
     keypoint_chains,
@@ -18,7 +19,7 @@ from metricalc.decompose import (
     what_if,
 )
 from metricalc.decompose.keypoints import ASSUMPTIONS
-from metricalc.keypoints import QUICK_SCENES, evaluate, extract, make_synthetic_dataset
+from metricalc.keypoints import evaluate, extract
 
 
 @pytest.fixture(scope="module")

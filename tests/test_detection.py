@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import metricalc as mc
+from metricalc.datasets.coco import make_coco_dataset
 from metricalc.detection import (
     COCO_STATS,
     coco_stats,
@@ -22,7 +23,6 @@ from metricalc.detection import (
 )
 from metricalc.detection.iou import box_iou
 from metricalc.detection.masks import encode_rle, mask_iou, masks_from_segmentations
-from metricalc.detection.synthetic import make_coco_dataset
 from tests.detection_cases import odd_dataset
 
 pycoco_mask = pytest.importorskip("pycocotools.mask")

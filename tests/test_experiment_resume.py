@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from metricalc.cli import main
+from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.experiment import run
 from metricalc.experiment.rundir import RunDir
-from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
 from tests.experiment_helpers import assert_same_run, datasets
 
 ROOT = Path(__file__).resolve().parents[1]

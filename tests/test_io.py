@@ -1,4 +1,4 @@
-"""metricalc._io: JSON-safe values and atomic writes, the one home every writer uses."""
+"""metricalc.fileio: JSON-safe values and atomic writes, the one home every writer uses."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from metricalc._io import atomic_write, current_umask, json_safe, temporary_path
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import atomic_write, current_umask, json_safe, temporary_path
 
 
 def _expected(value):

@@ -8,8 +8,9 @@ import pytest
 import xarray as xr
 
 import metricalc as mc
-from metricalc.keypoints import Features, evaluate, extract, make_synthetic_dataset
-from metricalc.keypoints.synthetic import QUICK_SCENES
+from metricalc.datasets import make_synthetic_dataset
+from metricalc.datasets.sequences import QUICK_SCENES
+from metricalc.keypoints import Features, evaluate, extract
 
 SHAPE = (300, 300)
 

@@ -17,12 +17,13 @@ import xarray as xr
 
 from metricalc import cube as qc
 from metricalc.cli import main
+from metricalc.datasets import make_synthetic_dataset
+from metricalc.datasets.sequences import QUICK_SCENES
 from metricalc.errors import InvalidInputError, UndefinedMetricWarning
-from metricalc.keypoints import evaluate, make_synthetic_dataset
+from metricalc.keypoints import evaluate
 from metricalc.keypoints.features import Features
 from metricalc.keypoints.image_retrieval import image_retrieval, mutual_match_counts, retrieval_ap
 from metricalc.keypoints.matching import nn_matches
-from metricalc.keypoints.synthetic import QUICK_SCENES
 from metricalc.metrics import BOJANIC_COUNTS, BOJANIC_METRICS, metric_set
 
 SIZE = (100, 120)  # height, width

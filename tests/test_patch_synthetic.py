@@ -9,11 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from metricalc.errors import InvalidInputError
-from metricalc.keypoints.sequences import load_sequences
-from metricalc.patches import synthetic
-from metricalc.patches.files import IMAGES
-from metricalc.patches.synthetic import (
+from metricalc.datasets.patches import (
     FRAMES_NAME,
     JITTER,
     MANIFEST_NAME,
@@ -22,6 +18,10 @@ from metricalc.patches.synthetic import (
     draw_jitter,
     make_patch_dataset,
 )
+from metricalc.errors import InvalidInputError
+from metricalc.keypoints.sequences import load_sequences
+from metricalc.patches import synthetic
+from metricalc.patches.files import IMAGES
 
 SIZE, MAX_PATCHES = 320, 150
 

@@ -11,7 +11,7 @@ import xarray as xr
 from sklearn.metrics import average_precision_score
 
 import metricalc as mc
-from metricalc.core import _kernels
+from metricalc.core import kernels
 from tests.conftest import random_cases
 
 # ---------------------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ def test_stable_methods_keep_input_order_of_ties():
 
 @pytest.mark.parametrize("method", mc.AP_METHODS)
 def test_rows_equal_single_lists_across_chunks(method, monkeypatch):
-    monkeypatch.setattr(_kernels, "CHUNK_ELEMENTS", 64)  # several rows per chunk, many chunks
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 64)  # several rows per chunk, many chunks
     rng = np.random.default_rng(24)
     y_true = rng.random((3, 25, 30)) < 0.2
     y_score = rng.integers(0, 6, (3, 25, 30))
@@ -324,7 +324,7 @@ def test_rank_stats_hand_case():
 
 
 def test_rank_stats_equals_slow_count_across_chunks(monkeypatch):
-    monkeypatch.setattr(_kernels, "CHUNK_ELEMENTS", 100)
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 100)
     rng = np.random.default_rng(26)
     d = rng.integers(0, 8, (57, 40)).astype(np.uint8)  # Hamming-like: many ties
     g = rng.integers(-1, 40, 57)

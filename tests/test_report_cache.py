@@ -25,7 +25,7 @@ evaluation = importlib.import_module("metricalc.keypoints.evaluate")  # the pack
 
 @pytest.fixture
 def data(tmp_path) -> Path:
-    from metricalc.keypoints.synthetic import make_synthetic_dataset
+    from metricalc.datasets.sequences import make_synthetic_dataset
 
     make_synthetic_dataset(tmp_path / "data", scenes=["camera"], size=128)
     return tmp_path / "data"

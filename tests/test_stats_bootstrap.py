@@ -7,7 +7,7 @@ import pytest
 import scipy.stats
 
 import metricalc as mc
-from metricalc.core._kernels import CHUNK_ELEMENTS
+from metricalc.core.kernels import CHUNK_ELEMENTS
 from metricalc.errors import InvalidInputError
 from metricalc.stats import bca_interval
 from metricalc.stats.bootstrap import (

@@ -14,10 +14,10 @@ from statsmodels.stats.multitest import multipletests
 
 import metricalc as mc
 from metricalc import cube as qc
+from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.features import extract
-from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
 from metricalc.stats import compare, sign_flip_pvalues, unit_values
 from metricalc.stats.compare import generators
 

@@ -17,8 +17,8 @@ import pytest
 from store_cases import PERFORMANCE, real
 
 import metricalc as mc
+from metricalc.datasets import example_cube
 from metricalc.errors import InvalidInputError
-from metricalc.metrics import _example_cube
 from metricalc.store import (
     SCHEMA_VERSION,
     get_experiment,
@@ -54,7 +54,7 @@ def columns(db: Path, table: str) -> list[str]:
 
 
 def example(db: Path, tag: str = "run", **kwargs) -> int:
-    cube = _example_cube()
+    cube = example_cube()
     return record_experiment(
         db,
         tag=tag,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import metricalc as mc
+from metricalc.datasets import example_cube
 from metricalc.errors import InvalidInputError
-from metricalc.metrics import _example_cube
 from metricalc.store import metadata
 
 
@@ -18,7 +18,7 @@ def test_public_names_are_the_store_functions():
 
 
 def test_metadata_without_scenes():
-    cube = _example_cube()
+    cube = example_cube()
     metrics, scenes = mc.metric_set(cube), mc.scene_metrics(cube)
     full = metadata.metadata_for(metrics, scenes, "sift")
     summary = metadata.metadata_for(metrics, None, "sift")

@@ -12,10 +12,7 @@ import pytest
 import skimage.data
 from scipy.ndimage import map_coordinates
 
-from metricalc.errors import InvalidInputError
-from metricalc.keypoints import synthetic
-from metricalc.keypoints.sequences import load_sequences
-from metricalc.keypoints.synthetic import (
+from metricalc.datasets.sequences import (
     MANIFEST_NAME,
     PHOTOGRAPHS,
     QUICK_SCENES,
@@ -24,6 +21,9 @@ from metricalc.keypoints.synthetic import (
     photometric_change,
     viewpoint_homographies,
 )
+from metricalc.errors import InvalidInputError
+from metricalc.keypoints import synthetic
+from metricalc.keypoints.sequences import load_sequences
 
 SIZE = 96
 FILES = (*(f"{k}.png" for k in range(1, 7)), *(f"H_1_{k}" for k in range(2, 7)))
@@ -63,7 +63,7 @@ def test_photographs_exist_and_load_offline(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_quick_scenes() -> None:
     assert set(QUICK_SCENES) <= set(PHOTOGRAPHS) and len(QUICK_SCENES) == 2
-    assert len(synthetic._resolve_scenes(QUICK_SCENES)) == 4
+    assert len(synthetic.resolve_scenes(QUICK_SCENES)) == 4
 
 
 def test_resize_keeps_aspect_and_small_photographs() -> None:

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from PIL import Image
 
-from metricalc.keypoints.synthetic import make_synthetic_dataset
+from metricalc.datasets.sequences import make_synthetic_dataset
 
 ROWS = ("i_astronaut", "v_astronaut", "i_camera", "v_camera", "i_coffee", "v_brick")
 OUT = Path(__file__).with_name("synthetic_examples.png")

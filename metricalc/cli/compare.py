@@ -80,7 +80,7 @@ def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list[Any
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from metricalc._io import json_safe
+    from metricalc.fileio import json_safe
     from metricalc.report.terminal import print_comparisons
     from metricalc.stats import compare
 

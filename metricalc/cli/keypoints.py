@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from metricalc.cli._args import cutoffs, max_keypoints, names
-from metricalc.core._validate import TIE_POLICIES
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import SEQUENCE_SPLITS
+from metricalc.validation import TIE_POLICIES
 
 
 def add_demo(verbs: argparse._SubParsersAction) -> None:
@@ -125,7 +125,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _make_dataset(args: argparse.Namespace) -> int:
-    from metricalc.keypoints.synthetic import QUICK_SCENES, make_synthetic_dataset
+    from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 
     scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
     sequences = make_synthetic_dataset(args.dir, scenes=scenes, seed=args.seed)

@@ -120,8 +120,8 @@ def _patches_compute(args: argparse.Namespace) -> int:
 
 
 def _patches_make_dataset(args: argparse.Namespace) -> int:
-    from metricalc.keypoints.synthetic import QUICK_SCENES
-    from metricalc.patches.synthetic import make_patch_dataset
+    from metricalc.datasets.patches import make_patch_dataset
+    from metricalc.datasets.sequences import QUICK_SCENES
 
     scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
     given = {"size": args.size, "max_patches": args.max_patches}

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core import _kernels
-from metricalc.core._labeled import (
+from metricalc.core import kernels
+from metricalc.core.labeled import (
     apply_kernel,
     check_aligned,
     is_labeled,
@@ -23,7 +23,8 @@ from metricalc.core._labeled import (
     resolve_dim,
     unwrap,
 )
-from metricalc.core._validate import (
+from metricalc.errors import InvalidInputError
+from metricalc.validation import (
     ZeroDivision,
     as_counts,
     as_labels,
@@ -34,7 +35,6 @@ from metricalc.core._validate import (
     fill_value,
     warn_undefined,
 )
-from metricalc.errors import InvalidInputError
 
 __all__ = [
     "accuracy",
@@ -59,7 +59,7 @@ def _counts_kernel(
     labels = as_labels("y_true", y_true)
     scores = as_scores("y_score", y_score)
     check_samples(labels, scores)
-    return _kernels.confusion_counts(labels, scores, pad_to=pad_to)
+    return kernels.confusion_counts(labels, scores, pad_to=pad_to)
 
 
 def counts_at_thresholds(y_true: Any, y_score: Any, *, dim: str | None = None) -> xr.Dataset:

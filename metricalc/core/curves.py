@@ -7,8 +7,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core._labeled import apply_kernel, is_labeled, unwrap
-from metricalc.core._validate import (
+from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr
+from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
+from metricalc.errors import InvalidInputError
+from metricalc.validation import (
     ZeroDivision,
     as_numbers,
     check_zero_division,
@@ -16,13 +18,11 @@ from metricalc.core._validate import (
     first_index,
     warn_undefined,
 )
-from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr
-from metricalc.errors import InvalidInputError
 
 __all__ = ["auc", "pr_curve", "roc_auc", "roc_curve"]
 
 
-def _with_start_point(counts: xr.Dataset) -> xr.Dataset:
+def with_start_point(counts: xr.Dataset) -> xr.Dataset:
     """Prepend the point at cutoff +inf where nothing is predicted positive (tp = fp = 0)."""
     last = counts.isel(threshold=-1)
     start = xr.Dataset(
@@ -94,7 +94,7 @@ def roc_curve(
     counts = counts_at_thresholds(y_true, y_score, dim=dim)
     if drop_intermediate:
         counts = _drop_collinear(counts)
-    counts = _with_start_point(counts)
+    counts = with_start_point(counts)
     return counts.assign(
         fpr=fpr(counts, zero_division=zero_division), tpr=tpr(counts, zero_division=zero_division)
     )

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core import _kernels
-from metricalc.core._labeled import apply_kernel, is_labeled, unwrap
-from metricalc.core._validate import (
+from metricalc.core import kernels
+from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
+from metricalc.errors import InvalidInputError
+from metricalc.validation import (
     TIE_POLICIES,
     ZeroDivision,
     as_labels,
@@ -22,7 +23,6 @@ from metricalc.core._validate import (
     first_index,
     warn_undefined,
 )
-from metricalc.errors import InvalidInputError
 
 __all__ = [
     "AP_METHODS",
@@ -64,7 +64,7 @@ def _rank_stats_kernel(distances: np.ndarray, relevant_index: np.ndarray) -> tup
             f"relevant_index must be -1 (no relevant item) or in [0, {n - 1}]; "
             f"found {int(g[where])} at index {where}"
         )
-    return _kernels.rank_stats(d, g.astype(np.int64))
+    return kernels.rank_stats(d, g.astype(np.int64))
 
 
 def rank_stats(distances: Any, relevant_index: Any, *, dim: str | None = None) -> tuple[Any, Any]:
@@ -138,8 +138,8 @@ def _check_rank_stats(better: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray,
 def _policy_kernel(better: np.ndarray, ties: np.ndarray, *, policy: str, what: str) -> np.ndarray:
     b, t = _check_rank_stats(better, ties)
     if what == "ap":
-        return _kernels.ap_from_stats(b, t, policy)
-    return _kernels.rank_from_stats(b, t, policy)
+        return kernels.ap_from_stats(b, t, policy)
+    return kernels.rank_from_stats(b, t, policy)
 
 
 def _elementwise(better: Any, ties: Any, policy: str, what: str) -> Any:
@@ -205,7 +205,7 @@ def _at_k_kernel(
             "better and ties must hold one value per query along the last axis (or along dim=); "
             "got scalars"
         )
-    hits = _kernels.hit_probability(b, t, k, policy)
+    hits = kernels.hit_probability(b, t, k, policy)
     if divide_by_k:
         hits = hits / k
     valid = (b >= 0).sum(axis=-1)
@@ -350,7 +350,7 @@ def _ap_kernel(
     labels = as_labels("y_true", y_true)
     scores = as_scores("y_score", y_score)
     check_samples(labels, scores)
-    present = _kernels.count_true(labels)
+    present = kernels.count_true(labels)
     if n_relevant is None:
         R = present
     else:
@@ -377,7 +377,7 @@ def _ap_kernel(
             "ties='workbench' is defined for lists with one relevant item; the list at index "
             f"{where} has {int(present[where])}. Use 'optimistic', 'pessimistic' or 'expected'."
         )
-    return _kernels.average_precision_rows(labels, scores, R, method=method, ties=ties)
+    return kernels.average_precision_rows(labels, scores, R, method=method, ties=ties)
 
 
 def average_precision(

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core._kernels import COCO101_RECALLS, VOC11_RECALLS
-from metricalc.core._labeled import apply_kernel, is_labeled, unwrap
-from metricalc.core._validate import as_numbers, check_choice
+from metricalc.core.kernels import COCO101_RECALLS, VOC11_RECALLS
+from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.chain import STAGE
 from metricalc.errors import InvalidInputError
+from metricalc.validation import as_numbers, check_choice
 
 __all__ = ["curve_average_precision", "factor_ap", "interpolated_precision"]
 

@@ -25,15 +25,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core._validate import (
+from metricalc.core.confusion import counts_at_thresholds, precision
+from metricalc.errors import InvalidInputError
+from metricalc.validation import (
     ZeroDivision,
     check_zero_division,
     fill_value,
     first_index,
     warn_undefined,
 )
-from metricalc.core.confusion import counts_at_thresholds, precision
-from metricalc.errors import InvalidInputError
 
 __all__ = [
     "DEFAULT_STAGES",

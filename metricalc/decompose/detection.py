@@ -46,8 +46,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc._io import json_safe
-from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import factor_ap
 from metricalc.decompose.chain import (
@@ -72,7 +70,9 @@ from metricalc.detection.iou import Pairs, overlapping_pairs
 from metricalc.detection.masks import mask_iou
 from metricalc.detection.matching import COCO_IOU_CAP, greedy_match
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import json_safe
 from metricalc.progress import progress_bar
+from metricalc.validation import check_choice
 
 __all__ = [
     "CONVENTIONS",
@@ -272,7 +272,7 @@ def detection_chains(
     --------
     >>> from metricalc.decompose import detection_chains
     >>> from metricalc.detection import load_detections, load_ground_truth
-    >>> from metricalc.detection.synthetic import make_coco_dataset
+    >>> from metricalc.datasets.coco import make_coco_dataset
     >>> gt_dict, dt_list = make_coco_dataset(n_images=5, n_categories=2, seed=0)
     >>> gt = load_ground_truth(gt_dict)
     >>> chains = detection_chains(gt, load_detections(dt_list, gt), iou_thresholds=[0.5])
@@ -433,7 +433,7 @@ def decompose_detection(
     Examples
     --------
     >>> from metricalc.detection import load_detections, load_ground_truth
-    >>> from metricalc.detection.synthetic import make_coco_dataset
+    >>> from metricalc.datasets.coco import make_coco_dataset
     >>> from metricalc.decompose import decompose_detection
     >>> gt_dict, dt_list = make_coco_dataset(n_images=10, n_categories=3, seed=0)
     >>> gt = load_ground_truth(gt_dict)

@@ -173,8 +173,8 @@ def plot_detector_or_descriptor(
     Examples
     --------
     >>> from metricalc.decompose import detector_or_descriptor
-    >>> from metricalc.metrics import _example_cube
-    >>> ax = detector_or_descriptor(_example_cube()).plot()
+    >>> from metricalc.datasets import example_cube
+    >>> ax = detector_or_descriptor(example_cube()).plot()
     >>> ax.get_title()
     'Detector or descriptor?'
     """

@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc._io import json_safe
-from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.chain import Verification, decompose, verify
 from metricalc.decompose.whatif import what_if
 from metricalc.errors import InvalidInputError
-from metricalc.metrics import _ratio_score
+from metricalc.fileio import json_safe
+from metricalc.metrics import ratio_score
+from metricalc.validation import check_choice
 
 __all__ = [
     "CONFIDENCES",
@@ -106,9 +106,9 @@ def keypoint_chains(cube: xr.Dataset, *, confidence: str = "distance") -> xr.Dat
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube
+    >>> from metricalc.datasets import example_cube
     >>> from metricalc.decompose import keypoint_chains
-    >>> chains = keypoint_chains(_example_cube())
+    >>> chains = keypoint_chains(example_cube())
     >>> chains.tp.sel(descriptor="sift").values.tolist()     # through L, through L and C|L
     [[1, 2], [1, 1]]
     """
@@ -119,7 +119,7 @@ def keypoint_chains(cube: xr.Dataset, *, confidence: str = "distance") -> xr.Dat
     if confidence == "distance":
         score = -np.asarray(cube["nn_distance"].values, dtype=np.float64)
     else:
-        score = np.asarray(_ratio_score(cube).values, dtype=np.float64)
+        score = np.asarray(ratio_score(cube).values, dtype=np.float64)
     predicted = present & np.isfinite(score)
     # rows keep the query axis; non-predictions repeat a confidence of their row (no new
     # threshold) and do not count
@@ -159,9 +159,9 @@ def matching_identity(cube: xr.Dataset) -> xr.Dataset:
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube
+    >>> from metricalc.datasets import example_cube
     >>> from metricalc.decompose import matching_identity
-    >>> ident = matching_identity(_example_cube()).sel(descriptor="sift")
+    >>> ident = matching_identity(example_cube()).sel(descriptor="sift")
     >>> [round(float(ident[v]), 4) for v in ("repeatability", "correct_over_repeatable",
     ...                                       "matching_score")]
     [0.6667, 0.5, 0.3333]
@@ -299,9 +299,9 @@ def detector_or_descriptor(
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube
+    >>> from metricalc.datasets import example_cube
     >>> from metricalc.decompose import detector_or_descriptor
-    >>> section = detector_or_descriptor(_example_cube())
+    >>> section = detector_or_descriptor(example_cube())
     >>> section.table.limited_by.values.tolist()
     ['detector']
     >>> print(section.sentence)  # doctest: +NORMALIZE_WHITESPACE

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import curve_average_precision
 from metricalc.decompose.chain import STAGE
 from metricalc.decompose.whatif import Aggregate, _dims, nanmean
 from metricalc.errors import InvalidInputError
+from metricalc.validation import check_choice
 
 __all__ = [
     "compound_monotonicity",

@@ -10,10 +10,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from metricalc._io import atomic_write
 from metricalc.decompose.chain import Verification
 from metricalc.decompose.whatif import PERFECT_STAGE
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import atomic_write
 from metricalc.report.terminal import print_table, printable, terminal_console
 
 __all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]

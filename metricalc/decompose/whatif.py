@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import curve_average_precision
 from metricalc.decompose.chain import STAGE, THRESHOLD
 from metricalc.errors import InvalidInputError
+from metricalc.validation import check_choice
 
 __all__ = [
     "compound",

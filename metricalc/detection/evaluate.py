@@ -34,13 +34,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core._validate import check_choice
 from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.iou import Pairs, overlapping_pairs
 from metricalc.detection.masks import Masks, masks_from_segmentations
 from metricalc.detection.matching import greedy_match, group_rank
 from metricalc.errors import InvalidInputError
 from metricalc.progress import progress_bar
+from metricalc.validation import check_choice
 
 __all__ = [
     "COCO_AREA_RANGES",

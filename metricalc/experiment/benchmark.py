@@ -55,7 +55,7 @@ class Evaluation:
         pair over the dim ``image_pair`` (``hpatches``), per benchmark file over the dim
         ``file`` (``patches``).
     summaries : dict
-        Aggregates, name -> value (JSON-safe after :func:`metricalc._io.json_safe`).
+        Aggregates, name -> value (JSON-safe after :func:`metricalc.fileio.json_safe`).
     metrics, scenes : xarray.Dataset
         The metric set and per-scene metrics of the cube.
     figures : dict

@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from metricalc.errors import InvalidInputError
-from metricalc.store import _codec
+from metricalc.store import codec
 
 __all__ = [
     "CONFIG_DIR",
@@ -346,7 +346,7 @@ def check_tag(tag: Any) -> str:
 def config_hash(values: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of a configuration (sorted keys, no spaces).
 
-    The canonical JSON is the results database's (:func:`metricalc.store._codec.dumps`), so the
+    The canonical JSON is the results database's (:func:`metricalc.store.codec.dumps`), so the
     hash of a run and of its database record are one value computed one way.
 
     Examples
@@ -354,7 +354,7 @@ def config_hash(values: Mapping[str, Any]) -> str:
     >>> config_hash({"a": 1, "b": [1, 2]}) == config_hash({"b": [1, 2], "a": 1})
     True
     """
-    return _codec.sha256(_codec.dumps(values, "config"))
+    return codec.sha256(codec.dumps(values, "config"))
 
 
 def _flatten(values: Any, prefix: str = "") -> dict[str, Any]:

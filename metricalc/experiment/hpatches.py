@@ -24,9 +24,8 @@ import xarray as xr
 from dask import delayed
 
 from metricalc import __version__
-from metricalc._io import atomic_write
-from metricalc.core._validate import TIE_POLICIES
 from metricalc.cube import split_of
+from metricalc.datasets.sequences import DEFAULT_SIZE, QUICK_SCENES, make_synthetic_dataset
 from metricalc.experiment.benchmark import Context, Evaluation, Values, scalar_summary
 from metricalc.experiment.config import Config
 from metricalc.experiment.plots import plot_cumulative_errors
@@ -40,6 +39,7 @@ from metricalc.experiment.predictions import (
 from metricalc.experiment.rundir import file_lock
 from metricalc.experiment.scheduler import batches
 from metricalc.experiment.visualize import draw_matches, png_bytes
+from metricalc.fileio import atomic_write
 from metricalc.keypoints import homography as hg
 from metricalc.keypoints.evaluate import cube_from_pairs
 from metricalc.keypoints.features import (
@@ -52,10 +52,10 @@ from metricalc.keypoints.matching import nn_matches
 from metricalc.keypoints.pairs import evaluate_pair
 from metricalc.keypoints.sequences import Sequence as ImageSequence
 from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
-from metricalc.keypoints.synthetic import DEFAULT_SIZE, QUICK_SCENES, make_synthetic_dataset
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.progress import progress_bar
 from metricalc.report.figures import plot_rank_histogram, plot_scene_map
+from metricalc.validation import TIE_POLICIES
 
 __all__ = ["DEFAULT_CONF", "DETECTORS", "HPatches"]
 

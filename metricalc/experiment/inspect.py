@@ -35,13 +35,13 @@ import jinja2
 import numpy as np
 import xarray as xr
 
-from metricalc._io import atomic_write, json_safe
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.config import check_tag
 from metricalc.experiment.results import open_pairs
 from metricalc.experiment.run import DEFAULT_OUTPUTS, get_benchmark
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.terminal import SUMMARY_COLUMNS, _cell
+from metricalc.fileio import atomic_write, json_safe
 
 __all__ = [
     "COLORS",
@@ -332,7 +332,7 @@ def _units(table: xr.Dataset, rundir: RunDir) -> xr.Dataset:
 
 
 def _number(value: Any) -> float | int | str | None:
-    """A JSON value of a metric for the page's script: :func:`~metricalc._io.json_safe` (NaN
+    """A JSON value of a metric for the page's script: :func:`~metricalc.fileio.json_safe` (NaN
     -> None), except that infinities are kept as ``"inf"`` / ``"-inf"`` (JSON has no infinity,
     and an infinite error is not a missing value) and booleans are plotted as 0.0 / 1.0."""
     if isinstance(value, bool | np.bool_):

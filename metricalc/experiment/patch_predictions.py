@@ -26,9 +26,9 @@ from typing import Any
 import h5py
 import numpy as np
 
-from metricalc._io import temporary_path
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.predictions import _COMPRESSION, open_predictions
+from metricalc.fileio import temporary_path
 
 __all__ = [
     "FORMAT",

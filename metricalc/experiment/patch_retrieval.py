@@ -34,6 +34,8 @@ from dask import delayed
 
 from metricalc import __version__
 from metricalc.core.ranking import AP_METHODS
+from metricalc.datasets.patches import MAX_PATCHES, make_patch_dataset
+from metricalc.datasets.sequences import DEFAULT_SIZE, PHOTOGRAPHS, QUICK_SCENES, resolve_scenes
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.benchmark import Context, Evaluation, Values, scalar_summary
 from metricalc.experiment.config import Config
@@ -47,7 +49,6 @@ from metricalc.experiment.patch_predictions import (
 from metricalc.experiment.plots import plot_retrieval_map
 from metricalc.experiment.rundir import RunDir, file_lock
 from metricalc.experiment.scheduler import batches
-from metricalc.keypoints.synthetic import DEFAULT_SIZE, PHOTOGRAPHS, QUICK_SCENES, _resolve_scenes
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.patches.benchmark import (
     DIFFICULTIES,
@@ -61,7 +62,6 @@ from metricalc.patches.describe import METHODS, describe_patches
 from metricalc.patches.files import read_benchmark, read_labels, validate, write_atomic
 from metricalc.patches.folder import GROUPS, NAME, FolderEvaluation
 from metricalc.patches.querycube import evaluate_folders
-from metricalc.patches.synthetic import MAX_PATCHES, make_patch_dataset
 from metricalc.progress import progress_bar
 from metricalc.report.figures import plot_scene_map
 
@@ -191,7 +191,7 @@ def load_dataset(
             dataset = make_patch_dataset(
                 root, scenes=wanted, seed=data["seed"], size=data["size"], max_patches=max_patches
             )
-        return _subset(dataset, _resolve_scenes(wanted))
+        return _subset(dataset, resolve_scenes(wanted))
     dataset = read_patch_dataset(data["patches"])
     if wanted is not None:
         return _subset(dataset, list(wanted))

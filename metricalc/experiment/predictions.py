@@ -33,8 +33,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from metricalc._io import temporary_path
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import temporary_path
 
 __all__ = [
     "ARRAYS",

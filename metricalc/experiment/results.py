@@ -28,8 +28,8 @@ import numpy as np
 import xarray as xr
 
 from metricalc import cube as cubes
-from metricalc._io import temporary_path
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import temporary_path
 
 __all__ = ["PAIRS_GROUP", "open_pairs", "write_results"]
 

@@ -41,7 +41,6 @@ import numpy as np
 import xarray as xr
 
 from metricalc import cube as cubes
-from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.benchmark import Benchmark, Context, Evaluation
 from metricalc.experiment.config import check_tag, config_diff, config_hash, load_config
@@ -50,6 +49,7 @@ from metricalc.experiment.patch_retrieval import Patches
 from metricalc.experiment.results import open_pairs, write_results
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
+from metricalc.fileio import json_safe
 from metricalc.report.figures import save_figure
 from metricalc.store.database import DEFAULT_DB, open_db
 from metricalc.store.metadata import format_metadata, metadata_for

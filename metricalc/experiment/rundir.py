@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from metricalc._io import atomic_write, json_safe
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import atomic_write, json_safe
 
 try:  # POSIX; elsewhere runs are not locked
     import fcntl

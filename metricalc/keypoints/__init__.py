@@ -1,8 +1,10 @@
-"""HPatches-style image sequences: loading, the synthetic benchmark, features, evaluation.
+"""HPatches-style image sequences: loading, features, evaluation.
+
+The built-in synthetic benchmark is made by :func:`metricalc.datasets.make_synthetic_dataset`.
 
 >>> import metricalc.keypoints as kp
 >>> sorted(kp.__all__)[:3]
-['BUILTIN_METHODS', 'Features', 'PHOTOGRAPHS']
+['BUILTIN_METHODS', 'Features', 'Sequence']
 """
 
 from metricalc.keypoints.evaluate import evaluate
@@ -16,12 +18,9 @@ from metricalc.keypoints.features import (
     save_features,
 )
 from metricalc.keypoints.sequences import Sequence, dataset_fingerprint, load_sequences
-from metricalc.keypoints.synthetic import PHOTOGRAPHS, QUICK_SCENES, make_synthetic_dataset
 
 __all__ = [
     "BUILTIN_METHODS",
-    "PHOTOGRAPHS",
-    "QUICK_SCENES",
     "Features",
     "Sequence",
     "dataset_fingerprint",
@@ -31,6 +30,5 @@ __all__ = [
     "extract",
     "load_features",
     "load_sequences",
-    "make_synthetic_dataset",
     "save_features",
 ]

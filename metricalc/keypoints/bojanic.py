@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from metricalc.core import _kernels
+from metricalc.core import kernels
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import ground_truth, inside
 from metricalc.keypoints.matching import prepare_candidates, prepare_queries, squared_distances
@@ -105,7 +105,7 @@ def _retrieval_ap(
     positives are the hard negatives. Each list holds a handful of correspondences among
     thousands of candidates, so instead of sorting, every positive's ``better`` / ``ties`` come
     from :func:`metricalc.rank_stats` (two comparison passes per positive slot) and the tie
-    policy's closed form (:func:`~metricalc.core._kernels.precision_at_relevant`) does the rest.
+    policy's closed form (:func:`~metricalc.core.kernels.precision_at_relevant`) does the rest.
     """
     valid = slots >= 0
     own = np.where(valid, np.take_along_axis(distance, np.maximum(slots, 0), axis=1), np.nan)
@@ -117,8 +117,8 @@ def _retrieval_ap(
     better = np.empty(slots.shape, dtype=np.int64)
     ties = np.empty(slots.shape, dtype=np.int64)
     for t in range(slots.shape[1]):  # at most one slot per image of the sequence
-        better[:, t], ties[:, t] = _kernels.rank_stats(distance, slots[:, t])
-    total = _kernels.precision_sum_from_rank_stats(better, ties, own, valid, tie_policy)
+        better[:, t], ties[:, t] = kernels.rank_stats(distance, slots[:, t])
+    total = kernels.precision_sum_from_rank_stats(better, ties, own, valid, tie_policy)
     return total / valid.sum(axis=1)
 
 
@@ -133,7 +133,7 @@ def _pooled_ap(
     place = np.empty(positives.size, dtype=np.int64)  # 1-based place among equal positives
     place[order] = np.arange(positives.size) - (np.cumsum(count) - count)[index[order]] + 1
     h, r = below[index], count[index]
-    weights = _kernels.precision_at_relevant(
+    weights = kernels.precision_at_relevant(
         less[index] + h, equal[index] + r, h, r, place, tie_policy
     )
     return float(weights.sum() / positives.size)
@@ -234,7 +234,7 @@ def scene_tasks(
         return result
     queries = prepare_queries(ref_desc)
     prepared = prepare_candidates(np.concatenate([hard_desc, distractor_descriptors]))
-    chunks = list(_kernels.row_chunks(n_ref, n_hard + n_distractor))
+    chunks = list(kernels.row_chunks(n_ref, n_hard + n_distractor))
     hard = slice(0, n_hard)  # columns of images 2..6; the distractors follow
     # pass 1: per-keypoint APs, and the positives' distances exactly as the product gives them
     verification, retrieval, positive_values = [], [], []

@@ -17,13 +17,13 @@ import numpy as np
 import xarray as xr
 
 from metricalc import cube as cubes
-from metricalc.core._validate import TIE_POLICIES, check_choice
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.bojanic import SCENE_RESULTS, Y0_POLICIES, distractors, scene_tasks
 from metricalc.keypoints.image_retrieval import descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.progress import progress_bar
+from metricalc.validation import TIE_POLICIES, check_choice
 
 __all__ = ["evaluate"]
 

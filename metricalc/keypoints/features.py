@@ -35,8 +35,8 @@ import numpy as np
 from skimage.feature import BRIEF
 from skimage.util import img_as_float
 
-from metricalc._io import temporary_path
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import temporary_path
 from metricalc.keypoints.geometry import inside
 from metricalc.progress import progress_bar
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from metricalc.core._kernels import rows_per_chunk
+from metricalc.core.kernels import rows_per_chunk
 from metricalc.errors import InvalidInputError
 
 W_EPSILON = 1e-12

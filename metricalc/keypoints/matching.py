@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metricalc.core import _kernels
+from metricalc.core import kernels
 from metricalc.errors import InvalidInputError
 
 GEMM_CHUNK_ELEMENTS = 1 << 22
@@ -44,9 +44,9 @@ class PairMatches:
 
 
 def _augmented(descriptors: np.ndarray, *, query: bool) -> np.ndarray:
-    """:func:`~metricalc.core._kernels.augmented_operand` of descriptors, bits unpacked first."""
+    """:func:`~metricalc.core.kernels.augmented_operand` of descriptors, bits unpacked first."""
     values = np.unpackbits(descriptors, axis=1) if descriptors.dtype == np.uint8 else descriptors
-    return _kernels.augmented_operand(values.astype(np.float32, copy=False), query=query)
+    return kernels.augmented_operand(values.astype(np.float32, copy=False), query=query)
 
 
 def prepare_queries(descriptors: np.ndarray) -> np.ndarray:
@@ -118,7 +118,7 @@ def match_pair(
         squared = squared_distances(queries[rows], candidates_t)
         local = np.arange(squared.shape[0])
         g = relevant[rows]
-        better[rows], ties[rows] = _kernels.rank_stats(squared, g)
+        better[rows], ties[rows] = kernels.rank_stats(squared, g)
         gt_sq[rows] = np.where(g >= 0, squared[local, np.maximum(g, 0)], np.nan)
         best = np.argmin(squared, axis=1)
         nn_index[rows] = best

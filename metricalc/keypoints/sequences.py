@@ -1,7 +1,7 @@
 r"""HPatches-style image sequences: six images of one scene and the homographies between them.
 
 Layout of a sequences folder (the HPatches "full sequences" release, and what
-:func:`metricalc.keypoints.synthetic.make_synthetic_dataset` writes)::
+:func:`metricalc.datasets.sequences.make_synthetic_dataset` writes)::
 
     root/<scene>/1.ppm .. 6.ppm     (or .png, .jpg, .jpeg, .pgm, .bmp, .tif, .tiff)
     root/<scene>/H_1_2 .. H_1_6     3 x 3 homography, whitespace-separated text, one row per line
@@ -74,7 +74,7 @@ class Sequence:
     Examples
     --------
     >>> import tempfile
-    >>> from metricalc.keypoints.synthetic import make_synthetic_dataset
+    >>> from metricalc.datasets.sequences import make_synthetic_dataset
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     seq = make_synthetic_dataset(tmp, scenes=["v_camera"], size=64)[0]
     ...     print(seq.name, seq.split, seq.shape(1), seq.image(3).dtype, seq.homography(1)[2, 2])
@@ -374,7 +374,7 @@ def load_sequences(
     Examples
     --------
     >>> import tempfile
-    >>> from metricalc.keypoints.synthetic import make_synthetic_dataset
+    >>> from metricalc.datasets.sequences import make_synthetic_dataset
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     _ = make_synthetic_dataset(tmp, scenes=["camera"], size=64)
     ...     [s.name for s in load_sequences(tmp)], len(load_sequences(tmp, scenes=["i_camera"]))
@@ -454,7 +454,7 @@ def dataset_fingerprint(sequences: Iterable[Any]) -> str:
     Examples
     --------
     >>> import tempfile
-    >>> from metricalc.keypoints.synthetic import make_synthetic_dataset
+    >>> from metricalc.datasets.sequences import make_synthetic_dataset
     >>> with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
     ...     one = make_synthetic_dataset(a, scenes=["camera"], size=64)
     ...     two = make_synthetic_dataset(b, scenes=["camera"], size=64)

@@ -6,9 +6,9 @@ of PROTOCOLS.md section 6 by :func:`validate`, and scored by :func:`evaluate_res
 :func:`evaluate_files` (:mod:`metricalc.patches.evaluate`): per query the patch retrieval and the
 image retrieval AP over ranks 2..51, and their means. See ``docs/patches.md``.
 
+The synthetic patch dataset is made by :func:`metricalc.datasets.make_patch_dataset`.
 The rest of the offline pipeline is imported on first use (it loads OpenCV):
-:func:`read_patch_dataset` (:mod:`~metricalc.patches.dataset`), :func:`make_patch_dataset`
-(:mod:`~metricalc.patches.synthetic`), :func:`make_benchmark`
+:func:`read_patch_dataset` (:mod:`~metricalc.patches.dataset`), :func:`make_benchmark`
 (:mod:`~metricalc.patches.benchmark`), :func:`describe_dataset`
 (:mod:`~metricalc.patches.describe`) and :func:`evaluate_folders`
 (:mod:`~metricalc.patches.querycube`).
@@ -52,7 +52,6 @@ __all__ = [
     "evaluate_folders",
     "evaluate_results",
     "make_benchmark",
-    "make_patch_dataset",
     "parse_patch_image",
     "parse_signature",
     "patch_image",
@@ -67,7 +66,6 @@ __all__ = [
 
 _LAZY = {
     "read_patch_dataset": "metricalc.patches.dataset",
-    "make_patch_dataset": "metricalc.patches.synthetic",
     "make_benchmark": "metricalc.patches.benchmark",
     "describe_dataset": "metricalc.patches.describe",
     "evaluate_folders": "metricalc.patches.querycube",

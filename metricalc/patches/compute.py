@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metricalc.core._kernels import augmented_operand
+from metricalc.core.kernels import augmented_operand
 from metricalc.errors import InvalidInputError
 from metricalc.patches import files
 from metricalc.progress import progress_bar

@@ -1,6 +1,6 @@
 r"""Patch datasets in the layout of the HPatches release: one PNG of stacked patches per image.
 
-Layout (``hpatches-release``, and what :func:`metricalc.patches.synthetic.make_patch_dataset`
+Layout (``hpatches-release``, and what :func:`metricalc.datasets.patches.make_patch_dataset`
 writes)::
 
     root/<seq>/ref.png                  the reference patches, 65 x 65 pixels each, stacked
@@ -32,8 +32,8 @@ from types import MappingProxyType
 import cv2
 import numpy as np
 
-from metricalc._manifest import read_json
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import read_json
 from metricalc.patches.files import IMAGES, _patch_image_problem, write_atomic
 
 __all__ = [

@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc.core._validate import check_choice
 from metricalc.core.ranking import AP_METHODS, average_precision
 from metricalc.patches.files import (
     N_RESULTS,
@@ -43,6 +42,7 @@ from metricalc.patches.files import (
     read_results,
     validate,
 )
+from metricalc.validation import check_choice
 
 __all__ = [
     "IR_MEASURES",

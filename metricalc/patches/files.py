@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from metricalc._io import atomic_write
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import atomic_write
 
 __all__ = [
     "IMAGES",
@@ -440,7 +440,7 @@ def write_results(
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to a temporary file next to ``path``, then rename it over ``path``
-    (:func:`metricalc._io.atomic_write`).
+    (:func:`metricalc.fileio.atomic_write`).
 
     Readers never see a half-written file: an interrupted write leaves the old file (or none).
     Missing parent folders are created; a failure (a parent that is a file, no permission, a

@@ -37,8 +37,8 @@ import pandas as pd
 import xarray as xr
 
 from metricalc import cube as qc
-from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import json_safe
 from metricalc.patches.evaluate import IR_MEASURES
 from metricalc.patches.folder import FolderEvaluation, evaluate_folder, folder_name
 
@@ -147,7 +147,7 @@ class RetrievalEvaluation:
 
     def to_dict(self) -> dict[str, Any]:
         """``files``, ``groups`` (lists of row objects) and ``errors``, for JSON output
-        (:func:`metricalc._io.json_safe`: NumPy values as Python, non-finite values as None)."""
+        (:func:`metricalc.fileio.json_safe`: NumPy values as Python, non-finite values as None)."""
         return json_safe({
             "files": self.files.to_dict(orient="records"),
             "groups": self.groups().to_dict(orient="records"),

@@ -119,8 +119,8 @@ def label_pairs(cubes: Mapping[str, xr.Dataset], label: str) -> list[tuple[str, 
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube
-    >>> cube = _example_cube()
+    >>> from metricalc.datasets import example_cube
+    >>> cube = example_cube()
     >>> label_pairs({"locked": cube, "native": cube}, "native")
     [('sift (locked)', 'sift (native)')]
     """

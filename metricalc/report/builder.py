@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc._io import atomic_write
 from metricalc.cube import PROTOCOL_ATTRS
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import atomic_write
 from metricalc.progress import progress_bar
 from metricalc.report.analysis import ColumnTests, run_tests
 from metricalc.report.data import combined, load_cubes, summary_metrics

@@ -31,8 +31,8 @@ from typing import Any
 import xarray as xr
 
 from metricalc import cube as cubes
-from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import json_safe
 
 __all__ = ["CACHE_FOLDER", "cache_key", "cached_cube", "evaluation_inputs"]
 

@@ -55,10 +55,10 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
     """Each label's cube of the dataset, evaluated now or, when ``<out>/cache/<key>.nc`` (or a
     ``<out>/cube_<mode>.nc`` of ``metricalc demo``) holds the cube of the same inputs
     (:mod:`metricalc.report.cache`), read back from there."""
+    from metricalc.datasets.sequences import make_synthetic_dataset
     from metricalc.keypoints.evaluate import evaluate
     from metricalc.keypoints.features import extract
     from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
-    from metricalc.keypoints.synthetic import make_synthetic_dataset
     from metricalc.report.cache import (
         CACHE_FOLDER,
         MAX_KEYPOINTS,

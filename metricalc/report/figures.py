@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
-from metricalc._io import temporary_path
+from metricalc.fileio import temporary_path
 from metricalc.report.labels import display_name
 
 MAP_COLUMNS = {

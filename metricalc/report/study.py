@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from metricalc.core._validate import TIE_POLICIES
 from metricalc.errors import InvalidInputError
 from metricalc.stats import CORRECTIONS, PAIR_BY, TESTS  # a study's tests.* choices
+from metricalc.validation import TIE_POLICIES
 
 __all__ = [
     "CORRECTIONS",
@@ -430,7 +430,7 @@ def demo_study(*, quick: bool = False, seed: int = 0) -> Study:
     """The study ``metricalc demo`` renders (``reports/demo.yaml`` holds the same spec): the
     built-in descriptors on the built-in benchmark, locked on SIFT keypoints, paired per query,
     every descriptor against SIFT, ranked over scenes (image pairs for ``quick``)."""
-    from metricalc.keypoints.synthetic import QUICK_SCENES
+    from metricalc.datasets.sequences import QUICK_SCENES
 
     study = Study(
         name="demo",

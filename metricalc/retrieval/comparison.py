@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import json_safe
 from metricalc.retrieval.querycube import (
     cube_variable,
     evaluate_for_cube,

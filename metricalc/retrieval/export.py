@@ -38,9 +38,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import xarray as xr
 
-from metricalc._io import temporary_path
-from metricalc.core._validate import check_choice
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import temporary_path
+from metricalc.validation import check_choice
 
 __all__ = ["EXPORT_POLICIES", "SCORES", "CubeExport", "LineWriter", "export_cube", "trec_writer"]
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from threadpoolctl import threadpool_limits
 
-from metricalc.core._kernels import MAX_THREADS
+from metricalc.core.kernels import MAX_THREADS
 
 T = TypeVar("T")
 R = TypeVar("R")

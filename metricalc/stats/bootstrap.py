@@ -43,11 +43,11 @@ import numpy as np
 import scipy.stats
 from scipy.special import ndtr, ndtri
 
-from metricalc.core._kernels import CHUNK_ELEMENTS
-from metricalc.core._validate import check_choice
+from metricalc.core.kernels import CHUNK_ELEMENTS
 from metricalc.errors import InvalidInputError
 from metricalc.stats._checks import check_fraction, check_int
 from metricalc.stats._threads import in_threads
+from metricalc.validation import check_choice
 
 __all__ = ["ENGINES", "MULTINOMIAL_RATIO", "SCIPY_MAX_UNITS", "bca_interval"]
 

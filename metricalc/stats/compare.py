@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc.core._validate import check_choice
 from metricalc.errors import InvalidInputError
 from metricalc.stats._checks import check_fraction, check_int
 from metricalc.stats.bootstrap import bca_interval
@@ -26,6 +25,7 @@ from metricalc.stats.paired import (
 )
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.units import unit_values
+from metricalc.validation import check_choice
 
 __all__ = ["MIN_UNITS", "compare", "direction", "disagreement", "verdict"]
 

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
-from metricalc.core._validate import check_choice
+from metricalc.validation import check_choice
 
 __all__ = ["CORRECTIONS", "correct"]
 

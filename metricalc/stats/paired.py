@@ -31,8 +31,8 @@ import numpy as np
 import scipy.stats
 from statsmodels.stats.contingency_tables import mcnemar
 
-from metricalc.core._validate import check_choice
 from metricalc.errors import InvalidInputError
+from metricalc.validation import check_choice
 
 __all__ = [
     "MCNEMAR_EXACT_BELOW",

@@ -35,9 +35,9 @@ import scipy.optimize
 import scipy.special
 import scipy.stats
 
-from metricalc.core._validate import check_choice
 from metricalc.errors import InvalidInputError
 from metricalc.stats._checks import check_fraction
+from metricalc.validation import check_choice
 
 __all__ = ["ALTERNATIVES", "PowerResult", "noncentral_t_sf", "power", "ttest_power"]
 

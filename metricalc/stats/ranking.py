@@ -27,13 +27,13 @@ import numpy as np
 import scipy.stats
 import xarray as xr
 
-from metricalc.core._validate import check_choice
 from metricalc.errors import InvalidInputError
 from metricalc.stats._checks import check_fraction, check_int
 from metricalc.stats.compare import MIN_UNITS
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.paired import paired_test, untestable
 from metricalc.stats.units import unit_values
+from metricalc.validation import check_choice
 
 __all__ = ["critical_difference", "nemenyi_q", "rank_systems"]
 

@@ -19,9 +19,9 @@ import pandas as pd
 import xarray as xr
 
 from metricalc import cube as qc
-from metricalc.core._kernels import hit_probability
-from metricalc.core._validate import check_choice
+from metricalc.core.kernels import hit_probability
 from metricalc.errors import InvalidInputError
+from metricalc.validation import check_choice
 
 __all__ = ["PAIR_BY", "SPLITS", "SYSTEM_ATTRS", "metric_values", "unit_values"]
 

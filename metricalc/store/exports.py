@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from metricalc._io import atomic_write, json_safe, temporary_path
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import atomic_write, json_safe, temporary_path
 from metricalc.store.database import open_db
 from metricalc.store.frames import FRAME_TABLES, read_frame
 
@@ -64,9 +64,9 @@ def to_dataframe(
     --------
     >>> import tempfile, pathlib
     >>> import metricalc as mc
-    >>> from metricalc.metrics import _example_cube
+    >>> from metricalc.datasets import example_cube
     >>> from metricalc.store import record_experiment, to_dataframe
-    >>> metrics = mc.metric_set(_example_cube())
+    >>> metrics = mc.metric_set(example_cube())
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     db = pathlib.Path(tmp) / "results.sqlite"
     ...     for tag in ("a", "b"):
@@ -130,12 +130,12 @@ def export_table(
     >>> import tempfile, pathlib
     >>> import pandas as pd
     >>> import metricalc as mc
-    >>> from metricalc.metrics import _example_cube
+    >>> from metricalc.datasets import example_cube
     >>> from metricalc.store import export_table, record_experiment
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     db = pathlib.Path(tmp) / "results.sqlite"
     ...     _ = record_experiment(db, tag="a", benchmark="hpatches", config={},
-    ...                           metrics=mc.metric_set(_example_cube()))
+    ...                           metrics=mc.metric_set(example_cube()))
     ...     out = export_table(db, pathlib.Path(tmp) / "results.parquet")
     ...     pd.read_parquet(out).loc[0, "true_map_micro"]
     np.float64(0.75)

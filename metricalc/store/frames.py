@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from metricalc.errors import InvalidInputError
-from metricalc.store import _codec
+from metricalc.store import codec
 from metricalc.store.schema import SCENE_COLUMNS, SEED_COLUMNS
 
 __all__ = ["FRAME_TABLES", "read_frame"]
@@ -105,7 +105,7 @@ def _results(
         values = list(columns.get(name, ()))
         data[name] = _floats(values) if name in SEED_COLUMNS else values
     if extra:
-        parsed = [_codec.loads(text) for text in columns.get("extra", ())]
+        parsed = [codec.loads(text) for text in columns.get("extra", ())]
         for key in dict.fromkeys(k for one in parsed for k in one):  # first-seen order
             data[key] = _column([one.get(key) for one in parsed])
     return pd.DataFrame(data)

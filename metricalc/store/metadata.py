@@ -170,9 +170,10 @@ def metadata_for(
 
     Examples
     --------
-    >>> from metricalc.metrics import _example_cube, metric_set, scene_metrics
+    >>> from metricalc.datasets import example_cube
+    >>> from metricalc.metrics import metric_set, scene_metrics
     >>> from metricalc.store.metadata import metadata_for
-    >>> cube = _example_cube()
+    >>> cube = example_cube()
     >>> meta = metadata_for(metric_set(cube), scene_metrics(cube), "sift")
     >>> meta["i_x_query_count"], meta["i_x_true_map"], meta["total_queries_excluded"]
     (2, 0.75, 1)

@@ -26,7 +26,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.store import _codec
+from metricalc.store import codec
 from metricalc.store.database import open_db, transaction
 from metricalc.store.frames import read_frame
 from metricalc.store.metadata import SCENE_KEYS, format_metadata, metadata_for
@@ -132,8 +132,8 @@ def _config(config: Any) -> tuple[str, str]:
             f"config must be a mapping, an OmegaConf config or YAML text; got "
             f"{type(config).__name__}"
         )
-    text = _codec.dumps(config, "config")
-    return text, _codec.sha256(text)
+    text = codec.dumps(config, "config")
+    return text, codec.sha256(text)
 
 
 def _timings(timings: Any) -> dict[str, float]:
@@ -432,7 +432,7 @@ def _experiment_row(
         config_hash=digest,
         versions=_versions(versions),
         timings=_timings(timings),
-        protocol=_codec.plain(dict(protocol), "protocol"),
+        protocol=codec.plain(dict(protocol), "protocol"),
     )
 
 
@@ -464,9 +464,9 @@ def _write(
             experiment.config_hash,
             experiment.config,
             experiment.versions["metricalc"],
-            _codec.dumps(experiment.versions, "versions"),
-            _codec.dumps(experiment.timings, "timings"),
-            _codec.dumps(experiment.protocol, "protocol"),
+            codec.dumps(experiment.versions, "versions"),
+            codec.dumps(experiment.timings, "timings"),
+            codec.dumps(experiment.protocol, "protocol"),
             now,
             now,
         ),
@@ -490,7 +490,7 @@ def _write(
             row.error,
             *(row.columns.get(c) for c in SEED_COLUMNS),
             row.metadata,
-            _codec.dumps(row.extra, f"extra of {row.descriptor!r}", sort_keys=False),
+            codec.dumps(row.extra, f"extra of {row.descriptor!r}", sort_keys=False),
         )
         (result_id,) = connection.execute(insert_result, values).fetchone()
         _insert_scenes(connection, result_id, row.scenes, insert_scene)
@@ -573,9 +573,9 @@ def record_experiment(
     --------
     >>> import tempfile, pathlib
     >>> import metricalc as mc
-    >>> from metricalc.metrics import _example_cube
+    >>> from metricalc.datasets import example_cube
     >>> from metricalc.store import get_experiment, record_experiment
-    >>> cube = _example_cube()
+    >>> cube = example_cube()
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     db = pathlib.Path(tmp) / "results.sqlite"
     ...     record_experiment(db, tag="demo", benchmark="hpatches", config={"model": "sift"},
@@ -766,12 +766,12 @@ def get_experiment(
         tag=str(row["tag"]),
         status=str(row["status"]),
         error=str(row["error"]),
-        config=_codec.loads(row["config"]),
+        config=codec.loads(row["config"]),
         config_hash=str(row["config_hash"]),
         metricalc_version=str(row["metricalc_version"]),
-        versions=_codec.loads(row["versions"]),
-        timings=_codec.loads(row["timings"]),
-        protocol=_codec.loads(row["protocol"]),
+        versions=codec.loads(row["versions"]),
+        timings=codec.loads(row["timings"]),
+        protocol=codec.loads(row["protocol"]),
         created_at=str(row["created_at"]),
         updated_at=str(row["updated_at"]),
         results=results.drop(columns=["benchmark", "tag"]).reset_index(drop=True),

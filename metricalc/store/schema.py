@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from metricalc.store import _codec
+from metricalc.store import codec
 from metricalc.store.metadata import parse_metadata
 
 __all__ = [
@@ -154,7 +154,7 @@ def _migrate_2(connection: sqlite3.Connection) -> None:
         if extra:
             connection.execute(
                 "UPDATE results SET extra = ? WHERE id = ?",
-                (_codec.dumps(extra, "extra"), row_id),
+                (codec.dumps(extra, "extra"), row_id),
             )
 
 

@@ -53,8 +53,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc._io import json_safe, temporary_path
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import json_safe, temporary_path
 from metricalc.metrics import SPLIT_LETTERS
 from metricalc.store.database import open_db, transaction
 from metricalc.store.metadata import SCENE_KEYS, parse_metadata

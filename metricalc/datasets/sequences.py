@@ -61,9 +61,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from metricalc._io import atomic_write
-from metricalc._manifest import read_manifest
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import atomic_write, read_manifest
 from metricalc.keypoints.sequences import Sequence, load_sequences
 from metricalc.progress import progress_bar
 
@@ -440,7 +439,7 @@ def _check_seed(seed: Any) -> int:
     return int(seed)
 
 
-def _resolve_scenes(scenes: Iterable[str] | str | None) -> list[str]:
+def resolve_scenes(scenes: Iterable[str] | str | None) -> list[str]:
     """Scene names (sorted) for photograph names and/or scene names."""
     if scenes is None:
         scenes = PHOTOGRAPHS
@@ -532,7 +531,7 @@ def make_synthetic_dataset(
     """
     seed = _check_seed(seed)
     size = _check_size(size)
-    wanted = _resolve_scenes(scenes)
+    wanted = resolve_scenes(scenes)
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise InvalidInputError(f"dataset root {root} exists and is not a directory")

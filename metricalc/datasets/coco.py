@@ -87,7 +87,7 @@ def make_coco_dataset(
 
     Examples
     --------
-    >>> from metricalc.detection.synthetic import make_coco_dataset
+    >>> from metricalc.datasets.coco import make_coco_dataset
     >>> gt, dt = make_coco_dataset(n_images=3, seed=1)
     >>> sorted(gt), len(gt["images"]), all("score" in d for d in dt)
     (['annotations', 'categories', 'images'], 3, True)

@@ -1,7 +1,7 @@
 r"""The built-in synthetic patch dataset: HPatches-style patches cut from the synthetic sequences.
 
 The sequences are those of the keypoint benchmark
-(:func:`metricalc.keypoints.synthetic.make_synthetic_dataset`: six images per scene and the exact
+(:func:`metricalc.datasets.sequences.make_synthetic_dataset`: six images per scene and the exact
 homographies ``H_1_k``). From each, :func:`cut_patches` cuts patches the way the HPatches release
 describes its own:
 
@@ -72,10 +72,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from metricalc._manifest import read_manifest
+from metricalc.datasets.sequences import DEFAULT_SIZE, PHOTOGRAPHS, make_synthetic_dataset
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import read_manifest
 from metricalc.keypoints.sequences import Sequence
-from metricalc.keypoints.synthetic import DEFAULT_SIZE, PHOTOGRAPHS, make_synthetic_dataset
 from metricalc.patches.dataset import (
     PATCH_SIZE,
     SPLITS_NAME,
@@ -379,7 +379,7 @@ def cut_patches(
     Examples
     --------
     >>> import tempfile
-    >>> from metricalc.keypoints.synthetic import make_synthetic_dataset
+    >>> from metricalc.datasets.sequences import make_synthetic_dataset
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     sequence = make_synthetic_dataset(tmp, scenes=["i_camera"], size=160)[0]
     ...     cut = cut_patches(sequence, max_patches=20)
@@ -484,8 +484,8 @@ def make_patch_dataset(
         Dataset folder: new, empty, or written by this function before.
     scenes : iterable of str, optional
         Photograph names (both sequences) and/or sequence names (``"v_coffee"``), as
-        :func:`~metricalc.keypoints.synthetic.make_synthetic_dataset`; default all.
-        :data:`~metricalc.keypoints.synthetic.QUICK_SCENES` is a small subset.
+        :func:`~metricalc.datasets.sequences.make_synthetic_dataset`; default all.
+        :data:`~metricalc.datasets.sequences.QUICK_SCENES` is a small subset.
     seed : int
         Seed of the image sequences and of every draw of :func:`cut_patches`.
     size : int

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from metricalc._io import json_safe
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import json_safe
 
 
 def plain(value: Any, where: str) -> Any:

@@ -1,0 +1,44 @@
+"""Every generated dataset of metricalc: the built-in benchmarks and the example cube.
+
+- :func:`make_synthetic_dataset` (:mod:`~metricalc.datasets.sequences`): HPatches-style image
+  sequences with exact homographies, made from the photographs bundled with scikit-image;
+- :func:`make_patch_dataset` (:mod:`~metricalc.datasets.patches`): an HPatches-style patch dataset
+  cut from those sequences;
+- :func:`make_coco_dataset` (:mod:`~metricalc.datasets.coco`): COCO-style ground truth and
+  detections for decomposition studies;
+- :func:`example_cube` (:mod:`~metricalc.datasets.example`): a three-query QueryCube for examples.
+
+The generators load OpenCV, so each is imported on first use.
+
+>>> from metricalc.datasets import example_cube
+>>> example_cube().sizes["query"]
+3
+"""
+
+from importlib import import_module
+from typing import Any
+
+__all__ = [
+    "PHOTOGRAPHS",
+    "QUICK_SCENES",
+    "example_cube",
+    "make_coco_dataset",
+    "make_patch_dataset",
+    "make_synthetic_dataset",
+]
+
+_LAZY = {
+    "PHOTOGRAPHS": "metricalc.datasets.sequences",
+    "QUICK_SCENES": "metricalc.datasets.sequences",
+    "make_synthetic_dataset": "metricalc.datasets.sequences",
+    "make_patch_dataset": "metricalc.datasets.patches",
+    "make_coco_dataset": "metricalc.datasets.coco",
+    "example_cube": "metricalc.datasets.example",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a generator's module on first use."""
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'metricalc.datasets' has no attribute {name!r}")
