@@ -103,6 +103,8 @@ __all__ = [
 ]
 
 GENERATOR_VERSION = 1
+GENERATOR = "metricalc.patches.synthetic"
+"""The manifest's ``generator``: the module's name when the format was fixed (kept when it moved)."""
 """Bumped whenever the generated patches change; a different version regenerates."""
 
 MANIFEST_NAME = "patch_manifest.json"
@@ -522,7 +524,7 @@ def make_patch_dataset(
     manifest = read_manifest(
         root,
         name=MANIFEST_NAME,
-        generator=__name__,
+        generator=GENERATOR,
         keys=("version", "seed", "size", "max_patches"),
         what="synthetic patch dataset",
     )
@@ -536,7 +538,7 @@ def make_patch_dataset(
         for scene in (manifest or {}).get("scenes", {}):
             if scene not in wanted and _SCENE_NAME.fullmatch(str(scene)):
                 _remove_sequence(root / scene)
-        manifest = {"generator": __name__, **identity, "scenes": {}}
+        manifest = {"generator": GENERATOR, **identity, "scenes": {}}
         _write_json(root / MANIFEST_NAME, manifest)
     todo = [s for s in sequences if not _complete(root, s.name, manifest["scenes"].get(s.name))]
     with progress_bar("patch sequences", total=len(todo), enabled=progress) as advance:

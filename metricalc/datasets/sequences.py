@@ -79,6 +79,8 @@ __all__ = [
 ]
 
 GENERATOR_VERSION = 1
+GENERATOR = "metricalc.keypoints.synthetic"
+"""The manifest's ``generator``: the module's name when the format was fixed (kept when it moved)."""
 """Bumped whenever the generated pixels or homographies change; a different version regenerates."""
 
 MANIFEST_NAME = "synthetic_manifest.json"
@@ -373,7 +375,7 @@ def _new_manifest(seed: int, size: int) -> dict[str, Any]:
     import skimage
 
     return {
-        "generator": __name__,
+        "generator": GENERATOR,
         "version": GENERATOR_VERSION,
         "seed": seed,
         "size": size,
@@ -387,7 +389,7 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
     return read_manifest(
         root,
         name=MANIFEST_NAME,
-        generator=__name__,
+        generator=GENERATOR,
         keys=("version", "seed", "size"),
         what="synthetic benchmark",
     )
