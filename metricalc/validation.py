@@ -1,11 +1,13 @@
-"""Input checks shared by the core functions.
+"""Input checks shared by every package: choices, integers, numbers, labels, scores, counts.
 
-Each check raises :class:`~metricalc.errors.InvalidInputError` naming the argument, the offending
-value (and its index) and what was expected, before any NumPy routine can fail deep inside.
+The one place where an option or an input is checked. Each check raises
+:class:`~metricalc.errors.InvalidInputError` naming the argument, the offending value (and its
+index) and what was expected, before any NumPy routine can fail deep inside.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Literal
@@ -26,6 +28,84 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
         allowed = ", ".join(repr(c) for c in choices)
         raise InvalidInputError(f"{name} must be one of {allowed}; got {value!r}")
     return value
+
+
+def is_integer(value: object) -> bool:
+    """Whether ``value`` is a Python or NumPy integer (bools are not)."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def is_real(value: object) -> bool:
+    """Whether ``value`` is a Python or NumPy integer or float (bools are not)."""
+    return is_integer(value) or isinstance(value, float | np.floating)
+
+
+def _bounds_text(kind: str, minimum: float | None, maximum: float | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"{kind} between {minimum} and {maximum}"
+    if minimum is not None:
+        return f"{kind} >= {minimum}"
+    if maximum is not None:
+        return f"{kind} <= {maximum}"
+    return kind
+
+
+def check_integer(
+    name: str, value: object, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """``value`` as an int with ``minimum <= value <= maximum`` (each bound optional).
+
+    Bools are refused; NumPy integers are accepted.
+
+    >>> check_integer("k", 3, minimum=1)
+    3
+    >>> check_integer("k", 0, minimum=1)
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: k must be an integer >= 1; got 0
+    """
+    if (
+        not is_integer(value)
+        or (minimum is not None and value < minimum)  # type: ignore[operator]
+        or (maximum is not None and value > maximum)  # type: ignore[operator]
+    ):
+        expected = _bounds_text("an integer", minimum, maximum)
+        raise InvalidInputError(f"{name} must be {expected}; got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def check_number(
+    name: str, value: object, *, minimum: float | None = None, maximum: float | None = None
+) -> float:
+    """``value`` as a finite float with ``minimum <= value <= maximum`` (each bound optional).
+
+    >>> check_number("tau", 2)
+    2.0
+    >>> check_number("tau", float("nan"))
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: tau must be a finite number; got nan
+    """
+    if (
+        not is_real(value)
+        or not math.isfinite(value)  # type: ignore[arg-type]
+        or (minimum is not None and value < minimum)  # type: ignore[operator]
+        or (maximum is not None and value > maximum)  # type: ignore[operator]
+    ):
+        expected = _bounds_text("a finite number", minimum, maximum)
+        raise InvalidInputError(f"{name} must be {expected}; got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def check_fraction(name: str, value: object) -> float:
+    """``value`` as a float strictly between 0 and 1 (a level, an alpha, a power).
+
+    >>> check_fraction("alpha", 0.05)
+    0.05
+    """
+    if not is_real(value) or not math.isfinite(value) or not 0 < value < 1:  # type: ignore[arg-type, operator]
+        raise InvalidInputError(f"{name} must be a number strictly between 0 and 1; got {value!r}")
+    return float(value)  # type: ignore[arg-type]
 
 
 def check_zero_division(value: object) -> ZeroDivision:

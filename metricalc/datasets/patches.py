@@ -103,9 +103,9 @@ __all__ = [
 ]
 
 GENERATOR_VERSION = 1
-GENERATOR = "metricalc.patches.synthetic"
-"""The manifest's ``generator``: the module's name when the format was fixed (kept when it moved)."""
 """Bumped whenever the generated patches change; a different version regenerates."""
+GENERATOR = "metricalc.patches.synthetic"
+"""The manifest's ``generator``: the module's name when the format was fixed."""
 
 MANIFEST_NAME = "patch_manifest.json"
 """The manifest in the dataset root (generator, version, seed, size, files and their hashes)."""

@@ -79,9 +79,9 @@ __all__ = [
 ]
 
 GENERATOR_VERSION = 1
-GENERATOR = "metricalc.keypoints.synthetic"
-"""The manifest's ``generator``: the module's name when the format was fixed (kept when it moved)."""
 """Bumped whenever the generated pixels or homographies change; a different version regenerates."""
+GENERATOR = "metricalc.keypoints.synthetic"
+"""The manifest's ``generator``: the module's name when the format was fixed."""
 
 MANIFEST_NAME = "synthetic_manifest.json"
 """File name of the manifest written in the dataset root."""

@@ -45,9 +45,8 @@ from scipy.special import ndtr, ndtri
 
 from metricalc.core.kernels import CHUNK_ELEMENTS
 from metricalc.errors import InvalidInputError
-from metricalc.stats._checks import check_fraction, check_int
 from metricalc.stats._threads import in_threads
-from metricalc.validation import check_choice
+from metricalc.validation import check_choice, check_fraction, check_integer
 
 __all__ = ["ENGINES", "MULTINOMIAL_RATIO", "SCIPY_MAX_UNITS", "bca_interval"]
 
@@ -278,7 +277,7 @@ def bca_interval(
     """
     check_choice("engine", engine, ENGINES)
     level = check_fraction("confidence_level", confidence_level)
-    n_resamples = check_int("n_resamples", n_resamples, minimum=1)
+    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
     D = np.asarray(differences, dtype=np.float64)
     single = D.ndim == 1
     D = np.atleast_2d(D)

@@ -11,7 +11,6 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.stats._checks import check_fraction, check_int
 from metricalc.stats.bootstrap import bca_interval
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.effect import cohens_dz, rank_biserial
@@ -25,7 +24,7 @@ from metricalc.stats.paired import (
 )
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.units import unit_values
-from metricalc.validation import check_choice
+from metricalc.validation import check_choice, check_fraction, check_integer
 
 __all__ = ["MIN_UNITS", "compare", "direction", "disagreement", "verdict"]
 
@@ -410,8 +409,8 @@ def compare(
     check_choice("correction", correction, CORRECTIONS)
     alpha = check_fraction("alpha", alpha)
     confidence_level = check_fraction("confidence_level", confidence_level)
-    seed = check_int("seed", seed, minimum=0)
-    n_resamples = check_int("n_resamples", n_resamples, minimum=1)
+    seed = check_integer("seed", seed, minimum=0)
+    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
     if test == "mcnemar" and pair_by != "query":
         raise InvalidInputError(
             f"the mcnemar test pairs binary outcomes of single queries: use pair_by='query' "

@@ -36,8 +36,7 @@ import scipy.special
 import scipy.stats
 
 from metricalc.errors import InvalidInputError
-from metricalc.stats._checks import check_fraction
-from metricalc.validation import check_choice
+from metricalc.validation import check_choice, check_fraction
 
 __all__ = ["ALTERNATIVES", "PowerResult", "noncentral_t_sf", "power", "ttest_power"]
 

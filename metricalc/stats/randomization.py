@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.stats._checks import check_int
 from metricalc.stats._threads import in_threads
+from metricalc.validation import check_integer
 
 __all__ = ["BLOCK_PERMUTATIONS", "BLOCK_UNITS", "sign_flip_pvalues"]
 
@@ -87,7 +87,7 @@ def sign_flip_pvalues(
         raise InvalidInputError(
             "differences must be a finite (comparisons, units) array (0 for unpaired units)"
         )
-    n_resamples = check_int("n_resamples", n_resamples, minimum=1)
+    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
     n_rows, n_units = D.shape
     width = -(-n_units // 64) * 64
     Dt = np.zeros((width, n_rows))

@@ -28,12 +28,11 @@ import scipy.stats
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.stats._checks import check_fraction, check_int
 from metricalc.stats.compare import MIN_UNITS
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.paired import paired_test, untestable
 from metricalc.stats.units import unit_values
-from metricalc.validation import check_choice
+from metricalc.validation import check_choice, check_fraction, check_integer
 
 __all__ = ["critical_difference", "nemenyi_q", "rank_systems"]
 
@@ -48,7 +47,7 @@ def nemenyi_q(k: int, alpha: float = 0.05) -> float:
     >>> [round(nemenyi_q(k), 3) for k in (2, 3, 10)]
     [1.96, 2.344, 3.164]
     """
-    k = check_int("k", k, minimum=2)
+    k = check_integer("k", k, minimum=2)
     alpha = check_fraction("alpha", alpha)
     return float(scipy.stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2))
 
@@ -64,7 +63,7 @@ def critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     >>> round(critical_difference(4, 100), 4)   # 2.569 * sqrt(20 / 600)
     0.469
     """
-    n = check_int("n", n, minimum=1)
+    n = check_integer("n", n, minimum=1)
     return nemenyi_q(k, alpha) * float(np.sqrt(k * (k + 1) / (6 * n)))
 
 
