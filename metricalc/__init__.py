@@ -4,7 +4,6 @@ The public API is re-exported here; see ``docs/`` for the metric definitions.
 """
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from metricalc import cube
@@ -40,11 +39,7 @@ from metricalc.metrics import (
     metric_set,
     scene_metrics,
 )
-
-try:
-    __version__ = version("metricalc")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+from metricalc.version import __version__
 
 __all__ = [
     "AP_METHODS",
@@ -75,6 +70,7 @@ __all__ = [
     "metric_set",
     "parse_metadata",
     "patches",
+    "plotting",
     "pr_curve",
     "precision",
     "precision_at_k",
@@ -96,6 +92,8 @@ __all__ = [
 
 _LAZY_SUBPACKAGES = (
     "datasets",
+    "plotting",
+    "report",
     "keypoints",
     "patches",
     "stats",

@@ -186,7 +186,7 @@ _PAIR = re.compile(r"^(\d+)-(\d+)$")
 
 
 def _version() -> str:
-    from metricalc import __version__  # late: metricalc/__init__ may import this module
+    from metricalc.version import __version__  # late: metricalc/__init__ may import this module
 
     return str(__version__)
 

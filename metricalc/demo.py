@@ -23,16 +23,16 @@ from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.features import BUILTIN_METHODS, extract
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.metrics import metric_set, scene_metrics
-from metricalc.report.builder import build
-from metricalc.report.cache import MAX_KEYPOINTS, cache_key, cached_cube, evaluation_inputs
-from metricalc.report.figures import (
+from metricalc.plotting.figures import (
     plot_map_by_split,
     plot_rank_histogram,
     plot_scene_map,
     save_figure,
 )
+from metricalc.plotting.terminal import print_metric_table
+from metricalc.report.builder import build
+from metricalc.report.cache import MAX_KEYPOINTS, cache_key, cached_cube, evaluation_inputs
 from metricalc.report.study import demo_study
-from metricalc.report.terminal import print_metric_table
 
 LOCKED_DETECTOR = "sift"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from metricalc import cube as cubes
 from metricalc.experiment import run
 from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
-from metricalc.report.labels import dataset_name
+from metricalc.plotting.labels import dataset_name
 
 QUICK = ["data.quick=true", "data.size=192", "model.max_keypoints=100"]
 

@@ -21,8 +21,8 @@ from metricalc.decompose.figures import (
     plot_what_if,
 )
 from metricalc.experiment.plots import plot_cumulative_errors, plot_retrieval_map
-from metricalc.report.curve_figures import plot_mma, plot_pr_curves, plot_roc
-from metricalc.report.figures import (
+from metricalc.plotting.curve_figures import plot_mma, plot_pr_curves, plot_roc
+from metricalc.plotting.figures import (
     plot_map_by_split,
     plot_rank_histogram,
     plot_scene_map,

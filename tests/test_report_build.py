@@ -21,8 +21,8 @@ from statsmodels.stats.multitest import multipletests
 from metricalc import cube as qc
 from metricalc import stats
 from metricalc.errors import InvalidInputError
+from metricalc.plotting.labels import escape_html
 from metricalc.report.builder import SECTION_HOOKS, Section, build, register_section
-from metricalc.report.labels import escape_html
 from metricalc.report.study import study_from_dict
 
 QUALITY = {"good": 0.9, "a&b <i>x</i>": 0.5, "poor_one": 0.1}

@@ -10,13 +10,13 @@ from matplotlib.axes import Axes
 from rich.console import Console
 
 from metricalc.export import metric_set_to_dict, write_metric_set
-from metricalc.report.figures import (
+from metricalc.plotting.figures import (
     plot_map_by_split,
     plot_rank_histogram,
     plot_scene_map,
     save_figure,
 )
-from metricalc.report.terminal import print_metric_table
+from metricalc.plotting.terminal import print_metric_table
 
 DESCRIPTORS = ["sift", "orb"]
 

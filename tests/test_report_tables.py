@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metricalc.errors import InvalidInputError
-from metricalc.report.labels import escape_latex, escape_markdown, format_p
+from metricalc.plotting.labels import escape_latex, escape_markdown, format_p
+from metricalc.plotting.tables import Table, comparison_from_frame, row_letter
 from metricalc.report.summary import (
     cd_groups,
     describe_comparison,
@@ -28,7 +29,6 @@ from metricalc.report.summary import (
     effect_size,
     summarize,
 )
-from metricalc.report.tables import Table, comparison_from_frame, row_letter
 
 SYSTEMS = ["sift", "my_desc&1", "50%_net", "<b>x</b>"]
 
@@ -593,8 +593,8 @@ def test_fraction_metrics_are_the_same_for_the_report_and_the_terminal_table():
     1 per query, docs/cube.md)."""
     from rich.console import Console
 
-    from metricalc.report.labels import is_fraction_metric
-    from metricalc.report.terminal import print_comparisons
+    from metricalc.plotting.labels import is_fraction_metric
+    from metricalc.plotting.terminal import print_comparisons
 
     for metric in ("ap", "image_ap", "nn_correct", "nn_mutual", "hit@1", "hit@10"):
         assert is_fraction_metric(metric), metric

@@ -20,7 +20,8 @@ import pytest
 
 import metricalc as mc
 from metricalc import cube as qc
-from metricalc.report import Table, summarize
+from metricalc.plotting import Table
+from metricalc.report import summarize
 from metricalc.report.analysis import run_tests
 from metricalc.report.study import TestSpec
 from metricalc.stats import compare

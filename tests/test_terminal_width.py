@@ -1,6 +1,6 @@
 """The terminal tables fit the console's width and never cut a cell (issue 15, part 3).
 
-:func:`metricalc.report.terminal.fit_table` is checked on random tables against the rule it
+:func:`metricalc.plotting.terminal.fit_table` is checked on random tables against the rule it
 promises (every line within the width; every number and every name in full), and the verbs that
 print tables (``metrics``, ``compare``, ``db list`` / ``db show``, ``decompose keypoints``) are
 run in-process at 80 and 200 columns (``COLUMNS``, as a terminal of that width sets it).
@@ -18,7 +18,7 @@ from rich.table import Table
 
 import metricalc as mc
 from metricalc.cli import main
-from metricalc.report.terminal import fit_table, print_table
+from metricalc.plotting.terminal import fit_table, print_table
 from metricalc.store import record_experiment, to_dataframe
 
 WIDTHS = (80, 200)

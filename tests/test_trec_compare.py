@@ -335,7 +335,7 @@ def test_cli_cube_is_compared_by_metricalc_compare(files, tmp_path, capsys):
 
 
 def test_metric_set_has_every_measure_of_a_retrieval_cube(data):
-    from metricalc.report.tables import Table
+    from metricalc.plotting.tables import Table
 
     qrels, runs = data
     cube = retrieval_cube(qrels, runs, ["map", "P.5", "ndcg_cut.10", "num_ret"])

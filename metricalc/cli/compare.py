@@ -81,7 +81,7 @@ def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list[Any
 
 def _compare(args: argparse.Namespace) -> int:
     from metricalc.fileio import json_safe
-    from metricalc.report.terminal import print_comparisons
+    from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
 
     labels = names(args.labels) if args.labels else None

@@ -121,7 +121,7 @@ def _eval(args: argparse.Namespace) -> int:
     title = f"{args.benchmark} / {result.tag} ({', '.join(done) or 'cached'})"
     print_summaries({result.tag: result.summaries}, title=title)
     if result.pairs is not None and "file" in result.pairs.dims:  # patches: per benchmark file
-        from metricalc.report.terminal import print_frame
+        from metricalc.plotting.terminal import print_frame
 
         print_frame(result.pairs.to_dataframe().reset_index(), title="benchmark files")
     print(f"outputs in {result.directory}")

@@ -265,7 +265,7 @@ def _metrics(args: argparse.Namespace) -> int:
     from metricalc import cube as cubes
     from metricalc.export import metric_set_to_dict
     from metricalc.metrics import metric_set
-    from metricalc.report.terminal import print_metric_table
+    from metricalc.plotting.terminal import print_metric_table
     from metricalc.store.workbench_cube import open_workbench_cube, workbench_metric_set
 
     scenes = open_workbench_cube(args.cube)

@@ -62,7 +62,7 @@ def add_patches(verbs: argparse._SubParsersAction) -> None:
 
 def _patches_eval(args: argparse.Namespace) -> int:
     from metricalc.patches import evaluate_files
-    from metricalc.report.terminal import print_frame
+    from metricalc.plotting.terminal import print_frame
 
     if args.benchmarks:
         from metricalc import cube as cubes

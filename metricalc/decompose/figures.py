@@ -1,7 +1,7 @@
 """Seaborn figures of a decomposition. Each function takes ``ax=None`` and returns the Axes.
 
 Figures are built on :class:`matplotlib.figure.Figure` (no pyplot state); save them with
-:func:`metricalc.report.figures.save_figure` (PNG and SVG, atomic). Precision, recall and AP are
+:func:`metricalc.plotting.figures.save_figure` (PNG and SVG, atomic). Precision, recall and AP are
 drawn in percent, as the tables show them.
 """
 
@@ -18,7 +18,7 @@ from metricalc.decompose.ap import interpolated_precision
 from metricalc.decompose.chain import STAGE
 from metricalc.decompose.whatif import PERFECT_STAGE
 from metricalc.errors import InvalidInputError
-from metricalc.report.figures import (
+from metricalc.plotting.figures import (
     axes_or_new,
     display_names,
     legend_outside,

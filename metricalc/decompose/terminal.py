@@ -14,7 +14,7 @@ from metricalc.decompose.chain import Verification
 from metricalc.decompose.whatif import PERFECT_STAGE
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write
-from metricalc.report.terminal import print_table, printable, terminal_console
+from metricalc.plotting.terminal import print_table, printable, terminal_console
 
 __all__ = ["print_detection", "print_keypoints", "write_detection", "write_keypoints"]
 
@@ -140,7 +140,7 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
 
 def _write(out: str | Path, summary: dict[str, Any], drawings: dict[str, Any]) -> list[Path]:
     """``decomposition.json`` (atomic) and each figure as PNG and SVG into folder ``out``."""
-    from metricalc.report.figures import save_figure
+    from metricalc.plotting.figures import save_figure
 
     out = Path(out)
     path = out / "decomposition.json"

@@ -23,7 +23,6 @@ import numpy as np
 import xarray as xr
 from dask import delayed
 
-from metricalc import __version__
 from metricalc.cube import split_of
 from metricalc.datasets.sequences import DEFAULT_SIZE, QUICK_SCENES, make_synthetic_dataset
 from metricalc.experiment.benchmark import Context, Evaluation, Values, scalar_summary
@@ -53,9 +52,10 @@ from metricalc.keypoints.pairs import evaluate_pair
 from metricalc.keypoints.sequences import Sequence as ImageSequence
 from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
 from metricalc.metrics import metric_set, scene_metrics
+from metricalc.plotting.figures import plot_rank_histogram, plot_scene_map
 from metricalc.progress import progress_bar
-from metricalc.report.figures import plot_rank_histogram, plot_scene_map
 from metricalc.validation import TIE_POLICIES
+from metricalc.version import __version__
 
 __all__ = ["DEFAULT_CONF", "DETECTORS", "HPatches"]
 

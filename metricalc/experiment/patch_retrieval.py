@@ -32,7 +32,6 @@ import pandas as pd
 import xarray as xr
 from dask import delayed
 
-from metricalc import __version__
 from metricalc.core.ranking import AP_METHODS
 from metricalc.datasets.patches import MAX_PATCHES, make_patch_dataset
 from metricalc.datasets.sequences import DEFAULT_SIZE, PHOTOGRAPHS, QUICK_SCENES, resolve_scenes
@@ -62,8 +61,9 @@ from metricalc.patches.describe import METHODS, describe_patches
 from metricalc.patches.files import read_benchmark, read_labels, validate, write_atomic
 from metricalc.patches.folder import GROUPS, NAME, FolderEvaluation
 from metricalc.patches.querycube import evaluate_folders
+from metricalc.plotting.figures import plot_scene_map
 from metricalc.progress import progress_bar
-from metricalc.report.figures import plot_scene_map
+from metricalc.version import __version__
 
 __all__ = [
     "DEFAULT_CONF",

@@ -50,7 +50,7 @@ from metricalc.experiment.results import open_pairs, write_results
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
 from metricalc.fileio import json_safe
-from metricalc.report.figures import save_figure
+from metricalc.plotting.figures import save_figure
 from metricalc.store.database import DEFAULT_DB, open_db
 from metricalc.store.metadata import format_metadata, metadata_for
 from metricalc.store.records import library_versions, record_experiment

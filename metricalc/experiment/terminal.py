@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from metricalc.report.terminal import print_table, printable
+from metricalc.plotting.terminal import print_table, printable
 
 __all__ = ["SUMMARY_COLUMNS", "print_summaries"]
 

@@ -1,7 +1,7 @@
 """Rendering: paper tables, plain-language summaries, figures and the HTML report of a study.
 
 The names below are imported on first use (the figures load matplotlib and seaborn), so
-``import metricalc.report.terminal`` stays light:
+``import metricalc.plotting.terminal`` stays light:
 
 - :class:`Table` (``tables``): LaTeX / Markdown / CSV / HTML tables with significance letters;
 - :func:`summarize`, :func:`describe_comparison`, :func:`describe_ranking`, :func:`cd_groups`
@@ -9,10 +9,7 @@ The names below are imported on first use (the figures load matplotlib and seabo
 - :func:`build`, :class:`Report`, :func:`register_section` (``builder``): the report folder of a
   study; :func:`load_study`, :class:`Study`, :func:`demo_study` (``study``): study specifications;
   :func:`register_data_loader` (``data``): a new kind of study data;
-- the figures: :func:`plot_map_by_split`, :func:`plot_split_scatter`, :func:`plot_scene_map`,
-  :func:`plot_rank_histogram`, :func:`save_figure` (``figures``); :func:`plot_pr_curves`,
-  :func:`plot_roc`, :func:`plot_mma` (``curve_figures``); :func:`plot_forest`,
-  :func:`plot_cd_diagram` (``stats_figures``).
+- the figures of test results: :func:`plot_forest`, :func:`plot_cd_diagram` (``stats_figures``).
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "Table": "tables",
     "summarize": "summary",
     "describe_comparison": "summary",
     "describe_ranking": "summary",
@@ -33,14 +29,6 @@ _EXPORTS = {
     "load_study": "study",
     "demo_study": "study",
     "register_data_loader": "data",
-    "plot_map_by_split": "figures",
-    "plot_split_scatter": "figures",
-    "plot_scene_map": "figures",
-    "plot_rank_histogram": "figures",
-    "save_figure": "figures",
-    "plot_pr_curves": "curve_figures",
-    "plot_roc": "curve_figures",
-    "plot_mma": "curve_figures",
     "plot_forest": "stats_figures",
     "plot_cd_diagram": "stats_figures",
 }

@@ -1,7 +1,7 @@
 """The significance tests of a study: one :func:`metricalc.stats.compare` (and optionally one
 :func:`metricalc.stats.rank_systems`) per table column that can be tested on per-query values.
 
-A column's test comes from :data:`metricalc.report.labels.METRICS` (``test``: the cube metric,
+A column's test comes from :data:`metricalc.plotting.labels.METRICS` (``test``: the cube metric,
 the split, and the coarsest pairing unit the column needs: scene-averaged mAP pairs by scene;
 ``precision_at_K`` is tested on ``hit@K``, whose mean is the column's value). The study's
 ``pair_by`` is used unless the column needs a coarser unit. The ranking (Friedman, Nemenyi CD)
@@ -26,8 +26,8 @@ from typing import Any
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.plotting.labels import PAIR_BY_ORDER, metric_info
 from metricalc.report.data import system_name
-from metricalc.report.labels import PAIR_BY_ORDER, metric_info
 from metricalc.report.study import TestSpec
 
 __all__ = ["ColumnTests", "label_pairs", "run_tests", "systems_of"]

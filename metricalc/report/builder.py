@@ -28,15 +28,15 @@ import xarray as xr
 from metricalc.cube import PROTOCOL_ATTRS
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write
+from metricalc.plotting.labels import dataset_name, metric_info
+from metricalc.plotting.tables import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES, Table
 from metricalc.progress import progress_bar
 from metricalc.report.analysis import ColumnTests, run_tests
 from metricalc.report.data import combined, load_cubes, summary_metrics
 from metricalc.report.html import EmbeddedFigure, data_uri, png_data_uri, render_report
-from metricalc.report.labels import dataset_name, metric_info
 from metricalc.report.sections import Section, detector_or_descriptor_section
 from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
-from metricalc.report.tables import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES, Table
 
 __all__ = ["SECTION_HOOKS", "Report", "Section", "build", "register_section"]
 
@@ -116,7 +116,8 @@ def _figure_jobs(
         matching_roc_curve,
         scene_metrics,
     )
-    from metricalc.report import curve_figures, figures, stats_figures
+    from metricalc.plotting import curve_figures, figures
+    from metricalc.report import stats_figures
 
     names = study.names
 
@@ -299,8 +300,8 @@ def build(
         What was computed; ``report.files`` lists every file written and ``report.html`` the
         page.
     """
-    from metricalc import __version__
-    from metricalc.report.figures import save_figure
+    from metricalc.plotting.figures import save_figure
+    from metricalc.version import __version__
 
     if not isinstance(study, Study):
         study = load_study(study)

@@ -77,8 +77,8 @@ def evaluation_inputs(
     to ``evaluate`` too, so the folder is hashed once per run); by default it is computed."""
     import cv2
 
-    from metricalc import __version__
     from metricalc.keypoints.sequences import dataset_fingerprint
+    from metricalc.version import __version__
 
     return {
         "dataset": dataset_fingerprint(sequences) if dataset is None else dataset,

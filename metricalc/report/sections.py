@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from metricalc.report.labels import display_name, escape_html
+from metricalc.plotting.labels import display_name, escape_html
 
 if TYPE_CHECKING:
     from metricalc.report.builder import Report
@@ -58,8 +58,8 @@ def detector_or_descriptor_section(report: Report) -> Section | None:
     """
     from metricalc.decompose import detector_or_descriptor
     from metricalc.decompose.figures import plot_detector_or_descriptor
+    from metricalc.plotting.figures import save_figure
     from metricalc.report.data import combined
-    from metricalc.report.figures import save_figure
     from metricalc.report.html import data_uri, png_data_uri
 
     study = report.study

@@ -15,10 +15,10 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from metricalc.report.figures import axes_or_new, wrap_label
-from metricalc.report.labels import compared_metric_phrase, display_name, is_fraction_metric
+from metricalc.plotting.figures import axes_or_new, wrap_label
+from metricalc.plotting.labels import compared_metric_phrase, display_name, is_fraction_metric
+from metricalc.plotting.tables import comparison_pairs
 from metricalc.report.summary import _check_ranking, cd_groups
-from metricalc.report.tables import comparison_pairs
 
 __all__ = ["plot_cd_diagram", "plot_forest"]
 

@@ -20,13 +20,13 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.report.labels import (
+from metricalc.plotting.labels import (
     compared_metric_phrase,
     display_name,
     format_p,
     is_fraction_metric,
 )
-from metricalc.report.tables import READ_VARIABLES, TEST_NAMES, comparison_pairs, comparison_row
+from metricalc.plotting.tables import READ_VARIABLES, TEST_NAMES, comparison_pairs, comparison_row
 
 __all__ = [
     "EFFECT_THRESHOLDS",
@@ -146,7 +146,7 @@ def describe_comparison(
       (<units>)."``;
     - otherwise: ``"No significant difference between A and B on <metric>: d points (A minus
       B), ..."`` in the Dataset's order (A = descriptor, B = baseline);
-    - the p-value is the corrected one, printed by :func:`~metricalc.report.labels.format_p`;
+    - the p-value is the corrected one, printed by :func:`~metricalc.plotting.labels.format_p`;
       the effect size by :func:`effect_size`; the sentence ends with the number of paired units
       (and the units dropped for missing in one system, if any).
 

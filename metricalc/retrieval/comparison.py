@@ -6,7 +6,7 @@ QueryCube (:func:`~metricalc.retrieval.querycube.retrieval_cube`) and, for every
 per-query value, calls :func:`metricalc.stats.compare` on it: by default the paired
 randomization (sign-flip) test on the mean difference over the queries both runs have
 (PROTOCOLS.md section 9), every run against the baseline, Holm's correction over those
-comparisons. :meth:`RunComparison.table` is the results table (:class:`metricalc.report.tables.
+comparisons. :meth:`RunComparison.table` is the results table (:class:`metricalc.plotting.tables.
 Table`): one row per run, one column per measure holding its ``all`` value, a superscript letter
 where a run is significantly better than the run of that letter.
 
@@ -115,10 +115,10 @@ class RunComparison:
         return out
 
     def table(self, *, decimals: int = 4, label: str = "tab:trec") -> Any:
-        """The results table (:class:`metricalc.report.tables.Table`): ``all`` values, best in
+        """The results table (:class:`metricalc.plotting.tables.Table`): ``all`` values, best in
         bold, second underlined, superscript letters for significant wins (:meth:`marked`);
         ``.to_latex()``, ``.to_markdown()``, ``.to_html()``, ``.to_csv()``."""
-        from metricalc.report.tables import Table
+        from metricalc.plotting.tables import Table
 
         n_q = {int(r.summary["num_q"]) for r in self.results.values() if "num_q" in r.summary}
         queries = (f" over {n_q.pop():,} queries" if len(n_q) == 1 else
@@ -136,7 +136,7 @@ class RunComparison:
         caret: ``0.3120^a``; columns beyond the console's width in further blocks), then the
         corrected p-value of every run against the baseline per tested measure (``>``: the run
         is significantly better, ``<``: worse, as marked in the table), and the notes."""
-        from metricalc.report.terminal import terminal_console
+        from metricalc.plotting.terminal import terminal_console
 
         console = console or terminal_console()
         table = self.table()

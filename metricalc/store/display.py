@@ -10,7 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from metricalc.report.terminal import print_table, printable, terminal_console
+from metricalc.plotting.terminal import print_table, printable, terminal_console
 from metricalc.store.records import Experiment
 from metricalc.store.workbench import CHECK_COLUMNS, WorkbenchExport
 

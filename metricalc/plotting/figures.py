@@ -20,7 +20,7 @@ from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
 from metricalc.fileio import temporary_path
-from metricalc.report.labels import display_name
+from metricalc.plotting.labels import display_name
 
 MAP_COLUMNS = {
     "true_map_micro": "all scenes",
@@ -36,7 +36,7 @@ def axes_or_new(ax: Axes | None, size: tuple[float, float] = (7.0, 4.0)) -> Axes
 
 
 def display_names(values: Iterable[object], names: Mapping[str, str] | None) -> list[str]:
-    """The display name (:func:`~metricalc.report.labels.display_name`) of each system."""
+    """The display name (:func:`~metricalc.plotting.labels.display_name`) of each system."""
     return [display_name(str(v), names) for v in values]
 
 

@@ -17,8 +17,8 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 from metricalc.errors import InvalidInputError
-from metricalc.report.figures import axes_or_new, legend_outside
-from metricalc.report.labels import display_name
+from metricalc.plotting.figures import axes_or_new, legend_outside
+from metricalc.plotting.labels import display_name
 
 __all__ = ["plot_mma", "plot_pr_curves", "plot_roc"]
 

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Column, Table
 
-from metricalc.report.labels import is_fraction_metric
+from metricalc.plotting.labels import is_fraction_metric
 
 TABLE_METRICS = (
     ("true_map_micro", "mAP"),

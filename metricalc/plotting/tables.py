@@ -21,7 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.report.labels import (
+from metricalc.plotting.labels import (
     dataset_name,
     display_name,
     escape_html,
@@ -252,7 +252,7 @@ class Table:
         cubes use the name of ``d``.
     caption : str, optional
         First sentence of the caption (default "Results on <dataset>.", the attr ``dataset_path``
-        when there is one, else ``dataset``: :func:`~metricalc.report.labels.dataset_name`).
+        when there is one, else ``dataset``: :func:`~metricalc.plotting.labels.dataset_name`).
     label : str
         LaTeX ``\\label``.
 

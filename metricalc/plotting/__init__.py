@@ -1,0 +1,40 @@
+"""Presentation primitives every layer draws and prints with: figures, tables, terminal tables.
+
+The names below are imported on first use (the figures load matplotlib and seaborn), so
+``import metricalc.plotting.terminal`` stays light:
+
+- the figures of a metric set: :func:`plot_map_by_split`, :func:`plot_split_scatter`,
+  :func:`plot_scene_map`, :func:`plot_rank_histogram`, :func:`save_figure` (``figures``);
+- the figures of curves from a cube: :func:`plot_pr_curves`, :func:`plot_roc`, :func:`plot_mma`
+  (``curve_figures``);
+- :class:`Table` (``tables``): LaTeX / Markdown / CSV / HTML tables with significance letters;
+- ``terminal``: rich tables fitted to the console; ``labels``: the metric names, number formats
+  and escaping every renderer shares.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "Table": "tables",
+    "plot_map_by_split": "figures",
+    "plot_split_scatter": "figures",
+    "plot_scene_map": "figures",
+    "plot_rank_histogram": "figures",
+    "save_figure": "figures",
+    "plot_pr_curves": "curve_figures",
+    "plot_roc": "curve_figures",
+    "plot_mma": "curve_figures",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module that defines ``name`` on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'metricalc.plotting' has no attribute {name!r}")
+    return getattr(import_module(f"metricalc.plotting.{module}"), name)
