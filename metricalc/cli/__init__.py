@@ -26,7 +26,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-import metricalc
 from metricalc.cli import (
     compare,
     db,
@@ -39,6 +38,7 @@ from metricalc.cli import (
     trec_export,
 )
 from metricalc.cli._args import document_defaults
+from metricalc.version import __version__
 
 VERBS = (
     keypoints.add_demo,
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
             "curves, AP and mAP over descriptor x scene x query cubes."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"metricalc {metricalc.__version__}")
+    parser.add_argument("--version", action="version", version=f"metricalc {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     for add_verb in VERBS:
         add_verb(verbs)
