@@ -137,7 +137,7 @@ def _run_names(paths: list[Path]) -> dict[str, Path]:
 
 def _compare_runs(args: argparse.Namespace, qrels: Qrels, runs: dict[str, Run]) -> int:
     from metricalc.fileio import atomic_write
-    from metricalc.retrieval.comparison import compare_runs
+    from metricalc.report.trec_comparison import compare_runs
 
     if args.per_query and not args.json:
         raise InvalidInputError(

@@ -51,7 +51,8 @@ import xarray as xr
 
 from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval.ranking import TIES, _decode
+from metricalc.retrieval.order import decode_ids
+from metricalc.retrieval.ranking import TIES
 from metricalc.retrieval.trec_eval import TrecEval, evaluate, parse_measures
 from metricalc.retrieval.trec_files import Qrels, Run
 
@@ -227,7 +228,7 @@ def retrieval_cube(
                 f"{names[0]!r} on {printed}; evaluate every run with the same measures"
             )
     if complete:
-        queries = np.asarray(_decode(qrels.qids), dtype=str)
+        queries = np.asarray(decode_ids(qrels.qids), dtype=str)
     else:
         queries = np.unique(np.concatenate([np.asarray(r.queries, dtype=str)
                                             for r in results.values()]))

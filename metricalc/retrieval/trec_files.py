@@ -32,6 +32,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from metricalc.errors import InvalidInputError
+from metricalc.retrieval.order import trec_order
+from metricalc.retrieval.writer import trec_writer
 
 __all__ = ["Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"]
 
@@ -383,8 +385,6 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
     reads back as the same float64 (pyarrow's cast to string), so reading the file back gives
     the same numbers.
     """
-    from metricalc.retrieval.ranking import trec_order
-
     order = trec_order(run.qid, run.score, run.doc, run.docnos)
     qid = run.qid[order]
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]) if qid.size else qid
@@ -402,8 +402,6 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
 
 
 def _write(path: str | os.PathLike[str], table: pa.Table) -> Path:
-    from metricalc.retrieval.export import trec_writer
-
     with trec_writer(path) as out:
         out.write_table(table)
     return Path(path)
