@@ -29,7 +29,7 @@ CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
 
 
-def add_trec_eval(verbs: argparse._SubParsersAction) -> None:
+def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc trec-eval QRELS RUN [RUN ...] [-m MEASURE ...] [-q] [-c] [-l LEVEL] ...``."""
     te = verbs.add_parser(
         "trec-eval",

@@ -37,7 +37,7 @@ import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval.writer import LineWriter, trec_writer
-from metricalc.validation import check_choice
+from metricalc.validation import check_choice, is_integer
 
 __all__ = ["EXPORT_POLICIES", "SCORES", "CubeExport", "LineWriter", "export_cube", "trec_writer"]
 
@@ -174,8 +174,7 @@ def export_cube(
         )
     check_choice("policy", policy, EXPORT_POLICIES)
     check_choice("scores", scores, SCORES)
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int | np.integer)
-                              or depth < 1):
+    if depth is not None and (not is_integer(depth) or depth < 1):
         raise InvalidInputError(f"depth must be a positive integer or None; got {depth!r}")
     tag = descriptor if tag is None else tag
     _check_token("tag", tag)
@@ -215,7 +214,8 @@ def _tie_offset(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray
     from metricalc.core.ranking import rank_from_rank_stats
 
     rank = np.asarray(rank_from_rank_stats(better, ties, policy=policy))
-    return rank.astype(np.int64) - 1 - better
+    offset: np.ndarray = rank.astype(np.int64) - 1 - better
+    return offset
 
 
 def _descriptor_queries(

@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
@@ -203,47 +204,15 @@ def retrieval_cube(
     >>> retrieval_cube(qrels, runs, ["P.1"], complete=True).P_1.values.tolist()
     [[1.0, 1.0], [0.0, 0.0]]
     """
-    if isinstance(runs, Mapping) and runs and all(
-        isinstance(r, TrecEval) for r in runs.values()
-    ):
-        results = dict(runs)
-        tags = [str(r.summary.get("runid", "")) for r in results.values()]
-    else:
-        named = run_names(runs)  # type: ignore[arg-type]
-        tags = [run.tag for run in named.values()]
-        results = evaluate_for_cube(qrels, named, measures, complete=complete, level=level,
-                                    depth=depth, ties=ties)
+    results, tags = _evaluations(qrels, runs, measures, complete=complete, level=level,
+                                 depth=depth, ties=ties)
     names = list(results)
-    first = results[names[0]]
-    if "map" not in first.per_query:
-        raise InvalidInputError(
-            "a retrieval cube needs trec_eval's map per query (the cube's ap); evaluate the "
-            "runs with 'map' among the measures"
-        )
-    printed = measure_variables(first)
-    for name, result in results.items():
-        if measure_variables(result) != printed:
-            raise InvalidInputError(
-                f"run {name!r} was evaluated on the measures {measure_variables(result)}, run "
-                f"{names[0]!r} on {printed}; evaluate every run with the same measures"
-            )
+    printed = _common_measures(results)
     if complete:
-        queries = np.asarray(decode_ids(qrels.qids), dtype=str)
+        queries = _as_text(decode_ids(qrels.qids))
     else:
-        queries = np.unique(np.concatenate([np.asarray(r.queries, dtype=str)
-                                            for r in results.values()]))
-    index = pd.Index(queries)
-    values = {}
-    columns = [index.get_indexer(np.asarray(r.queries, dtype=str)) for r in results.values()]
-    present = np.zeros((len(names), queries.size), bool)
-    for i, where in enumerate(columns):
-        present[i, where] = True
-    fill = 0.0 if complete else np.nan
-    for measure in ["map", *(m for m in printed if m != "map")]:
-        table = np.full((len(names), queries.size), fill)
-        for i, (where, result) in enumerate(zip(columns, results.values(), strict=True)):
-            table[i, where] = result.per_query[measure]
-        values[cube_variable(measure)] = table
+        queries = np.unique(np.concatenate([_as_text(r.queries) for r in results.values()]))
+    values, present = _measure_tables(results, queries, printed, fill=0.0 if complete else np.nan)
     has_value = present | complete
     n = queries.size
     coords = {
@@ -276,6 +245,66 @@ def retrieval_cube(
         cube[name] = ((qc.DESCRIPTOR, qc.QUERY), np.where(has_value, table, np.nan))
     cube["runid"] = (qc.DESCRIPTOR, np.array(tags, dtype=str))
     return validate_retrieval_cube(cube)
+
+
+def _as_text(values: Sequence[str]) -> npt.NDArray[np.str_]:
+    return np.asarray(values, dtype=np.str_)
+
+
+def _evaluations(
+    qrels: Qrels,
+    runs: Mapping[str, Run] | Sequence[Run] | Mapping[str, TrecEval],
+    measures: Sequence[str],
+    **options: Any,
+) -> tuple[dict[str, TrecEval], list[str]]:
+    """The evaluations of the runs by name (given, or :func:`evaluate_for_cube` with
+    ``options``) and the runs' tags."""
+    if isinstance(runs, Mapping) and runs and all(
+        isinstance(r, TrecEval) for r in runs.values()
+    ):
+        results = {name: r for name, r in runs.items() if isinstance(r, TrecEval)}
+        return results, [str(r.summary.get("runid", "")) for r in results.values()]
+    named = run_names(runs)  # type: ignore[arg-type]
+    tags = [run.tag for run in named.values()]
+    return evaluate_for_cube(qrels, named, measures, **options), tags
+
+
+def _common_measures(results: Mapping[str, TrecEval]) -> list[str]:
+    """The per-query measures every run was evaluated on (``map`` among them)."""
+    names = list(results)
+    first = results[names[0]]
+    if "map" not in first.per_query:
+        raise InvalidInputError(
+            "a retrieval cube needs trec_eval's map per query (the cube's ap); evaluate the "
+            "runs with 'map' among the measures"
+        )
+    printed = measure_variables(first)
+    for name, result in results.items():
+        if measure_variables(result) != printed:
+            raise InvalidInputError(
+                f"run {name!r} was evaluated on the measures {measure_variables(result)}, run "
+                f"{names[0]!r} on {printed}; evaluate every run with the same measures"
+            )
+    return printed
+
+
+def _measure_tables(
+    results: Mapping[str, TrecEval], queries: np.ndarray, printed: list[str], *, fill: float
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per cube variable a (run, query) table of the runs' values (``fill`` where a run lacks
+    the query), and where each run has the query."""
+    index = pd.Index(queries)
+    columns = [index.get_indexer(_as_text(r.queries)) for r in results.values()]
+    present = np.zeros((len(results), queries.size), bool)
+    for i, where in enumerate(columns):
+        present[i, where] = True
+    values = {}
+    for measure in ["map", *(m for m in printed if m != "map")]:
+        table = np.full((len(results), queries.size), fill)
+        for i, (where, result) in enumerate(zip(columns, results.values(), strict=True)):
+            table[i, where] = result.per_query[measure]
+        values[cube_variable(measure)] = table
+    return values, present
 
 
 def validate_retrieval_cube(cube: xr.Dataset) -> xr.Dataset:

@@ -84,18 +84,21 @@ class Ranked:
     @property
     def query(self) -> np.ndarray:
         """The query index of every position."""
-        return np.repeat(np.arange(len(self.qids)), self.num_ret)
+        query: np.ndarray = np.repeat(np.arange(len(self.qids)), self.num_ret)
+        return query
 
     @property
     def rank(self) -> np.ndarray:
         """The 1-based rank of every position inside its query."""
-        return np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1
+        rank: np.ndarray = np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1
+        return rank
 
 
 def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
     """Index of each of ``values`` in ``value_set``, -1 where absent."""
     found = pc.index_in(values, value_set=value_set)
-    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    index: np.ndarray = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return index
 
 
 def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,

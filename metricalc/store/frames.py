@@ -96,8 +96,9 @@ def _results(
         f"SELECT e.benchmark, e.tag, {', '.join('r.' + c for c in names)} "
         "FROM results r JOIN experiments e ON e.id = r.experiment_id"
     )
-    rows = connection.execute(query + where + " ORDER BY e.benchmark, e.tag, r.id", params)
-    rows = rows.fetchall()
+    rows = connection.execute(
+        query + where + " ORDER BY e.benchmark, e.tag, r.id", params
+    ).fetchall()
     header = ("benchmark", "tag", *names)
     columns = dict(zip(header, zip(*rows, strict=True), strict=True)) if rows else {}
     data: dict[str, Any] = {}
@@ -118,8 +119,9 @@ def _scenes(connection: sqlite3.Connection, where: str, params: list[Any]) -> pd
         "FROM scenes s JOIN results r ON r.id = s.result_id "
         "JOIN experiments e ON e.id = r.experiment_id"
     )
-    rows = connection.execute(query + where + " ORDER BY e.benchmark, e.tag, r.id, s.id", params)
-    rows = rows.fetchall()
+    rows = connection.execute(
+        query + where + " ORDER BY e.benchmark, e.tag, r.id, s.id", params
+    ).fetchall()
     header = (*_KEYS, *names)
     columns = dict(zip(header, zip(*rows, strict=True), strict=True)) if rows else {}
     data: dict[str, Any] = {}
