@@ -13,12 +13,13 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from metricalc.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from metricalc.retrieval import Qrels, Run
+    from metricalc.retrieval.querycube import EvalOptions
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 """``metricalc.retrieval.TIES``."""
@@ -92,7 +93,7 @@ def _trec_eval(args: argparse.Namespace) -> int:
     return _one_run(args, qrels, read_run(args.run_files[0]))
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
+def _options(args: argparse.Namespace) -> EvalOptions:
     """The evaluation options of ``evaluate`` given on the command line."""
     return {"complete": args.complete, "level": args.level, "depth": args.depth,
             "ties": args.ties}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,7 @@ import xarray as xr
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.retrieval.querycube import (
+    EvalOptions,
     cube_variable,
     evaluate_for_cube,
     retrieval_cube,
@@ -147,7 +148,7 @@ class RunComparison:
         self._print_table(console)
         if self.comparisons:
             self._print_pvalues(console)
-        for line in [*self.notes(), *self.withheld]:
+        for line in [*self._notes(), *self.withheld]:
             console.print(line, markup=False)
 
     def _print_table(self, console: Any) -> None:
@@ -184,7 +185,7 @@ class RunComparison:
         )
         _print_blocks("run", others, tested, cells, console)
 
-    def notes(self) -> list[str]:
+    def _notes(self) -> list[str]:
         """What :meth:`print` says after the tables: measures and comparisons not tested (and
         why), the caveats of the tests, and the queries only one run of a pair has."""
         notes = [f"not tested: {m}: {why}" for m, why in self.untested.items()]
@@ -305,10 +306,6 @@ def compare_runs(
     runs: Mapping[str, Run] | Sequence[Run],
     measures: Sequence[str] = ("official",),
     *,
-    complete: bool = False,
-    level: int = 1,
-    depth: int | None = None,
-    ties: str = "trec_eval",
     baseline: str | None = None,
     test: str = "randomization",
     correction: str = "holm",
@@ -316,6 +313,7 @@ def compare_runs(
     seed: int = 0,
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
+    **options: Unpack[EvalOptions],
 ) -> RunComparison:
     """Evaluate several runs on one qrels and test every run against a baseline, per measure.
 
@@ -325,7 +323,7 @@ def compare_runs(
         The judgments.
     runs : mapping of str to Run, or sequence of Run
         At least two runs, by name (a sequence: named by their tags, which must then differ).
-    measures, complete, level, depth, ties
+    measures : sequence of str
         As :func:`~metricalc.retrieval.evaluate`.
     baseline : str, optional
         The run every other run is compared with; default the first.
@@ -334,6 +332,9 @@ def compare_runs(
         the paired randomization test on the mean difference (:math:`p = (b+1)/(m+1)` over
         ``n_resamples`` sign flips); every measure's comparisons are one correction family and
         use the same ``seed``.
+    **options
+        ``complete``, ``level``, ``depth``, ``ties``: as :func:`~metricalc.retrieval.evaluate`
+        (:class:`~metricalc.retrieval.querycube.EvalOptions`).
 
     Returns
     -------
@@ -370,8 +371,7 @@ def compare_runs(
     if test not in TESTS:
         raise InvalidInputError(f"test must be one of {', '.join(TESTS)}; got {test!r}")
     named = run_names(runs)
-    results = evaluate_for_cube(qrels, named, measures, complete=complete, level=level,
-                                depth=depth, ties=ties)
+    results = evaluate_for_cube(qrels, named, measures, **options)
     if len(results) < 2:
         raise InvalidInputError(
             f"a comparison needs at least two runs; got {len(results)} ({', '.join(results)})"
@@ -382,8 +382,7 @@ def compare_runs(
         raise InvalidInputError(
             f"baseline {baseline!r} is not one of the runs: {', '.join(names)}"
         )
-    cube = retrieval_cube(qrels, results, complete=complete, level=level, depth=depth,
-                          ties=ties)
+    cube = retrieval_cube(qrels, results, **options)
     cube["runid"] = ("descriptor", np.array([run.tag for run in named.values()], dtype=str))
     shown = table_measures(results[names[0]])
     if not shown:

@@ -43,7 +43,7 @@ from rank statistics, which a TREC cube has none of): the order of tied scores i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +60,7 @@ from metricalc.retrieval.trec_files import Qrels, Run
 __all__ = [
     "BENCHMARK",
     "KEYPOINT_SET",
+    "EvalOptions",
     "cube_variable",
     "evaluate_for_cube",
     "evaluate_runs",
@@ -121,21 +122,27 @@ def run_names(runs: Mapping[str, Run] | Sequence[Run]) -> dict[str, Run]:
     return named
 
 
+class EvalOptions(TypedDict, total=False):
+    """The options of :func:`~metricalc.retrieval.evaluate` that several runs share:
+    ``complete`` (trec_eval ``-c``), ``level`` (``-l``), ``depth`` (``-M``) and ``ties``, each
+    with :func:`~metricalc.retrieval.evaluate`'s default where not given."""
+
+    complete: bool
+    level: int
+    depth: int | None
+    ties: str
+
+
 def evaluate_runs(
     qrels: Qrels,
     runs: Mapping[str, Run] | Sequence[Run],
     measures: Sequence[str] = ("official",),
-    *,
-    complete: bool = False,
-    level: int = 1,
-    depth: int | None = None,
-    ties: str = "trec_eval",
+    **options: Unpack[EvalOptions],
 ) -> dict[str, TrecEval]:
-    """:func:`~metricalc.retrieval.evaluate` of every run, by run name (:func:`run_names`)."""
+    """:func:`~metricalc.retrieval.evaluate` of every run, by run name (:func:`run_names`);
+    ``options``: :class:`EvalOptions`."""
     return {
-        name: evaluate(qrels, run, measures, complete=complete, level=level, depth=depth,
-                       ties=ties)
-        for name, run in run_names(runs).items()
+        name: evaluate(qrels, run, measures, **options) for name, run in run_names(runs).items()
     }
 
 
@@ -143,11 +150,11 @@ def evaluate_for_cube(
     qrels: Qrels,
     runs: Mapping[str, Run],
     measures: Sequence[str] = ("official",),
-    **options: Any,
+    **options: Unpack[EvalOptions],
 ) -> dict[str, TrecEval]:
     """:func:`evaluate_runs` with ``map`` per query always computed (a retrieval cube's ``ap``);
     its ``all`` value is dropped when ``measures`` do not ask for it, so the summaries hold the
-    asked measures only. ``options``: those of :func:`~metricalc.retrieval.evaluate`."""
+    asked measures only. ``options``: :class:`EvalOptions`."""
     asked = list(measures)
     results = evaluate_runs(qrels, runs, [*asked, "map"], **options)
     if "map" not in {r.family.name for r in parse_measures(asked)}:
@@ -255,7 +262,7 @@ def _evaluations(
     qrels: Qrels,
     runs: Mapping[str, Run] | Sequence[Run] | Mapping[str, TrecEval],
     measures: Sequence[str],
-    **options: Any,
+    **options: Unpack[EvalOptions],
 ) -> tuple[dict[str, TrecEval], list[str]]:
     """The evaluations of the runs by name (given, or :func:`evaluate_for_cube` with
     ``options``) and the runs' tags."""

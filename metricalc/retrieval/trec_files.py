@@ -66,9 +66,7 @@ class Qrels:
         >>> Qrels.from_dict({"q1": {"d1": 1, "d2": 0}}).rel.tolist()
         [1, 0]
         """
-        qid, docno, rel = _flatten(judgments, int)
-        return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                           np.asarray(rel, dtype=np.int64), "qrels", None)
+        return _qrels_from_lists(*_flatten(judgments, int), "qrels")
 
     def __len__(self) -> int:
         return int(self.rel.size)
@@ -99,9 +97,7 @@ class Run:
         >>> Run.from_dict({"q1": {"d1": 0.5, "d2": 0.25}}).score.tolist()
         [0.5, 0.25]
         """
-        qid, docno, score = _flatten(scores, float)
-        return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                         np.asarray(score, dtype=np.float64), tag, "run", None)
+        return _run_from_lists(*_flatten(scores, float), tag, "run")
 
     def __len__(self) -> int:
         return int(self.score.size)
@@ -117,11 +113,16 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
 
     Examples
     --------
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     p = Path(tmp) / "qrels.txt"
-    ...     _ = p.write_text("q1 0 d1 1\\nq1 0 d2 0\\n")
-    ...     read_qrels(p).rel.tolist()
+    A round trip through :func:`write_qrels`:
+
+    >>> from tempfile import TemporaryDirectory
+    >>> judged = Qrels.from_dict({"q1": {"d1": 1, "d2": 0}})
+    >>> with TemporaryDirectory() as folder:
+    ...     written = write_qrels(Path(folder) / "qrels.txt", judged)
+    ...     print(written.read_text(), end="")
+    ...     read_qrels(written).rel.tolist()
+    q1 0 d1 1
+    q1 0 d2 0
     [1, 0]
     """
     path = _existing(path, QRELS_FORMAT)
@@ -210,16 +211,13 @@ def _lines(path: Path) -> Iterator[tuple[int, list[bytes]]]:
 def _scan_qrels(path: Path) -> Qrels:
     qid, docno, rel, _ = _scan(path, QRELS_FORMAT, 4, exact=True, value_at=3,
                                  parse=_relevance, verb="judged")
-    return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                       np.asarray(rel, dtype=np.int64), str(path), None)
+    return _qrels_from_lists(qid, docno, rel, str(path))
 
 
 def _scan_run(path: Path) -> Run:
     qid, docno, score, last = _scan(path, RUN_FORMAT, 6, exact=False, value_at=4,
                                      parse=_score, verb="retrieved")
-    return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                     np.asarray(score, dtype=np.float64), _text(last[5] if last else b""),
-                     str(path), None)
+    return _run_from_lists(qid, docno, score, _text(last[5] if last else b""), str(path))
 
 
 def _scan(
@@ -307,6 +305,20 @@ def _duplicate_row(qid: np.ndarray, doc: np.ndarray, n_docs: int) -> int | None:
     import pandas as pd
 
     return int(np.argmax(pd.Series(keys).duplicated().to_numpy()))
+
+
+def _qrels_from_lists(qid: list[bytes], docno: list[bytes], rel: list[float],
+                      source: str) -> Qrels:
+    """Qrels from lists of identifiers and relevance values (not read from a file)."""
+    return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                       np.asarray(rel, dtype=np.int64), source, None)
+
+
+def _run_from_lists(qid: list[bytes], docno: list[bytes], score: list[float], tag: str,
+                    source: str) -> Run:
+    """A run from lists of identifiers and scores (not read from a file)."""
+    return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                     np.asarray(score, dtype=np.float64), tag, source, None)
 
 
 def _make_qrels(qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray,

@@ -26,6 +26,7 @@ import pandas as pd
 from metricalc.errors import InvalidInputError
 from metricalc.store import codec
 from metricalc.store.schema import SCENE_COLUMNS, SEED_COLUMNS
+from metricalc.validation import is_integer, is_real
 
 __all__ = ["FRAME_TABLES", "read_frame"]
 
@@ -71,9 +72,9 @@ def _column(values: list[Any]) -> Any:
     """A column of JSON values: Int64 when every value is an int, float64 when numbers, else
     the values as they are."""
     present = [v for v in values if v is not None]
-    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+    if present and all(is_integer(v) for v in present):
         return pd.array(values, dtype="Int64")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+    if all(is_real(v) for v in present):
         return _floats(values)
     return pd.array(values, dtype=object)
 

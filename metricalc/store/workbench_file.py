@@ -120,7 +120,7 @@ def _scene_keys(meta: Mapping[str, object]) -> dict[str, dict[str, object]]:
 
 def _scene_map(value: object, key: str, at: str) -> float:
     """A scene's mAP: a number in [0, 1] (or NaN)."""
-    if not is_real(value) or isinstance(value, bool):
+    if not is_real(value):
         raise InvalidInputError(
             f"{at}: metadata key {key}={value!r}; expected a number in [0, 1]"
         )
