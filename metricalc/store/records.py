@@ -1,11 +1,12 @@
-"""Experiments in the results database: record one, list them, read one back.
+"""Experiments written to the results database: record one (the transaction and its SQL).
 
 An experiment is one run of one benchmark under a tag (``metricalc eval hpatches --tag TAG``, or a
 row imported from DescriptorWorkbench): a row of ``experiments``, one row of ``results`` per
 descriptor and one row of ``scenes`` per (descriptor, scene). :func:`record_experiment` writes (or
-replaces) all of it in one transaction; :func:`list_experiments` and :func:`get_experiment` read
-it back (:mod:`metricalc.store.reading`). The rows written are built and checked in
-:mod:`metricalc.store.rows`; ``docs/store.md`` describes the tables.
+replaces) all of it in one transaction; :func:`~metricalc.store.list_experiments` and
+:func:`~metricalc.store.get_experiment` read it back (:mod:`metricalc.store.reading`). The rows
+written are built and checked in :mod:`metricalc.store.rows`; ``docs/store.md`` describes the
+tables.
 """
 
 from __future__ import annotations
