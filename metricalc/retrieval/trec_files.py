@@ -323,35 +323,39 @@ def _run_from_lists(qid: list[bytes], docno: list[bytes], score: list[float], ta
 
 def _make_qrels(qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray,
                 rel: np.ndarray, source: str, path: Path | None) -> Qrels:
-    qcodes, qids = encode(qid, sort=True)
-    dcodes, docnos = encode(docno, sort=False)
-    row = _duplicate_row(qcodes, dcodes, len(docnos))
-    if row is not None:
-        if path is not None:
-            _scan_qrels(path)  # names the line
-        raise InvalidInputError(
-            f"{source}: document {_text(docnos[int(dcodes[row])].as_py())!r} is judged twice "
-            f"for query {_text(qids[int(qcodes[row])].as_py())!r}"
-        )
+    rescan = None if path is None else lambda: _scan_qrels(path)
+    qcodes, qids, dcodes, docnos = _identifiers(qid, docno, source, "judged", rescan)
     return Qrels(qids, qcodes, docnos, dcodes, rel.astype(np.int64, copy=False), source)
 
 
 def _make_run(qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray,
               score: np.ndarray, tag: str, source: str, path: Path | None) -> Run:
-    qcodes, qids = encode(qid, sort=True)
-    dcodes, docnos = encode(docno, sort=False)
     score = score.astype(np.float64, copy=False)
     if np.isnan(score).any():
         raise InvalidInputError(f"{source}: score {np.nan} is not a number")
+    rescan = None if path is None else lambda: _scan_run(path)
+    qcodes, qids, dcodes, docnos = _identifiers(qid, docno, source, "retrieved", rescan)
+    return Run(qids, qcodes, docnos, dcodes, score, tag, source)
+
+
+def _identifiers(
+    qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray, source: str, verb: str,
+    rescan: Callable[[], object] | None,
+) -> tuple[np.ndarray, pa.Array, np.ndarray, pa.Array]:
+    """Query codes and qids (byte order), document codes and docnos (first-seen order); a
+    (qid, docno) pair ``verb`` twice is refused, by ``rescan`` (reading the file again line by
+    line names the line) or else naming the pair."""
+    qcodes, qids = encode(qid, sort=True)
+    dcodes, docnos = encode(docno, sort=False)
     row = _duplicate_row(qcodes, dcodes, len(docnos))
     if row is not None:
-        if path is not None:
-            _scan_run(path)  # names the line
+        if rescan is not None:
+            rescan()
         raise InvalidInputError(
-            f"{source}: document {_text(docnos[int(dcodes[row])].as_py())!r} is retrieved "
-            f"twice for query {_text(qids[int(qcodes[row])].as_py())!r}"
+            f"{source}: document {_text(docnos[int(dcodes[row])].as_py())!r} is {verb} twice "
+            f"for query {_text(qids[int(qcodes[row])].as_py())!r}"
         )
-    return Run(qids, qcodes, docnos, dcodes, score, tag, source)
+    return qcodes, qids, dcodes, docnos
 
 
 def _flatten(
