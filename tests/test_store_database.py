@@ -29,6 +29,7 @@ from metricalc.store import (
 )
 from metricalc.store import database as database_module
 from metricalc.store import records as records_module
+from metricalc.store import rows as rows_module
 from metricalc.store.schema import MIGRATIONS, RESULT_COLUMNS, SCENE_COLUMNS, SEED_COLUMNS
 
 EXPERIMENT_COLUMNS = [
@@ -213,8 +214,8 @@ def test_a_constraint_violation_rolls_back(tmp_path, monkeypatch):
     example(db, tag="kept")
     # bypass the Python checks: the database's own CHECK refuses a negative count
     monkeypatch.setattr(
-        records_module,
-        "_scene_rows",
+        rows_module,
+        "scene_rows",
         lambda scenes, descriptors: {
             d: [("i_x", 0.5, 0.5, -1, 0, None, None)] for d in descriptors
         },
@@ -228,11 +229,13 @@ def test_a_constraint_violation_rolls_back(tmp_path, monkeypatch):
 KILLED_WRITER = """
 import sys, time
 from metricalc.store.database import open_db, transaction
-from metricalc.store.records import _experiment_row, _ResultRow, _write
-row = _experiment_row(tag="killed", benchmark="hpatches", config={}, status="ok", error="",
-                      timings=None, versions=None, protocol={})
+from metricalc.store.records import write_experiment
+from metricalc.store.rows import ResultRow, experiment_row
+row = experiment_row(tag="killed", benchmark="hpatches", config={}, status="ok", error="",
+                     timings=None, versions=None, protocol={})
 with open_db(sys.argv[1]) as connection, transaction(connection):
-    _write(connection, row, [_ResultRow(descriptor="sift", columns={"true_map_micro": 0.5})])
+    result = ResultRow(descriptor="sift", columns={"true_map_micro": 0.5})
+    write_experiment(connection, row, [result])
     print("written, not committed", flush=True)
     time.sleep(60)
 """

@@ -325,11 +325,11 @@ def test_unreadable_files(tmp_path):
 
 
 def test_import_is_one_transaction(tmp_path, monkeypatch, export):
-    from metricalc.store import workbench
+    from metricalc.store import workbench_store
 
     db = tmp_path / "r.sqlite"
     calls = []
-    original = workbench._write
+    original = workbench_store.write_experiment
 
     def fail_on_the_tenth(connection, experiment, results):
         calls.append(experiment.tag)
@@ -337,7 +337,7 @@ def test_import_is_one_transaction(tmp_path, monkeypatch, export):
             raise KeyboardInterrupt
         return original(connection, experiment, results)
 
-    monkeypatch.setattr(workbench, "_write", fail_on_the_tenth)
+    monkeypatch.setattr(workbench_store, "write_experiment", fail_on_the_tenth)
     with pytest.raises(KeyboardInterrupt):
         import_workbench(export, db=db)
     with sqlite3.connect(db) as connection:

@@ -1,5 +1,5 @@
 """Several TREC runs: their QueryCube (metricalc.retrieval.querycube), the paired tests per
-measure and the table (metricalc.retrieval.comparison), and ``metricalc trec-eval QRELS RUN1
+measure and the table (metricalc.report.trec_comparison), and ``metricalc trec-eval QRELS RUN1
 RUN2 ...``; checked against single-run evaluations, a direct sign-flip test, an exact
 randomization test enumerating every sign vector, and Holm's procedure written here."""
 
@@ -17,6 +17,7 @@ from metricalc import metric_set, stats
 from metricalc.cli import main
 from metricalc.cli import trec as cli_trec
 from metricalc.errors import InvalidInputError
+from metricalc.report.trec_comparison import compare_runs
 from metricalc.retrieval import (
     Qrels,
     Run,
@@ -26,7 +27,6 @@ from metricalc.retrieval import (
     write_qrels,
     write_run,
 )
-from metricalc.retrieval.comparison import compare_runs
 from metricalc.retrieval.querycube import cube_variable, retrieval_cube, validate_retrieval_cube
 from metricalc.stats.compare import generators
 

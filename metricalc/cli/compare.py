@@ -26,7 +26,20 @@ CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
 
 
-def add_compare(verbs: argparse._SubParsersAction) -> None:
+_COMPARE_OPTIONS = (
+    "test",
+    "correction",
+    "alpha",
+    "baseline",
+    "split",
+    "seed",
+    "n_resamples",
+    "confidence_level",
+)
+"""The options of :func:`metricalc.stats.compare` taken as given on the command line."""
+
+
+def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE", help="cube file(s) (.nc)")
@@ -95,19 +108,8 @@ def _compare(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"the cube labels must differ; got {labels} (use --labels)")
     opened, metric, pair_by = _open(args.cubes, args.metric, args.pair_by)
     data = opened[0] if labels is None else dict(zip(labels, opened, strict=True))
-    result = compare(
-        data,
-        metric=metric,
-        pair_by=pair_by,
-        test=args.test,
-        correction=args.correction,
-        alpha=args.alpha,
-        baseline=args.baseline,
-        split=args.split,
-        seed=args.seed,
-        n_resamples=args.n_resamples,
-        confidence_level=args.confidence_level,
-    )
+    options = {name: getattr(args, name) for name in _COMPARE_OPTIONS}
+    result = compare(data, metric=metric, pair_by=pair_by, **options)
     if args.json:
         rows = result.to_dataframe().reset_index().to_dict(orient="records")
         print(json.dumps(json_safe(rows), indent=2))

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from metricalc.errors import InvalidInputError
 from metricalc.store.database import DEFAULT_DB
@@ -14,7 +15,7 @@ from metricalc.store.frames import FRAME_TABLES
 from metricalc.store.workbench import MAP_TOLERANCE
 
 
-def add_db(verbs: argparse._SubParsersAction) -> None:
+def add_db(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc db ...``; every verb takes ``--db FILE``."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -91,19 +92,17 @@ def _db_export(args: argparse.Namespace) -> int:
     if args.out is None:
         if args.format == "parquet":
             raise InvalidInputError("--format parquet writes a binary file: give --out FILE")
-        frame = to_dataframe(args.db, args.table, benchmark=args.benchmark, tags=args.tag)
+        frame = to_dataframe(args.db, **_selection(args))
         sys.stdout.write(frame_text(frame, args.format))
         return 0
-    export_table(
-        args.db,
-        args.out,
-        format=args.format,
-        table=args.table,
-        benchmark=args.benchmark,
-        tags=args.tag,
-    )
+    export_table(args.db, args.out, format=args.format, **_selection(args))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _selection(args: argparse.Namespace) -> dict[str, Any]:
+    """The rows ``db export`` writes: ``--table``, ``--benchmark`` and ``--tag``."""
+    return {"table": args.table, "benchmark": args.benchmark, "tags": args.tag}
 
 
 def _db_import_workbench(args: argparse.Namespace) -> int:
@@ -118,7 +117,7 @@ def _db_import_workbench(args: argparse.Namespace) -> int:
     export = import_workbench(
         export, db=args.db, tag_prefix=args.tag_prefix, overwrite=args.overwrite
     )
-    if args.out is not None:
+    if args.out is not None and export.cube is not None:
         write_cube(export.cube, args.out)
     if args.json:
         payload = {

@@ -13,12 +13,13 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from metricalc.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from metricalc.retrieval import Qrels, Run
+    from metricalc.retrieval.querycube import EvalOptions
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 """``metricalc.retrieval.TIES``."""
@@ -29,7 +30,7 @@ CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
 
 
-def add_trec_eval(verbs: argparse._SubParsersAction) -> None:
+def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc trec-eval QRELS RUN [RUN ...] [-m MEASURE ...] [-q] [-c] [-l LEVEL] ...``."""
     te = verbs.add_parser(
         "trec-eval",
@@ -92,7 +93,7 @@ def _trec_eval(args: argparse.Namespace) -> int:
     return _one_run(args, qrels, read_run(args.run_files[0]))
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
+def _options(args: argparse.Namespace) -> EvalOptions:
     """The evaluation options of ``evaluate`` given on the command line."""
     return {"complete": args.complete, "level": args.level, "depth": args.depth,
             "ties": args.ties}
@@ -137,7 +138,7 @@ def _run_names(paths: list[Path]) -> dict[str, Path]:
 
 def _compare_runs(args: argparse.Namespace, qrels: Qrels, runs: dict[str, Run]) -> int:
     from metricalc.fileio import atomic_write
-    from metricalc.retrieval.comparison import compare_runs
+    from metricalc.report.trec_comparison import compare_runs
 
     if args.per_query and not args.json:
         raise InvalidInputError(

@@ -20,7 +20,7 @@ DEPTH = 1000
 """``metricalc.retrieval.export.DEFAULT_DEPTH``."""
 
 
-def add_trec_export(verbs: argparse._SubParsersAction) -> None:
+def add_trec_export(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc trec-export cube CUBE ...`` and ``metricalc trec-export patches ...``."""
     export = verbs.add_parser(
         "trec-export", help="write a cube or patch retrieval results as TREC run and qrels files"

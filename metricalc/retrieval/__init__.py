@@ -9,9 +9,12 @@ trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over a
 - :mod:`~metricalc.retrieval.trec_eval`: measure names and parameters, :func:`evaluate`, the
   printout;
 - :mod:`~metricalc.retrieval.querycube`: several runs as a QueryCube (one variable per measure);
-- :mod:`~metricalc.retrieval.comparison`: several runs compared (paired tests per measure, the
-  table);
-- :mod:`~metricalc.retrieval.export`: a keypoint QueryCube written as a run and qrels.
+- :mod:`~metricalc.retrieval.export`: a keypoint QueryCube written as a run and qrels;
+- below them, :mod:`~metricalc.retrieval.order` (trec_eval's order of a run's lines) and
+  :mod:`~metricalc.retrieval.writer` (TREC files written atomically).
+
+Several runs compared (paired tests per measure, the table) is a study on top of this package
+and :mod:`metricalc.stats`: :mod:`metricalc.report.trec_comparison`.
 """
 
 from metricalc.retrieval.ranking import TIES, Ranked, rank_lists, rank_run

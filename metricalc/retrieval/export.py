@@ -27,20 +27,17 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pcsv
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import temporary_path
-from metricalc.validation import check_choice
+from metricalc.retrieval.writer import LineWriter, trec_writer
+from metricalc.validation import check_choice, is_integer
 
 __all__ = ["EXPORT_POLICIES", "SCORES", "CubeExport", "LineWriter", "export_cube", "trec_writer"]
 
@@ -55,56 +52,6 @@ DEFAULT_DEPTH = 1000
 
 CHUNK_LINES = 1 << 21
 """Run lines built at once: the run is written in slices of queries of about this many lines."""
-
-_OPTIONS = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
-
-
-@contextmanager
-def trec_writer(path: str | os.PathLike[str]) -> Iterator[LineWriter]:
-    """A writer of space-separated lines to ``path``, atomically (a temporary file renamed over
-    ``path`` when the block ends without an error); ``write_table`` appends a table's rows.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     with trec_writer(Path(tmp) / "qrels.txt") as out:
-    ...         out.write_table(pa.table({"q": ["q1"], "i": [0], "d": ["d1"], "r": [1]}))
-    ...     (Path(tmp) / "qrels.txt").read_text()
-    'q1 0 d1 1\\n'
-    """
-    try:
-        with temporary_path(path) as tmp:
-            writer = LineWriter(tmp)
-            try:
-                yield writer
-            finally:
-                writer.close()
-    except OSError as error:
-        raise InvalidInputError(f"cannot write {path}: {error.strerror or error}") from None
-
-
-class LineWriter:
-    """Space-separated lines appended to a file, a table at a time (:func:`trec_writer`); the
-    file is opened at the first table, whose schema the later ones are cast to."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._writer: pcsv.CSVWriter | None = None
-        self._schema: pa.Schema | None = None
-
-    def write_table(self, table: pa.Table) -> None:
-        """Append the rows of ``table``, fields separated by one space."""
-        if self._writer is None or self._schema is None:
-            self._schema = table.schema
-            self._writer = pcsv.CSVWriter(str(self._path), table.schema, write_options=_OPTIONS)
-        self._writer.write_table(table.cast(self._schema))
-
-    def close(self) -> None:
-        """Close the file (nothing written: an empty file)."""
-        if self._writer is not None:
-            self._writer.close()
-
 
 @dataclass(frozen=True)
 class CubeExport:
@@ -227,8 +174,7 @@ def export_cube(
         )
     check_choice("policy", policy, EXPORT_POLICIES)
     check_choice("scores", scores, SCORES)
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int | np.integer)
-                              or depth < 1):
+    if depth is not None and (not is_integer(depth) or depth < 1):
         raise InvalidInputError(f"depth must be a positive integer or None; got {depth!r}")
     tag = descriptor if tag is None else tag
     _check_token("tag", tag)
@@ -268,7 +214,8 @@ def _tie_offset(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray
     from metricalc.core.ranking import rank_from_rank_stats
 
     rank = np.asarray(rank_from_rank_stats(better, ties, policy=policy))
-    return rank.astype(np.int64) - 1 - better
+    offset: np.ndarray = rank.astype(np.int64) - 1 - better
+    return offset
 
 
 def _descriptor_queries(

@@ -84,7 +84,9 @@ def _segment_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """num / den, 0 where den is 0."""
     den = np.asarray(den, dtype=np.float64)
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den != 0)
+    result: np.ndarray = np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape),
+                                   where=den != 0)
+    return result
 
 
 class _Prefix:
@@ -106,13 +108,15 @@ class _Prefix:
         """Sum over the first min(k, n) positions of each query."""
         hi = self.lo + np.minimum(k, self.n)
         if self.exact:
-            return self.total[hi] - self.total[self.lo]
+            result: np.ndarray = self.total[hi] - self.total[self.lo]
+            return result
         return _segment_reduce(np.add, self.values, self.lo, hi, 0.0)
 
     def within(self) -> np.ndarray:
         """Per position, the sum over the positions of its query up to and including it (for
         integer values only: the measures needing it have their own expected form)."""
-        return self.total[1:] - np.repeat(self.total[self.lo], self.n)
+        result: np.ndarray = self.total[1:] - np.repeat(self.total[self.lo], self.n)
+        return result
 
 
 def _hits(ranked: Ranked) -> _Prefix:
@@ -252,13 +256,15 @@ def _precision_at_hits(ranked: Ranked) -> np.ndarray:
     :math:`j - 1` positions does with probability :math:`(r - 1) / (t - 1)`)."""
     groups = ranked.tie_groups
     if groups is None:
-        return ranked.hit * _hits(ranked).within() / ranked.rank
+        plain: np.ndarray = ranked.hit * _hits(ranked).within() / ranked.rank
+        return plain
     rank = ranked.rank
     t = groups.size.astype(np.float64)
     r = groups.relevant
     j = rank - groups.first + 1
     others = (j - 1) * (r - 1) / np.maximum(t - 1, 1)
-    return r / t * (groups.before + 1 + others) / rank
+    result: np.ndarray = r / t * (groups.before + 1 + others) / rank
+    return result
 
 
 def _log_comb(n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -353,7 +359,8 @@ def iprec_at_recall(ranked: Ranked, level: float) -> np.ndarray:
 def eleven_point(ranked: Ranked, levels: tuple[float, ...]) -> np.ndarray:
     r"""``11pt_avg``: the mean of ``iprec_at_recall`` over ``levels`` (default 0.0, 0.1, ...,
     1.0)."""
-    return np.mean([iprec_at_recall(ranked, x) for x in levels], axis=0)
+    result: np.ndarray = np.mean([iprec_at_recall(ranked, x) for x in levels], axis=0)
+    return result
 
 
 def _log2_discount(rank: np.ndarray) -> np.ndarray:

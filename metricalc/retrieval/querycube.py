@@ -43,21 +43,24 @@ from rank statistics, which a TREC cube has none of): the order of tied scores i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
 from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval.ranking import TIES, _decode
+from metricalc.retrieval.order import decode_ids
+from metricalc.retrieval.ranking import TIES
 from metricalc.retrieval.trec_eval import TrecEval, evaluate, parse_measures
 from metricalc.retrieval.trec_files import Qrels, Run
 
 __all__ = [
     "BENCHMARK",
     "KEYPOINT_SET",
+    "EvalOptions",
     "cube_variable",
     "evaluate_for_cube",
     "evaluate_runs",
@@ -119,21 +122,27 @@ def run_names(runs: Mapping[str, Run] | Sequence[Run]) -> dict[str, Run]:
     return named
 
 
+class EvalOptions(TypedDict, total=False):
+    """The options of :func:`~metricalc.retrieval.evaluate` that several runs share:
+    ``complete`` (trec_eval ``-c``), ``level`` (``-l``), ``depth`` (``-M``) and ``ties``, each
+    with :func:`~metricalc.retrieval.evaluate`'s default where not given."""
+
+    complete: bool
+    level: int
+    depth: int | None
+    ties: str
+
+
 def evaluate_runs(
     qrels: Qrels,
     runs: Mapping[str, Run] | Sequence[Run],
     measures: Sequence[str] = ("official",),
-    *,
-    complete: bool = False,
-    level: int = 1,
-    depth: int | None = None,
-    ties: str = "trec_eval",
+    **options: Unpack[EvalOptions],
 ) -> dict[str, TrecEval]:
-    """:func:`~metricalc.retrieval.evaluate` of every run, by run name (:func:`run_names`)."""
+    """:func:`~metricalc.retrieval.evaluate` of every run, by run name (:func:`run_names`);
+    ``options``: :class:`EvalOptions`."""
     return {
-        name: evaluate(qrels, run, measures, complete=complete, level=level, depth=depth,
-                       ties=ties)
-        for name, run in run_names(runs).items()
+        name: evaluate(qrels, run, measures, **options) for name, run in run_names(runs).items()
     }
 
 
@@ -141,11 +150,11 @@ def evaluate_for_cube(
     qrels: Qrels,
     runs: Mapping[str, Run],
     measures: Sequence[str] = ("official",),
-    **options: Any,
+    **options: Unpack[EvalOptions],
 ) -> dict[str, TrecEval]:
     """:func:`evaluate_runs` with ``map`` per query always computed (a retrieval cube's ``ap``);
     its ``all`` value is dropped when ``measures`` do not ask for it, so the summaries hold the
-    asked measures only. ``options``: those of :func:`~metricalc.retrieval.evaluate`."""
+    asked measures only. ``options``: :class:`EvalOptions`."""
     asked = list(measures)
     results = evaluate_runs(qrels, runs, [*asked, "map"], **options)
     if "map" not in {r.family.name for r in parse_measures(asked)}:
@@ -202,47 +211,15 @@ def retrieval_cube(
     >>> retrieval_cube(qrels, runs, ["P.1"], complete=True).P_1.values.tolist()
     [[1.0, 1.0], [0.0, 0.0]]
     """
-    if isinstance(runs, Mapping) and runs and all(
-        isinstance(r, TrecEval) for r in runs.values()
-    ):
-        results = dict(runs)
-        tags = [str(r.summary.get("runid", "")) for r in results.values()]
-    else:
-        named = run_names(runs)  # type: ignore[arg-type]
-        tags = [run.tag for run in named.values()]
-        results = evaluate_for_cube(qrels, named, measures, complete=complete, level=level,
-                                    depth=depth, ties=ties)
+    results, tags = _evaluations(qrels, runs, measures, complete=complete, level=level,
+                                 depth=depth, ties=ties)
     names = list(results)
-    first = results[names[0]]
-    if "map" not in first.per_query:
-        raise InvalidInputError(
-            "a retrieval cube needs trec_eval's map per query (the cube's ap); evaluate the "
-            "runs with 'map' among the measures"
-        )
-    printed = measure_variables(first)
-    for name, result in results.items():
-        if measure_variables(result) != printed:
-            raise InvalidInputError(
-                f"run {name!r} was evaluated on the measures {measure_variables(result)}, run "
-                f"{names[0]!r} on {printed}; evaluate every run with the same measures"
-            )
+    printed = _common_measures(results)
     if complete:
-        queries = np.asarray(_decode(qrels.qids), dtype=str)
+        queries = _as_text(decode_ids(qrels.qids))
     else:
-        queries = np.unique(np.concatenate([np.asarray(r.queries, dtype=str)
-                                            for r in results.values()]))
-    index = pd.Index(queries)
-    values = {}
-    columns = [index.get_indexer(np.asarray(r.queries, dtype=str)) for r in results.values()]
-    present = np.zeros((len(names), queries.size), bool)
-    for i, where in enumerate(columns):
-        present[i, where] = True
-    fill = 0.0 if complete else np.nan
-    for measure in ["map", *(m for m in printed if m != "map")]:
-        table = np.full((len(names), queries.size), fill)
-        for i, (where, result) in enumerate(zip(columns, results.values(), strict=True)):
-            table[i, where] = result.per_query[measure]
-        values[cube_variable(measure)] = table
+        queries = np.unique(np.concatenate([_as_text(r.queries) for r in results.values()]))
+    values, present = _measure_tables(results, queries, printed, fill=0.0 if complete else np.nan)
     has_value = present | complete
     n = queries.size
     coords = {
@@ -275,6 +252,66 @@ def retrieval_cube(
         cube[name] = ((qc.DESCRIPTOR, qc.QUERY), np.where(has_value, table, np.nan))
     cube["runid"] = (qc.DESCRIPTOR, np.array(tags, dtype=str))
     return validate_retrieval_cube(cube)
+
+
+def _as_text(values: Sequence[str]) -> npt.NDArray[np.str_]:
+    return np.asarray(values, dtype=np.str_)
+
+
+def _evaluations(
+    qrels: Qrels,
+    runs: Mapping[str, Run] | Sequence[Run] | Mapping[str, TrecEval],
+    measures: Sequence[str],
+    **options: Unpack[EvalOptions],
+) -> tuple[dict[str, TrecEval], list[str]]:
+    """The evaluations of the runs by name (given, or :func:`evaluate_for_cube` with
+    ``options``) and the runs' tags."""
+    if isinstance(runs, Mapping) and runs and all(
+        isinstance(r, TrecEval) for r in runs.values()
+    ):
+        results = {name: r for name, r in runs.items() if isinstance(r, TrecEval)}
+        return results, [str(r.summary.get("runid", "")) for r in results.values()]
+    named = run_names(runs)  # type: ignore[arg-type]
+    tags = [run.tag for run in named.values()]
+    return evaluate_for_cube(qrels, named, measures, **options), tags
+
+
+def _common_measures(results: Mapping[str, TrecEval]) -> list[str]:
+    """The per-query measures every run was evaluated on (``map`` among them)."""
+    names = list(results)
+    first = results[names[0]]
+    if "map" not in first.per_query:
+        raise InvalidInputError(
+            "a retrieval cube needs trec_eval's map per query (the cube's ap); evaluate the "
+            "runs with 'map' among the measures"
+        )
+    printed = measure_variables(first)
+    for name, result in results.items():
+        if measure_variables(result) != printed:
+            raise InvalidInputError(
+                f"run {name!r} was evaluated on the measures {measure_variables(result)}, run "
+                f"{names[0]!r} on {printed}; evaluate every run with the same measures"
+            )
+    return printed
+
+
+def _measure_tables(
+    results: Mapping[str, TrecEval], queries: np.ndarray, printed: list[str], *, fill: float
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per cube variable a (run, query) table of the runs' values (``fill`` where a run lacks
+    the query), and where each run has the query."""
+    index = pd.Index(queries)
+    columns = [index.get_indexer(_as_text(r.queries)) for r in results.values()]
+    present = np.zeros((len(results), queries.size), bool)
+    for i, where in enumerate(columns):
+        present[i, where] = True
+    values = {}
+    for measure in ["map", *(m for m in printed if m != "map")]:
+        table = np.full((len(results), queries.size), fill)
+        for i, (where, result) in enumerate(zip(columns, results.values(), strict=True)):
+            table[i, where] = result.per_query[measure]
+        values[cube_variable(measure)] = table
+    return values, present
 
 
 def validate_retrieval_cube(cube: xr.Dataset) -> xr.Dataset:

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metricalc.errors import InvalidInputError
+from metricalc.retrieval.order import decode_ids, score_key, trec_order
 from metricalc.retrieval.trec_files import Qrels, Run
 
 __all__ = ["TIES", "Ranked", "TieGroups", "rank_lists", "rank_run", "trec_order"]
@@ -83,70 +84,21 @@ class Ranked:
     @property
     def query(self) -> np.ndarray:
         """The query index of every position."""
-        return np.repeat(np.arange(len(self.qids)), self.num_ret)
+        query: np.ndarray = np.repeat(np.arange(len(self.qids)), self.num_ret)
+        return query
 
     @property
     def rank(self) -> np.ndarray:
         """The 1-based rank of every position inside its query."""
-        return np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1
-
-
-def _score_key(qid: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """uint64 keys ordering (query ascending, float32 score descending); equal keys tie."""
-    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, as C's (float) cast
-        s32 = score.astype(np.float32)
-    s32 = s32 + np.float32(0.0)  # -0.0 becomes +0.0: C compares them equal
-    bits = s32.view(np.uint32)
-    # the float's bits as an unsigned integer in the float's order, then reversed (descending)
-    ascending = np.where(bits >> np.uint32(31), ~bits, bits | np.uint32(0x80000000))
-    return (qid.astype(np.uint64) << np.uint64(32)) | (~ascending).astype(np.uint64)
-
-
-def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.Array, *,
-               code: np.ndarray | None = None, ties: str = "trec_eval") -> np.ndarray:
-    """Indices ordering run lines by query code, float32 score descending, then (tied scores)
-    relevance code descending (``"optimistic"``) or ascending (``"pessimistic"``) when ``code``
-    is given, then docno descending in byte order.
-
-    Examples
-    --------
-    >>> import pyarrow as pa
-    >>> trec_order(np.array([0, 0, 0]), np.array([1.0, 1.0 + 1e-9, 2.0]), np.array([0, 1, 2]),
-    ...            pa.array([b"a", b"b", b"c"])).tolist()
-    [2, 1, 0]
-    """
-    key = _score_key(qid, score)
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    same = sorted_key[1:] == sorted_key[:-1]
-    if not same.any():
-        return order
-    tied = np.zeros(order.size, dtype=bool)
-    tied[1:] |= same
-    tied[:-1] |= same
-    where = np.flatnonzero(tied)
-    group = np.cumsum(np.r_[True, ~same])[where]
-    sub = order[where]
-    uniq, inverse = np.unique(doc[sub], return_inverse=True)
-    names = docnos.take(pa.array(uniq))
-    name_rank = np.empty(uniq.size, dtype=np.int64)
-    name_rank[pc.sort_indices(names).to_numpy()] = np.arange(uniq.size)
-    keys = [-name_rank[inverse]]
-    if code is not None and ties in ("optimistic", "pessimistic"):
-        keys.append(-code[sub] if ties == "optimistic" else code[sub])
-    keys.append(group)
-    order[where] = sub[np.lexsort(keys)]
-    return order
+        rank: np.ndarray = np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1
+        return rank
 
 
 def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
     """Index of each of ``values`` in ``value_set``, -1 where absent."""
     found = pc.index_in(values, value_set=value_set)
-    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def _decode(qids: pa.Array) -> list[str]:
-    return [q.decode("utf-8", "replace") for q in qids.to_pylist()]
+    index: np.ndarray = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return index
 
 
 def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,
@@ -206,7 +158,7 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     num_nonrel = np.bincount(qrels.qid, weights=nonrel, minlength=n_queries).astype(np.int64)
     ideal_gain, ideal_start = _ideal(qrels, evaluated, n_queries)
     return Ranked(
-        qids=_decode(qrels.qids.take(pa.array(evaluated))),
+        qids=decode_ids(qrels.qids.take(pa.array(evaluated))),
         start=start,
         code=code,
         hit=hit,
@@ -225,7 +177,7 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
 def _expected(qid: np.ndarray, score: np.ndarray, hit: np.ndarray, gain: np.ndarray,
               within: np.ndarray) -> tuple[np.ndarray, np.ndarray, TieGroups]:
     """Group means of ``hit`` and ``gain`` over each tie group, and the groups' shape."""
-    starts = np.r_[True, np.diff(_score_key(qid, score)) != 0]
+    starts = np.r_[True, np.diff(score_key(qid, score)) != 0]
     group = np.cumsum(starts) - 1
     size = np.bincount(group)
     relevant = np.bincount(group, weights=hit)

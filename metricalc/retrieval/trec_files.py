@@ -32,6 +32,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from metricalc.errors import InvalidInputError
+from metricalc.retrieval.order import trec_order
+from metricalc.retrieval.writer import trec_writer
 
 __all__ = ["Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"]
 
@@ -64,9 +66,7 @@ class Qrels:
         >>> Qrels.from_dict({"q1": {"d1": 1, "d2": 0}}).rel.tolist()
         [1, 0]
         """
-        qid, docno, rel = _flatten(judgments, int)
-        return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                           np.asarray(rel, dtype=np.int64), "qrels", None)
+        return _qrels_from_lists(*_flatten(judgments, int), "qrels")
 
     def __len__(self) -> int:
         return int(self.rel.size)
@@ -97,9 +97,7 @@ class Run:
         >>> Run.from_dict({"q1": {"d1": 0.5, "d2": 0.25}}).score.tolist()
         [0.5, 0.25]
         """
-        qid, docno, score = _flatten(scores, float)
-        return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                         np.asarray(score, dtype=np.float64), tag, "run", None)
+        return _run_from_lists(*_flatten(scores, float), tag, "run")
 
     def __len__(self) -> int:
         return int(self.score.size)
@@ -115,11 +113,16 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
 
     Examples
     --------
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     p = Path(tmp) / "qrels.txt"
-    ...     _ = p.write_text("q1 0 d1 1\\nq1 0 d2 0\\n")
-    ...     read_qrels(p).rel.tolist()
+    A round trip through :func:`write_qrels`:
+
+    >>> from tempfile import TemporaryDirectory
+    >>> judged = Qrels.from_dict({"q1": {"d1": 1, "d2": 0}})
+    >>> with TemporaryDirectory() as folder:
+    ...     written = write_qrels(Path(folder) / "qrels.txt", judged)
+    ...     print(written.read_text(), end="")
+    ...     read_qrels(written).rel.tolist()
+    q1 0 d1 1
+    q1 0 d2 0
     [1, 0]
     """
     path = _existing(path, QRELS_FORMAT)
@@ -208,16 +211,13 @@ def _lines(path: Path) -> Iterator[tuple[int, list[bytes]]]:
 def _scan_qrels(path: Path) -> Qrels:
     qid, docno, rel, _ = _scan(path, QRELS_FORMAT, 4, exact=True, value_at=3,
                                  parse=_relevance, verb="judged")
-    return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                       np.asarray(rel, dtype=np.int64), str(path), None)
+    return _qrels_from_lists(qid, docno, rel, str(path))
 
 
 def _scan_run(path: Path) -> Run:
     qid, docno, score, last = _scan(path, RUN_FORMAT, 6, exact=False, value_at=4,
                                      parse=_score, verb="retrieved")
-    return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
-                     np.asarray(score, dtype=np.float64), _text(last[5] if last else b""),
-                     str(path), None)
+    return _run_from_lists(qid, docno, score, _text(last[5] if last else b""), str(path))
 
 
 def _scan(
@@ -307,37 +307,55 @@ def _duplicate_row(qid: np.ndarray, doc: np.ndarray, n_docs: int) -> int | None:
     return int(np.argmax(pd.Series(keys).duplicated().to_numpy()))
 
 
+def _qrels_from_lists(qid: list[bytes], docno: list[bytes], rel: list[float],
+                      source: str) -> Qrels:
+    """Qrels from lists of identifiers and relevance values (not read from a file)."""
+    return _make_qrels(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                       np.asarray(rel, dtype=np.int64), source, None)
+
+
+def _run_from_lists(qid: list[bytes], docno: list[bytes], score: list[float], tag: str,
+                    source: str) -> Run:
+    """A run from lists of identifiers and scores (not read from a file)."""
+    return _make_run(pa.array(qid, pa.binary()), pa.array(docno, pa.binary()),
+                     np.asarray(score, dtype=np.float64), tag, source, None)
+
+
 def _make_qrels(qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray,
                 rel: np.ndarray, source: str, path: Path | None) -> Qrels:
-    qcodes, qids = encode(qid, sort=True)
-    dcodes, docnos = encode(docno, sort=False)
-    row = _duplicate_row(qcodes, dcodes, len(docnos))
-    if row is not None:
-        if path is not None:
-            _scan_qrels(path)  # names the line
-        raise InvalidInputError(
-            f"{source}: document {_text(docnos[int(dcodes[row])].as_py())!r} is judged twice "
-            f"for query {_text(qids[int(qcodes[row])].as_py())!r}"
-        )
+    rescan = None if path is None else lambda: _scan_qrels(path)
+    qcodes, qids, dcodes, docnos = _identifiers(qid, docno, source, "judged", rescan)
     return Qrels(qids, qcodes, docnos, dcodes, rel.astype(np.int64, copy=False), source)
 
 
 def _make_run(qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray,
               score: np.ndarray, tag: str, source: str, path: Path | None) -> Run:
-    qcodes, qids = encode(qid, sort=True)
-    dcodes, docnos = encode(docno, sort=False)
     score = score.astype(np.float64, copy=False)
     if np.isnan(score).any():
         raise InvalidInputError(f"{source}: score {np.nan} is not a number")
+    rescan = None if path is None else lambda: _scan_run(path)
+    qcodes, qids, dcodes, docnos = _identifiers(qid, docno, source, "retrieved", rescan)
+    return Run(qids, qcodes, docnos, dcodes, score, tag, source)
+
+
+def _identifiers(
+    qid: pa.Array | pa.ChunkedArray, docno: pa.Array | pa.ChunkedArray, source: str, verb: str,
+    rescan: Callable[[], object] | None,
+) -> tuple[np.ndarray, pa.Array, np.ndarray, pa.Array]:
+    """Query codes and qids (byte order), document codes and docnos (first-seen order); a
+    (qid, docno) pair ``verb`` twice is refused, by ``rescan`` (reading the file again line by
+    line names the line) or else naming the pair."""
+    qcodes, qids = encode(qid, sort=True)
+    dcodes, docnos = encode(docno, sort=False)
     row = _duplicate_row(qcodes, dcodes, len(docnos))
     if row is not None:
-        if path is not None:
-            _scan_run(path)  # names the line
+        if rescan is not None:
+            rescan()
         raise InvalidInputError(
-            f"{source}: document {_text(docnos[int(dcodes[row])].as_py())!r} is retrieved "
-            f"twice for query {_text(qids[int(qcodes[row])].as_py())!r}"
+            f"{source}: document {_text(docnos[int(dcodes[row])].as_py())!r} is {verb} twice "
+            f"for query {_text(qids[int(qcodes[row])].as_py())!r}"
         )
-    return Run(qids, qcodes, docnos, dcodes, score, tag, source)
+    return qcodes, qids, dcodes, docnos
 
 
 def _flatten(
@@ -383,8 +401,6 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
     reads back as the same float64 (pyarrow's cast to string), so reading the file back gives
     the same numbers.
     """
-    from metricalc.retrieval.ranking import trec_order
-
     order = trec_order(run.qid, run.score, run.doc, run.docnos)
     qid = run.qid[order]
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]) if qid.size else qid
@@ -402,8 +418,6 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
 
 
 def _write(path: str | os.PathLike[str], table: pa.Table) -> Path:
-    from metricalc.retrieval.export import trec_writer
-
     with trec_writer(path) as out:
         out.write_table(table)
     return Path(path)

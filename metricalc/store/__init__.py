@@ -9,16 +9,11 @@ and the concurrency rules.
 
 from metricalc.store.database import BUSY_TIMEOUT_S, DEFAULT_DB, DatabaseBusyError, open_db
 from metricalc.store.exports import FORMATS, export_table, to_dataframe
+from metricalc.store.inputs import STATUSES, library_versions
 from metricalc.store.metadata import SCENE_KEYS, format_metadata, metadata_for, parse_metadata
-from metricalc.store.records import (
-    COLUMN_SOURCES,
-    STATUSES,
-    Experiment,
-    get_experiment,
-    library_versions,
-    list_experiments,
-    record_experiment,
-)
+from metricalc.store.reading import Experiment, get_experiment, list_experiments
+from metricalc.store.records import record_experiment
+from metricalc.store.rows import COLUMN_SOURCES
 from metricalc.store.schema import SCHEMA_VERSION, SEED_COLUMNS
 from metricalc.store.workbench import (
     MAP_TOLERANCE,

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from metricalc.plotting.terminal import print_table, printable, terminal_console
-from metricalc.store.records import Experiment
-from metricalc.store.workbench import CHECK_COLUMNS, WorkbenchExport
+from metricalc.store.reading import Experiment
+from metricalc.store.workbench import WorkbenchExport
+from metricalc.store.workbench_check import CHECK_COLUMNS
 
 __all__ = ["print_experiment", "print_experiments", "print_import"]
 
@@ -50,14 +51,16 @@ def print_experiments(frame: pd.DataFrame, *, console: Console | None = None) ->
     for column in ("benchmark", "tag", "status", "descriptors", "config", "updated (UTC)"):
         table.add_column(column, justify="right" if column == "descriptors" else "left")
     for row in frame.itertuples(index=False):
-        status = row.status if row.status == "ok" else f"{row.status}: {row.error[:60]}"
+        status = str(row.status)
+        if status != "ok":
+            status = f"{status}: {str(row.error)[:60]}"
         table.add_row(
             printable(row.benchmark),
             printable(row.tag),
             printable(status),
             str(row.descriptors),
-            row.config_hash[:12],
-            row.updated_at[:19].replace("T", " "),
+            str(row.config_hash)[:12],
+            str(row.updated_at)[:19].replace("T", " "),
         )
     print_table(table, console=console, keys=2)  # an experiment is its benchmark and tag
 
@@ -142,7 +145,7 @@ def print_import(export: WorkbenchExport, db: str, *, console: Console | None = 
                 str(row.line),
                 str(row.experiment_id),
                 printable(row.descriptor),
-                row.check,
+                str(row.check),
                 f"{row.file:.9g}",
                 f"{row.recomputed:.9g}",
                 f"{row.difference:.3g}",

@@ -62,13 +62,14 @@ def to_dataframe(
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> import metricalc as mc
+    >>> from pathlib import Path
+    >>> from tempfile import TemporaryDirectory
+    >>> from metricalc import metric_set
     >>> from metricalc.datasets import example_cube
     >>> from metricalc.store import record_experiment, to_dataframe
-    >>> metrics = mc.metric_set(example_cube())
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     db = pathlib.Path(tmp) / "results.sqlite"
+    >>> metrics = metric_set(example_cube())
+    >>> with TemporaryDirectory() as folder:
+    ...     db = Path(folder) / "results.sqlite"
     ...     for tag in ("a", "b"):
     ...         _ = record_experiment(db, tag=tag, benchmark="hpatches", config={}, metrics=metrics)
     ...     frame = to_dataframe(db, "results")

@@ -26,6 +26,7 @@ import pandas as pd
 from metricalc.errors import InvalidInputError
 from metricalc.store import codec
 from metricalc.store.schema import SCENE_COLUMNS, SEED_COLUMNS
+from metricalc.validation import is_integer, is_real
 
 __all__ = ["FRAME_TABLES", "read_frame"]
 
@@ -71,9 +72,9 @@ def _column(values: list[Any]) -> Any:
     """A column of JSON values: Int64 when every value is an int, float64 when numbers, else
     the values as they are."""
     present = [v for v in values if v is not None]
-    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+    if present and all(is_integer(v) for v in present):
         return pd.array(values, dtype="Int64")
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+    if all(is_real(v) for v in present):
         return _floats(values)
     return pd.array(values, dtype=object)
 
@@ -96,8 +97,9 @@ def _results(
         f"SELECT e.benchmark, e.tag, {', '.join('r.' + c for c in names)} "
         "FROM results r JOIN experiments e ON e.id = r.experiment_id"
     )
-    rows = connection.execute(query + where + " ORDER BY e.benchmark, e.tag, r.id", params)
-    rows = rows.fetchall()
+    rows = connection.execute(
+        query + where + " ORDER BY e.benchmark, e.tag, r.id", params
+    ).fetchall()
     header = ("benchmark", "tag", *names)
     columns = dict(zip(header, zip(*rows, strict=True), strict=True)) if rows else {}
     data: dict[str, Any] = {}
@@ -118,8 +120,9 @@ def _scenes(connection: sqlite3.Connection, where: str, params: list[Any]) -> pd
         "FROM scenes s JOIN results r ON r.id = s.result_id "
         "JOIN experiments e ON e.id = r.experiment_id"
     )
-    rows = connection.execute(query + where + " ORDER BY e.benchmark, e.tag, r.id, s.id", params)
-    rows = rows.fetchall()
+    rows = connection.execute(
+        query + where + " ORDER BY e.benchmark, e.tag, r.id, s.id", params
+    ).fetchall()
     header = (*_KEYS, *names)
     columns = dict(zip(header, zip(*rows, strict=True), strict=True)) if rows else {}
     data: dict[str, Any] = {}

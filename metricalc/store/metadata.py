@@ -178,6 +178,27 @@ def metadata_for(
     >>> meta["i_x_query_count"], meta["i_x_true_map"], meta["total_queries_excluded"]
     (2, 0.75, 1)
     """
+    _check_given(metrics, scenes, descriptor)
+    m = metrics.sel(descriptor=descriptor)
+    float_keys = _float_keys(m)
+    int_keys = ["total_queries_processed", "total_queries_excluded"]
+    missing = [n for n in (*float_keys, *int_keys) if n not in m.data_vars]
+    if scenes is not None:
+        missing += [n for n in SCENE_KEYS if n not in scenes.data_vars]
+    if missing:
+        raise InvalidInputError(
+            f"metadata_for: {missing} missing; pass the outputs of metric_set and scene_metrics"
+        )
+    # floats rounded to the 6 decimals of the string, so parse(format(x)) == x holds
+    out: dict[str, object] = {n: round(_scalar(m, n, float), 6) for n in float_keys}
+    out.update({n: _scalar(m, n, int) for n in int_keys})
+    if scenes is not None:
+        out.update(_scene_keys(scenes, descriptor))
+    return out
+
+
+def _check_given(metrics: xr.Dataset, scenes: xr.Dataset | None, descriptor: str) -> None:
+    """Both Datasets must be over ``descriptor`` and hold ``descriptor``."""
     given = [("metrics", metrics)] + ([("scenes", scenes)] if scenes is not None else [])
     for name, data in given:
         if not isinstance(data, xr.Dataset) or "descriptor" not in data.dims:
@@ -190,13 +211,16 @@ def metadata_for(
                 f"metadata_for: descriptor {descriptor!r} is not in {name}; it has "
                 f"{data['descriptor'].values.tolist()}"
             )
-    m = metrics.sel(descriptor=descriptor)
+
+
+def _float_keys(m: xr.Dataset) -> list[str]:
+    """The float keys of one descriptor's metric set: every ``k`` of ``precision_at_<k>``."""
     ks = sorted(
-        int(n.rsplit("_", 1)[1])
+        int(str(n).rsplit("_", 1)[1])
         for n in m.data_vars
         if re.fullmatch(r"precision_at_[0-9]+", str(n))
     )
-    float_keys = [
+    return [
         "true_map_micro",
         "true_map_macro_by_scene",
         *(f"precision_at_{k}" for k in ks),
@@ -204,19 +228,11 @@ def metadata_for(
         "r0_rate",
         "processing_time_ms",
     ]
-    int_keys = ["total_queries_processed", "total_queries_excluded"]
-    missing = [n for n in (*float_keys, *int_keys) if n not in m.data_vars]
-    if scenes is not None:
-        missing += [n for n in SCENE_KEYS if n not in scenes.data_vars]
-    if missing:
-        raise InvalidInputError(
-            f"metadata_for: {missing} missing; pass the outputs of metric_set and scene_metrics"
-        )
-    # floats rounded to the 6 decimals of the string, so parse(format(x)) == x holds
-    out: dict[str, object] = {n: round(_scalar(m, n, float), 6) for n in float_keys}
-    out.update({n: _scalar(m, n, int) for n in int_keys})
-    if scenes is None:
-        return out
+
+
+def _scene_keys(scenes: xr.Dataset, descriptor: str) -> dict[str, object]:
+    """The per-scene keys of one descriptor, for the scenes in which it has queries."""
+    out: dict[str, object] = {}
     s = scenes.sel(descriptor=descriptor)[list(SCENE_KEYS)].compute()
     for scene in s["scene"].values.tolist():
         one = s.sel(scene=scene)

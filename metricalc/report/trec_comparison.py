@@ -16,20 +16,26 @@ queries both runs have, while ``all`` averages each run over its own queries; wh
 queries the two can disagree, and such a comparison is left unmarked with a note
 (:attr:`RunComparison.withheld`). With ``complete`` (``-c``) every run has every qrels query and
 they cannot.
+
+The comparison is a study over the retrieval domain: it evaluates (:mod:`metricalc.retrieval`),
+tests (:mod:`metricalc.stats`) and renders (:mod:`metricalc.plotting`), so it lives with the
+other studies in ``report/``, above all three (``docs/architecture.md``, the layer order).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
+import numpy.typing as npt
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.retrieval.querycube import (
+    EvalOptions,
     cube_variable,
     evaluate_for_cube,
     retrieval_cube,
@@ -139,6 +145,14 @@ class RunComparison:
         from metricalc.plotting.terminal import terminal_console
 
         console = console or terminal_console()
+        self._print_table(console)
+        if self.comparisons:
+            self._print_pvalues(console)
+        for line in [*self._notes(), *self.withheld]:
+            console.print(line, markup=False)
+
+    def _print_table(self, console: Any) -> None:
+        """The results table (:meth:`table`) in blocks that fit the console, and its caption."""
         table = self.table()
         rows = [f"({letter}) {system}" for letter, system in zip(table.letters, table.systems,
                                                                  strict=True)]
@@ -147,46 +161,55 @@ class RunComparison:
                     styles.get(c.mark, "")) for c in row] for row in table.cells]
         _print_blocks("system", rows, table.headers(), values, console)
         console.print(table.caption, markup=False)
+
+    def _print_pvalues(self, console: Any) -> None:
+        """The corrected p-value of every run against the baseline per tested measure."""
         tested = list(self.comparisons)
         others = [run for run in self.runs if run != self.baseline]
         marked = self.marked()
-        if tested:
-            cells = []
-            for run in others:
-                row = []
-                for measure in tested:
-                    one = marked[measure].sel(descriptor=run, baseline=self.baseline)
-                    sign = {1: " >", -1: " <"}.get(int(one["favours"]), "")
-                    row.append((_p_text(float(one["pvalue_corrected"])) + sign,
-                                "bold" if sign else ""))
-                cells.append(row)
-            settings = self.comparisons[tested[0]].attrs
-            console.print()
-            console.print(
-                f"{settings['correction']}-corrected p vs {self.baseline} ({settings['test']} "
-                f"test, alpha {settings['alpha']}; >: the run is better, <: worse):",
-                markup=False,
-            )
-            _print_blocks("run", others, tested, cells, console)
+        cells = []
+        for run in others:
+            row = []
+            for measure in tested:
+                one = marked[measure].sel(descriptor=run, baseline=self.baseline)
+                sign = {1: " >", -1: " <"}.get(int(one["favours"]), "")
+                row.append((_p_text(float(one["pvalue_corrected"])) + sign,
+                            "bold" if sign else ""))
+            cells.append(row)
+        settings = self.comparisons[tested[0]].attrs
+        console.print()
+        console.print(
+            f"{settings['correction']}-corrected p vs {self.baseline} ({settings['test']} "
+            f"test, alpha {settings['alpha']}; >: the run is better, <: worse):",
+            markup=False,
+        )
+        _print_blocks("run", others, tested, cells, console)
+
+    def _notes(self) -> list[str]:
+        """What :meth:`print` says after the tables: measures and comparisons not tested (and
+        why), the caveats of the tests, and the queries only one run of a pair has."""
         notes = [f"not tested: {m}: {why}" for m, why in self.untested.items()]
         for measure, comparison in self.comparisons.items():
-            frame = comparison.to_dataframe()
-            for (d, b), row in frame.iterrows():
-                if row["note"]:
-                    notes.append(f"not tested: {measure}: {d} vs {b}: {row['note']}")
-                if row.get("caveat", ""):
-                    notes.append(f"{measure}: {d} vs {b}: {row['caveat']}")
+            caveats = (comparison["caveat"].values.tolist() if "caveat" in comparison
+                       else [""] * comparison.sizes["comparison"])
+            for (d, b), note, caveat in zip(_pairs(comparison),
+                                            comparison["note"].values.tolist(), caveats,
+                                            strict=True):
+                if note:
+                    notes.append(f"not tested: {measure}: {d} vs {b}: {note}")
+                if caveat:
+                    notes.append(f"{measure}: {d} vs {b}: {caveat}")
         dropped: dict[tuple[str, str], set[int]] = {}
         for comparison in self.comparisons.values():
-            for pair, n in comparison["n_dropped"].to_series().items():
+            for pair, n in zip(_pairs(comparison), comparison["n_dropped"].values.tolist(),
+                               strict=True):
                 dropped.setdefault(pair, set()).add(int(n))
         for (d, b), counts in dropped.items():
             if counts != {0}:
-                n = "/".join(str(c) for c in sorted(counts))
-                notes.append(f"{d} vs {b}: {n} queries in only one of the two runs, left out "
-                             "of the tests")
-        for line in [*notes, *self.withheld]:
-            console.print(line, markup=False)
+                n_text = "/".join(str(c) for c in sorted(counts))
+                notes.append(f"{d} vs {b}: {n_text} queries in only one of the two runs, left "
+                             "out of the tests")
+        return notes
 
     def to_json(self, *, per_query: bool = False) -> dict[str, Any]:
         """``{"baseline", "test", "correction", "alpha", "seed", "n_resamples", "runs":
@@ -216,7 +239,7 @@ class RunComparison:
                     "note": row["note"], "caveat": row.get("caveat", ""),
                 })
             comparisons[measure] = rows
-        return json_safe({
+        out: dict[str, Any] = json_safe({
             "baseline": self.baseline,
             **{key: settings.get(key) for key in ("test", "correction", "alpha", "seed",
                                                   "n_resamples", "confidence_level")},
@@ -225,6 +248,7 @@ class RunComparison:
             "untested": self.untested,
             "withheld": self.withheld,
         })
+        return out
 
 
 def _print_blocks(corner: str, rows: list[str], headers: list[str],
@@ -257,6 +281,11 @@ def _print_blocks(corner: str, rows: list[str], headers: list[str],
         console.print(shown)
 
 
+def _pairs(comparison: xr.Dataset) -> list[tuple[str, str]]:
+    """The (run, baseline) of every comparison of a :func:`metricalc.stats.compare` Dataset."""
+    return [(str(d), str(b)) for d, b in comparison.get_index("comparison")]
+
+
 def _p_text(p: float) -> str:
     if not np.isfinite(p):
         return "-"
@@ -266,10 +295,10 @@ def _p_text(p: float) -> str:
 def _against_all(result: RunComparison, measure: str, comparison: xr.Dataset) -> np.ndarray:
     """Comparisons of ``measure`` whose ``favours`` points to the run with the lower ``all``."""
     values = {name: float(r.summary[measure]) for name, r in result.results.items()}
-    index = comparison.get_index("comparison")
     favours = np.asarray(comparison["favours"].values)
-    sign = np.array([np.sign(values[d] - values[b]) for d, b in index])
-    return (favours != 0) & (favours != sign)
+    sign = np.array([np.sign(values[d] - values[b]) for d, b in _pairs(comparison)])
+    against: npt.NDArray[np.bool_] = (favours != 0) & (favours != sign)
+    return against
 
 
 def compare_runs(
@@ -277,10 +306,6 @@ def compare_runs(
     runs: Mapping[str, Run] | Sequence[Run],
     measures: Sequence[str] = ("official",),
     *,
-    complete: bool = False,
-    level: int = 1,
-    depth: int | None = None,
-    ties: str = "trec_eval",
     baseline: str | None = None,
     test: str = "randomization",
     correction: str = "holm",
@@ -288,6 +313,7 @@ def compare_runs(
     seed: int = 0,
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
+    **options: Unpack[EvalOptions],
 ) -> RunComparison:
     """Evaluate several runs on one qrels and test every run against a baseline, per measure.
 
@@ -297,7 +323,7 @@ def compare_runs(
         The judgments.
     runs : mapping of str to Run, or sequence of Run
         At least two runs, by name (a sequence: named by their tags, which must then differ).
-    measures, complete, level, depth, ties
+    measures : sequence of str
         As :func:`~metricalc.retrieval.evaluate`.
     baseline : str, optional
         The run every other run is compared with; default the first.
@@ -306,6 +332,9 @@ def compare_runs(
         the paired randomization test on the mean difference (:math:`p = (b+1)/(m+1)` over
         ``n_resamples`` sign flips); every measure's comparisons are one correction family and
         use the same ``seed``.
+    **options
+        ``complete``, ``level``, ``depth``, ``ties``: as :func:`~metricalc.retrieval.evaluate`
+        (:class:`~metricalc.retrieval.querycube.EvalOptions`).
 
     Returns
     -------
@@ -342,8 +371,7 @@ def compare_runs(
     if test not in TESTS:
         raise InvalidInputError(f"test must be one of {', '.join(TESTS)}; got {test!r}")
     named = run_names(runs)
-    results = evaluate_for_cube(qrels, named, measures, complete=complete, level=level,
-                                depth=depth, ties=ties)
+    results = evaluate_for_cube(qrels, named, measures, **options)
     if len(results) < 2:
         raise InvalidInputError(
             f"a comparison needs at least two runs; got {len(results)} ({', '.join(results)})"
@@ -354,8 +382,7 @@ def compare_runs(
         raise InvalidInputError(
             f"baseline {baseline!r} is not one of the runs: {', '.join(names)}"
         )
-    cube = retrieval_cube(qrels, results, complete=complete, level=level, depth=depth,
-                          ties=ties)
+    cube = retrieval_cube(qrels, results, **options)
     cube["runid"] = ("descriptor", np.array([run.tag for run in named.values()], dtype=str))
     shown = table_measures(results[names[0]])
     if not shown:
