@@ -38,6 +38,7 @@ from metricalc.cli import (
     trec_export,
 )
 from metricalc.cli._args import document_defaults
+from metricalc.errors import MetricalcError
 from metricalc.version import __version__
 
 VERBS = (
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return int(args.run(args))
-    except metricalc.MetricalcError as error:
+    except MetricalcError as error:
         print(f"metricalc: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
