@@ -22,6 +22,7 @@ from metricalc.core.labeled import (
     is_lazy,
     resolve_dim,
     unwrap,
+    where,
 )
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
@@ -49,7 +50,7 @@ __all__ = [
     "youden_j",
 ]
 
-Counts = Mapping[str, Any]
+Counts = xr.Dataset | Mapping[str, Any]
 """A Dataset or mapping holding some of ``tp``, ``fp``, ``fn``, ``tn`` (arrays of any shape)."""
 
 
@@ -182,7 +183,6 @@ def _fill_undefined(
     policy = check_zero_division(zero_division)
     if policy == "warn":  # counting needs the values: this computes a lazy mask
         warn_undefined(what, int(undefined.sum()), policy)
-    where = xr.where if labeled else np.where
     return unwrap(where(undefined, fill_value(policy), value), labeled)
 
 
@@ -202,7 +202,7 @@ def _rate(counts: Counts, rate: str, zero_division: ZeroDivision) -> Any:
     numerator, denominator = _proportion(counts, rate)
     labeled = is_labeled(numerator, denominator)
     undefined = denominator == 0
-    value = numerator / (xr.where if labeled else np.where)(undefined, 1, denominator)
+    value = numerator / where(undefined, 1, denominator)
     return _fill_undefined(undefined, value, zero_division, rate, labeled)
 
 
@@ -315,7 +315,6 @@ def youden_j(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     tp, fp, fn, tn = _fetch(counts, ("tp", "fp", "fn", "tn"))
     positives, negatives = tp + fn, fp + tn
     labeled = is_labeled(positives, negatives)
-    where = xr.where if labeled else np.where
     undefined = (positives == 0) | (negatives == 0)
     j = tp / where(positives == 0, 1, positives) - fp / where(negatives == 0, 1, negatives)
     return _fill_undefined(undefined, j, zero_division, "youden_j", labeled)
@@ -338,7 +337,7 @@ def f1(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     denominator = 2 * tp + fp + fn
     labeled = is_labeled(denominator)
     undefined = denominator == 0
-    value = 2 * tp / (xr.where if labeled else np.where)(undefined, 1, denominator)
+    value = 2 * tp / where(undefined, 1, denominator)
     return _fill_undefined(undefined, value, zero_division, "f1", labeled)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr
-from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
+from metricalc.core.labeled import apply_kernel, is_labeled, unwrap, where
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     ZeroDivision,
@@ -147,7 +147,8 @@ def _trapezoid_kernel(y: np.ndarray, x: np.ndarray) -> np.ndarray:
             f"at index {first_index(mixed)} goes both ways"
         )
     area = np.trapezoid(y, x, axis=-1)
-    return np.where(decreasing, -area, area)
+    signed: np.ndarray = np.where(decreasing, -area, area)
+    return signed
 
 
 def auc(x: Any, y: Any, *, dim: str = "threshold") -> Any:
@@ -207,5 +208,5 @@ def roc_auc(
     undefined = (last.tp == 0) | (last.fp == 0)
     if policy == "warn":
         warn_undefined("roc_auc", int(undefined.sum()), policy)
-    area = xr.where(undefined, fill_value(policy), area)
+    area = where(undefined, fill_value(policy), area)
     return unwrap(area, is_labeled(y_true, y_score))

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from metricalc.core import kernels
-from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
+from metricalc.core.labeled import apply_kernel, is_labeled, unwrap, where
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     TIE_POLICIES,
@@ -240,17 +239,14 @@ def _at_k(
         output_sizes={"k": ks.size},
         kwargs={"k": ks, "policy": policy, "divide_by_k": divide_by_k},
     )
-    labeled = is_labeled(better, ties)
-    where = xr.where if labeled else np.where
     undefined = valid == 0
     if zero == "warn":
         warn_undefined(what, int(undefined.sum()), zero)
     result = where(undefined, fill_value(zero), mean)
-    if labeled:
-        result = result.assign_coords(k=ks)
-    if np.ndim(k) == 0:
-        result = result[..., 0] if not labeled else result.isel(k=0, drop=True)
-    return unwrap(result, labeled)
+    if not is_labeled(better, ties):
+        return unwrap(result if np.ndim(k) else result[..., 0], False)
+    result = result.assign_coords(k=ks)
+    return result.isel(k=0, drop=True) if np.ndim(k) == 0 else result
 
 
 def hit_rate_at_k(
@@ -482,5 +478,5 @@ def average_precision(
     if zero == "warn":
         warn_undefined("average_precision", int(undefined.sum()), zero)
     if zero != "nan":
-        ap = (xr.where if labeled else np.where)(undefined, fill_value(zero), ap)
+        ap = where(undefined, fill_value(zero), ap)
     return unwrap(ap, labeled)

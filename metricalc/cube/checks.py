@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.validation import TIE_POLICIES, check_choice
 
 
-def _check_attrs(attrs: Mapping[Hashable, Any]) -> None:
+def _check_attrs(attrs: Mapping[Any, Any]) -> None:
     plain = plain_attrs(attrs)
     for name in (*PROTOCOL_ATTRS, "metricalc_version"):
         if name not in plain:

@@ -293,7 +293,7 @@ def _first(mask: np.ndarray) -> tuple[int, ...]:
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Elementwise equality with NaN equal to NaN."""
-    equal = a == b
+    equal: np.ndarray = a == b
     if a.dtype.kind == "f":
         equal |= np.isnan(a) & np.isnan(b)
     return equal
@@ -302,9 +302,12 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _is_sentinel(name: str, values: np.ndarray) -> np.ndarray:
     field = _field(name)
     sentinel = field.sentinel if field is not None else _generic_sentinel(values.dtype)
+    at_sentinel: np.ndarray
     if values.dtype.kind == "f" and isinstance(sentinel, float) and math.isnan(sentinel):
-        return np.isnan(values)
-    return values == sentinel
+        at_sentinel = np.isnan(values)
+    else:
+        at_sentinel = values == sentinel
+    return at_sentinel
 
 
 def _generic_sentinel(dtype: np.dtype) -> Any:
