@@ -127,14 +127,20 @@ def fill_value(zero_division: ZeroDivision) -> float:
     return float(zero_division)
 
 
-def warn_undefined(what: str, count: int, zero_division: ZeroDivision) -> None:
-    """Emit :class:`UndefinedMetricWarning` when ``zero_division="warn"`` and ``count > 0``."""
+def warn_undefined(
+    what: str, count: int, zero_division: ZeroDivision, *, stacklevel: int = 3
+) -> None:
+    """Emit :class:`UndefinedMetricWarning` when ``zero_division="warn"`` and ``count > 0``.
+
+    ``stacklevel`` as :func:`warnings.warn`: the default 3 reports the caller of the function
+    that calls this one.
+    """
     if zero_division == "warn" and count > 0:
         warnings.warn(
             f"{what} is undefined (zero denominator) for {count} element(s); set to 0.0. "
             "Pass zero_division='nan', 0 or 1 to choose a value and silence this warning.",
             UndefinedMetricWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 

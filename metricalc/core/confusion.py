@@ -18,6 +18,7 @@ from metricalc.core import kernels
 from metricalc.core.labeled import (
     apply_kernel,
     check_aligned,
+    fill_undefined,
     is_labeled,
     is_lazy,
     resolve_dim,
@@ -33,8 +34,6 @@ from metricalc.validation import (
     check_choice,
     check_samples,
     check_zero_division,
-    fill_value,
-    warn_undefined,
 )
 
 __all__ = [
@@ -181,9 +180,7 @@ def _fill_undefined(
 ) -> Any:
     """Replace ``value`` by the ``zero_division`` value where ``undefined``."""
     policy = check_zero_division(zero_division)
-    if policy == "warn":  # counting needs the values: this computes a lazy mask
-        warn_undefined(what, int(undefined.sum()), policy)
-    return unwrap(where(undefined, fill_value(policy), value), labeled)
+    return unwrap(fill_undefined(undefined, value, policy, what), labeled)
 
 
 def _proportion(counts: Counts, rate: str) -> tuple[Any, Any]:
@@ -238,8 +235,9 @@ def recall(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
-    >>> float(mc.recall({"tp": 3, "fn": 1}))
-    0.75
+    >>> counts = {"tp": [3, 0], "fn": [1, 0]}  # no positives in the second table
+    >>> mc.recall(counts).tolist()
+    [0.75, nan]
     """
     return _rate(counts, "recall", zero_division)
 
@@ -252,6 +250,9 @@ def fpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
+    >>> sweep = mc.counts_at_thresholds([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    >>> mc.fpr(sweep).values.tolist()
+    [0.0, 0.5, 0.5, 1.0]
     >>> float(mc.fpr({"fp": 1, "tn": 3}))
     0.25
     """
@@ -264,8 +265,8 @@ def tnr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
-    >>> float(mc.tnr({"fp": 1, "tn": 3}))
-    0.75
+    >>> float(mc.tnr({"fp": 1, "tn": 3})), float(mc.tnr({"fp": 0, "tn": 0}, zero_division=1))
+    (0.75, 1.0)
     """
     return _rate(counts, "tnr", zero_division)
 
@@ -278,8 +279,8 @@ def precision(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
-    >>> float(mc.precision({"tp": 3, "fp": 1}))
-    0.75
+    >>> mc.precision({"tp": [3, 0], "fp": [1, 0]}, zero_division=0).tolist()
+    [0.75, 0.0]
     """
     return _rate(counts, "precision", zero_division)
 
@@ -292,7 +293,8 @@ def accuracy(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
-    >>> float(mc.accuracy({"tp": 3, "fp": 1, "fn": 1, "tn": 5}))
+    >>> counts = {"tp": 3, "fp": 1, "fn": 1, "tn": 5}
+    >>> float(mc.accuracy(counts))
     0.8
     """
     return _rate(counts, "accuracy", zero_division)

@@ -14,6 +14,7 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.validation import ZeroDivision, fill_value, warn_undefined
 
 
 def is_labeled(*values: object) -> bool:
@@ -164,6 +165,17 @@ def where(condition: Any, x: Any, y: Any) -> Any:
     if is_labeled(condition, x, y):
         return xr.where(condition, x, y)  # type: ignore[no-untyped-call]
     return np.where(condition, x, y)
+
+
+def fill_undefined(undefined: Any, value: Any, policy: ZeroDivision, what: str) -> Any:
+    """``value`` with the ``zero_division`` value ``policy`` (checked) where ``undefined``.
+
+    Under ``"warn"`` an :class:`~metricalc.errors.UndefinedMetricWarning` counts the undefined
+    elements (counting computes a lazy mask); it names the caller of this function's caller.
+    """
+    if policy == "warn":
+        warn_undefined(what, int(undefined.sum()), policy, stacklevel=4)
+    return where(undefined, fill_value(policy), value)
 
 
 def unwrap(value: Any, labeled: bool) -> Any:

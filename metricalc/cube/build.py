@@ -9,18 +9,13 @@ import numpy as np
 import xarray as xr
 
 from metricalc.core.ranking import ap_from_rank_stats
+from metricalc.cube import model
 from metricalc.cube.checks import _check_attrs, validate
 from metricalc.cube.model import (
     _FLOAT_ATTRS,
     DESCRIPTOR,
-    DESCRIPTOR_VARIABLES,
     QUERY,
-    QUERY_COORDS,
-    QUERY_IDENTITY,
-    QUERY_VARIABLES,
     SEQUENCE,
-    SEQUENCE_VARIABLES,
-    STATUSES,
     _as_dtype,
     _as_str,
     _storage_dtype,
@@ -52,10 +47,10 @@ def _complete_query_data(
                 data["better"][ranked], data["ties"][ranked], policy=policy
             )
         data["ap"] = ap
-    for name in QUERY_VARIABLES:
+    for name in model.QUERY_VARIABLES:
         if name not in data:
             data[name] = sentinel_array(name, shape)
-    return {name: data[name] for name in QUERY_VARIABLES}
+    return {name: data[name] for name in model.QUERY_VARIABLES}
 
 
 def _protocol(attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -169,17 +164,20 @@ def _query_coords(query_coords: Mapping[str, Any]) -> dict[str, Any]:
     """The coordinates over ``query``: the given ones converted, the others filled."""
     if not isinstance(query_coords, Mapping):
         raise InvalidInputError("query_coords must be a mapping of coordinate name -> array")
-    unknown = [k for k in query_coords if k not in QUERY_COORDS]
+    unknown = [k for k in query_coords if k not in model.QUERY_COORDS]
     if unknown:
         raise InvalidInputError(
-            f"query_coords has unknown coordinate {unknown[0]!r}; expected {list(QUERY_COORDS)}"
+            f"query_coords has unknown coordinate {unknown[0]!r}; expected "
+            f"{list(model.QUERY_COORDS)}"
         )
-    for name in QUERY_IDENTITY:
+    for name in model.QUERY_IDENTITY:
         if name not in query_coords:
-            raise InvalidInputError(f"query_coords lacks {name!r} (required: {QUERY_IDENTITY})")
+            raise InvalidInputError(
+                f"query_coords lacks {name!r} (required: {model.QUERY_IDENTITY})"
+            )
     n_query = len(np.asarray(query_coords["scene"]))
     coords: dict[str, Any] = {}
-    for name, field in QUERY_COORDS.items():
+    for name, field in model.QUERY_COORDS.items():
         if name in query_coords:
             values = _as_dtype(
                 f"query_coords[{name!r}]", query_coords[name], field.dtype, (n_query,)
@@ -199,9 +197,9 @@ def _query_variables(
     filled (:func:`_complete_query_data`)."""
     if not isinstance(data, Mapping):
         raise InvalidInputError("data must be a mapping of variable name -> (descriptor, query)")
-    _check_known("data", data, QUERY_VARIABLES)
+    _check_known("data", data, model.QUERY_VARIABLES)
     arrays = {
-        name: _as_dtype(f"data[{name!r}]", data[name], QUERY_VARIABLES[name].dtype, shape)
+        name: _as_dtype(f"data[{name!r}]", data[name], model.QUERY_VARIABLES[name].dtype, shape)
         for name in data
     }
     arrays = _complete_query_data(arrays, shape, policy)
@@ -211,9 +209,9 @@ def _query_variables(
 def _descriptor_variables(per_descriptor: Mapping[str, Any], n: int) -> dict[str, Any]:
     """The (descriptor,) variables: the given ones converted, the others at their defaults."""
     per_descriptor = dict(per_descriptor)
-    _check_known("per_descriptor", per_descriptor, DESCRIPTOR_VARIABLES)
+    _check_known("per_descriptor", per_descriptor, model.DESCRIPTOR_VARIABLES)
     variables: dict[str, Any] = {}
-    for name, field in DESCRIPTOR_VARIABLES.items():
+    for name, field in model.DESCRIPTOR_VARIABLES.items():
         if name in per_descriptor:
             values = _as_dtype(f"per_descriptor[{name!r}]", per_descriptor[name], field.dtype, (n,))
         else:
@@ -226,9 +224,9 @@ def _sequence_variables(per_sequence: Mapping[str, Any], shape: tuple[int, int])
     """The (descriptor, sequence) variables: the given ones converted, the others at their
     sentinels."""
     per_sequence = dict(per_sequence)
-    _check_known("per_sequence", per_sequence, SEQUENCE_VARIABLES)
+    _check_known("per_sequence", per_sequence, model.SEQUENCE_VARIABLES)
     variables: dict[str, Any] = {}
-    for name, field in SEQUENCE_VARIABLES.items():
+    for name, field in model.SEQUENCE_VARIABLES.items():
         if name in per_sequence:
             values = _as_dtype(f"per_sequence[{name!r}]", per_sequence[name], field.dtype, shape)
         else:
@@ -253,12 +251,13 @@ def error_record(descriptor: str, message: str, *, attrs: Mapping[str, Any]) -> 
     if not isinstance(message, str) or not message:
         raise InvalidInputError(f"error_record needs a non-empty message string; got {message!r}")
     empty = {
-        name: np.empty(0, dtype=_storage_dtype(QUERY_COORDS[name].dtype)) for name in QUERY_IDENTITY
+        name: np.empty(0, dtype=_storage_dtype(model.QUERY_COORDS[name].dtype))
+        for name in model.QUERY_IDENTITY
     }
     return new_cube(
         [descriptor],
         empty,
         {},
         attrs=attrs,
-        per_descriptor={"status": [STATUSES[1]], "error": [message]},
+        per_descriptor={"status": [model.STATUSES[1]], "error": [message]},
     )

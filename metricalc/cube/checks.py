@@ -11,25 +11,16 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.core.ranking import AP_METHODS, ap_from_rank_stats
+from metricalc.cube import model
 from metricalc.cube.identity import _describe_query, _encode, _identity_keys, _repeated
 from metricalc.cube.model import (
     _FLOAT_ATTRS,
     _INT_ATTRS,
     _PAIR,
     DESCRIPTOR,
-    DESCRIPTOR_VARIABLES,
-    DISTANCES,
-    PROTOCOL_ATTRS,
     QUERY,
-    QUERY_COORDS,
-    QUERY_IDENTITY,
-    QUERY_VARIABLES,
     SEQUENCE,
-    SEQUENCE_VARIABLES,
-    SPLITS,
-    STATUSES,
     STR,
-    Y0_POLICIES,
     _all_str,
     _first,
     _is_str_dtype,
@@ -42,11 +33,11 @@ from metricalc.validation import TIE_POLICIES, check_choice
 
 def _check_attrs(attrs: Mapping[Any, Any]) -> None:
     plain = plain_attrs(attrs)
-    for name in (*PROTOCOL_ATTRS, "metricalc_version"):
+    for name in (*model.PROTOCOL_ATTRS, "metricalc_version"):
         if name not in plain:
             raise InvalidInputError(
                 f"cube attrs lack {name!r}; a QueryCube records every protocol parameter "
-                f"({', '.join(PROTOCOL_ATTRS)}) and metricalc_version"
+                f"({', '.join(model.PROTOCOL_ATTRS)}) and metricalc_version"
             )
     for name in _FLOAT_ATTRS:
         value = plain[name]
@@ -65,8 +56,8 @@ def _check_attrs(attrs: Mapping[Any, Any]) -> None:
             raise InvalidInputError(f"cube attr {name} must be an integer >= 0; got {value!r}")
     check_choice("cube attr tie_policy", plain["tie_policy"], TIE_POLICIES)
     check_choice("cube attr ap_method", plain["ap_method"], AP_METHODS)
-    check_choice("cube attr distance", plain["distance"], DISTANCES)
-    check_choice("cube attr y0_policy", plain["y0_policy"], Y0_POLICIES)
+    check_choice("cube attr distance", plain["distance"], model.DISTANCES)
+    check_choice("cube attr y0_policy", plain["y0_policy"], model.Y0_POLICIES)
     for name in ("dataset", "metricalc_version"):
         if not isinstance(plain[name], str):
             raise InvalidInputError(f"cube attr {name} must be a string; got {plain[name]!r}")
@@ -112,20 +103,20 @@ def _check_structure(cube: xr.Dataset) -> None:
             f"cube has unknown dimensions {extra}; expected descriptor, query (and sequence)"
         )
     _check_variable(cube, DESCRIPTOR, (DESCRIPTOR,), STR)
-    for name, field in QUERY_COORDS.items():
+    for name, field in model.QUERY_COORDS.items():
         _check_variable(cube, name, (QUERY,), field.dtype)
         if name not in cube.coords:
             raise InvalidInputError(f"cube {name!r} must be a coordinate, not a data variable")
-    for name, field in QUERY_VARIABLES.items():
+    for name, field in model.QUERY_VARIABLES.items():
         _check_variable(cube, name, (DESCRIPTOR, QUERY), field.dtype)
-    for name, field in DESCRIPTOR_VARIABLES.items():
+    for name, field in model.DESCRIPTOR_VARIABLES.items():
         _check_variable(cube, name, (DESCRIPTOR,), field.dtype)
     if SEQUENCE in cube.dims:
         _check_variable(cube, SEQUENCE, (SEQUENCE,), STR)
-        for name, field in SEQUENCE_VARIABLES.items():
+        for name, field in model.SEQUENCE_VARIABLES.items():
             _check_variable(cube, name, (DESCRIPTOR, SEQUENCE), field.dtype)
     else:
-        present = [n for n in SEQUENCE_VARIABLES if n in cube.variables]
+        present = [n for n in model.SEQUENCE_VARIABLES if n in cube.variables]
         if present:
             raise InvalidInputError(
                 f"cube has {present[0]!r} but no 'sequence' dimension; per-scene variables "
@@ -149,7 +140,7 @@ class _Reporter:
 
     def coords(self) -> dict[str, np.ndarray]:
         if self._coords is None:
-            self._coords = _eager(self.cube, QUERY_IDENTITY) or {}
+            self._coords = _eager(self.cube, model.QUERY_IDENTITY) or {}
         return self._coords
 
     def check(self, name: str, bad: np.ndarray, expected: str) -> None:
@@ -180,7 +171,7 @@ def _check_coord_values(report: _Reporter, coords: dict[str, np.ndarray]) -> Non
             report.check(name, np.ones(coords[name].shape, bool), "must hold strings")
     report.check("scene", coords["scene"] == "", "must hold non-empty scene names")
     report.check("keypoint_set", coords["keypoint_set"] == "", "must be non-empty")
-    report.check("split", ~_in(coords["split"], SPLITS), f"must be one of {SPLITS}")
+    report.check("split", ~_in(coords["split"], model.SPLITS), f"must be one of {model.SPLITS}")
     pairs = coords["pair"].astype(str)
     wrong = [p for p in _encode(pairs)[0].tolist() if p != "" and not _PAIR.match(p)]
     if wrong:
@@ -236,7 +227,7 @@ def _check_match_values(report: _Reporter, data: dict[str, np.ndarray]) -> None:
         report.check(name, np.isinf(data[name]), "must be finite or NaN")
     report.check("n_candidates", data["n_candidates"] < -1, "must be a count >= 0, or -1")
     missing = n_rel == -1
-    for name, field in QUERY_VARIABLES.items():
+    for name, field in model.QUERY_VARIABLES.items():
         if name == "n_relevant":
             continue
         values = data[name]
@@ -253,7 +244,7 @@ def _check_descriptor_values(report: _Reporter, per_descriptor: dict[str, np.nda
     for name in ("status", "error"):
         if not _all_str(per_descriptor[name]):
             report.check(name, np.ones(status.shape, bool), "must hold strings")
-    report.check("status", ~_in(status, STATUSES), "must be 'ok' or 'error'")
+    report.check("status", ~_in(status, model.STATUSES), "must be 'ok' or 'error'")
     report.check("error", (status == "ok") & (error != ""), "must be '' where status is 'ok'")
     report.check(
         "error",
@@ -264,7 +255,7 @@ def _check_descriptor_values(report: _Reporter, per_descriptor: dict[str, np.nda
 
 def _check_sequence_values(report: _Reporter, per_sequence: dict[str, np.ndarray]) -> None:
     """The per-scene results: APs in [0, 1] or NaN, counts >= 0 or -1."""
-    for name, field in SEQUENCE_VARIABLES.items():
+    for name, field in model.SEQUENCE_VARIABLES.items():
         values = per_sequence[name]
         if field.dtype.kind == "f":
             report.check(
@@ -279,21 +270,21 @@ def _check_sequence_values(report: _Reporter, per_sequence: dict[str, np.ndarray
 def _check_values(cube: xr.Dataset) -> None:
     """The value checks of every variable held in memory (dask-backed ones are skipped)."""
     report = _Reporter(cube)
-    coords = _eager(cube, [DESCRIPTOR, *QUERY_COORDS])
+    coords = _eager(cube, [DESCRIPTOR, *model.QUERY_COORDS])
     if coords is not None:
         _check_coord_values(report, coords)
     if SEQUENCE in cube.dims:
         names = _eager(cube, [SEQUENCE])
         if names is not None:
             report.check(SEQUENCE, pd.Index(names[SEQUENCE]).duplicated(), "must be unique")
-    data = _eager(cube, list(QUERY_VARIABLES))
+    data = _eager(cube, list(model.QUERY_VARIABLES))
     if data is not None:
         _check_rank_values(report, data, plain_value(cube.attrs["tie_policy"]))
         _check_match_values(report, data)
-    per_descriptor = _eager(cube, list(DESCRIPTOR_VARIABLES))
+    per_descriptor = _eager(cube, list(model.DESCRIPTOR_VARIABLES))
     if per_descriptor is not None:
         _check_descriptor_values(report, per_descriptor)
-    per_sequence = _eager(cube, list(SEQUENCE_VARIABLES)) if SEQUENCE in cube.dims else None
+    per_sequence = _eager(cube, list(model.SEQUENCE_VARIABLES)) if SEQUENCE in cube.dims else None
     if per_sequence is not None:
         _check_sequence_values(report, per_sequence)
 

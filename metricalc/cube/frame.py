@@ -253,12 +253,12 @@ def _pair_column(df: pd.DataFrame) -> np.ndarray:
     if "pair" not in df.columns:
         return np.full(len(df), "", dtype="<U1")
     pairs = _string_column(df, "pair", allow_empty=True)
-    bad = [i for i, p in enumerate(pairs) if p and not _PAIR.match(p)]
-    if bad:
-        raise InvalidInputError(
-            f"column 'pair', {_row(df, bad[0])}: expected '1-k' (image 1 against image k); "
-            f"got {_show(pairs[bad[0]])}"
-        )
+    for i, pair in enumerate(pairs):
+        if pair and not _PAIR.match(pair):
+            raise InvalidInputError(
+                f"column 'pair', {_row(df, i)}: expected '1-k' (image 1 against image k); "
+                f"got {_show(pair)}"
+            )
     return pairs
 
 
