@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypeGuard
 
 import numpy as np
 
@@ -30,12 +30,12 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
     return value
 
 
-def is_integer(value: object) -> bool:
+def is_integer(value: object) -> TypeGuard[int | np.integer]:
     """Whether ``value`` is a Python or NumPy integer (bools are not)."""
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
-def is_real(value: object) -> bool:
+def is_real(value: object) -> TypeGuard[int | float | np.integer | np.floating]:
     """Whether ``value`` is a Python or NumPy integer or float (bools are not)."""
     return is_integer(value) or isinstance(value, float | np.floating)
 
@@ -66,12 +66,12 @@ def check_integer(
     """
     if (
         not is_integer(value)
-        or (minimum is not None and value < minimum)  # type: ignore[operator]
-        or (maximum is not None and value > maximum)  # type: ignore[operator]
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
     ):
         expected = _bounds_text("an integer", minimum, maximum)
         raise InvalidInputError(f"{name} must be {expected}; got {value!r}")
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 def check_number(
@@ -88,13 +88,13 @@ def check_number(
     """
     if (
         not is_real(value)
-        or not math.isfinite(value)  # type: ignore[arg-type]
-        or (minimum is not None and value < minimum)  # type: ignore[operator]
-        or (maximum is not None and value > maximum)  # type: ignore[operator]
+        or not math.isfinite(value)
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
     ):
         expected = _bounds_text("a finite number", minimum, maximum)
         raise InvalidInputError(f"{name} must be {expected}; got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def check_fraction(name: str, value: object) -> float:
@@ -103,18 +103,18 @@ def check_fraction(name: str, value: object) -> float:
     >>> check_fraction("alpha", 0.05)
     0.05
     """
-    if not is_real(value) or not math.isfinite(value) or not 0 < value < 1:  # type: ignore[arg-type, operator]
+    if not is_real(value) or not math.isfinite(value) or not 0 < value < 1:
         raise InvalidInputError(f"{name} must be a number strictly between 0 and 1; got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def check_zero_division(value: object) -> ZeroDivision:
     """Validate a ``zero_division`` policy (``"nan"``, ``"warn"``, 0 or 1)."""
     if isinstance(value, str):
-        return check_choice("zero_division", value, ("nan", "warn"))  # type: ignore[return-value]
+        return "nan" if check_choice("zero_division", value, ("nan", "warn")) == "nan" else "warn"
     is_number = isinstance(value, (int, float, np.integer, np.floating))
     if is_number and not isinstance(value, bool) and value in (0, 1):
-        return value  # type: ignore[return-value]
+        return value
     raise InvalidInputError(f"zero_division must be 'nan', 'warn', 0 or 1; got {value!r}")
 
 
@@ -127,14 +127,20 @@ def fill_value(zero_division: ZeroDivision) -> float:
     return float(zero_division)
 
 
-def warn_undefined(what: str, count: int, zero_division: ZeroDivision) -> None:
-    """Emit :class:`UndefinedMetricWarning` when ``zero_division="warn"`` and ``count > 0``."""
+def warn_undefined(
+    what: str, count: int, zero_division: ZeroDivision, *, stacklevel: int = 3
+) -> None:
+    """Emit :class:`UndefinedMetricWarning` when ``zero_division="warn"`` and ``count > 0``.
+
+    ``stacklevel`` as :func:`warnings.warn`: the default 3 reports the caller of the function
+    that calls this one.
+    """
     if zero_division == "warn" and count > 0:
         warnings.warn(
             f"{what} is undefined (zero denominator) for {count} element(s); set to 0.0. "
             "Pass zero_division='nan', 0 or 1 to choose a value and silence this warning.",
             UndefinedMetricWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 

@@ -114,6 +114,16 @@ def assert_same(actual, expected):
     np.testing.assert_allclose(np.asarray(actual, dtype=float), expected, rtol=1e-12, atol=0)
 
 
+def assert_lazy_equal(lazy, template, dims, expected):
+    """``lazy`` is dask-backed; computed, it keeps the labels of ``template`` along ``dims`` and
+    equals ``expected``. Returns the computed result."""
+    assert_lazy(lazy)
+    computed = lazy.compute()
+    assert_keeps_labels(computed, template, dims)
+    assert_same(computed.values, expected)
+    return computed
+
+
 # --------------------------------------------------------------------------------------------
 # Average precision and ROC AUC
 # --------------------------------------------------------------------------------------------
@@ -161,10 +171,7 @@ def test_average_precision_dask_is_lazy_and_equal(lists, method):
     eager = mc.average_precision(y_true, y_score, method=method, dim="candidate")
     with no_dask_compute():
         lazy = mc.average_precision(*chunked(y_true, y_score), method=method, dim="candidate")
-    assert_lazy(lazy)
-    computed = lazy.compute()
-    assert_keeps_labels(computed, y_true, ("descriptor", "query"))
-    assert_same(computed.values, eager.values)
+    computed = assert_lazy_equal(lazy, y_true, ("descriptor", "query"), eager.values)
     assert_same(computed.values, mc.average_precision(y_true.values, y_score.values, method=method))
 
 
@@ -180,10 +187,7 @@ def test_average_precision_dask_with_n_relevant(lists, method, kind):
             lazy = mc.average_precision(
                 *chunked(y_true, y_score), method=method, n_relevant=n_relevant, dim="candidate"
             )
-        assert_lazy(lazy)
-        computed = lazy.compute()
-        assert_keeps_labels(computed, y_true, ("descriptor", "query"))
-        assert_same(computed.values, expected)
+        assert_lazy_equal(lazy, y_true, ("descriptor", "query"), expected)
 
 
 def test_roc_auc_dataarray_equals_numpy_and_sklearn(lists):
@@ -205,10 +209,7 @@ def test_roc_auc_dask_is_lazy_and_equal(lists):
     eager = mc.roc_auc(y_true.values, y_score.values)
     with no_dask_compute():
         lazy = mc.roc_auc(*chunked(y_true, y_score), dim="candidate")
-    assert_lazy(lazy)
-    computed = lazy.compute()
-    assert_keeps_labels(computed, y_true, ("descriptor", "query"))
-    assert_same(computed.values, eager)
+    assert_lazy_equal(lazy, y_true, ("descriptor", "query"), eager)
 
 
 # --------------------------------------------------------------------------------------------
@@ -323,11 +324,8 @@ def test_at_k_dask_is_lazy_and_equal(stats, function, k):
     expected = function(better.values, ties.values, k)
     with no_dask_compute():
         lazy = function(*chunked(better, ties), k, dim="query")
-    assert_lazy(lazy)
-    computed = lazy.compute()
     dims = ("descriptor",) if np.ndim(k) == 0 else ("descriptor", "k")
-    assert_keeps_labels(computed, better, dims)
-    assert_same(computed.values, expected)
+    assert_lazy_equal(lazy, better, dims, expected)
 
 
 def test_at_k_queries_not_last_dim(stats):
@@ -583,13 +581,13 @@ def test_rate_warn_policy_silent_when_defined(name):
 # Confidence intervals of rates
 # --------------------------------------------------------------------------------------------
 
-PROPORTION_COUNTS = {
-    "tpr": (("tp",), ("tp", "fn")),
-    "recall": (("tp",), ("tp", "fn")),
-    "fpr": (("fp",), ("fp", "tn")),
-    "tnr": (("tn",), ("fp", "tn")),
-    "precision": (("tp",), ("tp", "fp")),
-    "accuracy": (("tp", "tn"), ("tp", "fp", "fn", "tn")),
+PROPORTION_COUNTS = {  # rate -> (successes, trials) of one 2x2 table (tp, fp, fn, tn)
+    "tpr": lambda tp, fp, fn, tn: (tp, tp + fn),
+    "recall": lambda tp, fp, fn, tn: (tp, tp + fn),
+    "fpr": lambda tp, fp, fn, tn: (fp, fp + tn),
+    "tnr": lambda tp, fp, fn, tn: (tn, fp + tn),
+    "precision": lambda tp, fp, fn, tn: (tp, tp + fp),
+    "accuracy": lambda tp, fp, fn, tn: (tp + tn, tp + fp + fn + tn),
 }
 
 
@@ -599,16 +597,14 @@ def test_rate_confint_dataset_equals_statsmodels_wilson(rate, alpha):
     ds = counts_dataset()
     result = mc.rate_confint(ds, rate, alpha=alpha)
     assert isinstance(result, xr.Dataset)
-    tables = {"tp": TP, "fp": FP, "fn": FN, "tn": TN}
-    success_names, trial_names = PROPORTION_COUNTS[rate]
+    proportion = PROPORTION_COUNTS[rate]
     saw_empty = False
     for name in ("estimate", "low", "high"):
         assert isinstance(result[name], xr.DataArray)
         assert result[name].dims == ("descriptor", "scene")
         np.testing.assert_array_equal(result[name]["scene"].values, SCENES)
     for idx in np.ndindex(TP.shape):
-        k = sum(int(tables[c][idx]) for c in success_names)
-        n = sum(int(tables[c][idx]) for c in trial_names)
+        k, n = proportion(*(int(table[idx]) for table in (TP, FP, FN, TN)))
         got = [float(result[name].values[idx]) for name in ("estimate", "low", "high")]
         if n == 0:
             saw_empty = True

@@ -18,10 +18,12 @@ from metricalc.core import kernels
 from metricalc.core.labeled import (
     apply_kernel,
     check_aligned,
+    fill_undefined,
     is_labeled,
     is_lazy,
     resolve_dim,
     unwrap,
+    where,
 )
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
@@ -32,8 +34,6 @@ from metricalc.validation import (
     check_choice,
     check_samples,
     check_zero_division,
-    fill_value,
-    warn_undefined,
 )
 
 __all__ = [
@@ -49,7 +49,7 @@ __all__ = [
     "youden_j",
 ]
 
-Counts = Mapping[str, Any]
+Counts = xr.Dataset | Mapping[str, Any]
 """A Dataset or mapping holding some of ``tp``, ``fp``, ``fn``, ``tn`` (arrays of any shape)."""
 
 
@@ -180,10 +180,7 @@ def _fill_undefined(
 ) -> Any:
     """Replace ``value`` by the ``zero_division`` value where ``undefined``."""
     policy = check_zero_division(zero_division)
-    if policy == "warn":  # counting needs the values: this computes a lazy mask
-        warn_undefined(what, int(undefined.sum()), policy)
-    where = xr.where if labeled else np.where
-    return unwrap(where(undefined, fill_value(policy), value), labeled)
+    return unwrap(fill_undefined(undefined, value, policy, what), labeled)
 
 
 def _proportion(counts: Counts, rate: str) -> tuple[Any, Any]:
@@ -202,7 +199,7 @@ def _rate(counts: Counts, rate: str, zero_division: ZeroDivision) -> Any:
     numerator, denominator = _proportion(counts, rate)
     labeled = is_labeled(numerator, denominator)
     undefined = denominator == 0
-    value = numerator / (xr.where if labeled else np.where)(undefined, 1, denominator)
+    value = numerator / where(undefined, 1, denominator)
     return _fill_undefined(undefined, value, zero_division, rate, labeled)
 
 
@@ -238,8 +235,9 @@ def recall(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
-    >>> float(mc.recall({"tp": 3, "fn": 1}))
-    0.75
+    >>> counts = {"tp": [3, 0], "fn": [1, 0]}  # no positives in the second table
+    >>> mc.recall(counts).tolist()
+    [0.75, nan]
     """
     return _rate(counts, "recall", zero_division)
 
@@ -252,6 +250,9 @@ def fpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
+    >>> sweep = mc.counts_at_thresholds([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    >>> mc.fpr(sweep).values.tolist()
+    [0.0, 0.5, 0.5, 1.0]
     >>> float(mc.fpr({"fp": 1, "tn": 3}))
     0.25
     """
@@ -264,8 +265,8 @@ def tnr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
-    >>> float(mc.tnr({"fp": 1, "tn": 3}))
-    0.75
+    >>> float(mc.tnr({"fp": 1, "tn": 3})), float(mc.tnr({"fp": 0, "tn": 0}, zero_division=1))
+    (0.75, 1.0)
     """
     return _rate(counts, "tnr", zero_division)
 
@@ -278,8 +279,8 @@ def precision(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
-    >>> float(mc.precision({"tp": 3, "fp": 1}))
-    0.75
+    >>> mc.precision({"tp": [3, 0], "fp": [1, 0]}, zero_division=0).tolist()
+    [0.75, 0.0]
     """
     return _rate(counts, "precision", zero_division)
 
@@ -292,7 +293,8 @@ def accuracy(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     Examples
     --------
     >>> import metricalc as mc
-    >>> float(mc.accuracy({"tp": 3, "fp": 1, "fn": 1, "tn": 5}))
+    >>> counts = {"tp": 3, "fp": 1, "fn": 1, "tn": 5}
+    >>> float(mc.accuracy(counts))
     0.8
     """
     return _rate(counts, "accuracy", zero_division)
@@ -315,7 +317,6 @@ def youden_j(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     tp, fp, fn, tn = _fetch(counts, ("tp", "fp", "fn", "tn"))
     positives, negatives = tp + fn, fp + tn
     labeled = is_labeled(positives, negatives)
-    where = xr.where if labeled else np.where
     undefined = (positives == 0) | (negatives == 0)
     j = tp / where(positives == 0, 1, positives) - fp / where(negatives == 0, 1, negatives)
     return _fill_undefined(undefined, j, zero_division, "youden_j", labeled)
@@ -338,7 +339,7 @@ def f1(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     denominator = 2 * tp + fp + fn
     labeled = is_labeled(denominator)
     undefined = denominator == 0
-    value = 2 * tp / (xr.where if labeled else np.where)(undefined, 1, denominator)
+    value = 2 * tp / where(undefined, 1, denominator)
     return _fill_undefined(undefined, value, zero_division, "f1", labeled)
 
 

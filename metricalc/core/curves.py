@@ -8,15 +8,13 @@ import numpy as np
 import xarray as xr
 
 from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr
-from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
+from metricalc.core.labeled import apply_kernel, fill_undefined, is_labeled, unwrap
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     ZeroDivision,
     as_numbers,
     check_zero_division,
-    fill_value,
     first_index,
-    warn_undefined,
 )
 
 __all__ = ["auc", "pr_curve", "roc_auc", "roc_curve"]
@@ -112,10 +110,18 @@ def pr_curve(
     ``zero_division=1``). ``sklearn.metrics.precision_recall_curve`` returns the same points in
     increasing threshold order followed by the extra point (recall 0, precision 1).
 
+    Parameters
+    ----------
+    y_true, y_score, dim
+        As :func:`counts_at_thresholds`.
+    zero_division : {"nan", "warn", 0, 1}
+        Recall when there are no positives.
+
     Returns
     -------
     xarray.Dataset
-        ``precision``, ``recall`` along ``threshold``, coordinate ``cutoff``, and the counts.
+        ``precision`` and ``recall`` (the TPR) along ``threshold``, the coordinate ``cutoff``,
+        and the counts.
 
     Examples
     --------
@@ -147,7 +153,8 @@ def _trapezoid_kernel(y: np.ndarray, x: np.ndarray) -> np.ndarray:
             f"at index {first_index(mixed)} goes both ways"
         )
     area = np.trapezoid(y, x, axis=-1)
-    return np.where(decreasing, -area, area)
+    signed: np.ndarray = np.where(decreasing, -area, area)
+    return signed
 
 
 def auc(x: Any, y: Any, *, dim: str = "threshold") -> Any:
@@ -205,7 +212,5 @@ def roc_auc(
     area = auc(curve.fpr, curve.tpr, dim="threshold")
     last = curve.isel(threshold=-1).reset_coords(drop=True)
     undefined = (last.tp == 0) | (last.fp == 0)
-    if policy == "warn":
-        warn_undefined("roc_auc", int(undefined.sum()), policy)
-    area = xr.where(undefined, fill_value(policy), area)
+    area = fill_undefined(undefined, area, policy, "roc_auc")
     return unwrap(area, is_labeled(y_true, y_score))

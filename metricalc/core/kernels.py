@@ -80,13 +80,17 @@ class SortedRows:
 
     def score_at(self, flat_positions: np.ndarray) -> np.ndarray:
         """Sorted scores at flat positions of the (rows, N) sorted layout."""
-        return self._flat_score[self.order.ravel()[flat_positions]]
+        scores: np.ndarray = self._flat_score[self.order.ravel()[flat_positions]]
+        return scores
 
 
 def count_true(mask: np.ndarray) -> np.ndarray:
     """Number of True values along the last axis (uint8 view, int32 or int64 accumulator:
     several times faster than ``mask.sum(-1)``, which accumulates booleans as int64)."""
-    return np.add.reduce(mask.view(np.uint8), axis=-1, dtype=_count_dtype(mask.shape[-1]))
+    counts: np.ndarray = np.add.reduce(
+        mask.view(np.uint8), axis=-1, dtype=_count_dtype(mask.shape[-1])
+    )
+    return counts
 
 
 def augmented_operand(values: np.ndarray, *, query: bool) -> np.ndarray:
@@ -244,7 +248,10 @@ def _tied_relevant(ordered: SortedRows, flat: np.ndarray) -> np.ndarray:
     score = ordered.score_at(flat)
     before = ordered.score_at(np.maximum(flat - 1, 0))
     after = ordered.score_at(np.minimum(flat + 1, rows * n - 1))
-    return ((position > 0) & (before == score)) | ((position < n - 1) & (after == score))
+    tied: np.ndarray = ((position > 0) & (before == score)) | (
+        (position < n - 1) & (after == score)
+    )
+    return tied
 
 
 def _precision_sum(ordered: SortedRows, policy: str) -> np.ndarray:
@@ -308,16 +315,19 @@ def precision_at_relevant(
       (n - (c + 1) A)] / n.
     """
     c, n, h, r, j = start, size, before, in_group, place
+    credit: np.ndarray
     if policy == "step":
-        return (h + r) / (c + n)
-    if policy == "optimistic":
-        return (h + j) / (c + j)
-    if policy == "pessimistic":
-        return (h + j) / (c + n - r + j)
-    if policy == "workbench":
-        return 1 / (c + 1 + n // 2)
-    A = _harmonic_span(c, n)
-    return ((h + 1) * A + (r - 1) / np.maximum(n - 1, 1) * (n - (c + 1) * A)) / n
+        credit = (h + r) / (c + n)
+    elif policy == "optimistic":
+        credit = (h + j) / (c + j)
+    elif policy == "pessimistic":
+        credit = (h + j) / (c + n - r + j)
+    elif policy == "workbench":
+        credit = 1 / (c + 1 + n // 2)
+    else:
+        A = _harmonic_span(c, n)
+        credit = ((h + 1) * A + (r - 1) / np.maximum(n - 1, 1) * (n - (c + 1) * A)) / n
+    return credit
 
 
 def precision_sum_from_rank_stats(
@@ -352,7 +362,8 @@ def precision_sum_from_rank_stats(
         earlier_tied.sum(axis=2) + 1,
         policy,
     )
-    return np.where(valid, weights, 0.0).sum(axis=1)
+    total: np.ndarray = np.where(valid, weights, 0.0).sum(axis=1)
+    return total
 
 
 def _area_trapezoid(rel: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:
@@ -364,7 +375,8 @@ def _area_trapezoid(rel: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:
     small = 1e-10
     precision = np.maximum(tp, small) / np.maximum(retrieved, small)
     recall = tp / np.maximum(n_relevant, small)[:, None]
-    return np.trapezoid(precision, recall, axis=1)
+    area: np.ndarray = np.trapezoid(precision, recall, axis=1)
+    return area
 
 
 def _interpolated(rel: np.ndarray, n_relevant: np.ndarray, recalls: np.ndarray) -> np.ndarray:
@@ -392,7 +404,8 @@ def _interpolated(rel: np.ndarray, n_relevant: np.ndarray, recalls: np.ndarray) 
     relevant_position[r, tp[r, c]] = c
     first = np.take_along_axis(relevant_position, np.minimum(m, present), axis=1)
     precision = np.where(reachable, np.take_along_axis(envelope, first, axis=1), 0.0)
-    return precision.mean(axis=1)
+    mean: np.ndarray = precision.mean(axis=1)
+    return mean
 
 
 STABLE_METHODS = frozenset({"vlfeat", "trapezoid", "voc11", "coco101"})

@@ -8,12 +8,13 @@ their sample dimension with ``dim=``; every other dimension is kept, the kernel 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.validation import ZeroDivision, fill_value, warn_undefined
 
 
 def is_labeled(*values: object) -> bool:
@@ -21,7 +22,7 @@ def is_labeled(*values: object) -> bool:
     return any(isinstance(v, xr.DataArray) for v in values)
 
 
-def is_lazy(value: object) -> bool:
+def is_lazy(value: object) -> TypeGuard[xr.DataArray]:
     """True for a dask-backed DataArray (its values are not computed yet)."""
     return isinstance(value, xr.DataArray) and value.chunks is not None
 
@@ -111,28 +112,7 @@ def apply_kernel(
         return kernel(*named.values(), **kwargs)
     check_aligned(named)
     sample_dim = resolve_dim(named, core, dim) if core else None
-    like = next(
-        v for k, v in named.items() if isinstance(v, xr.DataArray) and (k in core or not core)
-    )  # a DataArray that defines the dims of NumPy companions
-    empty = sample_dim is not None and like.sizes[sample_dim] == 0
-    values = []
-    for name, value in named.items():
-        if empty and is_lazy(value):  # dask cannot map over a zero-length core dim; nothing to load
-            value = value.compute()
-        if (
-            isinstance(value, xr.DataArray)
-            and name not in core
-            and sample_dim is not None
-            and sample_dim in value.dims
-        ):
-            raise InvalidInputError(
-                f"{name} must not have the sample dimension {sample_dim!r}; "
-                f"it holds one value per list (dims {tuple(value.dims)})"
-            )
-        value = _as_dataarray(name, value, like, None if name in core else sample_dim)
-        if name in core and is_lazy(value):
-            value = value.chunk({sample_dim: -1})
-        values.append(value)
+    values = _labeled_arguments(named, core, sample_dim)
     n_outputs = len(output_core_dims)
     gufunc_kwargs = {"output_sizes": dict(output_sizes)} if output_sizes else {}
     return xr.apply_ufunc(
@@ -145,6 +125,57 @@ def apply_kernel(
         dask_gufunc_kwargs=gufunc_kwargs,
         kwargs=kwargs,
     )
+
+
+def _labeled_arguments(
+    named: Mapping[str, object], core: Sequence[str], sample_dim: str | None
+) -> list[Any]:
+    """The arguments of a labeled call, ready for :func:`xarray.apply_ufunc`: NumPy companions
+    given the dims of a DataArray, lazy core arguments in one chunk along the sample dim."""
+    like = next(
+        v for k, v in named.items() if isinstance(v, xr.DataArray) and (k in core or not core)
+    )  # a DataArray that defines the dims of NumPy companions
+    empty = sample_dim is not None and like.sizes[sample_dim] == 0
+    values = []
+    for name, value in named.items():
+        if empty and is_lazy(value):  # dask cannot map over a zero-length core dim; nothing to load
+            value = value.compute()
+        if name in core:
+            value = _as_dataarray(name, value, like, None)
+            if sample_dim is not None and is_lazy(value):
+                value = value.chunk({sample_dim: -1})
+        else:
+            _check_per_list(name, value, sample_dim)
+            value = _as_dataarray(name, value, like, sample_dim)
+        values.append(value)
+    return values
+
+
+def _check_per_list(name: str, value: object, sample_dim: str | None) -> None:
+    """An argument outside ``core`` holds one value per list: no sample dimension."""
+    if isinstance(value, xr.DataArray) and sample_dim is not None and sample_dim in value.dims:
+        raise InvalidInputError(
+            f"{name} must not have the sample dimension {sample_dim!r}; "
+            f"it holds one value per list (dims {tuple(value.dims)})"
+        )
+
+
+def where(condition: Any, x: Any, y: Any) -> Any:
+    """:func:`xarray.where` when any argument is a DataArray, else :func:`numpy.where`."""
+    if is_labeled(condition, x, y):
+        return xr.where(condition, x, y)  # type: ignore[no-untyped-call]
+    return np.where(condition, x, y)
+
+
+def fill_undefined(undefined: Any, value: Any, policy: ZeroDivision, what: str) -> Any:
+    """``value`` with the ``zero_division`` value ``policy`` (checked) where ``undefined``.
+
+    Under ``"warn"`` an :class:`~metricalc.errors.UndefinedMetricWarning` counts the undefined
+    elements (counting computes a lazy mask); it names the caller of this function's caller.
+    """
+    if policy == "warn":
+        warn_undefined(what, int(undefined.sum()), policy, stacklevel=4)
+    return where(undefined, fill_value(policy), value)
 
 
 def unwrap(value: Any, labeled: bool) -> Any:

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from metricalc.core import kernels
-from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
+from metricalc.core.labeled import apply_kernel, fill_undefined, is_labeled, unwrap
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     TIE_POLICIES,
@@ -19,9 +18,7 @@ from metricalc.validation import (
     check_choice,
     check_samples,
     check_zero_division,
-    fill_value,
     first_index,
-    warn_undefined,
 )
 
 __all__ = [
@@ -218,13 +215,14 @@ def _at_k(
     better: Any,
     ties: Any,
     k: int | Sequence[int],
-    *,
     policy: str,
     dim: str | None,
     zero_division: ZeroDivision,
+    *,
     divide_by_k: bool,
-    what: str,
 ) -> Any:
+    """Hit rate at k, or precision at k with ``divide_by_k``."""
+    what = "precision_at_k" if divide_by_k else "hit_rate_at_k"
     check_choice("policy", policy, TIE_POLICIES)
     zero = check_zero_division(zero_division)
     ks = np.atleast_1d(np.asarray(k))
@@ -240,17 +238,11 @@ def _at_k(
         output_sizes={"k": ks.size},
         kwargs={"k": ks, "policy": policy, "divide_by_k": divide_by_k},
     )
-    labeled = is_labeled(better, ties)
-    where = xr.where if labeled else np.where
-    undefined = valid == 0
-    if zero == "warn":
-        warn_undefined(what, int(undefined.sum()), zero)
-    result = where(undefined, fill_value(zero), mean)
-    if labeled:
-        result = result.assign_coords(k=ks)
-    if np.ndim(k) == 0:
-        result = result[..., 0] if not labeled else result.isel(k=0, drop=True)
-    return unwrap(result, labeled)
+    result = fill_undefined(valid == 0, mean, zero, what)
+    if not is_labeled(better, ties):
+        return unwrap(result if np.ndim(k) else result[..., 0], False)
+    result = result.assign_coords(k=ks)
+    return result.isel(k=0, drop=True) if np.ndim(k) == 0 else result
 
 
 def hit_rate_at_k(
@@ -287,16 +279,7 @@ def hit_rate_at_k(
     >>> mc.hit_rate_at_k([0, 3, 9, -1], [0, 0, 0, -1], k=[1, 5]).tolist()
     [0.3333333333333333, 0.6666666666666666]
     """
-    return _at_k(
-        better,
-        ties,
-        k,
-        policy=policy,
-        dim=dim,
-        zero_division=zero_division,
-        divide_by_k=False,
-        what="hit_rate_at_k",
-    )
+    return _at_k(better, ties, k, policy, dim, zero_division, divide_by_k=False)
 
 
 def precision_at_k(
@@ -322,16 +305,7 @@ def precision_at_k(
     >>> mc.precision_at_k([0, 3, 9, -1], [0, 0, 0, -1], k=[1, 5]).round(4).tolist()
     [0.3333, 0.1333]
     """
-    return _at_k(
-        better,
-        ties,
-        k,
-        policy=policy,
-        dim=dim,
-        zero_division=zero_division,
-        divide_by_k=True,
-        what="precision_at_k",
-    )
+    return _at_k(better, ties, k, policy, dim, zero_division, divide_by_k=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -478,9 +452,6 @@ def average_precision(
         dim=dim,
         kwargs={"method": method, "ties": ties},
     )
-    undefined = ap != ap  # NaN marks lists with R = 0
-    if zero == "warn":
-        warn_undefined("average_precision", int(undefined.sum()), zero)
-    if zero != "nan":
-        ap = (xr.where if labeled else np.where)(undefined, fill_value(zero), ap)
+    if zero != "nan":  # NaN marks lists with R = 0
+        ap = fill_undefined(ap != ap, ap, zero, "average_precision")
     return unwrap(ap, labeled)

@@ -109,7 +109,7 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
                 f"metric {metric!r} needs the rank statistics better/ties, and this cube has "
                 "none (a patch retrieval cube holds AP only); use metric='ap'"
             )
-        policy = str(qc._plain(cube.attrs["tie_policy"]))
+        policy = str(qc.plain_value(cube.attrs["tie_policy"]))
         k = np.array([int(hit.group(1))])
         values = hit_probability(
             np.where(ranked, better, -1), np.where(ranked, ties, -1), k, policy
@@ -178,7 +178,7 @@ def _cube_units(
 def _merged_protocol(cubes: Mapping[str, xr.Dataset]) -> dict[str, Any]:
     """The protocol attrs of the cubes, equal except :data:`SYSTEM_ATTRS` (then ``"mixed"``)."""
     labels = list(cubes)
-    attrs = {label: qc._plain_attrs(cubes[label].attrs) for label in labels}
+    attrs = {label: qc.plain_attrs(cubes[label].attrs) for label in labels}
     first = attrs[labels[0]]
     merged = {name: first.get(name) for name in qc.PROTOCOL_ATTRS}
     for label in labels[1:]:
