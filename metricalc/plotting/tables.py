@@ -466,7 +466,7 @@ class Table:
         return " ".join(parts)
 
     def _test_sentence(self) -> str:
-        settings: dict[tuple, list[str]] = {}
+        settings: dict[tuple[str, str, str, str, int, int], list[str]] = {}
         for column, comparison in self.comparisons.items():
             a = comparison.attrs
             key = (
