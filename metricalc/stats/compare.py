@@ -253,7 +253,7 @@ def _median(values: np.ndarray) -> float:
 
 
 def _dataset(
-    rows: dict[str, list[Any]], descriptors: list[str], baselines: list[str], attrs: dict
+    rows: dict[str, list[Any]], descriptors: list[str], baselines: list[str], attrs: dict[str, Any]
 ) -> xr.Dataset:
     index = pd.MultiIndex.from_arrays([descriptors, baselines], names=["descriptor", "baseline"])
     coords = xr.Coordinates.from_pandas_multiindex(index, "comparison")
@@ -472,7 +472,9 @@ def compare(
         raise InvalidInputError("no comparison of the call can be tested: " + "; ".join(reasons))
     flips, resamples = generators(seed)
     if test == "randomization":
-        p = sign_flip_pvalues(differences[tested], n_resamples=n_resamples, rng=flips)
+        p = np.atleast_1d(
+            sign_flip_pvalues(differences[tested], n_resamples=n_resamples, rng=flips)
+        )
         for k, value in zip(tested, p, strict=True):
             rows["pvalue"][k] = float(value)
     rows["ci_low"], rows["ci_high"] = [math.nan] * len(pairs_), [math.nan] * len(pairs_)
@@ -481,12 +483,13 @@ def compare(
         if rows["n"][k] >= MIN_UNITS:  # untested for identical systems: the CI is [0, 0]
             groups.setdefault(np.packbits(mask).tobytes(), []).append(k)
     for members in groups.values():
-        low, high = bca_interval(
+        interval = bca_interval(
             differences[np.ix_(members, masks[members[0]])],
             confidence_level=confidence_level,
             n_resamples=n_resamples,
             rng=resamples,
-        )
+        )  # 2-D differences: arrays
+        low, high = np.atleast_1d(interval[0]), np.atleast_1d(interval[1])
         for k, lo, hi in zip(members, low, high, strict=True):
             rows["ci_low"][k], rows["ci_high"][k] = float(lo), float(hi)
     raw = np.asarray(rows["pvalue"], dtype=np.float64)
