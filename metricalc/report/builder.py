@@ -29,8 +29,9 @@ import xarray as xr
 from metricalc.cube import PROTOCOL_ATTRS
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write
+from metricalc.plotting.comparisons import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES
 from metricalc.plotting.labels import dataset_name, metric_info
-from metricalc.plotting.tables import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES, Table
+from metricalc.plotting.tables import Table
 from metricalc.progress import progress_bar
 from metricalc.report.analysis import ColumnTests, run_tests
 from metricalc.report.data import combined, load_cubes, summary_metrics
