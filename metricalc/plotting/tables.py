@@ -38,6 +38,7 @@ from metricalc.plotting.labels import (
     escape_markdown,
     metric_info,
 )
+from metricalc.validation import is_integer
 
 __all__ = [
     "CORRECTION_NAMES",
@@ -212,7 +213,7 @@ class Table:
             raise InvalidInputError(
                 "Table: metric_set must be an xarray.Dataset over 'descriptor' (metric_set(cube))"
             )
-        if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 6:
+        if not is_integer(decimals) or not 0 <= decimals <= 6:
             raise InvalidInputError(f"Table: decimals must be an integer 0..6; got {decimals!r}")
         self.metric_set = metric_set
         self.decimals = decimals

@@ -17,7 +17,7 @@ import yaml
 
 from metricalc.errors import InvalidInputError
 from metricalc.stats import CORRECTIONS, PAIR_BY, TESTS  # a study's tests.* choices
-from metricalc.validation import TIE_POLICIES
+from metricalc.validation import TIE_POLICIES, is_integer, is_real
 
 __all__ = [
     "CORRECTIONS",
@@ -169,7 +169,7 @@ class _Checker:
     def number(
         self, value: Any, key: str, *, low: float, high: float, open_low: bool = False
     ) -> float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = is_real(value)
         if not ok or not math.isfinite(value) or value > high or value < low:
             ok = False
         if ok and open_low and value == low:
@@ -180,11 +180,11 @@ class _Checker:
         return float(value)
 
     def integer(self, value: Any, key: str, *, low: int, high: int | None = None) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_integer(value) or value < low:
             raise self.fail(key, f"expected an integer >= {low}; got {value!r}")
         if high is not None and value > high:
             raise self.fail(key, f"expected an integer <= {high}; got {value!r}")
-        return value
+        return int(value)
 
     def boolean(self, value: Any, key: str) -> bool:
         if not isinstance(value, bool):
