@@ -138,7 +138,14 @@ def label_axes(
     xlim: tuple[float, float] | None = None,
     ylim: tuple[float, float] | None = None,
 ) -> Axes:
-    """Set the title of ``ax`` and those of its labels and limits that are given; return ``ax``."""
+    """Set the title of ``ax`` and those of its labels and limits that are given; return ``ax``.
+
+    Examples
+    --------
+    >>> ax = label_axes(axes_or_new(None), "Rank histogram", xlabel="rank", ylim=(0, 100))
+    >>> ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), tuple(map(float, ax.get_ylim()))
+    ('Rank histogram', 'rank', '', (0.0, 100.0))
+    """
     if xlim is not None:
         ax.set_xlim(*xlim)
     if ylim is not None:
