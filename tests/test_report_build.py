@@ -53,6 +53,15 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def test_section_registry_is_one_list_whichever_module_names_it():
+    from metricalc.report import builder, model, sections
+
+    assert builder.SECTION_HOOKS is sections.SECTION_HOOKS
+    assert builder.register_section is sections.register_section
+    assert builder.Report is model.Report and builder.Section is model.Section is Section
+    assert sections.detector_or_descriptor_section in sections.SECTION_HOOKS
+
+
 def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     study_dir, report = built
     out = study_dir / "mine"

@@ -12,7 +12,7 @@ from metricalc.cli._args import thresholds
 from metricalc.core.ranking import AP_METHODS
 
 
-def add_decompose(verbs: argparse._SubParsersAction) -> None:
+def add_decompose(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc decompose detection`` (COCO files) and ``decompose keypoints`` (a cube)."""
     decompose = verbs.add_parser(
         "decompose", help="metric decomposition: factor curves, identity check, what-if"

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 
-def add_report(verbs: argparse._SubParsersAction) -> None:
+def add_report(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc report STUDY [--out DIR]``: tables, tests, figures and the HTML page."""
     report = verbs.add_parser(
         "report", help="render a study (reports/<study>.yaml): tables, tests, figures, HTML"

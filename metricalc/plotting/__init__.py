@@ -8,6 +8,7 @@ The names below are imported on first use (the figures load matplotlib and seabo
 - the figures of curves from a cube: :func:`plot_pr_curves`, :func:`plot_roc`, :func:`plot_mma`
   (``curve_figures``);
 - :class:`Table` (``tables``): LaTeX / Markdown / CSV / HTML tables with significance letters;
+  ``comparisons``: reading a :func:`metricalc.stats.compare` Dataset (pairs, rows, test names);
 - ``terminal``: rich tables fitted to the console; ``labels``: the metric names, number formats
   and escaping every renderer shares.
 """

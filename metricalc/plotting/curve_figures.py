@@ -17,7 +17,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 from metricalc.errors import InvalidInputError
-from metricalc.plotting.figures import axes_or_new, legend_outside
+from metricalc.plotting.figures import axes_or_new, label_axes, legend_outside
 from metricalc.plotting.labels import display_name
 
 __all__ = ["plot_mma", "plot_pr_curves", "plot_roc"]
@@ -82,12 +82,8 @@ def plot_pr_curves(
     _check(pr, ("precision", "recall"), "plot_pr_curves", "metricalc.matching_pr_curve")
     ax = axes_or_new(ax, size=(6.5, 4.5))
     _draw_lines(ax, pr, lambda d: _percent(_points(pr, d, "recall", "precision")), names)
-    ax.set_xlabel("recall (%)")
-    ax.set_ylabel("precision (%)")
-    ax.set_xlim(0, 100)
-    ax.set_ylim(0, 102)
-    ax.set_title("Ratio-test precision-recall")
-    return ax
+    return label_axes(ax, "Ratio-test precision-recall", xlabel="recall (%)",
+                      ylabel="precision (%)", xlim=(0, 100), ylim=(0, 102))  # fmt: skip
 
 
 def plot_roc(
@@ -127,12 +123,9 @@ def plot_roc(
             linestyle="none",
             gid=f"youden:{d}",
         )
-    ax.set_xlim(0, 100)
-    ax.set_ylim(0, 102)
-    ax.set_xlabel("false positive rate (%)")
-    ax.set_ylabel("true positive rate (%)")
-    ax.set_title("ROC of the ratio test, Youden J points")
-    return ax
+    return label_axes(ax, "ROC of the ratio test, Youden J points",
+                      xlabel="false positive rate (%)", ylabel="true positive rate (%)",
+                      xlim=(0, 100), ylim=(0, 102))  # fmt: skip
 
 
 def plot_mma(
@@ -152,8 +145,5 @@ def plot_mma(
         return thresholds[keep], values[keep]
 
     _draw_lines(ax, mma, points, names, marker="o")
-    ax.set_xlabel("threshold (px)")
-    ax.set_ylabel("MMA (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title("Mean matching accuracy")
-    return ax
+    return label_axes(ax, "Mean matching accuracy", xlabel="threshold (px)", ylabel="MMA (%)",
+                      ylim=(0, 100))  # fmt: skip

@@ -15,7 +15,7 @@ import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
@@ -35,6 +35,12 @@ def axes_or_new(ax: Axes | None, size: tuple[float, float] = (7.0, 4.0)) -> Axes
     return ax if ax is not None else Figure(figsize=size, layout="constrained").subplots()
 
 
+def root_figure(ax: Axes) -> Figure:
+    """The Figure ``ax`` is drawn on (for an Axes of a subfigure, the figure holding it)."""
+    figure: Figure | SubFigure = ax.figure
+    return figure if isinstance(figure, Figure) else figure.figure
+
+
 def display_names(values: Iterable[object], names: Mapping[str, str] | None) -> list[str]:
     """The display name (:func:`~metricalc.plotting.labels.display_name`) of each system."""
     return [display_name(str(v), names) for v in values]
@@ -50,13 +56,16 @@ def legend_outside(ax: Axes, *, title: str | None = None, width: int = 32) -> No
     sns.move_legend(
         ax, "upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, title=title, frameon=False
     )
-    for text in ax.get_legend().get_texts():
-        text.set_text(wrap_label(text.get_text(), width))
-    figure = ax.get_figure()
-    if figure is None:
+    moved = ax.get_legend()  # move_legend makes a new legend
+    if moved is None:
         return
+    for text in moved.get_texts():
+        text.set_text(wrap_label(text.get_text(), width))
+    if ax.get_figure() is None:
+        return
+    figure = root_figure(ax)
     figure.draw_without_rendering()  # a legend taller than the figure: the figure grows to hold it
-    needed = ax.get_legend().get_window_extent().height / figure.dpi + 0.4
+    needed = moved.get_window_extent().height / figure.dpi + 0.4
     if needed > figure.get_figheight():
         figure.set_figheight(needed)
 
@@ -81,7 +90,7 @@ def untangle_ticklabels(ax: Axes, *, width: int = 16) -> None:
         return
     ax.set_xticks(ticks, [wrap_label(t, width) for t in labels])
     for angle in (30, 60, 90):
-        ax.figure.draw_without_rendering()
+        root_figure(ax).draw_without_rendering()
         if not _overlap(list(ax.get_xticklabels())):
             return
         ax.tick_params(axis="x", labelrotation=angle)
@@ -93,7 +102,7 @@ def untangle_ticklabels(ax: Axes, *, width: int = 16) -> None:
 def spread_labels(ax: Axes, labels: list[Annotation], *, step: float = 11.0) -> None:
     """Shift point labels up or down (in steps of ``step`` points, a thin line back to the
     point once moved) until none overlaps another, staying inside the axes where possible."""
-    ax.figure.draw_without_rendering()
+    root_figure(ax).draw_without_rendering()
     frame = ax.get_window_extent()
     placed: list[Bbox] = []
     for label in labels:
@@ -120,6 +129,44 @@ def spread_labels(ax: Axes, labels: list[Annotation], *, step: float = 11.0) -> 
         placed.append(label.get_window_extent().padded(2))
 
 
+def label_axes(
+    ax: Axes,
+    title: str,
+    *,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    xlim: tuple[float, float] | None = None,
+    ylim: tuple[float, float] | None = None,
+) -> Axes:
+    """Set the title of ``ax`` and those of its labels and limits that are given; return ``ax``.
+
+    Examples
+    --------
+    >>> ax = label_axes(axes_or_new(None), "Rank histogram", xlabel="rank", ylim=(0, 100))
+    >>> ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), tuple(map(float, ax.get_ylim()))
+    ('Rank histogram', 'rank', '', (0.0, 100.0))
+    """
+    if xlim is not None:
+        ax.set_xlim(*xlim)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    return ax
+
+
+def _percent_axes(ax: Axes, xlabel: str, ylabel: str, title: str) -> Axes:
+    """Finish a seaborn plot of percentages by descriptor: the legend right of the axes, y from
+    0 to 100, the labels and title, untangled x tick labels."""
+    legend_outside(ax)
+    label_axes(ax, title, xlabel=xlabel, ylabel=ylabel, ylim=(0, 100))
+    untangle_ticklabels(ax)
+    return ax
+
+
 def plot_map_by_split(
     metrics: xr.Dataset, ax: Axes | None = None, *, names: Mapping[str, str] | None = None
 ) -> Axes:
@@ -138,13 +185,7 @@ def plot_map_by_split(
     table["descriptor"] = display_names(table["descriptor"], names)
     table["mAP"] = 100 * table["mAP"].astype(float)
     sns.barplot(data=table, x="descriptor", y="mAP", hue="split", ax=ax)
-    legend_outside(ax)
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("true mAP (%)")
-    ax.set_xlabel("")
-    ax.set_title("True mAP (R = 1 queries) by scene type")
-    untangle_ticklabels(ax)
-    return ax
+    return _percent_axes(ax, "", "true mAP (%)", "True mAP (R = 1 queries) by scene type")
 
 
 def plot_rank_histogram(
@@ -158,13 +199,8 @@ def plot_rank_histogram(
     table = share.to_dataframe(name="share").reset_index()
     table["descriptor"] = display_names(table["descriptor"], names)
     sns.pointplot(data=table, x="rank_bin", y="share", hue="descriptor", ax=ax)
-    legend_outside(ax)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("rank of the relevant keypoint")
-    ax.set_ylabel("share of queries (%)")
-    ax.set_title("Rank histogram")
-    untangle_ticklabels(ax)
-    return ax
+    xlabel, ylabel = "rank of the relevant keypoint", "share of queries (%)"
+    return _percent_axes(ax, xlabel, ylabel, "Rank histogram")
 
 
 def plot_scene_map(
@@ -188,9 +224,7 @@ def plot_scene_map(
         cbar_kws={"label": "true mAP (%)"},
     )
     ax.tick_params(axis="y", labelrotation=0)
-    ax.set_ylabel("")
-    ax.set_title("True mAP per scene")
-    return ax
+    return label_axes(ax, "True mAP per scene", ylabel="")
 
 
 def plot_split_scatter(
@@ -218,8 +252,9 @@ def plot_split_scatter(
     ax.set_xlim(0, 100)
     ax.set_ylim(0, 100)
     ax.set_aspect("equal")
-    if ax.get_legend() is not None:
-        ax.get_legend().remove()
+    legend = ax.get_legend()
+    if legend is not None:
+        legend.remove()
     ax.set_title("Viewpoint vs illumination mAP")
     labels = [
         ax.annotate(
@@ -246,6 +281,6 @@ def save_figure(ax: Axes, path: str | Path) -> list[Path]:
     for suffix in (".png", ".svg"):
         target = stem.with_suffix(suffix)
         with temporary_path(target, suffix=suffix) as tmp:  # savefig's format: the suffix
-            ax.figure.savefig(tmp, dpi=120)
+            root_figure(ax).savefig(tmp, dpi=120)
         written.append(target)
     return written

@@ -20,15 +20,21 @@ from rich.table import Column, Table
 
 from metricalc.plotting.labels import is_fraction_metric
 
-TABLE_METRICS = (
-    ("true_map_micro", "mAP"),
-    ("true_map_macro_by_scene", "mAP macro"),
+SHARED_METRIC_COLUMNS = (
     ("viewpoint_map", "mAP v"),
     ("illumination_map", "mAP i"),
     ("precision_at_1", "HR@1"),
     ("precision_at_5", "HR@5"),
     ("keypoint_verification_ap", "verif AP"),
     ("keypoint_retrieval_ap", "retr AP"),
+)
+"""(metric name, column header) of the split mAPs, hit rates and keypoint APs: the middle
+columns of every terminal table of metrics (:data:`TABLE_METRICS`, ``metricalc db show``)."""
+
+TABLE_METRICS = (
+    ("true_map_micro", "mAP"),
+    ("true_map_macro_by_scene", "mAP macro"),
+    *SHARED_METRIC_COLUMNS,
     ("r0_rate", "R=0 rate"),
     ("total_queries_processed", "queries"),
 )
@@ -68,6 +74,10 @@ def _span(console: Console, column: Column) -> _Span:
     return _Span(max(least, 1), max(most, 1))
 
 
+_KEPT_STYLE = ("header_style", "footer_style", "style", "justify", "vertical", "highlight")
+"""The attributes of a column that a part of a table (:func:`_part`) keeps."""
+
+
 def _part(
     table: Table,
     columns: Sequence[int],
@@ -82,18 +92,8 @@ def _part(
     part.columns, part.rows, part.title = [], [], title
     originals = [table.columns[i] for i in columns]
     for column, width in zip(originals, widths, strict=True):
-        part.add_column(
-            column.header,
-            column.footer,
-            header_style=column.header_style,
-            footer_style=column.footer_style,
-            style=column.style,
-            justify=column.justify,
-            vertical=column.vertical,
-            overflow="fold",
-            width=width,
-            highlight=column.highlight,
-        )
+        kept = {name: getattr(column, name) for name in _KEPT_STYLE}
+        part.add_column(column.header, column.footer, overflow="fold", width=width, **kept)
     cells = [list(column.cells) for column in originals]
     for r, row in enumerate(table.rows if rows else []):
         part.add_row(*(c[r] for c in cells), style=row.style, end_section=row.end_section)
@@ -269,8 +269,8 @@ def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None
         )
     for _, row in frame.iterrows():
         cells = []
-        for column, value in row.items():
-            if str(column).endswith("_map") and isinstance(value, float):
+        for name, value in row.items():
+            if str(name).endswith("_map") and isinstance(value, float):
                 cells.append(f"{100 * value:.2f}" if math.isfinite(value) else "-")
             else:
                 cells.append("-" if value is None else printable(value))
@@ -338,7 +338,9 @@ def print_comparisons(
                    "W/T/L"):  # fmt: skip
         table.add_column(header, justify="right", no_wrap=True)
     frame = comparisons.to_dataframe()
-    for (descriptor, baseline), row in frame.iterrows():
+    pairs = [(str(d), str(b)) for d, b in frame.index.to_list()]  # (descriptor, baseline)
+    rows = [(d, b, row) for (d, b), (_, row) in zip(pairs, frame.iterrows(), strict=True)]
+    for descriptor, baseline, row in rows:
         low = _number(row["ci_low"], percent=percent, signed=True)
         high = _number(row["ci_high"], percent=percent, signed=True)
         table.add_row(
@@ -358,7 +360,7 @@ def print_comparisons(
         )
     console = console or terminal_console()
     print_table(table, console=console, keys=2)
-    for (descriptor, baseline), row in frame.iterrows():
+    for descriptor, baseline, row in rows:
         if row.get("caveat", ""):
             console.print(printable(f"? {descriptor} vs {baseline}: {row['caveat']}"))
         if row["note"]:

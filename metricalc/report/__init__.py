@@ -1,13 +1,13 @@
-"""Rendering: paper tables, plain-language summaries, figures and the HTML report of a study.
+"""The studies: plain-language summaries, the figures of test results and the report of a study.
 
-The names below are imported on first use (the figures load matplotlib and seaborn), so
-``import metricalc.plotting.terminal`` stays light:
+The tables and figure primitives are in :mod:`metricalc.plotting`. The names below are imported
+on first use (the figures load matplotlib and seaborn):
 
-- :class:`Table` (``tables``): LaTeX / Markdown / CSV / HTML tables with significance letters;
 - :func:`summarize`, :func:`describe_comparison`, :func:`describe_ranking`, :func:`cd_groups`
   (``summary``): sentences for comparisons and rankings;
-- :func:`build`, :class:`Report`, :func:`register_section` (``builder``): the report folder of a
-  study; :func:`load_study`, :class:`Study`, :func:`demo_study` (``study``): study specifications;
+- :func:`build`, :class:`Report`, :func:`register_section` (``builder``; defined in ``model`` and
+  ``sections``): the report folder of a study;
+- :func:`load_study`, :class:`Study`, :func:`demo_study` (``study``): study specifications;
   :func:`register_data_loader` (``data``): a new kind of study data;
 - the figures of test results: :func:`plot_forest`, :func:`plot_cd_diagram` (``stats_figures``).
 """

@@ -191,7 +191,7 @@ def run_tests(
             result.notes.append(f"{info.label}: not tested (the cube has no {metric!r})")
             advance()
             continue
-        options = {
+        options: dict[str, Any] = {
             "metric": metric,
             "pair_by": _pair_by(tests.pair_by, needed),
             "split": split,

@@ -11,13 +11,14 @@ testable column (:mod:`metricalc.report.analysis`), and writes below ``out``:
 - ``figures/<name>.png`` and ``.svg``.
 
 Every file is written under a temporary name and renamed. Other parts add sections to the page
-with :func:`register_section` (e.g. the detector-or-descriptor decomposition).
+with :func:`~metricalc.report.sections.register_section` (e.g. the detector-or-descriptor
+decomposition).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,52 +29,19 @@ import xarray as xr
 from metricalc.cube import PROTOCOL_ATTRS
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write
+from metricalc.plotting.comparisons import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES
 from metricalc.plotting.labels import dataset_name, metric_info
-from metricalc.plotting.tables import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES, Table
+from metricalc.plotting.tables import Table
 from metricalc.progress import progress_bar
 from metricalc.report.analysis import ColumnTests, run_tests
 from metricalc.report.data import combined, load_cubes, summary_metrics
 from metricalc.report.html import EmbeddedFigure, data_uri, png_data_uri, render_report
-from metricalc.report.sections import Section, detector_or_descriptor_section
+from metricalc.report.model import Report, Section
+from metricalc.report.sections import SECTION_HOOKS, SectionHook, register_section
 from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
 
-__all__ = ["SECTION_HOOKS", "Report", "Section", "build", "register_section"]
-
-
-@dataclass
-class Report:
-    """What :func:`build` computed and wrote."""
-
-    out: Path
-    study: Study
-    cubes: dict[str, xr.Dataset]
-    metrics: xr.Dataset
-    table: Table
-    tests: dict[str, ColumnTests]
-    sentences: list[str]
-    rankings: list[str]
-    notes: list[str]
-    files: list[Path] = field(default_factory=list)
-
-    @property
-    def html(self) -> Path:
-        """The HTML page (``out/report.html``)."""
-        return self.out / "report.html"
-
-
-SectionHook = Callable[[Report], Section | None]
-SECTION_HOOKS: list[SectionHook] = [detector_or_descriptor_section]
-"""Hooks called with the :class:`Report` (before the page is written); each returns a
-:class:`~metricalc.report.sections.Section` to append to the page, or None. Registered by
-default: the decomposition's "detector or descriptor?" section."""
-
-
-def register_section(hook: SectionHook) -> None:
-    """Add a section to every report built from now on (see :data:`SECTION_HOOKS`)."""
-    if not callable(hook):
-        raise InvalidInputError(f"register_section: hook must be callable; got {hook!r}")
-    SECTION_HOOKS.append(hook)
+__all__ = ["SECTION_HOOKS", "Report", "Section", "SectionHook", "build", "register_section"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -272,6 +240,146 @@ def _summary_text(study: Study, sentences: list[str], rankings: list[str], notes
 # ----------------------------------------------------------------------------------------------
 
 
+def _results_table(
+    study: Study, metrics: xr.Dataset, tests: dict[str, ColumnTests], columns: list[str]
+) -> Table:
+    """The study's results table with the significance letters of its tests."""
+    comparisons = {c: t.comparison for c, t in tests.items() if t.comparison is not None}
+    caption = f"{study.title}." if study.title else None
+    return Table(metrics, comparisons, columns=columns, decimals=study.decimals,
+                 names=study.names, caption=caption, label=f"tab:{study.name}")  # fmt: skip
+
+
+def _texts(
+    study: Study, tests: dict[str, ColumnTests], notes: list[str]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The sentences of every tested column (by column) and of every ranking; the tests' notes
+    are appended to ``notes``."""
+    by_column: dict[str, list[str]] = {}
+    rankings: list[str] = []
+    for column, result in tests.items():
+        notes += result.notes
+        phrase = metric_info(column).phrase
+        if result.comparison is not None:
+            by_column[column] = summarize(
+                result.comparison, names=study.names, metric_phrase=phrase, decimals=study.decimals
+            )
+        if result.ranking is not None:
+            rankings.append(
+                describe_ranking(result.ranking, names=study.names, metric_phrase=phrase)
+            )
+    return by_column, rankings
+
+
+def _analyse(
+    study: Study, out: Path, loaded: dict[str, xr.Dataset], progress: bool
+) -> tuple[Report, dict[str, list[str]]]:
+    """The metric set, the tests, the results table and the sentences of the study's cubes (the
+    :class:`Report` before its files), and the sentences by column."""
+    metrics = combined({label: summary_metrics(cube) for label, cube in loaded.items()})
+    columns = list(study.metrics) if study.metrics else None
+    chosen = Table(metrics, columns=columns, decimals=study.decimals, names=study.names).columns
+    notes: list[str] = []
+    with progress_bar("tests", total=len(chosen), enabled=progress) as advance:
+        tests = run_tests(
+            loaded, chosen, tests=study.tests, baseline=study.baseline, advance=advance
+        )
+    table = _results_table(study, metrics, tests, chosen)
+    by_column, rankings = _texts(study, tests, notes)
+    sentences = [s for column in by_column for s in by_column[column]]
+    report = Report(out, study, loaded, metrics, table, tests, sentences, rankings, notes)
+    return report, by_column
+
+
+def _draw_figures(report: Report, progress: bool) -> list[tuple[str, EmbeddedFigure]]:
+    """Draw the study's figures (saved under ``figures/`` when the study keeps them, each file
+    added to ``report.files``); each with its group (column label, "" for the general ones)."""
+    from metricalc.plotting.figures import save_figure
+
+    study, out = report.study, report.out
+    jobs = _figure_jobs(study, report.cubes, report.metrics, report.tests, report.notes)
+    embedded: list[tuple[str, EmbeddedFigure]] = []
+    draw = "figures" in study.outputs or "html" in study.outputs
+    with progress_bar("figures", total=len(jobs) if draw else 0, enabled=progress) as advance:
+        for job in jobs if draw else []:
+            ax = job.draw()
+            if "figures" in study.outputs:
+                written = save_figure(ax, out / "figures" / job.name)
+                report.files.extend(written)
+                uri = data_uri(written[0])
+            else:
+                uri = png_data_uri(ax)
+            embedded.append((job.group, EmbeddedFigure(job.name, job.title, job.caption, uri)))
+            advance()
+    return embedded
+
+
+def _page(report: Report, embedded: list[tuple[str, EmbeddedFigure]]) -> str:
+    """The HTML page of ``report`` (the section hooks are called here)."""
+    from metricalc.version import __version__
+
+    study, metrics = report.study, report.metrics
+    sections = [s for hook in SECTION_HOOKS if (s := hook(report)) is not None]
+    groups: dict[str, list[EmbeddedFigure]] = {}
+    for group, figure in embedded:
+        if group:
+            groups.setdefault(group, []).append(figure)
+    spec_text = (
+        study.source.read_text(encoding="utf-8")
+        if study.source is not None and study.source.is_file()
+        else ""
+    )
+    return render_report(
+        {
+            "version": __version__,
+            "title": study.title or study.name,
+            "study_name": study.name,
+            "description": study.description,
+            "dataset": dataset_name(metrics.attrs) or "unnamed",
+            "n_systems": metrics.sizes["descriptor"],
+            "sentences": report.sentences,
+            "rankings": report.rankings,
+            "notes": report.notes,
+            "table_html": report.table.to_html(),
+            "column_figures": [{"title": title, "figures": figs} for title, figs in groups.items()],
+            "figures": [figure for group, figure in embedded if not group],
+            "extra_sections": sections,
+            "protocol": _protocol(metrics),
+            "tests": _tests_text(study),
+            "spec_text": spec_text,
+            "files": [str(p.relative_to(report.out)) for p in report.files],
+        }
+    )
+
+
+def _write_outputs(
+    report: Report, by_column: dict[str, list[str]], embedded: list[tuple[str, EmbeddedFigure]]
+) -> None:
+    """Write the study's outputs (tables, CSV files, summary, HTML page) below ``report.out``,
+    each added to ``report.files``."""
+    study, table, metrics = report.study, report.table, report.metrics
+
+    def write(name: str, text: str) -> None:
+        path = report.out / name
+        atomic_write(path, text)
+        report.files.append(path)
+
+    if "latex" in study.outputs:
+        write("tables.tex", table.to_latex())
+    if "markdown" in study.outputs:
+        write("tables.md", table.to_markdown())
+    if "csv" in study.outputs:
+        write("table.csv", table.to_csv())
+        write("comparisons.csv", _comparisons_frame(report, by_column).to_csv(index=False))
+        write("rankings.csv", _rankings_frame(report).to_csv(index=False))
+        scalar = [n for n, v in metrics.data_vars.items() if v.dims == ("descriptor",)]
+        write("metrics.csv", metrics[scalar].to_dataframe().to_csv())
+    if "summary" in study.outputs:
+        write("summary.txt", _summary_text(study, report.sentences, report.rankings, report.notes))
+    if "html" in study.outputs:
+        write("report.html", _page(report, embedded))
+
+
 def build(
     study: Study | str | Path,
     *,
@@ -300,9 +408,6 @@ def build(
         What was computed; ``report.files`` lists every file written and ``report.html`` the
         page.
     """
-    from metricalc.plotting.figures import save_figure
-    from metricalc.version import __version__
-
     if not isinstance(study, Study):
         study = load_study(study)
     out = Path(out) if out is not None else study.default_out()
@@ -311,115 +416,7 @@ def build(
     loaded = (
         dict(cubes) if cubes is not None else load_cubes(study.data, out=out, progress=progress)
     )
-    metrics = combined({label: summary_metrics(cube) for label, cube in loaded.items()})
-    columns = list(study.metrics) if study.metrics else None
-    table = Table(metrics, columns=columns, decimals=study.decimals, names=study.names)
-    notes: list[str] = []
-    with progress_bar("tests", total=len(table.columns), enabled=progress) as advance:
-        tests = run_tests(
-            loaded, table.columns, tests=study.tests, baseline=study.baseline, advance=advance
-        )
-    comparisons = {c: t.comparison for c, t in tests.items() if t.comparison is not None}
-    table = Table(
-        metrics,
-        comparisons,
-        columns=table.columns,
-        decimals=study.decimals,
-        names=study.names,
-        caption=f"{study.title}." if study.title else None,
-        label=f"tab:{study.name}",
-    )
-    by_column: dict[str, list[str]] = {}
-    rankings: list[str] = []
-    for column, result in tests.items():
-        notes += result.notes
-        phrase = metric_info(column).phrase
-        if result.comparison is not None:
-            by_column[column] = summarize(
-                result.comparison, names=study.names, metric_phrase=phrase, decimals=study.decimals
-            )
-        if result.ranking is not None:
-            rankings.append(
-                describe_ranking(result.ranking, names=study.names, metric_phrase=phrase)
-            )
-    sentences = [s for column in by_column for s in by_column[column]]
-    report = Report(
-        out=out,
-        study=study,
-        cubes=loaded,
-        metrics=metrics,
-        table=table,
-        tests=tests,
-        sentences=sentences,
-        rankings=rankings,
-        notes=notes,
-    )
-    files = report.files
-    jobs = _figure_jobs(study, loaded, metrics, tests, notes)
-    embedded: list[tuple[str, EmbeddedFigure]] = []
-    draw = "figures" in study.outputs or "html" in study.outputs
-    with progress_bar("figures", total=len(jobs) if draw else 0, enabled=progress) as advance:
-        for job in jobs if draw else []:
-            ax = job.draw()
-            if "figures" in study.outputs:
-                written = save_figure(ax, out / "figures" / job.name)
-                files += written
-                uri = data_uri(written[0])
-            else:
-                uri = png_data_uri(ax)
-            embedded.append((job.group, EmbeddedFigure(job.name, job.title, job.caption, uri)))
-            advance()
-
-    def write(name: str, text: str) -> None:
-        path = out / name
-        atomic_write(path, text)
-        files.append(path)
-
-    if "latex" in study.outputs:
-        write("tables.tex", table.to_latex())
-    if "markdown" in study.outputs:
-        write("tables.md", table.to_markdown())
-    if "csv" in study.outputs:
-        write("table.csv", table.to_csv())
-        write("comparisons.csv", _comparisons_frame(report, by_column).to_csv(index=False))
-        write("rankings.csv", _rankings_frame(report).to_csv(index=False))
-        scalar = [n for n, v in metrics.data_vars.items() if v.dims == ("descriptor",)]
-        write("metrics.csv", metrics[scalar].to_dataframe().to_csv())
-    if "summary" in study.outputs:
-        write("summary.txt", _summary_text(study, sentences, rankings, notes))
-    if "html" in study.outputs:
-        sections = [s for hook in SECTION_HOOKS if (s := hook(report)) is not None]
-        groups: dict[str, list[EmbeddedFigure]] = {}
-        for group, figure in embedded:
-            if group:
-                groups.setdefault(group, []).append(figure)
-        spec_text = (
-            study.source.read_text(encoding="utf-8")
-            if study.source is not None and study.source.is_file()
-            else ""
-        )
-        page = render_report(
-            {
-                "version": __version__,
-                "title": study.title or study.name,
-                "study_name": study.name,
-                "description": study.description,
-                "dataset": dataset_name(metrics.attrs) or "unnamed",
-                "n_systems": metrics.sizes["descriptor"],
-                "sentences": sentences,
-                "rankings": rankings,
-                "notes": notes,
-                "table_html": table.to_html(),
-                "column_figures": [
-                    {"title": title, "figures": figs} for title, figs in groups.items()
-                ],
-                "figures": [figure for group, figure in embedded if not group],
-                "extra_sections": sections,
-                "protocol": _protocol(metrics),
-                "tests": _tests_text(study),
-                "spec_text": spec_text,
-                "files": [str(p.relative_to(out)) for p in files],
-            }
-        )
-        write("report.html", page)
+    report, by_column = _analyse(study, out, loaded, progress)
+    embedded = _draw_figures(report, progress)
+    _write_outputs(report, by_column, embedded)
     return report

@@ -2,7 +2,7 @@
 
 Every value is escaped by jinja2's autoescaping; the only markup passed through is the table
 (:meth:`metricalc.plotting.Table.to_html`, which escapes its own names) and the HTML of registered
-extra sections (:func:`metricalc.report.builder.register_section`). The page references no
+extra sections (:func:`metricalc.report.sections.register_section`). The page references no
 external resource: styles are inline and images are ``data:image/png;base64,...`` URIs.
 """
 

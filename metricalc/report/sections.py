@@ -1,34 +1,30 @@
 """Extra sections of the HTML report, contributed by other parts through section hooks.
 
-A hook is called with the :class:`~metricalc.report.builder.Report` (its study, cubes, metric
+A hook is called with the :class:`~metricalc.report.model.Report` (its study, cubes, metric
 set and tests) before the page is written, and returns a :class:`Section` or None
-(:func:`metricalc.report.builder.register_section`). The hook registered by default here is the
+(:func:`register_section`, :data:`SECTION_HOOKS`). The hook registered by default here is the
 "detector or descriptor?" section of the metric decomposition
 (:func:`metricalc.decompose.detector_or_descriptor`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from metricalc.errors import InvalidInputError
 from metricalc.plotting.labels import display_name, escape_html
+from metricalc.report.model import Report, Section
 
-if TYPE_CHECKING:
-    from metricalc.report.builder import Report
-
-__all__ = ["Section", "detector_or_descriptor_section"]
-
-
-@dataclass(frozen=True)
-class Section:
-    """An extra section of the HTML page: ``html`` is inserted as is (escape your names)."""
-
-    name: str
-    title: str
-    html: str
+__all__ = [
+    "SECTION_HOOKS",
+    "Section",
+    "SectionHook",
+    "detector_or_descriptor_section",
+    "register_section",
+]
 
 
 _DECOMPOSITION_COLUMNS = (
@@ -109,3 +105,20 @@ def detector_or_descriptor_section(report: Report) -> Section | None:
         "</figure>"
     )
     return Section("detector-or-descriptor", "Detector or descriptor?", html)
+
+
+SectionHook = Callable[[Report], Section | None]
+"""A section hook: called with the :class:`~metricalc.report.model.Report`, returns a
+:class:`Section` to append to the page, or None."""
+
+SECTION_HOOKS: list[SectionHook] = [detector_or_descriptor_section]
+"""Hooks called with the :class:`~metricalc.report.model.Report` (before the page is written);
+each returns a :class:`Section` to append to the page, or None. Registered by default: the
+decomposition's "detector or descriptor?" section."""
+
+
+def register_section(hook: SectionHook) -> None:
+    """Add a section to every report built from now on (see :data:`SECTION_HOOKS`)."""
+    if not callable(hook):
+        raise InvalidInputError(f"register_section: hook must be callable; got {hook!r}")
+    SECTION_HOOKS.append(hook)

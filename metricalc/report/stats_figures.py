@@ -8,19 +8,26 @@ drawn by hand with matplotlib: no maintained library draws one from precomputed 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from metricalc.plotting.comparisons import comparison_pairs
 from metricalc.plotting.figures import axes_or_new, wrap_label
 from metricalc.plotting.labels import compared_metric_phrase, display_name, is_fraction_metric
-from metricalc.plotting.tables import comparison_pairs
 from metricalc.report.summary import _check_ranking, cd_groups
 
 __all__ = ["plot_cd_diagram", "plot_forest"]
+
+
+def _phrase(attrs: Mapping[Hashable, object], metric_phrase: str | None) -> str:
+    """``metric_phrase``, else the phrase of the tested metric and split of ``attrs``."""
+    return metric_phrase or compared_metric_phrase(
+        str(attrs.get("metric", "ap")), str(attrs.get("split", "") or "")
+    )
 
 
 def plot_forest(
@@ -89,8 +96,7 @@ def plot_forest(
     level = float(attrs.get("confidence_level", 0.95))
     unit = "percentage points" if scale == 100.0 else "units"
     ax.set_xlabel(f"mean difference ({unit}), {100 * level:g}% bootstrap CI")
-    phrase = metric_phrase or compared_metric_phrase(metric, str(attrs.get("split", "") or ""))
-    ax.set_title(f"Differences in {phrase} (filled: significant)")
+    ax.set_title(f"Differences in {_phrase(attrs, metric_phrase)} (filled: significant)")
     ax.set_ylim(-0.8, len(pairs) - 0.2)
     return ax
 
@@ -166,8 +172,6 @@ def plot_cd_diagram(
     ax.set_ylim(-step * rows - 0.45, 0.95)
     ax.axis("off")
     attrs = ranking.attrs
-    phrase = metric_phrase or compared_metric_phrase(
-        str(attrs.get("metric", "ap")), str(attrs.get("split", "") or "")
-    )
+    phrase = _phrase(attrs, metric_phrase)
     ax.set_title(f"Average ranks on {phrase} (Nemenyi, alpha {float(attrs.get('alpha', 0.05)):g})")
     return ax

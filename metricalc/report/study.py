@@ -17,7 +17,7 @@ import yaml
 
 from metricalc.errors import InvalidInputError
 from metricalc.stats import CORRECTIONS, PAIR_BY, TESTS  # a study's tests.* choices
-from metricalc.validation import TIE_POLICIES
+from metricalc.validation import TIE_POLICIES, is_integer, is_real
 
 __all__ = [
     "CORRECTIONS",
@@ -169,7 +169,7 @@ class _Checker:
     def number(
         self, value: Any, key: str, *, low: float, high: float, open_low: bool = False
     ) -> float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = is_real(value)
         if not ok or not math.isfinite(value) or value > high or value < low:
             ok = False
         if ok and open_low and value == low:
@@ -180,11 +180,11 @@ class _Checker:
         return float(value)
 
     def integer(self, value: Any, key: str, *, low: int, high: int | None = None) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_integer(value) or value < low:
             raise self.fail(key, f"expected an integer >= {low}; got {value!r}")
         if high is not None and value > high:
             raise self.fail(key, f"expected an integer <= {high}; got {value!r}")
-        return value
+        return int(value)
 
     def boolean(self, value: Any, key: str) -> bool:
         if not isinstance(value, bool):
@@ -220,70 +220,77 @@ def _labels(check: _Checker, value: dict[str, Any], key: str) -> None:
             raise check.fail(f"{key}.{label}", "a label must be non-empty, without parentheses")
 
 
-def _data(check: _Checker, raw: Any, base: Path) -> DataSpec:
-    raw = check.mapping(raw, "data")
-    sources = [k for k in ("cube", "cubes", "dataset", "experiment") if k in raw]
-    if len(sources) != 1:
+def _cube_data(check: _Checker, raw: dict[str, Any], base: Path, kind: str) -> DataSpec:
+    """``data: {cube: FILE}`` or ``data: {cubes: {label: FILE}}``: existing cube files."""
+    check.keys(raw, "data", (kind,))
+    if kind == "cube":
+        cubes = {"": base / check.string(raw["cube"], "data.cube")}
+    else:
+        mapping = check.mapping(raw["cubes"], "data.cubes")
+        if not mapping:
+            raise check.fail("data.cubes", "expected at least one label: cube file")
+        _labels(check, mapping, "data.cubes")
+        cubes = {
+            label: base / check.string(path, f"data.cubes.{label}")
+            for label, path in mapping.items()
+        }
+    for label, path in cubes.items():
+        if not path.is_file():
+            key = f"data.cubes.{label}" if label else "data.cube"
+            raise check.fail(key, f"cube file {path} does not exist")
+    return DataSpec(kind="cube", cubes=cubes)
+
+
+def _experiment_data(check: _Checker, raw: dict[str, Any], base: Path) -> DataSpec:
+    """``data: {experiment: TAG(S), benchmark, outputs}``: recorded runs."""
+    check.keys(raw, "data", ("experiment", "benchmark", "outputs"))
+    outputs = raw.get("outputs")
+    return DataSpec(
+        kind="experiment",
+        experiments=check.strings(raw["experiment"], "data.experiment"),
+        benchmark=check.string(raw.get("benchmark", "hpatches"), "data.benchmark"),
+        outputs=base / check.string(outputs, "data.outputs") if outputs is not None else None,
+    )
+
+
+def _dataset_folder(check: _Checker, raw: dict[str, Any], base: Path) -> str:
+    """``data.dataset``: ``synthetic`` or an existing folder of sequences (relative to ``base``)."""
+    dataset = check.string(raw["dataset"], "data.dataset")
+    if dataset == "synthetic":
+        return dataset
+    folder = base / dataset
+    if not folder.is_dir():
         raise check.fail(
-            "data",
-            "give exactly one of cube (a cube file), cubes (labelled cube files), dataset "
-            f"(with descriptors) or experiment (a tag); got {sources or 'none'}",
+            "data.dataset",
+            f"expected 'synthetic' (the built-in benchmark) or a folder of HPatches "
+            f"sequences; {folder} is not a folder",
         )
-    kind = sources[0]
-    if kind in ("cube", "cubes"):
-        check.keys(raw, "data", (kind,))
-        if kind == "cube":
-            cubes = {"": base / check.string(raw["cube"], "data.cube")}
-        else:
-            mapping = check.mapping(raw["cubes"], "data.cubes")
-            if not mapping:
-                raise check.fail("data.cubes", "expected at least one label: cube file")
-            _labels(check, mapping, "data.cubes")
-            cubes = {
-                label: base / check.string(path, f"data.cubes.{label}")
-                for label, path in mapping.items()
-            }
-        for label, path in cubes.items():
-            if not path.is_file():
-                key = f"data.cubes.{label}" if label else "data.cube"
-                raise check.fail(key, f"cube file {path} does not exist")
-        return DataSpec(kind="cube", cubes=cubes)
-    if kind == "experiment":
-        check.keys(raw, "data", ("experiment", "benchmark", "outputs"))
-        outputs = raw.get("outputs")
-        return DataSpec(
-            kind="experiment",
-            experiments=check.strings(raw["experiment"], "data.experiment"),
-            benchmark=check.string(raw.get("benchmark", "hpatches"), "data.benchmark"),
-            outputs=base / check.string(outputs, "data.outputs") if outputs is not None else None,
-        )
+    return str(folder)
+
+
+def _keypoint_modes(check: _Checker, keypoints: Any) -> dict[str, str]:
+    """``data.keypoints``: one mode, or a mode per label (label ``""`` for one mode)."""
+    if not isinstance(keypoints, dict):
+        return {"": _keypoint_mode(check, keypoints, "data.keypoints")}
+    check.mapping(keypoints, "data.keypoints")
+    if not keypoints:
+        raise check.fail("data.keypoints", "expected at least one label: mode")
+    _labels(check, keypoints, "data.keypoints")
+    return {
+        label: _keypoint_mode(check, mode, f"data.keypoints.{label}")
+        for label, mode in keypoints.items()
+    }
+
+
+def _dataset_data(check: _Checker, raw: dict[str, Any], base: Path) -> DataSpec:
+    """``data: {dataset: ..., descriptors, keypoints, ...}``: cubes computed from images."""
     allowed = (
         "dataset", "root", "scenes", "descriptors", "keypoints", "tau", "border", "tie_policy",
         "bojanic", "seed",
     )  # fmt: skip
     check.keys(raw, "data", allowed)
-    dataset = check.string(raw["dataset"], "data.dataset")
-    if dataset != "synthetic":
-        folder = base / dataset
-        if not folder.is_dir():
-            raise check.fail(
-                "data.dataset",
-                f"expected 'synthetic' (the built-in benchmark) or a folder of HPatches "
-                f"sequences; {folder} is not a folder",
-            )
-        dataset = str(folder)
-    keypoints = raw.get("keypoints", "locked:sift")
-    if isinstance(keypoints, dict):
-        check.mapping(keypoints, "data.keypoints")
-        if not keypoints:
-            raise check.fail("data.keypoints", "expected at least one label: mode")
-        _labels(check, keypoints, "data.keypoints")
-        modes = {
-            label: _keypoint_mode(check, mode, f"data.keypoints.{label}")
-            for label, mode in keypoints.items()
-        }
-    else:
-        modes = {"": _keypoint_mode(check, keypoints, "data.keypoints")}
+    dataset = _dataset_folder(check, raw, base)
+    modes = _keypoint_modes(check, raw.get("keypoints", "locked:sift"))
     descriptors = check.strings(
         raw.get("descriptors", list(BUILTIN_DESCRIPTORS)), "data.descriptors",
         choices=BUILTIN_DESCRIPTORS,
@@ -302,6 +309,24 @@ def _data(check: _Checker, raw: Any, base: Path) -> DataSpec:
         bojanic=check.boolean(raw.get("bojanic", True), "data.bojanic"),
         seed=check.integer(raw.get("seed", 0), "data.seed", low=0),
     )
+
+
+def _data(check: _Checker, raw: Any, base: Path) -> DataSpec:
+    """The ``data`` block of a study: exactly one of cube(s), experiment, dataset."""
+    raw = check.mapping(raw, "data")
+    sources = [k for k in ("cube", "cubes", "dataset", "experiment") if k in raw]
+    if len(sources) != 1:
+        raise check.fail(
+            "data",
+            "give exactly one of cube (a cube file), cubes (labelled cube files), dataset "
+            f"(with descriptors) or experiment (a tag); got {sources or 'none'}",
+        )
+    kind = sources[0]
+    if kind in ("cube", "cubes"):
+        return _cube_data(check, raw, base, kind)
+    if kind == "experiment":
+        return _experiment_data(check, raw, base)
+    return _dataset_data(check, raw, base)
 
 
 def _tests(check: _Checker, raw: Any) -> TestSpec:

@@ -20,13 +20,18 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.plotting.comparisons import (
+    READ_VARIABLES,
+    TEST_NAMES,
+    comparison_pairs,
+    comparison_row,
+)
 from metricalc.plotting.labels import (
     compared_metric_phrase,
     display_name,
     format_p,
     is_fraction_metric,
 )
-from metricalc.plotting.tables import READ_VARIABLES, TEST_NAMES, comparison_pairs, comparison_row
 
 __all__ = [
     "EFFECT_THRESHOLDS",

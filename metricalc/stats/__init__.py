@@ -14,13 +14,14 @@
 """
 
 from metricalc.stats.bootstrap import bca_interval
-from metricalc.stats.compare import MIN_UNITS, compare, direction, disagreement, verdict
+from metricalc.stats.compare import MIN_UNITS, compare
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.effect import cohens_dz, rank_biserial
 from metricalc.stats.paired import TESTS, default_test, paired_test, untestable
 from metricalc.stats.power import PowerResult, power
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.ranking import critical_difference, nemenyi_q, rank_systems
+from metricalc.stats.sides import direction, disagreement, verdict
 from metricalc.stats.units import PAIR_BY, SPLITS, metric_values, unit_values
 
 __all__ = [

@@ -72,7 +72,8 @@ _GEMM_COLUMNS = 4_096
 
 
 def _constant_rows(D: np.ndarray) -> np.ndarray:
-    return (D[:, :1] == D).all(axis=1)
+    constant: np.ndarray = (D[:, :1] == D).all(axis=1)
+    return constant
 
 
 def _scipy_interval(
@@ -182,7 +183,8 @@ def _resampled_means(D: np.ndarray, n_resamples: int, rng: np.random.Generator) 
         extra = Dt[generator.integers(0, n, size=rows.size), :n_rows]
         for r in range(n_rows):  # one bincount per comparison row
             total[:, r] += np.bincount(rows, weights=extra[:, r], minlength=size)
-        return total[:, :n_rows].T / n
+        means: np.ndarray = total[:, :n_rows].T / n
+        return means
 
     sizes = [min(_GEMM_ROWS, n_resamples - s) for s in range(0, n_resamples, _GEMM_ROWS)]
     return np.concatenate(
@@ -204,7 +206,8 @@ def acceleration(D: np.ndarray) -> np.ndarray:
     [0.068]
     """
     deviation = D - D.mean(axis=1, keepdims=True)
-    return (deviation**3).sum(axis=1) / (6 * ((deviation**2).sum(axis=1)) ** 1.5)
+    a: np.ndarray = (deviation**3).sum(axis=1) / (6 * ((deviation**2).sum(axis=1)) ** 1.5)
+    return a
 
 
 def _fast_interval(
@@ -240,7 +243,7 @@ def bca_interval(
     n_resamples: int = 10_000,
     rng: np.random.Generator,
     engine: str = "auto",
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray] | tuple[float, float]:
     """BCa bootstrap confidence interval of the mean of every row of ``differences``.
 
     The rows share their resamples of the columns (units), as :func:`scipy.stats.bootstrap`

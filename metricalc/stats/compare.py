@@ -14,15 +14,9 @@ from metricalc.errors import InvalidInputError
 from metricalc.stats.bootstrap import bca_interval
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.effect import cohens_dz, rank_biserial
-from metricalc.stats.paired import (
-    MEAN_TESTS,
-    TESTS,
-    default_test,
-    is_binary,
-    paired_test,
-    untestable,
-)
+from metricalc.stats.paired import TESTS, default_test, is_binary, paired_test, untestable
 from metricalc.stats.randomization import sign_flip_pvalues
+from metricalc.stats.sides import direction, disagreement, verdict
 from metricalc.stats.units import unit_values
 from metricalc.validation import check_choice, check_fraction, check_integer
 
@@ -60,93 +54,6 @@ def generators(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
     randomization test and the bootstrap do not depend on each other's draws."""
     flips, resamples = np.random.SeedSequence(seed).spawn(2)
     return np.random.default_rng(flips), np.random.default_rng(resamples)
-
-
-def direction(test: str, *, mean_diff: float, rank_biserial: float, wins: int, losses: int) -> int:
-    r"""The side a two-sided paired test's own statistic points to: +1 the descriptor, -1 the
-    baseline, 0 none.
-
-    A two-sided test rejects "no difference" when its own statistic lies far out in either
-    tail; the tail tells which system the evidence is for. That is the sign of
-
-    - the mean difference :math:`\bar d` for the t-test (:math:`t = \bar d / (s_d/\sqrt n)`)
-      and the randomization test (statistic :math:`\sum_i d_i`);
-    - :math:`T^+ - T^-` for the Wilcoxon test, the sign of the matched-pairs rank-biserial r
-      (the same zero-dropping ranks as :func:`scipy.stats.wilcoxon`);
-    - wins - losses for the sign test and McNemar's test (the discordant counts b - c).
-
-    The mean difference can point the other way than a rank or sign test (many small wins
-    against a few large losses): the Wilcoxon test then points to the system with the lower
-    mean. :func:`compare` calls a system better only where this side and the mean difference
-    agree (:func:`verdict`). 0 when the statistic is at its null centre or undefined.
-
-    Examples
-    --------
-    >>> from metricalc.stats.compare import direction
-    >>> direction("wilcoxon", mean_diff=0.001, rank_biserial=-0.22, wins=40, losses=60)
-    -1
-    >>> direction("ttest", mean_diff=0.001, rank_biserial=-0.22, wins=40, losses=60)
-    1
-    >>> direction("sign", mean_diff=-0.2, rank_biserial=-0.1, wins=30, losses=10)
-    1
-    """
-    if test in MEAN_TESTS:
-        value = float(mean_diff)
-    elif test == "wilcoxon":
-        value = float(rank_biserial)
-    else:
-        value = float(wins - losses)
-    return int(np.sign(value)) if math.isfinite(value) else 0
-
-
-def verdict(side: int, mean_diff: float) -> int:
-    """The system a rejected comparison calls better: ``side`` (:func:`direction`) where the
-    mean difference has the same sign, else 0 (no verdict: a system with the lower or an equal
-    mean is never called better).
-
-    Examples
-    --------
-    >>> from metricalc.stats.compare import verdict
-    >>> verdict(1, 0.02), verdict(-1, 0.009), verdict(1, 0.0), verdict(0, -0.3)
-    (1, 0, 0, 0)
-    """
-    mean_side = int(np.sign(mean_diff)) if math.isfinite(mean_diff) else 0
-    return side if side == mean_side else 0
-
-
-TEST_QUANTITIES = {
-    "wilcoxon": "the location (pseudo-median) of the differences",
-    "sign": "the count of wins and losses",
-    "mcnemar": "the discordant outcomes",
-}
-"""What a test other than a test of the mean difference finds in favour of a system."""
-
-
-def disagreement(test: str, side: int, mean_diff: float, descriptor: str, baseline: str) -> str:
-    """Why a rejected comparison calls no system better: its test's statistic points to one
-    system and the mean difference does not (``""`` when they agree).
-
-    Examples
-    --------
-    >>> from metricalc.stats.compare import disagreement
-    >>> print(disagreement("wilcoxon", 1, -0.009, "sift", "orb"))
-    the wilcoxon test rejects in favour of 'sift' on the location (pseudo-median) of the differences, but the mean difference favours 'orb' (-0.009, sift minus orb): neither is called better; the mean difference is tested by test='randomization'
-    """  # noqa: E501
-    if side == 0 or verdict(side, mean_diff) != 0:
-        return ""
-    found, other = (descriptor, baseline) if side > 0 else (baseline, descriptor)
-    if math.isfinite(mean_diff) and mean_diff != 0:
-        means = (
-            f"the mean difference favours {other!r} ({mean_diff:+.4g}, {descriptor} minus "
-            f"{baseline})"
-        )
-    else:
-        means = "the two means are equal"
-    quantity = TEST_QUANTITIES.get(test, "its statistic")
-    return (
-        f"the {test} test rejects in favour of {found!r} on {quantity}, but {means}: neither is "
-        "called better; the mean difference is tested by test='randomization'"
-    )
 
 
 def _system_pairs(
@@ -253,7 +160,7 @@ def _median(values: np.ndarray) -> float:
 
 
 def _dataset(
-    rows: dict[str, list[Any]], descriptors: list[str], baselines: list[str], attrs: dict
+    rows: dict[str, list[Any]], descriptors: list[str], baselines: list[str], attrs: dict[str, Any]
 ) -> xr.Dataset:
     index = pd.MultiIndex.from_arrays([descriptors, baselines], names=["descriptor", "baseline"])
     coords = xr.Coordinates.from_pandas_multiindex(index, "comparison")
@@ -266,6 +173,140 @@ def _dataset(
     for name in ("note", "caveat"):
         variables[name] = ("comparison", np.asarray(rows[name], dtype=str))
     return xr.Dataset({name: variables[name] for name in _ORDER}, coords=coords, attrs=attrs)
+
+
+def _resolved_test(
+    test: str, metric: str, pair_by: str, units: xr.DataArray, pairs: list[tuple[int, int]]
+) -> str:
+    """The test a call runs: ``auto`` resolved on the values of the compared systems; for
+    ``mcnemar``, those values checked to be binary."""
+    used = sorted({i for pair in pairs for i in pair})
+    if test == "auto":
+        test = default_test(metric, pair_by, units.values[used])
+    if test == "mcnemar":
+        _check_binary(units.values[used], metric, units.attrs.get("tie_policy"))
+    return test
+
+
+def _paired_rows(
+    units: xr.DataArray, pairs: list[tuple[int, int]], test: str
+) -> tuple[dict[str, list[Any]], list[np.ndarray], np.ndarray]:
+    """Every comparison on its paired units: the rows of the result without CIs, corrected
+    p-values and verdicts (the p-values of the randomization test are NaN: computed for all
+    comparisons at once), the mask of paired units and the differences (0 where unpaired)."""
+    values = units.values
+    present = np.isfinite(values)
+    rows: dict[str, list[Any]] = {name: [] for name in _ORDER}
+    masks, differences = [], np.zeros((len(pairs), values.shape[1]))
+    for k, (i, j) in enumerate(pairs):
+        both = present[i] & present[j]
+        n, dropped = int(both.sum()), int((present[i] ^ present[j]).sum())
+        x, y = values[i, both], values[j, both]
+        d = x - y
+        note = _too_few(units, n, dropped) if n < MIN_UNITS else untestable(d, test=test)
+        if note:
+            statistic, pvalue = math.nan, math.nan
+        elif test == "randomization":
+            statistic, pvalue = float(d.mean()), math.nan  # p from the sign flips
+        else:
+            statistic, pvalue = paired_test(x, y, test=test)
+        masks.append(both)
+        differences[k, both] = d
+        for name, value in (
+            ("n", n),
+            ("n_dropped", dropped),
+            ("wins", int((d > 0).sum())),
+            ("ties", int((d == 0).sum())),
+            ("losses", int((d < 0).sum())),
+            ("mean_descriptor", _mean(x)),
+            ("mean_baseline", _mean(y)),
+            ("mean_diff", _mean(d)),
+            ("median_diff", _median(d)),
+            ("statistic", statistic),
+            ("pvalue", pvalue),
+            ("rank_biserial", rank_biserial(d)),
+            ("cohens_dz", cohens_dz(d)),
+            ("note", note),
+        ):
+            rows[name].append(value)
+    return rows, masks, differences
+
+
+def _tested(
+    rows: dict[str, list[Any]], pairs: list[tuple[int, int]], names: list[str]
+) -> list[int]:
+    """The comparisons that can be tested; none: an error naming each comparison and why."""
+    tested = [k for k, note in enumerate(rows["note"]) if not note]
+    if tested:
+        return tested
+    by_reason: dict[str, list[str]] = {}  # comparisons with the same reason named together
+    for (i, j), note in zip(pairs, rows["note"], strict=True):
+        by_reason.setdefault(note, []).append(f"{names[i]!r} vs {names[j]!r}")
+    reasons = [f"{', '.join(which)}: {note}" for note, which in by_reason.items()]
+    if len(pairs) == 1:
+        raise InvalidInputError(reasons[0])
+    raise InvalidInputError("no comparison of the call can be tested: " + "; ".join(reasons))
+
+
+def _add_intervals(
+    rows: dict[str, list[Any]],
+    masks: list[np.ndarray],
+    differences: np.ndarray,
+    confidence_level: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> None:
+    """``ci_low``, ``ci_high``: the BCa CI of every comparison with enough paired units
+    (comparisons on the same units share their resamples), NaN for the others."""
+    rows["ci_low"], rows["ci_high"] = [math.nan] * len(masks), [math.nan] * len(masks)
+    groups: dict[bytes, list[int]] = {}
+    for k, mask in enumerate(masks):
+        if rows["n"][k] >= MIN_UNITS:  # untested for identical systems: the CI is [0, 0]
+            groups.setdefault(np.packbits(mask).tobytes(), []).append(k)
+    for members in groups.values():
+        interval = bca_interval(
+            differences[np.ix_(np.asarray(members), masks[members[0]])],
+            confidence_level=confidence_level,
+            n_resamples=n_resamples,
+            rng=rng,
+        )  # 2-D differences: arrays
+        low, high = np.atleast_1d(interval[0]), np.atleast_1d(interval[1])
+        for k, lo, hi in zip(members, low, high, strict=True):
+            rows["ci_low"][k], rows["ci_high"][k] = float(lo), float(hi)
+
+
+def _add_verdicts(
+    rows: dict[str, list[Any]],
+    test: str,
+    correction: str,
+    alpha: float,
+    systems: list[tuple[str, str]],
+) -> None:
+    """``pvalue_corrected`` (one family: the tested comparisons), ``reject``, ``favours`` and
+    ``caveat`` of every comparison of the (descriptor, baseline) ``systems``."""
+    raw = np.asarray(rows["pvalue"], dtype=np.float64)
+    corrected = np.full_like(raw, np.nan)
+    family = np.isfinite(raw)
+    corrected[family] = correct(raw[family], method=correction)
+    rows["pvalue_corrected"] = list(corrected)
+    rows["reject"] = list(family & (np.nan_to_num(corrected, nan=1.0) < alpha))
+    sides = [
+        direction(
+            test,
+            mean_diff=rows["mean_diff"][k],
+            rank_biserial=rows["rank_biserial"][k],
+            wins=rows["wins"][k],
+            losses=rows["losses"][k],
+        )
+        if rows["reject"][k]
+        else 0
+        for k in range(len(systems))
+    ]
+    rows["favours"] = [verdict(side, rows["mean_diff"][k]) for k, side in enumerate(sides)]
+    rows["caveat"] = [
+        disagreement(test, side, rows["mean_diff"][k], descriptor, baseline)
+        for k, (side, (descriptor, baseline)) in enumerate(zip(sides, systems, strict=True))
+    ]
 
 
 def compare(
@@ -420,98 +461,18 @@ def compare(
     names = [str(n) for n in units["descriptor"].values.tolist()]
     excluded = list(units.attrs["excluded_descriptors"])
     pairs_ = _system_pairs(names, baseline, pairs, excluded)
-    values = units.values
-    present = np.isfinite(values)
-    if test == "auto":
-        used = sorted({i for pair in pairs_ for i in pair})
-        test = default_test(metric, pair_by, values[used])
-    if test == "mcnemar":
-        used = sorted({i for pair in pairs_ for i in pair})
-        _check_binary(values[used], metric, units.attrs.get("tie_policy"))
-    rows: dict[str, list[Any]] = {name: [] for name in _ORDER}
-    masks, differences = [], np.zeros((len(pairs_), values.shape[1]))
-    for k, (i, j) in enumerate(pairs_):
-        both = present[i] & present[j]
-        n, dropped = int(both.sum()), int((present[i] ^ present[j]).sum())
-        x, y = values[i, both], values[j, both]
-        d = x - y
-        note = _too_few(units, n, dropped) if n < MIN_UNITS else untestable(d, test=test)
-        if note:
-            statistic, pvalue = math.nan, math.nan
-        elif test == "randomization":
-            statistic, pvalue = float(d.mean()), math.nan  # p from the sign flips below
-        else:
-            statistic, pvalue = paired_test(x, y, test=test)
-        masks.append(both)
-        differences[k, both] = d
-        for name, value in (
-            ("n", n),
-            ("n_dropped", dropped),
-            ("wins", int((d > 0).sum())),
-            ("ties", int((d == 0).sum())),
-            ("losses", int((d < 0).sum())),
-            ("mean_descriptor", _mean(x)),
-            ("mean_baseline", _mean(y)),
-            ("mean_diff", _mean(d)),
-            ("median_diff", _median(d)),
-            ("statistic", statistic),
-            ("pvalue", pvalue),
-            ("rank_biserial", rank_biserial(d)),
-            ("cohens_dz", cohens_dz(d)),
-            ("note", note),
-        ):
-            rows[name].append(value)
-    tested = [k for k, note in enumerate(rows["note"]) if not note]
-    if not tested:
-        by_reason: dict[str, list[str]] = {}  # comparisons with the same reason named together
-        for (i, j), note in zip(pairs_, rows["note"], strict=True):
-            by_reason.setdefault(note, []).append(f"{names[i]!r} vs {names[j]!r}")
-        reasons = [f"{', '.join(which)}: {note}" for note, which in by_reason.items()]
-        if len(pairs_) == 1:
-            raise InvalidInputError(reasons[0])
-        raise InvalidInputError("no comparison of the call can be tested: " + "; ".join(reasons))
+    test = _resolved_test(test, metric, pair_by, units, pairs_)
+    rows, masks, differences = _paired_rows(units, pairs_, test)
+    tested = _tested(rows, pairs_, names)
     flips, resamples = generators(seed)
     if test == "randomization":
-        p = sign_flip_pvalues(differences[tested], n_resamples=n_resamples, rng=flips)
+        p = np.atleast_1d(
+            sign_flip_pvalues(differences[tested], n_resamples=n_resamples, rng=flips)
+        )
         for k, value in zip(tested, p, strict=True):
             rows["pvalue"][k] = float(value)
-    rows["ci_low"], rows["ci_high"] = [math.nan] * len(pairs_), [math.nan] * len(pairs_)
-    groups: dict[bytes, list[int]] = {}
-    for k, mask in enumerate(masks):  # comparisons on the same units share their resamples
-        if rows["n"][k] >= MIN_UNITS:  # untested for identical systems: the CI is [0, 0]
-            groups.setdefault(np.packbits(mask).tobytes(), []).append(k)
-    for members in groups.values():
-        low, high = bca_interval(
-            differences[np.ix_(members, masks[members[0]])],
-            confidence_level=confidence_level,
-            n_resamples=n_resamples,
-            rng=resamples,
-        )
-        for k, lo, hi in zip(members, low, high, strict=True):
-            rows["ci_low"][k], rows["ci_high"][k] = float(lo), float(hi)
-    raw = np.asarray(rows["pvalue"], dtype=np.float64)
-    corrected = np.full_like(raw, np.nan)
-    family = np.isfinite(raw)
-    corrected[family] = correct(raw[family], method=correction)
-    rows["pvalue_corrected"] = list(corrected)
-    rows["reject"] = list(family & (np.nan_to_num(corrected, nan=1.0) < alpha))
-    sides = [
-        direction(
-            test,
-            mean_diff=rows["mean_diff"][k],
-            rank_biserial=rows["rank_biserial"][k],
-            wins=rows["wins"][k],
-            losses=rows["losses"][k],
-        )
-        if rows["reject"][k]
-        else 0
-        for k in range(len(pairs_))
-    ]
-    rows["favours"] = [verdict(side, rows["mean_diff"][k]) for k, side in enumerate(sides)]
-    rows["caveat"] = [
-        disagreement(test, side, rows["mean_diff"][k], names[i], names[j])
-        for k, (side, (i, j)) in enumerate(zip(sides, pairs_, strict=True))
-    ]
+    _add_intervals(rows, masks, differences, confidence_level, n_resamples, resamples)
+    _add_verdicts(rows, test, correction, alpha, [(names[i], names[j]) for i, j in pairs_])
     attrs = {
         "metric": metric,
         "pair_by": pair_by,

@@ -25,7 +25,6 @@ Given any two of n, power and effect size, :func:`power` solves for the third, a
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,7 +35,7 @@ import scipy.special
 import scipy.stats
 
 from metricalc.errors import InvalidInputError
-from metricalc.validation import check_choice, check_fraction
+from metricalc.validation import check_choice, check_fraction, check_number
 
 __all__ = ["ALTERNATIVES", "PowerResult", "noncentral_t_sf", "power", "ttest_power"]
 
@@ -66,16 +65,16 @@ class PowerResult:
         return math.ceil(self.n - 1e-9)
 
 
-def _number(name: str, value: object, *, positive: bool = False) -> float:
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, numbers.Real)  # Python and NumPy ints and floats
-        or not math.isfinite(value)
-        or (positive and value <= 0)
-    ):
-        wanted = "a finite number > 0" if positive else "a finite number"
-        raise InvalidInputError(f"{name} must be {wanted}; got {value!r}")
-    return float(value)
+def _positive(name: str, value: object) -> float:
+    """``value`` as a float > 0 (a finite Python or NumPy int or float, :func:`check_number`)."""
+    refusal = InvalidInputError(f"{name} must be a finite number > 0; got {value!r}")
+    try:
+        number = check_number(name, value)
+    except InvalidInputError:
+        raise refusal from None
+    if number <= 0:
+        raise refusal
+    return number
 
 
 def noncentral_t_sf(x: float, df: float, nc: float) -> float:
@@ -234,19 +233,19 @@ def power(
     alpha = check_fraction("alpha", alpha)
     check_choice("alternative", alternative, ALTERNATIVES)
     if sd is not None:
-        sd = _number("sd", sd, positive=True)
+        sd = _positive("sd", sd)
     if effect_size is not None and diff is not None:
         raise InvalidInputError("give effect_size or diff (with sd), not both")
     if diff is not None:
         if sd is None:
             raise InvalidInputError("diff needs sd (the standard deviation of the differences)")
-        effect_size = _number("diff", diff) / sd
+        effect_size = check_number("diff", diff) / sd
     elif effect_size is not None:
-        effect_size = _number("effect_size", effect_size)
+        effect_size = check_number("effect_size", effect_size)
     if effect_size == 0:
         raise InvalidInputError("the effect (diff or effect_size) must not be zero")
     if n is not None:
-        n = _number("n", n)
+        n = check_number("n", n)
         if n < 2:
             raise InvalidInputError(f"n must be at least 2 paired units; got {n!r}")
     if power is not None:

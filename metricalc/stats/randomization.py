@@ -107,8 +107,10 @@ def sign_flip_pvalues(
             words = generator.bit_generator.random_raw(rows * cols // 64)
             np.copyto(ones[:, :cols], np.unpackbits(words.view(np.uint8).reshape(rows, -1), axis=1))
             plus += ones[:, :cols] @ Dt[first : first + cols]
-        return (np.abs(2.0 * plus - total) >= threshold).sum(axis=0)
+        counts: np.ndarray = (np.abs(2.0 * plus - total) >= threshold).sum(axis=0)
+        return counts
 
-    extreme = sum(in_threads(extremes, list(zip(sizes, rng.spawn(len(sizes)), strict=True))))
+    blocks = list(zip(sizes, rng.spawn(len(sizes)), strict=True))
+    extreme = sum(in_threads(extremes, blocks), np.zeros(n_rows, dtype=np.int64))
     p = (extreme + 1) / (n_resamples + 1)
     return float(p[0]) if single else p

@@ -246,8 +246,9 @@ def unit_values(
     (['i_a', 'v_b'], [[0.75, 0.2], [0.5, 0.1]])
     """
     _check_options(metric, pair_by, split)
+    parts: dict[str | None, xr.Dataset] = {}
     if isinstance(cube, xr.Dataset):
-        parts = {None: cube}
+        parts[None] = cube
     elif isinstance(cube, Mapping):
         if not cube:
             raise InvalidInputError("the mapping of cubes is empty; give at least one cube")
@@ -261,7 +262,7 @@ def unit_values(
                     f"cube {label!r} must be an xarray.Dataset (a QueryCube); got "
                     f"{type(one).__name__}"
                 )
-        parts = dict(cube)
+            parts[label] = one
     else:
         raise InvalidInputError(
             "cube must be a QueryCube (xarray.Dataset) or a mapping {label: QueryCube}; got "
@@ -296,7 +297,7 @@ def unit_values(
         "pair_by": pair_by,
         "split": split or "",
         "excluded_descriptors": excluded,
-        **protocol,
     }
+    attrs.update(protocol)
     units.attrs = attrs
     return units.rename(metric)
