@@ -10,7 +10,12 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from metricalc.plotting.terminal import print_table, printable, terminal_console
+from metricalc.plotting.terminal import (
+    SHARED_METRIC_COLUMNS,
+    print_table,
+    printable,
+    terminal_console,
+)
 from metricalc.store.reading import Experiment
 from metricalc.store.workbench import WorkbenchExport
 from metricalc.store.workbench_check import CHECK_COLUMNS
@@ -20,12 +25,7 @@ __all__ = ["print_experiment", "print_experiments", "print_import"]
 RESULT_TABLE = (
     ("true_map_micro", "mAP"),
     ("true_map_macro", "mAP macro"),
-    ("viewpoint_map", "mAP v"),
-    ("illumination_map", "mAP i"),
-    ("precision_at_1", "HR@1"),
-    ("precision_at_5", "HR@5"),
-    ("keypoint_verification_ap", "verif AP"),
-    ("keypoint_retrieval_ap", "retr AP"),
+    *SHARED_METRIC_COLUMNS,
     ("processing_time_ms", "time ms"),
 )
 """(results column, header) of ``metricalc db show``; rates in percent."""
