@@ -4,7 +4,6 @@ setting, the descriptors, the keypoints, one pixel of the data) misses the cache
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -15,12 +14,10 @@ import xarray as xr
 from PIL import Image
 
 from metricalc import cube as qc
-from metricalc.report.cache import cache_key, cached_cube
+from metricalc.keypoints import pipeline
+from metricalc.keypoints.pipeline import cache_key, cached_cube
 from metricalc.report.data import load_cubes
 from metricalc.report.study import DataSpec
-
-evaluation = importlib.import_module("metricalc.keypoints.evaluate")  # the package's
-# attribute `evaluate` is the function
 
 
 @pytest.fixture
@@ -33,15 +30,16 @@ def data(tmp_path) -> Path:
 
 @pytest.fixture
 def evaluations(monkeypatch) -> list[str]:
-    """Records every call of metricalc.keypoints.evaluate (the minutes a cache hit saves)."""
+    """Records every call of metricalc.keypoints.evaluate by the pipeline (the minutes a cache
+    hit saves)."""
     calls: list[str] = []
-    real = evaluation.evaluate
+    real = pipeline.evaluate
 
     def counted(*args, **kwargs):
         calls.append(kwargs["keypoints"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(evaluation, "evaluate", counted)
+    monkeypatch.setattr(pipeline, "evaluate", counted)
     return calls
 
 
@@ -124,8 +122,8 @@ def test_a_file_of_another_key_or_not_a_cube_is_replaced(tmp_path, make_query_cu
 
 
 def test_a_demo_cube_of_the_same_inputs_in_the_folder_is_reused(data, evaluations, tmp_path):
+    from metricalc.keypoints.pipeline import evaluation_inputs
     from metricalc.keypoints.sequences import load_sequences
-    from metricalc.report.cache import evaluation_inputs
 
     first = load_cubes(spec(data), out=tmp_path / "elsewhere")[""]
     out = tmp_path / "report"

@@ -173,7 +173,7 @@ def load_photograph(name: str, *, size: int = DEFAULT_SIZE) -> np.ndarray:
         raise InvalidInputError(f"cannot load skimage.data.{name}(): {exc}") from exc
     if isinstance(image, tuple):  # stereo_motorcycle -> (left, right, disparity)
         image = image[0]
-    image = skimage.util.img_as_ubyte(np.asarray(image))
+    image = skimage.util.img_as_ubyte(np.asarray(image))  # type: ignore[no-untyped-call]
     if image.ndim == 3:
         image = image[..., :3]
         if image.shape[2] == 1:
@@ -262,7 +262,8 @@ def _centred_homography(
     )
     P = np.array([[1, 0, 0], [0, 1, 0], [tilt[0] * t, tilt[1] * t, 1]])
     H = np.linalg.inv(N) @ P @ A @ N
-    return H / H[2, 2]
+    scaled: np.ndarray = H / H[2, 2]
+    return scaled
 
 
 def _coverage(H: np.ndarray, shape: tuple[int, int]) -> tuple[float, float]:
@@ -319,7 +320,9 @@ def viewpoint_homographies(shape: tuple[int, int], rng: np.random.Generator) -> 
     )
 
 
-def _generate(scene: str, photograph: np.ndarray, seed: int) -> tuple[list, list]:
+def _generate(
+    scene: str, photograph: np.ndarray, seed: int
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Images 1..6 and homographies H_1_2..H_1_6 of one scene."""
     rng = _scene_rng(seed, scene)
     if scene.startswith("i_"):
@@ -360,7 +363,9 @@ def _homography_text(H: np.ndarray) -> bytes:
     return "".join(" ".join(repr(float(v)) for v in row) + "\n" for row in H).encode("ascii")
 
 
-def _write_scene(folder: Path, images: list, homographies: list) -> dict[str, Any]:
+def _write_scene(
+    folder: Path, images: list[np.ndarray], homographies: list[np.ndarray]
+) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     files: dict[str, Any] = {}
     blobs = [(name, _png(image)) for name, image in zip(_IMAGE_NAMES, images, strict=True)]
@@ -380,7 +385,7 @@ def _new_manifest(seed: int, size: int) -> dict[str, Any]:
         "seed": seed,
         "size": size,
         "opencv": cv2.__version__,
-        "scikit_image": skimage.__version__,
+        "scikit_image": skimage.__version__,  # type: ignore[attr-defined]
         "scenes": {},
     }
 

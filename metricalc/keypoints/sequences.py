@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -334,7 +335,7 @@ def _load_scene(folder: Path) -> Sequence:
 
 
 def load_sequences(
-    root: str | Path,
+    root: str | os.PathLike[str],
     *,
     scenes: Iterable[str] | str | None = None,
     split: str | None = None,
@@ -429,10 +430,11 @@ def _hash_file(digest: Any, path: Path) -> None:
 def _whole_folder(sequences: list[Any]) -> list[Any]:
     """Every scene of the one sequences folder that holds ``sequences`` (else ``sequences``)."""
     roots = {getattr(s, "root", None) for s in sequences}
-    if len(roots) != 1 or not isinstance(next(iter(roots)), Path):
+    root = roots.pop() if len(roots) == 1 else None
+    if not isinstance(root, Path):
         return sequences
     try:
-        return load_sequences(next(iter(roots)).parent)
+        return load_sequences(root.parent)
     except InvalidInputError:  # a folder that does not load as a whole: the scenes given
         return sequences
 
