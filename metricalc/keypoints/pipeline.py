@@ -113,10 +113,10 @@ def evaluate_sequences(
     sequences: Sequence[SequenceLike],
     settings: EvaluationSettings,
     *,
-    own: FeatureSet | None = None,
+    progress: bool = False,
     dataset: str | None = None,
     dataset_path: str = "",
-    progress: bool = False,
+    own: FeatureSet | None = None,
 ) -> xr.Dataset:
     """Extract the features of ``settings`` and evaluate them into one QueryCube.
 
@@ -126,11 +126,11 @@ def evaluate_sequences(
         The scenes (:func:`metricalc.keypoints.load_sequences`).
     settings : EvaluationSettings
         Descriptors, keypoints and protocol.
+    progress, dataset, dataset_path
+        As for :func:`metricalc.keypoints.evaluate` (``dataset`` default: the fingerprint).
     own : mapping descriptor -> scene -> image -> Features, optional
         Your own descriptors, evaluated next to the built-in ones (``extract(own=...)``); with
         ``keypoints="external"`` they are all that is evaluated.
-    dataset, dataset_path, progress
-        As for :func:`metricalc.keypoints.evaluate` (``dataset`` default: the fingerprint).
     """
     if settings.keypoints == "external":
         if not own:
@@ -184,62 +184,33 @@ def cache_key(inputs: Mapping[str, Any]) -> str:
 
 
 def evaluation_inputs(
-    sequences: Sequence[SequenceLike],
-    descriptors: Sequence[str],
-    keypoints: str,
-    *,
-    max_keypoints: int | None = MAX_KEYPOINTS,
-    tau: float = 3.0,
-    border: float = 40.0,
-    tie_policy: str = "expected",
-    bojanic: bool = True,
-    y0: str = "negative",
-    seed: int = 0,
-    dataset: str | None = None,
+    sequences: Sequence[SequenceLike], settings: EvaluationSettings, *, dataset: str | None = None
 ) -> dict[str, Any]:
-    """Everything that determines the cube of :func:`evaluate_sequences` on ``sequences`` (the
-    mapping :func:`cache_key` hashes). The distractors of ``evaluate`` are its defaults.
-    ``dataset`` is the fingerprint of ``sequences`` when the caller already has it (it is passed
-    to ``evaluate`` too, so the folder is hashed once per run); by default it is computed."""
-    return {
+    """Everything that determines the cube of :func:`evaluate_sequences` with ``settings`` on
+    ``sequences``: the mapping :func:`cache_key` hashes. The distractors of ``evaluate`` are its
+    defaults. ``dataset`` is the fingerprint of ``sequences`` when the caller already has it (it
+    is passed to ``evaluate`` too, so the folder is hashed once per run); by default it is
+    computed. ``image_retrieval`` is in the mapping only when the settings name it (not None)."""
+    inputs: dict[str, Any] = {
         "dataset": dataset_fingerprint(sequences) if dataset is None else dataset,
         "scenes": sorted(str(s.name) for s in sequences),
-        "descriptors": list(descriptors),
-        "keypoints": keypoints,
-        "max_keypoints": max_keypoints,
-        "tau": float(tau),
-        "border": float(border),
-        "tie_policy": tie_policy,
-        "bojanic": bool(bojanic),
-        "y0": y0,
+        "descriptors": list(settings.descriptors),
+        "keypoints": settings.keypoints,
+        "max_keypoints": settings.max_keypoints,
+        "tau": float(settings.tau),
+        "border": float(settings.border),
+        "tie_policy": settings.tie_policy,
+        "bojanic": bool(settings.bojanic),
+        "y0": settings.y0,
         "n_distractor_scenes": 10,
         "n_distractors": 20,
-        "seed": int(seed),
+        "seed": int(settings.seed),
         "metricalc": __version__,
         "opencv": cv2.__version__,
     }
-
-
-def settings_key(
-    sequences: Sequence[SequenceLike], settings: EvaluationSettings, *, dataset: str | None = None
-) -> str:
-    """The :func:`cache_key` of :func:`evaluate_sequences` with ``settings`` on ``sequences``."""
-    inputs = evaluation_inputs(
-        sequences,
-        settings.descriptors,
-        settings.keypoints,
-        max_keypoints=settings.max_keypoints,
-        tau=settings.tau,
-        border=settings.border,
-        tie_policy=settings.tie_policy,
-        bojanic=settings.bojanic,
-        y0=settings.y0,
-        seed=settings.seed,
-        dataset=dataset,
-    )
     if settings.image_retrieval is not None:
         inputs["image_retrieval"] = settings.image_retrieval
-    return cache_key(inputs)
+    return inputs
 
 
 def _holding(path: Path, key: str) -> xr.Dataset | None:
@@ -309,7 +280,7 @@ def cached_evaluation(
         The cube, and whether it was read back instead of evaluated.
     """
     dataset = dataset_fingerprint(sequences) if dataset is None else dataset
-    key = settings_key(sequences, settings, dataset=dataset)
+    key = cache_key(evaluation_inputs(sequences, settings, dataset=dataset))
 
     def compute() -> xr.Dataset:
         return evaluate_sequences(

@@ -74,10 +74,10 @@ class Sequence:
 
     Examples
     --------
-    >>> import tempfile
-    >>> from metricalc.datasets.sequences import make_synthetic_dataset
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     seq = make_synthetic_dataset(tmp, scenes=["v_camera"], size=64)[0]
+    >>> from tempfile import TemporaryDirectory
+    >>> from metricalc.datasets import make_synthetic_dataset
+    >>> with TemporaryDirectory() as tmp:   # the built-in benchmark's scene, 64 x 64 pixels
+    ...     [seq] = make_synthetic_dataset(tmp, scenes=["v_camera"], size=64)
     ...     print(seq.name, seq.split, seq.shape(1), seq.image(3).dtype, seq.homography(1)[2, 2])
     v_camera viewpoint (64, 64) uint8 1.0
     """

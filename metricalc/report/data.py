@@ -86,8 +86,8 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
     result = {}
     for label, mode in spec.keypoints.items():
         settings = EvaluationSettings(
-            descriptors=tuple(spec.descriptors),
-            keypoints=mode,
+            tuple(spec.descriptors),
+            mode,
             tau=spec.tau,
             border=spec.border,
             tie_policy=spec.tie_policy,
