@@ -65,6 +65,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write, read_manifest
 from metricalc.keypoints.sequences import Sequence, load_sequences
 from metricalc.progress import progress_bar
+from metricalc.validation import is_integer
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -435,13 +436,13 @@ def _remove_scene(root: Path, scene: str) -> None:
 
 
 def _check_size(size: Any) -> int:
-    if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < _MIN_SIZE:
+    if not is_integer(size) or size < _MIN_SIZE:
         raise InvalidInputError(f"size must be an integer >= {_MIN_SIZE} (pixels); got {size!r}")
     return int(size)
 
 
 def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+    if not is_integer(seed) or seed < 0:
         raise InvalidInputError(f"seed must be a non-negative integer; got {seed!r}")
     return int(seed)
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import select_sequences
+from metricalc.validation import is_integer
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -136,7 +137,7 @@ class Sequence:
         return "other"
 
     def _check_k(self, k: int, low: int = 1) -> int:
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not low <= k <= 6:
+        if not is_integer(k) or not low <= k <= 6:
             raise InvalidInputError(
                 f"scene {self.name!r}: image index must be an integer in {low}..6; got {k!r}"
             )
