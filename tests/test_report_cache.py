@@ -183,3 +183,28 @@ def test_the_keys_hash_the_inputs_they_always_hashed(data):
     )
     text = '{"a":[1,2],"b":3.5}'  # canonical JSON: keys sorted, no spaces
     assert cache_key({"b": 3.5, "a": [1, 2]}) == hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def test_the_pipeline_is_extract_then_evaluate(data):
+    """evaluate_sequences is extract (built-in methods, locked or native) then evaluate, with
+    every setting passed on; external keypoints need your own features."""
+    from metricalc.errors import InvalidInputError
+    from metricalc.keypoints import evaluate, extract
+    from metricalc.keypoints.pipeline import EvaluationSettings, evaluate_sequences
+    from metricalc.keypoints.sequences import load_sequences
+
+    sequences = load_sequences(data)
+    settings = EvaluationSettings(
+        ("sift", "orb"), "locked:sift", max_keypoints=300, tau=4.0, bojanic=False, seed=3
+    )
+    cube = evaluate_sequences(sequences, settings, dataset_path="here")
+    features = extract(sequences, ("sift", "orb"), locked="sift", max_keypoints=300)
+    direct = evaluate(
+        sequences, features, keypoints="locked:sift", tau=4.0, bojanic=False, seed=3,
+        dataset_path="here",
+    )  # fmt: skip
+    timing = "processing_time_ms"
+    xr.testing.assert_identical(cube.drop_vars(timing), direct.drop_vars(timing))
+    assert cube.attrs["tau_px"] == 4.0 and cube.attrs["seed"] == 3
+    with pytest.raises(InvalidInputError, match="pass own"):
+        evaluate_sequences(sequences, EvaluationSettings(keypoints="external"))
