@@ -90,6 +90,12 @@ class EvaluationSettings:
     image_retrieval : bool or None
         Also DescriptorWorkbench's image retrieval. None: not run, and not named in the cache
         key (the keys of studies); a bool is named in it (the keys of ``metricalc demo``).
+
+    Examples
+    --------
+    >>> settings = EvaluationSettings(("sift", "orb"), "locked:sift", tau=5.0)
+    >>> settings.locked, settings.max_keypoints, EvaluationSettings().locked
+    ('sift', 2000, None)
     """
 
     descriptors: tuple[str, ...] = BUILTIN_METHODS
@@ -131,6 +137,11 @@ def evaluate_sequences(
     own : mapping descriptor -> scene -> image -> Features, optional
         Your own descriptors, evaluated next to the built-in ones (``extract(own=...)``); with
         ``keypoints="external"`` they are all that is evaluated.
+
+    Returns
+    -------
+    xarray.Dataset
+        The QueryCube of :func:`metricalc.keypoints.evaluate`.
     """
     if settings.keypoints == "external":
         if not own:
