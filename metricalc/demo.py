@@ -19,8 +19,7 @@ import xarray as xr
 
 from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.export import write_metric_set
-from metricalc.keypoints.evaluate import evaluate
-from metricalc.keypoints.features import BUILTIN_METHODS, extract
+from metricalc.keypoints.pipeline import EvaluationSettings, cached_evaluation, keypoint_mode
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.plotting.figures import (
@@ -31,7 +30,6 @@ from metricalc.plotting.figures import (
 )
 from metricalc.plotting.terminal import print_metric_table
 from metricalc.report.builder import build
-from metricalc.report.cache import MAX_KEYPOINTS, cache_key, cached_cube, evaluation_inputs
 from metricalc.report.study import demo_study
 
 LOCKED_DETECTOR = "sift"
@@ -88,48 +86,25 @@ def run_demo(
     result = DemoResult(cubes={}, metrics={})
     fingerprint = dataset_fingerprint(sequences)  # hashed once: the cache key and both cubes
     for mode, locked in (("locked", LOCKED_DETECTOR), ("native", None)):
-        keypoints = f"locked:{locked}" if locked else "native"
-
-        def compute(locked: str | None = locked, keypoints: str = keypoints) -> xr.Dataset:
-            features = extract(
-                sequences,
-                BUILTIN_METHODS,
-                locked=locked,
-                max_keypoints=MAX_KEYPOINTS,
-                progress=progress,
-            )
-            return evaluate(
-                sequences,
-                features,
-                keypoints=keypoints,
-                seed=seed,
-                dataset=fingerprint,
-                dataset_path=str(out / "benchmark"),
-                image_retrieval=image_retrieval and locked is not None,  # the report's cube
-                progress=progress,
-            )
-
-        cube_path = out / f"cube_{mode}.nc"
-        inputs = evaluation_inputs(
-            sequences, BUILTIN_METHODS, keypoints, seed=seed, dataset=fingerprint
+        settings = EvaluationSettings(
+            keypoints=keypoint_mode(locked),
+            image_retrieval=image_retrieval and locked is not None,  # the report's cube
+            seed=seed,
         )
-        inputs["image_retrieval"] = image_retrieval and locked is not None
-        key = cache_key(inputs)
-        cube, reused = cached_cube(cube_path, key, compute)
-        result.reused[mode] = reused
-        metrics = metric_set(cube)
-        scenes = scene_metrics(cube)
-        result.cubes[mode], result.metrics[mode] = cube, metrics
+        cube_path = out / f"cube_{mode}.nc"
+        cube, result.reused[mode] = cached_evaluation(
+            sequences,
+            settings,
+            cube_path,
+            dataset=fingerprint,
+            dataset_path=str(out / "benchmark"),
+            progress=progress,
+        )
+        result.cubes[mode] = cube
         result.files.append(cube_path)
-        result.files += write_metric_set(metrics, out / f"metrics_{mode}")
-        for name, plot, data in (
-            ("map_by_split", plot_map_by_split, metrics),
-            ("rank_histogram", plot_rank_histogram, metrics),
-            ("scene_map", plot_scene_map, scenes),
-        ):
-            result.files += save_figure(plot(data), out / "figures" / f"{mode}_{name}")
-        title = f"{mode} keypoints" + (f" ({locked})" if locked else "")
-        print_metric_table(metrics, title=title)
+        _write_mode(
+            result, cube, out, mode, title=f"{mode} keypoints" + (f" ({locked})" if locked else "")
+        )
     report = build(
         demo_study(quick=quick, seed=seed),
         out=out / "report",
@@ -140,3 +115,17 @@ def run_demo(
     result.report = report.html
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _write_mode(result: DemoResult, cube: xr.Dataset, out: Path, mode: str, *, title: str) -> None:
+    """The metric set, its files and figures and its terminal table of one keypoint mode."""
+    metrics = metric_set(cube)
+    result.metrics[mode] = metrics
+    result.files += write_metric_set(metrics, out / f"metrics_{mode}")
+    for name, plot, data in (
+        ("map_by_split", plot_map_by_split, metrics),
+        ("rank_histogram", plot_rank_histogram, metrics),
+        ("scene_map", plot_scene_map, scene_metrics(cube)),
+    ):
+        result.files += save_figure(plot(data), out / "figures" / f"{mode}_{name}")
+    print_metric_table(metrics, title=title)

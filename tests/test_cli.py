@@ -116,6 +116,7 @@ def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
 
 def test_a_second_demo_reuses_its_cubes(tmp_path, monkeypatch):
     from metricalc import demo
+    from metricalc.keypoints import pipeline
 
     first = demo.run_demo(tmp_path, quick=True, progress=False)
     assert first.reused == {"locked": False, "native": False}
@@ -123,7 +124,7 @@ def test_a_second_demo_reuses_its_cubes(tmp_path, monkeypatch):
     def no_evaluation(*args, **kwargs):
         raise AssertionError("evaluated again")
 
-    monkeypatch.setattr(demo, "evaluate", no_evaluation)
+    monkeypatch.setattr(pipeline, "evaluate", no_evaluation)
     again = demo.run_demo(tmp_path, quick=True, progress=False)
     assert again.reused == {"locked": True, "native": True}
     for mode in ("locked", "native"):

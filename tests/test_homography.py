@@ -9,6 +9,8 @@ import pytest
 from skimage.transform import ProjectiveTransform
 
 from metricalc.errors import InvalidInputError
+from metricalc.keypoints import dlt as dlt_module
+from metricalc.keypoints import estimators
 from metricalc.keypoints import homography as hg
 
 
@@ -232,7 +234,7 @@ def test_estimator_names_are_checked_and_pluggable():
         found = hg.estimate_homography(zeros, zeros, estimator="identity_for_test")
         assert found.success and found.H.tolist() == np.eye(3).tolist()
     finally:
-        hg._REGISTRY.pop("identity_for_test")
+        estimators._REGISTRY.pop("identity_for_test")
 
 
 @pytest.mark.parametrize(
@@ -402,17 +404,17 @@ def test_opencv_call_passes_method_threshold_iterations_and_confidence(monkeypat
         calls.append((src.dtype, method, kwargs))
         return np.eye(3), np.ones((len(src), 1), np.uint8)
 
-    monkeypatch.setattr(hg.cv2, "findHomography", record)
+    monkeypatch.setattr(estimators.cv2, "findHomography", record)
     points = np.arange(10.0).reshape(5, 2)
     hg.estimate_homography(points, points, threshold=1.5, max_iters=3000)
     hg.estimate_homography(points, points, estimator="USAC_MAGSAC")
     assert calls[0] == (
         np.float64,
-        hg.cv2.RANSAC,
+        estimators.cv2.RANSAC,
         {"ransacReprojThreshold": 1.5, "maxIters": 3000, "confidence": 0.995},
     )
     assert calls[1][1:] == (
-        hg.cv2.USAC_MAGSAC,
+        estimators.cv2.USAC_MAGSAC,
         {"ransacReprojThreshold": 3.0, "maxIters": 2000, "confidence": 0.995},
     )
 
@@ -426,10 +428,10 @@ def test_opencv_gives_identical_results_for_float32_and_float64_points():
         p1 = (_map(H, p0) + rng.normal(scale=1.0, size=p0.shape)).astype(np.float32)
         p1[:40] = rng.uniform(0, 500, (40, 2))
         options = {"maxIters": 3000, "confidence": 0.995}
-        ours = hg.cv2.findHomography(
-            p0.astype(np.float64), p1.astype(np.float64), hg.cv2.RANSAC, 2.0, **options
+        ours = estimators.cv2.findHomography(
+            p0.astype(np.float64), p1.astype(np.float64), estimators.cv2.RANSAC, 2.0, **options
         )
-        theirs = hg.cv2.findHomography(p0, p1, hg.cv2.RANSAC, 2.0, **options)
+        theirs = estimators.cv2.findHomography(p0, p1, estimators.cv2.RANSAC, 2.0, **options)
         assert np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1])
 
 
@@ -529,8 +531,8 @@ def test_kornia_dlt_failures_and_bad_weights():
 
 def test_kornia_lu_falls_back_to_the_rank_8_null_vector_only():
     rank8 = np.diag([*range(1, 9), 0.0])
-    np.testing.assert_array_equal(hg._lu_solve_ones(rank8), np.eye(9)[8])
-    assert np.isnan(hg._lu_solve_ones(np.diag([*range(1, 8), 0.0, 0.0]))).all()
+    np.testing.assert_array_equal(dlt_module._lu_solve_ones(rank8), np.eye(9)[8])
+    assert np.isnan(dlt_module._lu_solve_ones(np.diag([*range(1, 8), 0.0, 0.0]))).all()
 
 
 def test_pair_metrics_dlt_variants():

@@ -165,3 +165,15 @@ def test_bojanic_results_per_scene(benchmark):
     assert np.isfinite(ap).all() and ((ap >= 0) & (ap <= 1)).all()
     assert (locked.retrieval_num_true_positives.values > 0).all()
     assert (locked.retrieval_num_distractors.values > 0).all()
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), True, "3"])
+def test_check_protocol_refuses_what_is_not_a_pixel_count(value):
+    from metricalc.errors import InvalidInputError
+    from metricalc.keypoints.evaluate import check_protocol
+
+    with pytest.raises(InvalidInputError, match="tau must be a non-negative number of pixels"):
+        check_protocol(tau=value, border=40.0)
+    with pytest.raises(InvalidInputError, match="border must be a non-negative number of pixels"):
+        check_protocol(tau=3.0, border=value)
+    check_protocol(tau=np.int64(3), border=np.float32(0.0))  # NumPy numbers are numbers

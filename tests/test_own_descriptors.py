@@ -29,6 +29,7 @@ from metricalc.keypoints import (
 )
 from metricalc.keypoints.features import IMAGES, check_own_keypoints
 from metricalc.keypoints.geometry import inside
+from metricalc.keypoints.pipeline import EvaluationSettings, evaluate_sequences
 
 PATCH = 8  # the test's descriptor: the PATCH x PATCH gray patch around the keypoint
 
@@ -217,6 +218,12 @@ def test_a_root_of_descriptor_folders_with_locked(recipe, capsys, tmp_path):
     assert set(cube.keypoint_set.values.tolist()) == {"sift"}
 
 
+def own_on_sift_keypoints(sequences, own, folder):
+    """The cube of your own features alone on SIFT's kept keypoints (the keypoint pipeline)."""
+    settings = EvaluationSettings((), "locked:sift", bojanic=False)
+    return evaluate_sequences(sequences, settings, own=own, dataset_path=str(folder))
+
+
 def test_same_data_elsewhere_combines_changed_data_refuses(recipe, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(recipe["data"], copy)
@@ -237,13 +244,7 @@ def test_same_data_elsewhere_combines_changed_data_refuses(recipe, tmp_path):
         dataset_path=str(recipe["data"]),
     )
     own = load_features({"mine": recipe["mine"]})
-    mine = evaluate(
-        elsewhere,
-        extract(elsewhere, (), locked="sift", own=own),
-        keypoints="locked:sift",
-        bojanic=False,
-        dataset_path=str(copy),
-    )
+    mine = own_on_sift_keypoints(elsewhere, own, copy)
     assert sift.attrs["dataset"] == mine.attrs["dataset"] == dataset_fingerprint(sequences)
     both = qc.combine([sift, mine])
     assert both.sizes["query"] == sift.sizes["query"] == mine.sizes["query"]
@@ -261,13 +262,7 @@ def test_same_data_elsewhere_combines_changed_data_refuses(recipe, tmp_path):
     np.savetxt(h, values)
     changed = load_sequences(copy, scenes=scene)
     assert dataset_fingerprint(changed) != dataset_fingerprint(sequences)
-    other = evaluate(
-        changed,
-        extract(changed, (), locked="sift", own=own),
-        keypoints="locked:sift",
-        bojanic=False,
-        dataset_path=str(copy),
-    )
+    other = own_on_sift_keypoints(changed, own, copy)
     with pytest.raises(InvalidInputError) as error:
         qc.combine([sift, other])
     message = str(error.value)

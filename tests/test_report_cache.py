@@ -4,7 +4,6 @@ setting, the descriptors, the keypoints, one pixel of the data) misses the cache
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -15,12 +14,10 @@ import xarray as xr
 from PIL import Image
 
 from metricalc import cube as qc
-from metricalc.report.cache import cache_key, cached_cube
+from metricalc.keypoints import pipeline
+from metricalc.keypoints.pipeline import cache_key, cached_cube
 from metricalc.report.data import load_cubes
 from metricalc.report.study import DataSpec
-
-evaluation = importlib.import_module("metricalc.keypoints.evaluate")  # the package's
-# attribute `evaluate` is the function
 
 
 @pytest.fixture
@@ -33,15 +30,16 @@ def data(tmp_path) -> Path:
 
 @pytest.fixture
 def evaluations(monkeypatch) -> list[str]:
-    """Records every call of metricalc.keypoints.evaluate (the minutes a cache hit saves)."""
+    """Records every call of metricalc.keypoints.evaluate by the pipeline (the minutes a cache
+    hit saves)."""
     calls: list[str] = []
-    real = evaluation.evaluate
+    real = pipeline.evaluate
 
     def counted(*args, **kwargs):
         calls.append(kwargs["keypoints"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(evaluation, "evaluate", counted)
+    monkeypatch.setattr(pipeline, "evaluate", counted)
     return calls
 
 
@@ -124,17 +122,89 @@ def test_a_file_of_another_key_or_not_a_cube_is_replaced(tmp_path, make_query_cu
 
 
 def test_a_demo_cube_of_the_same_inputs_in_the_folder_is_reused(data, evaluations, tmp_path):
+    from metricalc.keypoints.pipeline import EvaluationSettings, evaluation_inputs
     from metricalc.keypoints.sequences import load_sequences
-    from metricalc.report.cache import evaluation_inputs
 
     first = load_cubes(spec(data), out=tmp_path / "elsewhere")[""]
     out = tmp_path / "report"
     out.mkdir()
     qc.save(first, out / "cube_locked.nc")  # where `metricalc demo` puts its locked cube
-    inputs = evaluation_inputs(load_sequences(data), ("sift", "orb"), "locked:sift", bojanic=False)
+    settings = EvaluationSettings(("sift", "orb"), "locked:sift", bojanic=False)
+    inputs = evaluation_inputs(load_sequences(data), settings)
     assert first.attrs["cache_key"] == cache_key(inputs)
     again = load_cubes(spec(data), out=out)[""]
     assert evaluations == ["locked:sift"] and not (out / "cache").exists()  # nothing copied
     xr.testing.assert_identical(again, first)
     load_cubes(spec(data, tau=4.0), out=out)  # another key: evaluated, into the cache
     assert len(evaluations) == 2 and len(cache_files(out)) == 1
+
+
+def test_the_keys_hash_the_inputs_they_always_hashed(data):
+    """A cube cached before the pipeline moved to keypoints/ is still found: the key of a study's
+    settings and of the demo's (which names image retrieval) hash these exact mappings."""
+    import hashlib
+
+    import cv2
+
+    from metricalc.keypoints.pipeline import EvaluationSettings, evaluation_inputs
+    from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
+    from metricalc.version import __version__
+
+    sequences = load_sequences(data)
+    inputs = {
+        "dataset": dataset_fingerprint(sequences),
+        "scenes": ["i_camera", "v_camera"],
+        "descriptors": ["sift", "orb"],
+        "keypoints": "locked:sift",
+        "max_keypoints": 2000,
+        "tau": 3.0,
+        "border": 40.0,
+        "tie_policy": "expected",
+        "bojanic": False,
+        "y0": "negative",
+        "n_distractor_scenes": 10,
+        "n_distractors": 20,
+        "seed": 0,
+        "metricalc": __version__,
+        "opencv": cv2.__version__,
+    }
+    study = EvaluationSettings(descriptors=("sift", "orb"), keypoints="locked:sift", bojanic=False)
+    assert cache_key(evaluation_inputs(sequences, study)) == cache_key(inputs)
+    demo = EvaluationSettings(keypoints="native", image_retrieval=False, seed=2)
+    assert cache_key(evaluation_inputs(sequences, demo)) == cache_key(
+        {
+            **inputs,
+            "descriptors": ["sift", "rootsift", "orb", "brief"],
+            "keypoints": "native",
+            "bojanic": True,
+            "seed": 2,
+            "image_retrieval": False,
+        }
+    )
+    text = '{"a":[1,2],"b":3.5}'  # canonical JSON: keys sorted, no spaces
+    assert cache_key({"b": 3.5, "a": [1, 2]}) == hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def test_the_pipeline_is_extract_then_evaluate(data):
+    """evaluate_sequences is extract (built-in methods, locked or native) then evaluate, with
+    every setting passed on; external keypoints need your own features."""
+    from metricalc.errors import InvalidInputError
+    from metricalc.keypoints import evaluate, extract
+    from metricalc.keypoints.pipeline import EvaluationSettings, evaluate_sequences
+    from metricalc.keypoints.sequences import load_sequences
+
+    sequences = load_sequences(data)
+    settings = EvaluationSettings(
+        ("sift", "orb"), "locked:sift", max_keypoints=300, tau=4.0, bojanic=False, seed=3
+    )
+    cube = evaluate_sequences(sequences, settings, dataset_path="here")
+    features = extract(sequences, ("sift", "orb"), locked="sift", max_keypoints=300)
+    direct = evaluate(
+        sequences, features, keypoints="locked:sift", tau=4.0, bojanic=False, seed=3,
+        dataset_path="here",
+    )  # fmt: skip
+    timing = "processing_time_ms"
+    xr.testing.assert_identical(cube.drop_vars(timing), direct.drop_vars(timing))
+    assert cube.attrs["tau_px"] == 4.0 and cube.attrs["seed"] == 3
+    with pytest.raises(InvalidInputError, match="pass own"):
+        evaluate_sequences(sequences, EvaluationSettings(keypoints="external"))

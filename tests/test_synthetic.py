@@ -12,6 +12,8 @@ import pytest
 import skimage.data
 from scipy.ndimage import map_coordinates
 
+from metricalc.datasets import scenes
+from metricalc.datasets import sequences as synthetic
 from metricalc.datasets.sequences import (
     MANIFEST_NAME,
     PHOTOGRAPHS,
@@ -22,7 +24,6 @@ from metricalc.datasets.sequences import (
     viewpoint_homographies,
 )
 from metricalc.errors import InvalidInputError
-from metricalc.keypoints import synthetic
 from metricalc.keypoints.sequences import load_sequences
 
 SIZE = 96
@@ -159,7 +160,7 @@ def test_viewpoint_changes_grow_and_stay_in_frame() -> None:
                 p = H @ corners
                 assert (p[2] > 0).all()
                 moved.append(np.abs(p[:2] / p[2] - corners[:2]).mean())
-                visible, filled = synthetic._coverage(H, shape)
+                visible, filled = scenes._coverage(H, shape)
                 assert visible >= 0.7 and filled >= 0.6
                 # rotation, scale/shear and projective terms are all present
                 assert abs(H[1, 0]) > 1e-3 and abs(H[2, :2]).max() > 1e-6

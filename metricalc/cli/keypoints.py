@@ -6,14 +6,21 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metricalc.cli._args import cutoffs, max_keypoints, names
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import SEQUENCE_SPLITS
 from metricalc.validation import TIE_POLICIES
 
+if TYPE_CHECKING:
+    import xarray as xr
 
-def add_demo(verbs: argparse._SubParsersAction) -> None:
+    from metricalc.keypoints.features import FeatureSet
+    from metricalc.keypoints.pipeline import EvaluationSettings
+
+
+def add_demo(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc demo``: the built-in descriptors on the built-in benchmark, with a report."""
     demo = verbs.add_parser(
         "demo", help="evaluate the built-in descriptors on the built-in benchmark"
@@ -30,7 +37,7 @@ def add_demo(verbs: argparse._SubParsersAction) -> None:
     demo.set_defaults(run=_demo)
 
 
-def add_keypoints(verbs: argparse._SubParsersAction) -> None:
+def add_keypoints(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc keypoints make-dataset | export-keypoints | eval`` (HPatches sequences)."""
     keypoints = verbs.add_parser("keypoints", help="HPatches-style sequences: data and evaluation")
     keypoint_verbs = keypoints.add_subparsers(dest="keypoints_verb", metavar="VERB", required=True)
@@ -98,7 +105,7 @@ def add_keypoints(verbs: argparse._SubParsersAction) -> None:
     ev.set_defaults(run=_keypoints_eval)
 
 
-def add_metrics(verbs: argparse._SubParsersAction) -> None:
+def add_metrics(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc metrics CUBE`` (the DescriptorWorkbench metric set)."""
     metrics = verbs.add_parser("metrics", help="the DescriptorWorkbench metric set of a cube")
     metrics.add_argument("cube", type=Path)
@@ -175,73 +182,65 @@ def _feature_folders(values: list[str]) -> tuple[dict[str, Path], Path | None]:
 
 
 def _own_features(
-    args: argparse.Namespace, sequences: list, descriptors: list[str] | None
-) -> tuple[dict, str]:
-    """Your own features (and built-in ones, ``--descriptors`` with NAME=DIR) and the keypoints."""
-    from metricalc.keypoints.features import BUILTIN_METHODS, extract, load_features
+    args: argparse.Namespace, descriptors: list[str] | None
+) -> tuple[FeatureSet, list[str]]:
+    """Your own features (``--features``) and the built-in descriptors to extract next to them."""
+    from metricalc.keypoints.features import BUILTIN_METHODS, load_features
 
     named, root = _feature_folders(args.features)
-    if root is not None:  # --descriptors selects the descriptor folders of ROOT
-        builtin = [n for n in descriptors or [] if n in BUILTIN_METHODS and not (root / n).is_dir()]
-        if builtin:
-            raise InvalidInputError(
-                f"--descriptors {builtin[0]} names a descriptor folder of --features {root}, and "
-                f"{root / builtin[0]} does not exist; to evaluate the built-in {builtin[0]} next "
-                "to your features, give them as --features NAME=DIR (one per descriptor folder)"
-            )
-        own, builtins = load_features(root, descriptors=descriptors), []
-    else:
-        own, builtins = load_features(named), descriptors or []
-    if not args.locked and not builtins:
-        return own, "external"
-    features = extract(
-        sequences,
-        builtins,
-        locked=args.locked,
-        own=own,
+    if root is None:  # NAME=DIR: --descriptors lists the built-in ones
+        return load_features(named), descriptors or []
+    # --descriptors selects the descriptor folders of ROOT
+    builtin = [n for n in descriptors or [] if n in BUILTIN_METHODS and not (root / n).is_dir()]
+    if builtin:
+        raise InvalidInputError(
+            f"--descriptors {builtin[0]} names a descriptor folder of --features {root}, and "
+            f"{root / builtin[0]} does not exist; to evaluate the built-in {builtin[0]} next "
+            "to your features, give them as --features NAME=DIR (one per descriptor folder)"
+        )
+    return load_features(root, descriptors=descriptors), []
+
+
+def _eval_settings(args: argparse.Namespace) -> tuple[EvaluationSettings, FeatureSet | None]:
+    """The settings of ``keypoints eval`` and your own features: ``external`` keypoints when
+    your features come alone (no built-in descriptor and no ``--locked``)."""
+    from metricalc.keypoints.features import BUILTIN_METHODS
+    from metricalc.keypoints.pipeline import EvaluationSettings, keypoint_mode
+
+    descriptors = names(args.descriptors) if args.descriptors else None
+    own = None
+    if args.features:
+        own, descriptors = _own_features(args, descriptors)
+    builtins = tuple(BUILTIN_METHODS if descriptors is None else descriptors)
+    external = own is not None and not args.locked and not builtins
+    settings = EvaluationSettings(
+        descriptors=builtins,
+        keypoints="external" if external else keypoint_mode(args.locked),
         max_keypoints=args.max_keypoints,
+        tau=args.tau,
         border=args.border,
-        progress=not args.no_progress,
+        tie_policy=args.tie_policy,
+        bojanic=not args.no_bojanic,
+        y0=args.y0,
+        image_retrieval=args.image_retrieval,
+        seed=args.seed,
     )
-    return features, f"locked:{args.locked}" if args.locked else "native"
+    return settings, own
 
 
 def _keypoints_eval(args: argparse.Namespace) -> int:
     from metricalc import cube as cubes
-    from metricalc.keypoints.evaluate import check_protocol, evaluate
-    from metricalc.keypoints.features import extract
+    from metricalc.keypoints.evaluate import check_protocol
+    from metricalc.keypoints.pipeline import evaluate_sequences
     from metricalc.keypoints.sequences import load_sequences
 
     check_protocol(tau=args.tau, border=args.border)
     if args.out.is_dir():
         raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
     sequences = load_sequences(args.data, split=args.split)
-    descriptors = names(args.descriptors) if args.descriptors else None
-    if args.features:
-        features, keypoints = _own_features(args, sequences, descriptors)
-    else:
-        features = extract(
-            sequences,
-            descriptors or ("sift", "rootsift", "orb", "brief"),
-            locked=args.locked,
-            max_keypoints=args.max_keypoints,
-            border=args.border,
-            progress=not args.no_progress,
-        )
-        keypoints = f"locked:{args.locked}" if args.locked else "native"
-    cube = evaluate(
-        sequences,
-        features,
-        keypoints=keypoints,
-        tau=args.tau,
-        border=args.border,
-        tie_policy=args.tie_policy,
-        bojanic=not args.no_bojanic,
-        image_retrieval=args.image_retrieval,
-        y0=args.y0,
-        seed=args.seed,
-        dataset_path=str(args.data),
-        progress=not args.no_progress,
+    settings, own = _eval_settings(args)
+    cube = evaluate_sequences(
+        sequences, settings, own=own, dataset_path=str(args.data), progress=not args.no_progress
     )
     if cube.sizes["query"] == 0:
         raise InvalidInputError(
@@ -249,12 +248,17 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
             " (or no descriptor could be evaluated)"
         )
     cubes.save(cube, args.out)
-    failed = [
-        str(d) for d, s in zip(cube.descriptor.values, cube.status.values, strict=True) if s != "ok"
-    ]
     print(
         f"wrote {args.out}: {cube.sizes['descriptor']} descriptors, {cube.sizes['query']} queries"
     )
+    return _report_failures(cube)
+
+
+def _report_failures(cube: xr.Dataset) -> int:
+    """Print each descriptor whose evaluation failed to stderr; 1 if any did, else 0."""
+    failed = [
+        str(d) for d, s in zip(cube.descriptor.values, cube.status.values, strict=True) if s != "ok"
+    ]
     for name in failed:
         message = str(cube.error.sel(descriptor=name).values)
         print(f"metricalc: descriptor {name} failed: {message}", file=sys.stderr)

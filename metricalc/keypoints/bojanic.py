@@ -116,10 +116,11 @@ def _retrieval_ap(
         distance[r, slots[r, t]] = own[r, t]
     better = np.empty(slots.shape, dtype=np.int64)
     ties = np.empty(slots.shape, dtype=np.int64)
-    for t in range(slots.shape[1]):  # at most one slot per image of the sequence
-        better[:, t], ties[:, t] = kernels.rank_stats(distance, slots[:, t])
+    for j in range(slots.shape[1]):  # at most one slot per image of the sequence
+        better[:, j], ties[:, j] = kernels.rank_stats(distance, slots[:, j])
     total = kernels.precision_sum_from_rank_stats(better, ties, own, valid, tie_policy)
-    return total / valid.sum(axis=1)
+    ap: np.ndarray = total / valid.sum(axis=1)
+    return ap
 
 
 def _pooled_ap(

@@ -23,7 +23,7 @@ from metricalc.keypoints.image_retrieval import descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.progress import progress_bar
-from metricalc.validation import TIE_POLICIES, check_choice
+from metricalc.validation import TIE_POLICIES, check_choice, is_real
 
 __all__ = ["evaluate"]
 
@@ -145,7 +145,7 @@ def _descriptor_cube(
 def check_protocol(*, tau: float, border: float) -> None:
     """Refuse a ground-truth tolerance or border that is not a finite, non-negative pixel count."""
     for name, value in (("tau", tau), ("border", border)):
-        if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+        if not is_real(value) or not np.isfinite(value) or value < 0:
             raise InvalidInputError(
                 f"{name} must be a non-negative number of pixels; got {value!r}"
             )

@@ -64,7 +64,8 @@ def squared_distances(queries: np.ndarray, candidates: np.ndarray) -> np.ndarray
 
     One BLAS product; tiny negative values from rounding are left in place (they rank as 0 would).
     """
-    return queries @ candidates
+    distances: np.ndarray = queries @ candidates
+    return distances
 
 
 def _distance(squared: np.ndarray, binary: bool) -> np.ndarray:

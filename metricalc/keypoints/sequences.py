@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import select_sequences
+from metricalc.validation import is_integer
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -73,10 +75,10 @@ class Sequence:
 
     Examples
     --------
-    >>> import tempfile
-    >>> from metricalc.datasets.sequences import make_synthetic_dataset
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     seq = make_synthetic_dataset(tmp, scenes=["v_camera"], size=64)[0]
+    >>> from tempfile import TemporaryDirectory
+    >>> from metricalc.datasets import make_synthetic_dataset
+    >>> with TemporaryDirectory() as tmp:   # the built-in benchmark's scene, 64 x 64 pixels
+    ...     [seq] = make_synthetic_dataset(tmp, scenes=["v_camera"], size=64)
     ...     print(seq.name, seq.split, seq.shape(1), seq.image(3).dtype, seq.homography(1)[2, 2])
     v_camera viewpoint (64, 64) uint8 1.0
     """
@@ -135,7 +137,7 @@ class Sequence:
         return "other"
 
     def _check_k(self, k: int, low: int = 1) -> int:
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not low <= k <= 6:
+        if not is_integer(k) or not low <= k <= 6:
             raise InvalidInputError(
                 f"scene {self.name!r}: image index must be an integer in {low}..6; got {k!r}"
             )
@@ -334,7 +336,7 @@ def _load_scene(folder: Path) -> Sequence:
 
 
 def load_sequences(
-    root: str | Path,
+    root: str | os.PathLike[str],
     *,
     scenes: Iterable[str] | str | None = None,
     split: str | None = None,
@@ -429,10 +431,11 @@ def _hash_file(digest: Any, path: Path) -> None:
 def _whole_folder(sequences: list[Any]) -> list[Any]:
     """Every scene of the one sequences folder that holds ``sequences`` (else ``sequences``)."""
     roots = {getattr(s, "root", None) for s in sequences}
-    if len(roots) != 1 or not isinstance(next(iter(roots)), Path):
+    root = roots.pop() if len(roots) == 1 else None
+    if not isinstance(root, Path):
         return sequences
     try:
-        return load_sequences(next(iter(roots)).parent)
+        return load_sequences(root.parent)
     except InvalidInputError:  # a folder that does not load as a whole: the scenes given
         return sequences
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -23,7 +23,11 @@ from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
 from metricalc.report.study import DataSpec
 
+if TYPE_CHECKING:
+    from metricalc.keypoints.sequences import Sequence
+
 __all__ = [
+    "CACHE_FOLDER",
     "DATA_LOADERS",
     "combined",
     "load_cubes",
@@ -34,6 +38,9 @@ __all__ = [
 
 DataLoader = Callable[[DataSpec, Path, bool], dict[str, xr.Dataset]]
 """``loader(spec, out, progress) -> {label: QueryCube}``."""
+
+CACHE_FOLDER = "cache"
+"""The folder of cached cubes below a report's output folder (``reports/<study>/cache/``)."""
 
 
 def system_name(descriptor: str, label: str) -> str:
@@ -51,60 +58,50 @@ def _load_cube_files(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.
     return {label: cubes.open_cube(path) for label, path in spec.cubes.items()}
 
 
-def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
-    """Each label's cube of the dataset, evaluated now or, when ``<out>/cache/<key>.nc`` (or a
-    ``<out>/cube_<mode>.nc`` of ``metricalc demo``) holds the cube of the same inputs
-    (:mod:`metricalc.report.cache`), read back from there."""
+def _dataset_sequences(spec: DataSpec, out: Path, progress: bool) -> tuple[list[Sequence], Path]:
+    """The sequences of a ``dataset`` study (the built-in benchmark, made in ``<out>/benchmark``
+    unless ``root`` names its folder, or a sequences folder) and the folder they are read from."""
     from metricalc.datasets.sequences import make_synthetic_dataset
-    from metricalc.keypoints.evaluate import evaluate
-    from metricalc.keypoints.features import extract
-    from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
-    from metricalc.report.cache import (
-        CACHE_FOLDER,
-        MAX_KEYPOINTS,
-        cache_key,
-        cached_cube,
-        evaluation_inputs,
-    )
+    from metricalc.keypoints.sequences import load_sequences
 
     if spec.dataset == "synthetic":
         root = spec.root or out / "benchmark"
         sequences = make_synthetic_dataset(
             root, scenes=spec.scenes, seed=spec.seed, progress=progress
         )
-    else:
-        root = Path(spec.dataset)
-        sequences = load_sequences(spec.dataset, scenes=spec.scenes)
-    protocol = {
-        "tau": spec.tau,
-        "border": spec.border,
-        "tie_policy": spec.tie_policy,
-        "bojanic": spec.bojanic,
-        "seed": spec.seed,
-        "dataset": dataset_fingerprint(sequences),  # hashed once: cache key and cubes
-    }
+        return sequences, root
+    return load_sequences(spec.dataset, scenes=spec.scenes), Path(spec.dataset)
+
+
+def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
+    """Each label's cube of the dataset, evaluated now or, when ``<out>/cache/<key>.nc`` (or a
+    ``<out>/cube_<mode>.nc`` of ``metricalc demo``) holds the cube of the same inputs
+    (:func:`metricalc.keypoints.pipeline.cached_evaluation`), read back from there."""
+    from metricalc.keypoints.pipeline import EvaluationSettings, cached_evaluation
+    from metricalc.keypoints.sequences import dataset_fingerprint
+
+    sequences, root = _dataset_sequences(spec, out, progress)
+    fingerprint = dataset_fingerprint(sequences)  # hashed once: cache keys and cubes
+    demo_cubes = sorted(out.glob("cube_*.nc"))  # `metricalc demo` in the same folder
     result = {}
     for label, mode in spec.keypoints.items():
-        locked = mode.partition(":")[2] or None
-
-        def compute(locked: str | None = locked, mode: str = mode) -> xr.Dataset:
-            features = extract(
-                sequences,
-                spec.descriptors,
-                locked=locked,
-                max_keypoints=MAX_KEYPOINTS,
-                border=spec.border,
-                progress=progress,
-            )
-            return evaluate(
-                sequences, features, keypoints=mode, dataset_path=str(root), progress=progress,
-                **protocol,
-            )  # fmt: skip
-
-        key = cache_key(evaluation_inputs(sequences, spec.descriptors, mode, **protocol))
-        demo_cubes = sorted(out.glob("cube_*.nc"))  # `metricalc demo` in the same folder
-        result[label], _ = cached_cube(
-            out / CACHE_FOLDER / f"{key}.nc", key, compute, elsewhere=demo_cubes
+        settings = EvaluationSettings(
+            tuple(spec.descriptors),
+            mode,
+            tau=spec.tau,
+            border=spec.border,
+            tie_policy=spec.tie_policy,
+            bojanic=spec.bojanic,
+            seed=spec.seed,
+        )
+        result[label], _ = cached_evaluation(
+            sequences,
+            settings,
+            lambda key: out / CACHE_FOLDER / f"{key}.nc",
+            dataset=fingerprint,
+            dataset_path=str(root),
+            elsewhere=demo_cubes,
+            progress=progress,
         )
     return result
 

@@ -1,0 +1,334 @@
+"""Extraction of whole sequences and of single images with the built-in methods.
+
+:func:`extract` (every image of every sequence, native or locked keypoints, with your own
+descriptors), :func:`extract_image` (one image, for work split per image) and
+:func:`detect_keypoints` (the kept keypoints before any description, for your own descriptor).
+The checks of their arguments are here; the detectors and descriptors in
+:mod:`metricalc.keypoints.detectors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from metricalc.errors import InvalidInputError
+from metricalc.keypoints.detectors import (
+    BUILTIN_METHODS,
+    DETECTORS,
+    Toolkit,
+    describe_image,
+    select,
+)
+from metricalc.keypoints.featureset import IMAGES, Features, FeatureSet, SequenceLike
+from metricalc.progress import progress_bar
+from metricalc.validation import is_integer, is_real
+
+__all__ = ["BUILTIN_METHODS", "detect_keypoints", "extract", "extract_image"]
+
+
+def _check_methods(
+    methods: Iterable[str] | str, locked: str | None, *, allow_empty: bool = False
+) -> tuple[str, ...]:
+    names = (methods,) if isinstance(methods, str) else tuple(methods)
+    available = ", ".join(BUILTIN_METHODS)
+    if not names and not allow_empty:
+        raise InvalidInputError(f"methods is empty; expected one or more of {available}")
+    for name in names:
+        if name not in BUILTIN_METHODS:
+            raise InvalidInputError(
+                f"unknown method {name!r} in methods; available methods: {available} "
+                "(load other descriptors with load_features)"
+            )
+    if len(set(names)) != len(names):
+        raise InvalidInputError(f"methods {names} lists a method twice")
+    if locked is not None and locked not in BUILTIN_METHODS:
+        raise InvalidInputError(
+            f"locked={locked!r} is not a built-in detector; expected None (native keypoints) "
+            f"or one of {available}"
+        )
+    return names
+
+
+def _check_gray(sequence: SequenceLike, k: int) -> np.ndarray:
+    gray = np.asarray(sequence.gray(k))
+    if gray.ndim != 2 or gray.dtype != np.uint8:
+        raise InvalidInputError(
+            f"scene {sequence.name!r} image {k}: gray() returned a {gray.dtype} array of shape "
+            f"{gray.shape}; expected uint8 HxW"
+        )
+    shape = tuple(int(v) for v in sequence.shape(k))
+    if shape != gray.shape:
+        raise InvalidInputError(
+            f"scene {sequence.name!r} image {k}: shape() is {shape} but gray() has shape "
+            f"{gray.shape}"
+        )
+    return np.ascontiguousarray(gray)
+
+
+def _check_options(max_keypoints: Any, border: Any) -> tuple[int | None, float]:
+    """Validated ``max_keypoints`` (None or an int >= 1) and ``border`` (a finite float >= 0)."""
+    if max_keypoints is not None and (not is_integer(max_keypoints) or max_keypoints < 1):
+        raise InvalidInputError(f"max_keypoints={max_keypoints!r}; expected an int >= 1 or None")
+    limit = None if max_keypoints is None else int(max_keypoints)
+    if not is_real(border):
+        raise InvalidInputError(f"border={border!r}; expected a finite number >= 0")
+    border = float(border)
+    if not np.isfinite(border) or border < 0:
+        raise InvalidInputError(f"border={border!r}; expected a finite number >= 0")
+    return limit, border
+
+
+def extract(
+    sequences: Iterable[SequenceLike],
+    methods: Iterable[str] | str = BUILTIN_METHODS,
+    *,
+    locked: str | None = None,
+    max_keypoints: int | None = 2000,
+    border: float = 40.0,
+    progress: bool = False,
+    own: Mapping[str, Mapping[str, Mapping[int, Features]]] | None = None,
+) -> FeatureSet:
+    r"""Detect and describe keypoints in every image of every sequence with built-in methods.
+
+    Per image (uint8 gray, ``sequence.gray(k)``, k = 1..6):
+
+    1. detect with the detector of the method (native) or of ``locked`` (every method);
+    2. drop keypoints closer than ``border`` px to the edge,
+       :math:`b \le x \le W - 1 - b` and :math:`b \le y \le H - 1 - b` are kept
+       (:func:`metricalc.keypoints.geometry.inside`);
+    3. keep the ``max_keypoints`` strongest by detector response (SIFT: DoG contrast, ORB: Harris
+       score, FAST: corner score), ordered by decreasing response, ties by x then y;
+    4. describe them with each method's ``compute``; keypoints a describer cannot describe
+       (OpenCV ORB and BRIEF drop those whose patch leaves the image) are removed. In locked mode
+       a keypoint any method fails to describe is removed for every method, so all descriptors
+       get identical keypoint arrays.
+
+    RootSIFT is :math:`\sqrt{d / \lVert d \rVert_1}` of the SIFT descriptor :math:`d`, so each
+    row has unit L2 norm. BRIEF is scikit-image's (256 bits, 49 px patch, Gaussian sampling,
+    fixed seed) packed with ``np.packbits`` into 32 bytes; it uses positions only (no scale or
+    orientation). In locked mode SIFT and ORB describe foreign keypoints at the detector's size
+    and angle (an angle of -1, as FAST reports, is described upright) on the pyramid level that
+    matches the size. The result is deterministic: equal inputs give identical arrays.
+
+    Parameters
+    ----------
+    sequences : iterable of Sequence
+        Objects with ``name``, ``gray(k)`` (uint8 HxW) and ``shape(k)``
+        (:class:`metricalc.keypoints.sequences.Sequence`); names must be unique.
+    methods : iterable of str or str
+        Built-in methods, a subset of :data:`BUILTIN_METHODS`.
+    locked : str, optional
+        None for native keypoints; a built-in method name to describe that method's detector's
+        keypoints with every method (``"sift"`` and ``"rootsift"`` both lock to SIFT keypoints).
+    max_keypoints : int or None
+        Keep at most this many keypoints per image (None: all).
+    border : float
+        Border margin in pixels (default 40, the protocol's).
+    progress : bool
+        Show a rich progress bar over (method, scene, image).
+    own : mapping descriptor -> scene -> image (1..6) -> Features, optional
+        Your own descriptors (e.g. from :func:`load_features`), evaluated next to the built-in
+        ones. Locked: their keypoints must be the locked detector's kept keypoints, in order
+        (:func:`detect_keypoints`, :func:`export_keypoints`; checked by
+        :func:`check_own_keypoints`), and a keypoint a built-in method cannot describe is removed
+        from them too, so every descriptor ends with identical keypoint arrays. Native: they are
+        added unchanged. ``methods`` may then be empty.
+
+    Returns
+    -------
+    dict
+        descriptor -> scene -> image (1..6) -> :class:`Features`, in the order of ``methods``
+        (then ``own``) and ``sequences``.
+
+    Examples
+    --------
+    >>> import cv2
+    >>> from skimage import data
+    >>> class Scene:
+    ...     name = "i_camera"
+    ...     def image(self, k): return cv2.resize(data.camera(), (256, 256))
+    ...     def gray(self, k): return self.image(k)
+    ...     def shape(self, k): return (256, 256)
+    >>> fs = extract([Scene()], ("sift", "orb"), locked="sift", max_keypoints=100)
+    >>> sift, orb = fs["sift"]["i_camera"][1], fs["orb"]["i_camera"][1]
+    >>> bool((sift.keypoints == orb.keypoints).all()), sift.descriptors.shape[1], orb.binary
+    (True, 128, True)
+    """
+    own = dict(own or {})
+    names = _check_methods(methods, locked, allow_empty=bool(own))
+    limit, border = _check_options(max_keypoints, border)
+    scenes = _unique_scenes(sequences)
+    _check_own(own, names, scenes)
+    if locked is None and own:  # native: your own features keep their own keypoints
+        builtin = (
+            extract(scenes, names, max_keypoints=limit, border=border, progress=progress)
+            if names
+            else {}
+        )
+        return {**builtin, **{n: {s.name: dict(own[n][s.name]) for s in scenes} for n in own}}
+
+    tools = Toolkit(limit)
+    every = (*names, *own)
+    result: FeatureSet = {name: {s.name: {} for s in scenes} for name in every}
+    total = len(every) * len(scenes) * len(IMAGES)
+    with progress_bar("features", total=total, enabled=progress) as advance:
+        for sequence in scenes:
+            for k in IMAGES:
+                described = describe_image(
+                    tools,
+                    _check_gray(sequence, k),
+                    names,
+                    locked,
+                    border,
+                    limit,
+                    own={name: own[name][sequence.name][k] for name in own},
+                    where=f"scene {sequence.name!r} image {k}",
+                )
+                for name, features in described.items():
+                    result[name][sequence.name][k] = features
+                    advance()
+    return result
+
+
+def _unique_scenes(sequences: Iterable[SequenceLike]) -> list[SequenceLike]:
+    scenes = list(sequences)
+    seen: set[str] = set()
+    for sequence in scenes:
+        if not isinstance(sequence.name, str) or not sequence.name:
+            raise InvalidInputError(f"sequence name {sequence.name!r}; expected a non-empty str")
+        if sequence.name in seen:
+            raise InvalidInputError(f"scene {sequence.name!r} appears twice in sequences")
+        seen.add(sequence.name)
+    return scenes
+
+
+def _check_own(
+    own: Mapping[str, Mapping[str, Mapping[int, Any]]],
+    names: tuple[str, ...],
+    scenes: list[SequenceLike],
+) -> None:
+    """Your own features: names that are not built-in methods, and every scene and image."""
+    for name, per_scene in own.items():
+        if name in names:
+            raise InvalidInputError(
+                f"your own descriptor {name!r} has the name of a built-in method in methods; "
+                "give it another name"
+            )
+        for sequence in scenes:
+            images = per_scene.get(sequence.name)
+            if images is None:
+                raise InvalidInputError(
+                    f"your own descriptor {name!r} has no features for scene {sequence.name!r} "
+                    f"(it has {len(per_scene)} scenes: {', '.join(sorted(per_scene)[:5])}"
+                    f"{', ...' if len(per_scene) > 5 else ''})"
+                )
+            for k in IMAGES:
+                if not isinstance(images.get(k), Features):
+                    raise InvalidInputError(
+                        f"your own descriptor {name!r}, scene {sequence.name!r}: image {k} is "
+                        f"{type(images.get(k)).__name__}; expected Features"
+                    )
+
+
+def detect_keypoints(
+    sequences: Iterable[SequenceLike],
+    detector: str = "sift",
+    *,
+    max_keypoints: int | None = 2000,
+    border: float = 40.0,
+    progress: bool = False,
+) -> dict[str, dict[int, dict[str, np.ndarray]]]:
+    """The keypoints :func:`extract` keeps with ``locked=detector``, before any description.
+
+    Steps 1-3 of :func:`extract` (detect, drop the border, keep the ``max_keypoints`` strongest,
+    in their order) for every image. These are the keypoints your own descriptor describes to be
+    evaluated next to the built-in methods on locked keypoints (``extract(..., own=...)``).
+
+    Returns
+    -------
+    dict
+        scene -> image (1..6) -> arrays ``keypoints`` (N x 2 float64, x y), ``size``, ``angle``,
+        ``response`` (N float64, as OpenCV reports them; an angle of -1 means none) and
+        ``image_size`` (height, width).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> import cv2
+    >>> from skimage import data
+    >>> gray = cv2.resize(data.camera(), (256, 256))   # the same image 1..6, as a stand-in
+    >>> scene = SimpleNamespace(name="i_camera", gray=lambda k: gray, shape=lambda k: gray.shape)
+    >>> kept = detect_keypoints([scene], "sift", max_keypoints=100)["i_camera"][1]
+    >>> fs = extract([scene], "sift", locked="sift", max_keypoints=100)["sift"]["i_camera"]
+    >>> bool((kept["keypoints"] == fs[1].keypoints).all()), kept["image_size"].tolist()
+    (True, [256, 256])
+    """
+    if detector not in BUILTIN_METHODS:
+        raise InvalidInputError(
+            f"detector {detector!r} is not a built-in method; expected one of "
+            f"{', '.join(BUILTIN_METHODS)} (the method's detector finds the keypoints)"
+        )
+    limit, border = _check_options(max_keypoints, border)
+    scenes = _unique_scenes(sequences)
+    tools = Toolkit(limit)
+    result: dict[str, dict[int, dict[str, np.ndarray]]] = {s.name: {} for s in scenes}
+    with progress_bar("keypoints", total=len(scenes) * len(IMAGES), enabled=progress) as advance:
+        for sequence in scenes:
+            for k in IMAGES:
+                gray = _check_gray(sequence, k)
+                shape = (int(gray.shape[0]), int(gray.shape[1]))
+                kept = select(tools.detect(DETECTORS[detector], gray), shape, border, limit)
+                table = np.array(
+                    [(*p.pt, p.size, p.angle, p.response) for p in kept], dtype=np.float64
+                ).reshape(-1, 5)
+                result[sequence.name][k] = {
+                    "keypoints": np.ascontiguousarray(table[:, :2]),
+                    "size": table[:, 2].copy(),
+                    "angle": table[:, 3].copy(),
+                    "response": table[:, 4].copy(),
+                    "image_size": np.array(shape, dtype=np.int64),
+                }
+                advance()
+    return result
+
+
+def extract_image(
+    gray: np.ndarray,
+    methods: Iterable[str] | str = BUILTIN_METHODS,
+    *,
+    locked: str | None = None,
+    max_keypoints: int | None = 2000,
+    border: float = 40.0,
+) -> dict[str, Features]:
+    """Detect and describe one image with built-in methods, exactly as :func:`extract` does.
+
+    The same steps and options as :func:`extract` for a single uint8 gray ``(H, W)`` image, so
+    the work of a benchmark can be split per image (e.g. over a dask cluster) with identical
+    results.
+
+    Returns
+    -------
+    dict
+        method -> :class:`Features`, in the order of ``methods``.
+
+    Examples
+    --------
+    >>> import cv2
+    >>> from skimage import data
+    >>> gray = cv2.resize(data.camera(), (256, 256))
+    >>> one = extract_image(gray, "sift", max_keypoints=50)["sift"]
+    >>> len(one), one.descriptors.shape[1]
+    (50, 128)
+    """
+    names = _check_methods(methods, locked)
+    limit, border = _check_options(max_keypoints, border)
+    image = np.asarray(gray)
+    if image.ndim != 2 or image.dtype != np.uint8:
+        raise InvalidInputError(
+            f"extract_image: gray is a {image.dtype} array of shape {image.shape}; expected uint8 "
+            "HxW"
+        )
+    return describe_image(Toolkit(limit), np.ascontiguousarray(image), names, locked, border, limit)

@@ -1,0 +1,302 @@
+"""The keypoint pipeline: sequences -> features -> QueryCube, reused from a file when unchanged.
+
+The one way from image sequences to a QueryCube that ``metricalc demo``,
+``metricalc keypoints eval`` and a study's ``data: {dataset: ...}`` (``metricalc report``) all
+take: :func:`evaluate_sequences` extracts the features of the built-in methods
+(:func:`metricalc.keypoints.features.extract`, native or locked, with your own descriptors) and
+evaluates them (:func:`metricalc.keypoints.evaluate`), under one :class:`EvaluationSettings`.
+
+Evaluating a dataset takes minutes; reading its cube back takes a second.
+:func:`cached_evaluation` therefore keeps each cube in a file whose key is a hash of its inputs
+(:func:`cache_key`), and evaluates again only when no file holds that key (:func:`cached_cube`):
+
+- the data: the content fingerprint of the sequences folder
+  (:func:`metricalc.keypoints.sequences.dataset_fingerprint`) and the scenes evaluated;
+- the systems: the descriptors and the keypoints (``native`` or ``locked:<detector>``), with
+  the extraction settings (border, maximum number of keypoints);
+- the protocol of :func:`metricalc.keypoints.evaluate`: tau, border, tie policy, the Bojanic
+  tasks, y0 policy, distractors, seed (and image retrieval where the caller names it);
+- the versions of metricalc and OpenCV (its detectors and descriptors make the features).
+
+Any change to one of them gives another key, so a changed input is never served an old cube.
+The key is not a proof of identity against edits of metricalc's own code between releases
+(its version stays the same): delete the cached files after changing the evaluation code. Each
+file also records its key in the attr ``cache_key``, so a file renamed or written by another
+key is not taken.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+import xarray as xr
+
+from metricalc import cube as cubes
+from metricalc.errors import InvalidInputError
+from metricalc.fileio import json_safe
+from metricalc.keypoints.evaluate import evaluate
+from metricalc.keypoints.extraction import BUILTIN_METHODS, extract
+from metricalc.keypoints.features import FeatureSet, SequenceLike
+from metricalc.keypoints.sequences import dataset_fingerprint
+from metricalc.version import __version__
+
+__all__ = [
+    "MAX_KEYPOINTS",
+    "EvaluationSettings",
+    "cache_key",
+    "cached_cube",
+    "cached_evaluation",
+    "evaluate_sequences",
+    "evaluation_inputs",
+    "keypoint_mode",
+]
+
+MAX_KEYPOINTS = 2000
+"""Keypoints kept per image by :func:`metricalc.keypoints.features.extract` (its default)."""
+
+
+def keypoint_mode(locked: str | None) -> str:
+    """The cube's ``keypoints`` attr of an extraction: ``"locked:<detector>"`` or ``"native"``.
+
+    Examples
+    --------
+    >>> keypoint_mode("sift"), keypoint_mode(None)
+    ('locked:sift', 'native')
+    """
+    return f"locked:{locked}" if locked else "native"
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """Everything but the data that determines a keypoint QueryCube.
+
+    Attributes
+    ----------
+    descriptors : tuple of str
+        The built-in methods to extract (:data:`~metricalc.keypoints.features.BUILTIN_METHODS`).
+    keypoints : str
+        ``"native"``, ``"locked:<detector>"`` (:func:`keypoint_mode`), or ``"external"``: your
+        own features only, nothing extracted.
+    max_keypoints, border
+        Of the extraction (``border`` also of the evaluation).
+    tau, tie_policy, bojanic, y0, seed
+        Of :func:`metricalc.keypoints.evaluate`.
+    image_retrieval : bool or None
+        Also DescriptorWorkbench's image retrieval. None: not run, and not named in the cache
+        key (the keys of studies); a bool is named in it (the keys of ``metricalc demo``).
+
+    Examples
+    --------
+    >>> settings = EvaluationSettings(("sift", "orb"), "locked:sift", tau=5.0)
+    >>> settings.locked, settings.max_keypoints, EvaluationSettings().locked
+    ('sift', 2000, None)
+    """
+
+    descriptors: tuple[str, ...] = BUILTIN_METHODS
+    keypoints: str = "native"
+    max_keypoints: int | None = MAX_KEYPOINTS
+    tau: float = 3.0
+    border: float = 40.0
+    tie_policy: str = "expected"
+    bojanic: bool = True
+    y0: str = "negative"
+    image_retrieval: bool | None = None
+    seed: int = 0
+
+    @property
+    def locked(self) -> str | None:
+        """The detector of ``locked:<detector>`` keypoints, else None."""
+        return self.keypoints.partition(":")[2] or None
+
+
+def evaluate_sequences(
+    sequences: Sequence[SequenceLike],
+    settings: EvaluationSettings,
+    *,
+    progress: bool = False,
+    dataset: str | None = None,
+    dataset_path: str = "",
+    own: FeatureSet | None = None,
+) -> xr.Dataset:
+    """Extract the features of ``settings`` and evaluate them into one QueryCube.
+
+    Parameters
+    ----------
+    sequences : sequence of Sequence
+        The scenes (:func:`metricalc.keypoints.load_sequences`).
+    settings : EvaluationSettings
+        Descriptors, keypoints and protocol.
+    progress, dataset, dataset_path
+        As for :func:`metricalc.keypoints.evaluate` (``dataset`` default: the fingerprint).
+    own : mapping descriptor -> scene -> image -> Features, optional
+        Your own descriptors, evaluated next to the built-in ones (``extract(own=...)``); with
+        ``keypoints="external"`` they are all that is evaluated.
+
+    Returns
+    -------
+    xarray.Dataset
+        The QueryCube of :func:`metricalc.keypoints.evaluate`.
+    """
+    if settings.keypoints == "external":
+        if not own:
+            raise InvalidInputError("keypoints='external' evaluates your own features: pass own")
+        features: FeatureSet = dict(own)
+    else:
+        features = extract(
+            sequences,
+            settings.descriptors,
+            locked=settings.locked,
+            max_keypoints=settings.max_keypoints,
+            border=settings.border,
+            progress=progress,
+            own=own,
+        )
+    return evaluate(
+        sequences,
+        features,
+        keypoints=settings.keypoints,
+        tau=settings.tau,
+        border=settings.border,
+        tie_policy=settings.tie_policy,
+        bojanic=settings.bojanic,
+        image_retrieval=bool(settings.image_retrieval),
+        y0=settings.y0,
+        seed=settings.seed,
+        dataset=dataset,
+        dataset_path=dataset_path,
+        progress=progress,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The cube cache
+# --------------------------------------------------------------------------------------------
+
+
+def cache_key(inputs: Mapping[str, Any]) -> str:
+    """The first 24 hex digits of the SHA-256 of ``inputs`` as canonical JSON (keys sorted).
+
+    Examples
+    --------
+    >>> cache_key({"tau": 3.0, "descriptors": ["sift"]}) == cache_key(
+    ...     {"descriptors": ["sift"], "tau": 3.0})
+    True
+    >>> cache_key({"tau": 3.0}) == cache_key({"tau": 4.0})
+    False
+    """
+    text = json.dumps(json_safe(dict(inputs)), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def evaluation_inputs(
+    sequences: Sequence[SequenceLike], settings: EvaluationSettings, *, dataset: str | None = None
+) -> dict[str, Any]:
+    """Everything that determines the cube of :func:`evaluate_sequences` with ``settings`` on
+    ``sequences``: the mapping :func:`cache_key` hashes. The distractors of ``evaluate`` are its
+    defaults. ``dataset`` is the fingerprint of ``sequences`` when the caller already has it (it
+    is passed to ``evaluate`` too, so the folder is hashed once per run); by default it is
+    computed. ``image_retrieval`` is in the mapping only when the settings name it (not None)."""
+    inputs: dict[str, Any] = {
+        "dataset": dataset_fingerprint(sequences) if dataset is None else dataset,
+        "scenes": sorted(str(s.name) for s in sequences),
+        "descriptors": list(settings.descriptors),
+        "keypoints": settings.keypoints,
+        "max_keypoints": settings.max_keypoints,
+        "tau": float(settings.tau),
+        "border": float(settings.border),
+        "tie_policy": settings.tie_policy,
+        "bojanic": bool(settings.bojanic),
+        "y0": settings.y0,
+        "n_distractor_scenes": 10,
+        "n_distractors": 20,
+        "seed": int(settings.seed),
+        "metricalc": __version__,
+        "opencv": cv2.__version__,
+    }
+    if settings.image_retrieval is not None:
+        inputs["image_retrieval"] = settings.image_retrieval
+    return inputs
+
+
+def _holding(path: Path, key: str) -> xr.Dataset | None:
+    """The cube in ``path`` if it is one and holds ``key`` (checked on the attrs first)."""
+    if not path.is_file():
+        return None
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as lazy:  # attrs only, nothing read
+            if lazy.attrs.get("cache_key") != key:
+                return None
+        return cubes.open_cube(path)
+    except (InvalidInputError, OSError, ValueError):
+        return None
+
+
+def cached_cube(
+    path: str | Path,
+    key: str,
+    compute: Callable[[], xr.Dataset],
+    *,
+    elsewhere: Iterable[Path] = (),
+) -> tuple[xr.Dataset, bool]:
+    """The cube in ``path`` when it holds ``key`` (its attr ``cache_key``), else the first of
+    ``elsewhere`` that does (read where it is, not copied), else ``compute()`` written to
+    ``path`` with that key (atomically). Returns the cube and whether it was reused.
+
+    A file at ``path`` that cannot be read as a cube, or holds another key, is replaced.
+    """
+    path = Path(path)
+    for candidate in (path, *elsewhere):
+        found = _holding(Path(candidate), key)
+        if found is not None:
+            return found, True
+    cube = compute()
+    cube.attrs["cache_key"] = key
+    cubes.save(cube, path)
+    return cube, False
+
+
+def cached_evaluation(
+    sequences: Sequence[SequenceLike],
+    settings: EvaluationSettings,
+    path: str | Path | Callable[[str], Path],
+    *,
+    dataset: str | None = None,
+    dataset_path: str = "",
+    elsewhere: Iterable[Path] = (),
+    progress: bool = False,
+) -> tuple[xr.Dataset, bool]:
+    """:func:`evaluate_sequences`, or the cube of the same inputs kept by an earlier run.
+
+    Parameters
+    ----------
+    sequences, settings, dataset_path, progress
+        As for :func:`evaluate_sequences`.
+    path : path or callable
+        The cube file, or a function of the key that names it (a folder of entries:
+        ``lambda key: folder / f"{key}.nc"``).
+    dataset : str, optional
+        The fingerprint of ``sequences`` (computed once here by default), in the key and the cube.
+    elsewhere : iterable of path
+        Other files to read the cube from when they hold its key (:func:`cached_cube`).
+
+    Returns
+    -------
+    tuple
+        The cube, and whether it was read back instead of evaluated.
+    """
+    dataset = dataset_fingerprint(sequences) if dataset is None else dataset
+    key = cache_key(evaluation_inputs(sequences, settings, dataset=dataset))
+
+    def compute() -> xr.Dataset:
+        return evaluate_sequences(
+            sequences, settings, dataset=dataset, dataset_path=dataset_path, progress=progress
+        )
+
+    target = path(key) if callable(path) else path
+    return cached_cube(target, key, compute, elsewhere=elsewhere)
