@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import xarray as xr
@@ -37,6 +37,7 @@ from metricalc.validation import (
 
 __all__ = [
     "DEFAULT_STAGES",
+    "ChainOptions",
     "Verification",
     "chain_counts",
     "decompose",
@@ -52,6 +53,16 @@ STAGE, THRESHOLD = "stage", "threshold"
 
 COUNT_VARIABLES = ("n_selected", "tp", "fp", "found")
 """Counts along ``threshold``; padding a chain repeats their final value."""
+
+
+class ChainOptions(TypedDict, total=False):
+    """The keyword options of :func:`chain_counts`, which :func:`decompose` passes on."""
+
+    stages: Sequence[str] | None
+    counted: Any
+    found_at: Any
+    batch_dims: Sequence[str]
+    coords: Mapping[Hashable, Any] | None
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,6 +139,51 @@ def _ground_truth(values: Any, batch: tuple[int, ...], k: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def _chain_shape(scores: np.ndarray, passed: np.ndarray) -> tuple[tuple[int, ...], int, int]:
+    """(batch shape, predictions n, stages K) of confidence (..., n) and outcomes (..., n, K)."""
+    if scores.ndim < 1 or passed.ndim != scores.ndim + 1:
+        raise InvalidInputError(
+            f"outcomes must have shape (..., n, K) for confidence of shape (..., n); got "
+            f"{passed.shape} and {scores.shape}"
+        )
+    batch, n, k = scores.shape[:-1], scores.shape[-1], passed.shape[-1]
+    if passed.shape[:-1] != scores.shape:
+        raise InvalidInputError(
+            f"outcomes has shape {passed.shape}; expected {(*scores.shape, k)} (one row per "
+            "prediction of confidence)"
+        )
+    if k == 0:
+        raise InvalidInputError("outcomes has no stage (shape (..., n, 0)); expected K >= 1")
+    return batch, n, k
+
+
+def _check_batch_dims(batch_dims: Sequence[str], batch: tuple[int, ...]) -> None:
+    if len(batch_dims) != len(batch):
+        raise InvalidInputError(
+            f"batch_dims must name the {len(batch)} leading axes of confidence; got "
+            f"{list(batch_dims)!r}"
+        )
+
+
+def _found_at(values: Any, batch: tuple[int, ...], k: int) -> np.ndarray:
+    """``found_at`` checked: shape (..., m, K), never increasing along the chain."""
+    reached = _as_float("found_at", values, allow_neg_inf=True)
+    if reached.ndim != len(batch) + 2 or reached.shape[:-2] != batch or reached.shape[-1] != k:
+        raise InvalidInputError(
+            f"found_at has shape {reached.shape}; expected {(*batch, 'm', k)} (one row per "
+            "ground-truth item, one column per stage)"
+        )
+    rising = reached[..., 1:] > reached[..., :-1]
+    if rising.any():
+        where = first_index(rising)
+        raise InvalidInputError(
+            f"found_at must not increase along the chain (an item reaches stage k only "
+            f"after stage k-1); item {where[:-1]} is found later at stage {where[-1]} than at "
+            f"stage {where[-1] + 1}"
+        )
+    return reached
+
+
 # --------------------------------------------------------------------------------------------
 # Counts
 # --------------------------------------------------------------------------------------------
@@ -167,10 +223,10 @@ def _found_counts(found_at: np.ndarray, cutoff: np.ndarray) -> np.ndarray:
         filled = np.where(np.isnan(filled), np.inf, filled)
     found = np.empty((*batch, k, length), dtype=np.int64)
     ordered = np.sort(found_at, axis=-2)  # ascending along items
-    for index in np.ndindex(*batch):  # one searchsorted per chain and stage: bounded work
+    for chain in np.ndindex(*batch):  # one searchsorted per chain and stage: bounded work
         for stage in range(k):
-            column = ordered[(*index, slice(None), stage)]
-            found[(*index, stage)] = m - np.searchsorted(column, filled[index], side="left")
+            column = ordered[(*chain, slice(None), stage)]
+            found[(*chain, stage)] = m - np.searchsorted(column, filled[chain], side="left")
     return found
 
 
@@ -188,12 +244,8 @@ def decompose(
     outcomes: Any,
     n_ground_truth: Any,
     *,
-    stages: Sequence[str] | None = None,
-    counted: Any = None,
-    found_at: Any = None,
-    batch_dims: Sequence[str] = (),
-    coords: Mapping[Hashable, Any] | None = None,
     zero_division: ZeroDivision = "nan",
+    **options: Unpack[ChainOptions],
 ) -> xr.Dataset:
     r"""Counts and factor curves of a chain of stages along the confidence threshold.
 
@@ -268,16 +320,7 @@ def decompose(
     ([1.0, 0.5, 0.3333333333333333, 0.5], [1.0, 0.5, 0.3333333333333333, 0.5])
     """
     policy = check_zero_division(zero_division)
-    counts = chain_counts(
-        confidence,
-        outcomes,
-        n_ground_truth,
-        stages=stages,
-        counted=counted,
-        found_at=found_at,
-        batch_dims=batch_dims,
-        coords=coords,
-    )
+    counts = chain_counts(confidence, outcomes, n_ground_truth, **options)
     return factor_curves(counts, zero_division=policy)
 
 
@@ -307,25 +350,9 @@ def chain_counts(
     """
     scores = _as_float("confidence", confidence, allow_neg_inf=True)
     passed = _as_bool("outcomes", outcomes)
-    if scores.ndim < 1 or passed.ndim != scores.ndim + 1:
-        raise InvalidInputError(
-            f"outcomes must have shape (..., n, K) for confidence of shape (..., n); got "
-            f"{passed.shape} and {scores.shape}"
-        )
-    batch, n, k = scores.shape[:-1], scores.shape[-1], passed.shape[-1]
-    if passed.shape[:-1] != scores.shape:
-        raise InvalidInputError(
-            f"outcomes has shape {passed.shape}; expected {(*scores.shape, k)} (one row per "
-            "prediction of confidence)"
-        )
-    if k == 0:
-        raise InvalidInputError("outcomes has no stage (shape (..., n, 0)); expected K >= 1")
+    batch, n, k = _chain_shape(scores, passed)
     names = _stage_names(stages, k)
-    if len(batch_dims) != len(batch):
-        raise InvalidInputError(
-            f"batch_dims must name the {len(batch)} leading axes of confidence; got "
-            f"{list(batch_dims)!r}"
-        )
+    _check_batch_dims(batch_dims, batch)
     keep = np.ones(scores.shape, bool) if counted is None else _as_bool("counted", counted)
     if keep.shape != scores.shape:
         raise InvalidInputError(f"counted has shape {keep.shape}; expected {scores.shape}")
@@ -335,20 +362,7 @@ def chain_counts(
         reached = np.where(through & keep[..., None, :], scores[..., None, :], -np.inf)
         reached = np.moveaxis(reached, -2, -1)
     else:
-        reached = _as_float("found_at", found_at, allow_neg_inf=True)
-        if reached.ndim != scores.ndim + 1 or reached.shape[:-2] != batch or reached.shape[-1] != k:
-            raise InvalidInputError(
-                f"found_at has shape {reached.shape}; expected {(*batch, 'm', k)} (one row per "
-                "ground-truth item, one column per stage)"
-            )
-        rising = reached[..., 1:] > reached[..., :-1]
-        if rising.any():
-            where = first_index(rising)
-            raise InvalidInputError(
-                f"found_at must not increase along the chain (an item reaches stage k only "
-                f"after stage k-1); item {where[:-1]} is found later at stage {where[-1]} than at "
-                f"stage {where[-1] + 1}"
-            )
+        reached = _found_at(found_at, batch, k)
     if n == 0:
         cutoff = np.full((*batch, 1), np.nan)
         tp = np.zeros((*batch, 1 + k, 1), np.int64)
