@@ -10,6 +10,7 @@ the composed AP.
 from metricalc.decompose.ap import curve_average_precision, factor_ap, interpolated_precision
 from metricalc.decompose.chain import (
     DEFAULT_STAGES,
+    ChainOptions,
     Verification,
     chain_counts,
     decompose,
@@ -39,6 +40,7 @@ from metricalc.decompose.whatif import (
 
 __all__ = [
     "DEFAULT_STAGES",
+    "ChainOptions",
     "DetectionDecomposition",
     "DetectorDescriptorSection",
     "Verification",
