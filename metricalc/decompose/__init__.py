@@ -11,13 +11,12 @@ from metricalc.decompose.ap import curve_average_precision, factor_ap, interpola
 from metricalc.decompose.chain import (
     DEFAULT_STAGES,
     ChainOptions,
-    Verification,
     chain_counts,
     decompose,
     factor_curves,
     stack_chains,
-    verify,
 )
+from metricalc.decompose.identity import Verification, verify
 from metricalc.decompose.keypoints import (
     DetectorDescriptorSection,
     detector_or_descriptor,

@@ -48,13 +48,8 @@ import xarray as xr
 
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import factor_ap
-from metricalc.decompose.chain import (
-    DEFAULT_STAGES,
-    Verification,
-    chain_counts,
-    stack_chains,
-    verify,
-)
+from metricalc.decompose.chain import DEFAULT_STAGES, chain_counts, stack_chains
+from metricalc.decompose.identity import Verification, verify
 from metricalc.decompose.whatif import compound, compound_table, what_if
 from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.evaluate import (

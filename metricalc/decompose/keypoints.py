@@ -31,7 +31,8 @@ import numpy as np
 import xarray as xr
 
 from metricalc.core.ranking import AP_METHODS
-from metricalc.decompose.chain import Verification, decompose, verify
+from metricalc.decompose.chain import decompose
+from metricalc.decompose.identity import Verification, verify
 from metricalc.decompose.whatif import what_if
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
