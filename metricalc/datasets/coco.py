@@ -120,15 +120,15 @@ def make_coco_dataset(
         )
         area = masks.area().astype(np.float64)
         gt_segm = list(polygons)
-        for i in np.flatnonzero(crowd):  # crowd regions as uncompressed RLE
+        for k in np.flatnonzero(crowd):  # crowd regions as uncompressed RLE
             one = Masks(
-                start=masks.start[masks.offsets[i] : masks.offsets[i + 1]],
-                end=masks.end[masks.offsets[i] : masks.offsets[i + 1]],
-                offsets=np.array([0, masks.offsets[i + 1] - masks.offsets[i]]),
-                height=masks.height[i : i + 1],
-                width=masks.width[i : i + 1],
+                start=masks.start[masks.offsets[k] : masks.offsets[k + 1]],
+                end=masks.end[masks.offsets[k] : masks.offsets[k + 1]],
+                offsets=np.array([0, masks.offsets[k + 1] - masks.offsets[k]]),
+                height=masks.height[k : k + 1],
+                width=masks.width[k : k + 1],
             )
-            gt_segm[i] = {"size": [int(one.height[0]), int(one.width[0])], "counts": _counts(one)}
+            gt_segm[k] = {"size": [int(one.height[0]), int(one.width[0])], "counts": _counts(one)}
     annotations = []
     ann_ids = rng.choice(np.arange(1, 10 * n_obj + 2), n_obj, replace=False)
     for i in range(n_obj):

@@ -10,13 +10,13 @@ the composed AP.
 from metricalc.decompose.ap import curve_average_precision, factor_ap, interpolated_precision
 from metricalc.decompose.chain import (
     DEFAULT_STAGES,
-    Verification,
+    ChainOptions,
     chain_counts,
     decompose,
     factor_curves,
     stack_chains,
-    verify,
 )
+from metricalc.decompose.identity import Verification, verify
 from metricalc.decompose.keypoints import (
     DetectorDescriptorSection,
     detector_or_descriptor,
@@ -39,6 +39,7 @@ from metricalc.decompose.whatif import (
 
 __all__ = [
     "DEFAULT_STAGES",
+    "ChainOptions",
     "DetectionDecomposition",
     "DetectorDescriptorSection",
     "Verification",

@@ -8,6 +8,7 @@ On the curve of a ranked list without tied scores every method agrees with the c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -172,14 +173,29 @@ def factor_ap(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     >>> float(aps.ap), aps.factor_ap.values.round(4).tolist()
     (0.5, [0.9167, 0.8611])
     """
-    check_choice("method", method, AP_METHODS)
-    ap = curve_average_precision(curves["precision"], curves["recall"], method=method)
+    ap = _composed_ap(curves, method)
     factors = curve_average_precision(
         curves["factor_precision"], curves["factor_recall"], method=method
     )
-    result = xr.Dataset(
-        {"ap": ap, "factor_ap": factors, "factor_ap_product": factors.prod(STAGE, skipna=False)}
+    return _per_chain(
+        {"ap": ap, "factor_ap": factors, "factor_ap_product": factors.prod(STAGE, skipna=False)},
+        method,
     )
+
+
+def _composed_ap(curves: xr.Dataset, method: str) -> xr.DataArray:
+    """AP of the composed curve (``precision``, ``recall``) of every chain of ``curves``, by
+    ``method`` (checked)."""
+    check_choice("method", method, AP_METHODS)
+    ap: xr.DataArray = curve_average_precision(
+        curves["precision"], curves["recall"], method=method
+    )
+    return ap
+
+
+def _per_chain(values: Mapping[str, xr.DataArray], method: str) -> xr.Dataset:
+    """Per-chain APs as a Dataset with attrs ``method``, without non-dimension coordinates."""
+    result = xr.Dataset(values)
     result.attrs["method"] = method
     return result.drop_vars([c for c in result.coords if c not in result.dims], errors="ignore")
 
@@ -226,7 +242,7 @@ def interpolated_precision(
     grid = np.asarray(levels, dtype=np.float64)
     if grid.ndim != 1 or grid.size == 0 or (np.diff(grid) <= 0).any():
         raise InvalidInputError(f"levels must be increasing recall levels; got {grid.tolist()}")
-    values = apply_kernel(
+    values: xr.DataArray = apply_kernel(
         _interpolation_kernel,
         {"precision": precision, "recall": recall},
         core=("precision", "recall"),

@@ -19,34 +19,38 @@ composed curve exactly; :func:`verify` measures how exactly in floating point.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import xarray as xr
 
 from metricalc.core.confusion import counts_at_thresholds, precision
+from metricalc.decompose.inputs import (
+    DEFAULT_STAGES,
+    as_bool,
+    as_float,
+    chain_shape,
+    check_batch_dims,
+    found_at_array,
+    ground_truth_counts,
+    stage_names,
+)
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     ZeroDivision,
     check_zero_division,
     fill_value,
-    first_index,
     warn_undefined,
 )
 
 __all__ = [
     "DEFAULT_STAGES",
-    "Verification",
+    "ChainOptions",
     "chain_counts",
     "decompose",
     "factor_curves",
     "stack_chains",
-    "verify",
 ]
-
-DEFAULT_STAGES = ("L", "C|L", "S|C,L")
-"""Stage names used when ``stages`` is not given (the first K of them; more stages need names)."""
 
 STAGE, THRESHOLD = "stage", "threshold"
 
@@ -54,78 +58,14 @@ COUNT_VARIABLES = ("n_selected", "tp", "fp", "found")
 """Counts along ``threshold``; padding a chain repeats their final value."""
 
 
-# --------------------------------------------------------------------------------------------
-# Input checks
-# --------------------------------------------------------------------------------------------
+class ChainOptions(TypedDict, total=False):
+    """The keyword options of :func:`chain_counts`, which :func:`decompose` passes on."""
 
-
-def _as_bool(name: str, values: Any) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.dtype == bool:
-        return arr
-    if arr.dtype.kind not in "iuf":
-        raise InvalidInputError(f"{name} must hold booleans (or 0/1); got dtype {arr.dtype}")
-    bad = (arr != 0) & (arr != 1)
-    if bad.any():
-        where = first_index(bad)
-        raise InvalidInputError(
-            f"{name} must hold booleans (or 0/1); found {arr[where].item()!r} at index {where}"
-        )
-    return arr.astype(bool)
-
-
-def _as_float(name: str, values: Any, *, allow_neg_inf: bool) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.dtype == bool or arr.dtype.kind not in "iuf":
-        raise InvalidInputError(f"{name} must be numeric; got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    bad = np.isnan(arr) | (np.isinf(arr) & ~(allow_neg_inf & (arr < 0)))
-    if bad.any():
-        where = first_index(bad)
-        expected = "finite numbers or -inf (never)" if allow_neg_inf else "finite numbers"
-        raise InvalidInputError(
-            f"{name} must hold {expected}; found {arr[where].item()!r} at index {where}"
-        )
-    return arr
-
-
-def _stage_names(stages: Sequence[str] | None, k: int) -> list[str]:
-    if stages is None:
-        if k > len(DEFAULT_STAGES):
-            raise InvalidInputError(
-                f"outcomes has {k} stages; name them with stages= (defaults exist for up to "
-                f"{len(DEFAULT_STAGES)}: {DEFAULT_STAGES})"
-            )
-        return list(DEFAULT_STAGES[:k])
-    names = [str(s) for s in stages]
-    if len(names) != k or len(set(names)) != k:
-        raise InvalidInputError(
-            f"stages must be {k} distinct names (one per column of outcomes); got {list(stages)!r}"
-        )
-    return names
-
-
-def _ground_truth(values: Any, batch: tuple[int, ...], k: int) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.dtype == bool or arr.dtype.kind not in "iu":
-        raise InvalidInputError(
-            f"n_ground_truth must hold non-negative integers; got dtype {arr.dtype}"
-        )
-    if arr.ndim == 0:
-        arr = np.full(k, arr)
-    try:
-        arr = np.broadcast_to(arr, (*batch, k))
-    except ValueError:
-        raise InvalidInputError(
-            f"n_ground_truth has shape {arr.shape}; expected one count per stage, shape "
-            f"{(*batch, k)} (or ({k},), or a scalar)"
-        ) from None
-    if (arr < 0).any():
-        where = first_index(arr < 0)
-        raise InvalidInputError(
-            f"n_ground_truth must be >= 0; found {int(arr[where])} at index {where}"
-        )
-    return arr.astype(np.int64)
+    stages: Sequence[str] | None
+    counted: Any
+    found_at: Any
+    batch_dims: Sequence[str]
+    coords: Mapping[Hashable, Any] | None
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,10 +107,10 @@ def _found_counts(found_at: np.ndarray, cutoff: np.ndarray) -> np.ndarray:
         filled = np.where(np.isnan(filled), np.inf, filled)
     found = np.empty((*batch, k, length), dtype=np.int64)
     ordered = np.sort(found_at, axis=-2)  # ascending along items
-    for index in np.ndindex(*batch):  # one searchsorted per chain and stage: bounded work
+    for chain in np.ndindex(*batch):  # one searchsorted per chain and stage: bounded work
         for stage in range(k):
-            column = ordered[(*index, slice(None), stage)]
-            found[(*index, stage)] = m - np.searchsorted(column, filled[index], side="left")
+            column = ordered[(*chain, slice(None), stage)]
+            found[(*chain, stage)] = m - np.searchsorted(column, filled[chain], side="left")
     return found
 
 
@@ -188,12 +128,8 @@ def decompose(
     outcomes: Any,
     n_ground_truth: Any,
     *,
-    stages: Sequence[str] | None = None,
-    counted: Any = None,
-    found_at: Any = None,
-    batch_dims: Sequence[str] = (),
-    coords: Mapping[Hashable, Any] | None = None,
     zero_division: ZeroDivision = "nan",
+    **options: Unpack[ChainOptions],
 ) -> xr.Dataset:
     r"""Counts and factor curves of a chain of stages along the confidence threshold.
 
@@ -268,16 +204,7 @@ def decompose(
     ([1.0, 0.5, 0.3333333333333333, 0.5], [1.0, 0.5, 0.3333333333333333, 0.5])
     """
     policy = check_zero_division(zero_division)
-    counts = chain_counts(
-        confidence,
-        outcomes,
-        n_ground_truth,
-        stages=stages,
-        counted=counted,
-        found_at=found_at,
-        batch_dims=batch_dims,
-        coords=coords,
-    )
+    counts = chain_counts(confidence, outcomes, n_ground_truth, **options)
     return factor_curves(counts, zero_division=policy)
 
 
@@ -305,50 +232,21 @@ def chain_counts(
     >>> factor_curves(counts).precision.values.tolist()
     [1.0, 0.5]
     """
-    scores = _as_float("confidence", confidence, allow_neg_inf=True)
-    passed = _as_bool("outcomes", outcomes)
-    if scores.ndim < 1 or passed.ndim != scores.ndim + 1:
-        raise InvalidInputError(
-            f"outcomes must have shape (..., n, K) for confidence of shape (..., n); got "
-            f"{passed.shape} and {scores.shape}"
-        )
-    batch, n, k = scores.shape[:-1], scores.shape[-1], passed.shape[-1]
-    if passed.shape[:-1] != scores.shape:
-        raise InvalidInputError(
-            f"outcomes has shape {passed.shape}; expected {(*scores.shape, k)} (one row per "
-            "prediction of confidence)"
-        )
-    if k == 0:
-        raise InvalidInputError("outcomes has no stage (shape (..., n, 0)); expected K >= 1")
-    names = _stage_names(stages, k)
-    if len(batch_dims) != len(batch):
-        raise InvalidInputError(
-            f"batch_dims must name the {len(batch)} leading axes of confidence; got "
-            f"{list(batch_dims)!r}"
-        )
-    keep = np.ones(scores.shape, bool) if counted is None else _as_bool("counted", counted)
+    scores = as_float("confidence", confidence, allow_neg_inf=True)
+    passed = as_bool("outcomes", outcomes)
+    batch, n, k = chain_shape(scores, passed)
+    names = stage_names(stages, k)
+    check_batch_dims(batch_dims, batch)
+    keep = np.ones(scores.shape, bool) if counted is None else as_bool("counted", counted)
     if keep.shape != scores.shape:
         raise InvalidInputError(f"counted has shape {keep.shape}; expected {scores.shape}")
-    G = _ground_truth(n_ground_truth, batch, k)
+    G = ground_truth_counts(n_ground_truth, batch, k)
     through = np.logical_and.accumulate(np.moveaxis(passed, -1, -2), axis=-2)  # (..., K, n)
     if found_at is None:
         reached = np.where(through & keep[..., None, :], scores[..., None, :], -np.inf)
         reached = np.moveaxis(reached, -2, -1)
     else:
-        reached = _as_float("found_at", found_at, allow_neg_inf=True)
-        if reached.ndim != scores.ndim + 1 or reached.shape[:-2] != batch or reached.shape[-1] != k:
-            raise InvalidInputError(
-                f"found_at has shape {reached.shape}; expected {(*batch, 'm', k)} (one row per "
-                "ground-truth item, one column per stage)"
-            )
-        rising = reached[..., 1:] > reached[..., :-1]
-        if rising.any():
-            where = first_index(rising)
-            raise InvalidInputError(
-                f"found_at must not increase along the chain (an item reaches stage k only "
-                f"after stage k-1); item {where[:-1]} is found later at stage {where[-1]} than at "
-                f"stage {where[-1] + 1}"
-            )
+        reached = found_at_array(found_at, batch, k)
     if n == 0:
         cutoff = np.full((*batch, 1), np.nan)
         tp = np.zeros((*batch, 1 + k, 1), np.int64)
@@ -510,80 +408,3 @@ def stack_chains(
         },
     )
     return factor_curves(counts, zero_division=zero_division)
-
-
-# --------------------------------------------------------------------------------------------
-# The identity check
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Verification:
-    """Result of :func:`verify`: the largest deviation of the composed curve from the product."""
-
-    precision_deviation: float
-    """Largest absolute difference of P_D and the product of the precision factors, over the
-    points where every factor is defined."""
-    recall_deviation: float
-    """Largest absolute difference of R_D and the product of the recall factors, over the points
-    where every factor is defined."""
-    points_checked: int
-    """Curve points where precision and recall factors are all defined."""
-    points_undefined: int
-    """Curve points skipped (a factor after a stage that nothing passed)."""
-    tolerance: float
-
-    @property
-    def max_deviation(self) -> float:
-        """The larger of the two deviations."""
-        return max(self.precision_deviation, self.recall_deviation)
-
-    @property
-    def ok(self) -> bool:
-        """True when the identity holds within ``tolerance`` (vacuously when nothing is defined)."""
-        return self.max_deviation < self.tolerance
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready values, ``max_deviation`` and ``ok`` included."""
-        return {**asdict(self), "max_deviation": self.max_deviation, "ok": self.ok}
-
-
-def verify(curves: xr.Dataset, *, tolerance: float = 1e-12) -> Verification:
-    r"""Check :math:`P_D = \prod_k P_k` and :math:`R_D = \prod_k R_k` at every defined point.
-
-    Parameters
-    ----------
-    curves : xarray.Dataset
-        The output of :func:`decompose` (any batch dims).
-    tolerance : float
-        The deviation below which the identity counts as holding.
-
-    Returns
-    -------
-    Verification
-        The largest absolute deviations over the points where every factor of precision and of
-        recall is defined, how many points that is, and ``ok``.
-
-    Examples
-    --------
-    >>> from metricalc.decompose import decompose, verify
-    >>> check = verify(decompose([0.9, 0.8, 0.7], [[1, 1], [1, 0], [0, 0]], 2))
-    >>> check.ok, check.points_checked, check.max_deviation
-    (True, 3, 0.0)
-    """
-    needed = ("precision", "recall", "factor_precision", "factor_recall")
-    missing = [v for v in needed if v not in curves]
-    if missing:
-        raise InvalidInputError(f"verify: curves lacks {missing}; pass the output of decompose")
-    fp, fr = curves["factor_precision"], curves["factor_recall"]
-    defined = (fp.notnull().all(STAGE) & fr.notnull().all(STAGE)).values
-    defined &= curves["precision"].notnull().values & curves["recall"].notnull().values
-    p_dev = np.abs(curves["precision"].values - fp.prod(STAGE, skipna=False).values)[defined]
-    r_dev = np.abs(curves["recall"].values - fr.prod(STAGE, skipna=False).values)[defined]
-    return Verification(
-        precision_deviation=float(p_dev.max(initial=0.0)),
-        recall_deviation=float(r_dev.max(initial=0.0)),
-        points_checked=int(defined.sum()),
-        points_undefined=int(defined.size - defined.sum()),
-        tolerance=float(tolerance),
-    )

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -48,17 +48,12 @@ import xarray as xr
 
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import factor_ap
-from metricalc.decompose.chain import (
-    DEFAULT_STAGES,
-    Verification,
-    chain_counts,
-    stack_chains,
-    verify,
-)
+from metricalc.decompose.chain import DEFAULT_STAGES, chain_counts, stack_chains
+from metricalc.decompose.detection_stages import Stages, coco_stages, decompovision_stages
+from metricalc.decompose.identity import Verification, verify
 from metricalc.decompose.whatif import compound, compound_table, what_if
 from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.evaluate import (
-    COCO_AREA_RANGES,
     COCO_IOU_THRESHOLDS,
     Prepared,
     check_iou_thresholds,
@@ -67,15 +62,14 @@ from metricalc.detection.evaluate import (
     prepare,
 )
 from metricalc.detection.iou import Pairs, overlapping_pairs
-from metricalc.detection.masks import mask_iou
-from metricalc.detection.matching import COCO_IOU_CAP, greedy_match
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.progress import progress_bar
-from metricalc.validation import check_choice
+from metricalc.validation import check_choice, check_integer
 
 __all__ = [
     "CONVENTIONS",
+    "ChainSettings",
     "DetectionDecomposition",
     "decompose_detection",
     "detection_chains",
@@ -86,150 +80,12 @@ DECOMPOVISION_IOU = 0.5
 DECOMPOVISION_MASK_IOU = 0.25
 
 
-def _segment_max(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """max of ``values`` per ``index`` (-inf where none)."""
-    out = np.full(size, -np.inf)
-    np.maximum.at(out, index, values)
-    return out
+class ChainSettings(TypedDict, total=False):
+    """The options of :func:`detection_chains` that :func:`decompose_detection` passes on."""
 
-
-@dataclass(frozen=True)
-class _Stages:
-    """Per IoU threshold and detection: stage outcomes and whether it counts; recall side."""
-
-    outcomes: np.ndarray  # (T, n_dt, S) bool
-    counted: np.ndarray  # (T, n_dt) bool
-    predicted: np.ndarray  # (n_dt,) bool: detections that are predictions at all
-    gt_items: np.ndarray | None  # COCO: (T, n_gt, S) found_at; else None
-    gt_counted: np.ndarray  # (n_gt,) ground truth counted in G
-    det_items: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # decompovision recall side
-
-
-def _coco_stages(
-    prep: Prepared,
-    pairs: Pairs,
-    thresholds: np.ndarray,
-    mask_thresholds: np.ndarray | None,
-    max_det: int,
-) -> _Stages:
-    gt, dt = prep.gt, prep.dt
-    limit = np.minimum(thresholds, COCO_IOU_CAP)
-    low, high = COCO_AREA_RANGES["all"]
-    gt_ignored = gt.iscrowd | (gt.area < low) | (gt.area > high)
-    same = dt.category[pairs.dt] == gt.category[pairs.gt]
-    matched = greedy_match(
-        pairs.select(same),
-        n_dt=dt.n,
-        n_gt=gt.n,
-        dt_rank=prep.rank,
-        gt_ignore=gt_ignored[None, :],
-        gt_crowd=gt.iscrowd,
-        thresholds=thresholds,
-    )[0]
-    hit = matched >= 0
-    safe = np.maximum(matched, 0)
-    dt_out = (dt.area < low) | (dt.area > high)
-    ignored = np.where(hit, gt_ignored[safe] if gt.n else False, dt_out[None, :])
-    kept = prep.rank < max_det
-    best_iou = np.zeros(dt.n)
-    np.maximum.at(best_iou, pairs.dt, pairs.iou)
-    localized = best_iou[None, :] >= limit[:, None]
-    correct = hit & ~ignored
-    stages = [localized, correct]
-    if mask_thresholds is not None:
-        t_index, d_index = np.nonzero(correct)
-        iou = mask_iou(
-            prep.dt_masks,
-            prep.gt_masks,
-            d_index,
-            matched[t_index, d_index],
-            np.zeros(d_index.size, bool),
-        )
-        good = np.zeros(correct.shape, bool)
-        good[t_index, d_index] = iou >= np.minimum(mask_thresholds, COCO_IOU_CAP)[t_index]
-        stages.append(good)
-    outcomes = np.stack(stages, axis=-1)
-    # recall side: objects of class c, reached at the best confidence that reaches them
-    n_t = thresholds.size
-    found = np.full((n_t, gt.n, len(stages)), -np.inf)
-    score = dt.score
-    for t in range(n_t):
-        close = pairs.iou >= limit[t]
-        found[t, :, 0] = _segment_max(pairs.gt[close], score[pairs.dt[close]], gt.n)
-        for s in range(1, len(stages)):
-            d = np.flatnonzero(outcomes[t, :, : s + 1].all(axis=-1) & kept)
-            found[t, matched[t, d], s] = score[d]
-    return _Stages(
-        outcomes=outcomes,
-        counted=kept[None, :] & ~ignored,
-        predicted=kept,
-        gt_items=found,
-        gt_counted=~gt_ignored,
-        det_items=None,
-    )
-
-
-def _decompovision_stages(
-    prep: Prepared, pairs: Pairs, thresholds: np.ndarray, mask_thresholds: np.ndarray | None
-) -> _Stages:
-    gt, dt = prep.gt, prep.dt
-    n_cat = gt.category_ids.size
-    pair_class = gt.category[pairs.gt]
-    same = dt.category[pairs.dt] == pair_class
-    best_iou = np.zeros(dt.n)
-    np.maximum.at(best_iou, pairs.dt, pairs.iou)
-    best_same = np.zeros(dt.n)
-    np.maximum.at(best_same, pairs.dt[same], pairs.iou[same])
-    localized = best_iou[None, :] > thresholds[:, None]
-    correct = best_same[None, :] > thresholds[:, None]
-    stages = [localized, correct]
-    if mask_thresholds is not None:
-        good = np.zeros(correct.shape, bool)
-        for t in range(thresholds.size):
-            over = same & (pairs.iou > thresholds[t])
-            d, g = pairs.dt[over], pairs.gt[over]
-            first = np.full(dt.n, gt.n)
-            np.minimum.at(first, d, g)  # the first class-c ground truth in file order
-            chosen = np.flatnonzero(first < gt.n)
-            iou = mask_iou(
-                prep.dt_masks, prep.gt_masks, chosen, first[chosen], np.zeros(chosen.size, bool)
-            )
-            good[t, chosen] = iou > mask_thresholds[t]
-        stages.append(good)
-    outcomes = np.stack(stages, axis=-1)
-    # recall side: detections overlapping an object of class c, by (detection, class)
-    key = pairs.dt * n_cat + pair_class
-    unique, inverse = np.unique(key, return_inverse=True)
-    best = np.zeros(unique.size)
-    np.maximum.at(best, inverse, pairs.iou)
-    det_of, class_of = np.divmod(unique, n_cat)
-    return _Stages(
-        outcomes=outcomes,
-        counted=np.ones(correct.shape, bool),
-        predicted=np.ones(dt.n, bool),
-        gt_items=None,
-        gt_counted=~gt.iscrowd,
-        det_items=(det_of, class_of, best),
-    )
-
-
-def _recall_items(
-    stages: _Stages, prep: Prepared, c: int, thresholds: np.ndarray, convention: str
-) -> np.ndarray:
-    """found_at (T, m, S) of category c."""
-    gt, dt = prep.gt, prep.dt
-    if convention == "coco":
-        members = np.flatnonzero((gt.category == c) & stages.gt_counted)
-        return stages.gt_items[:, members, :]
-    det_of, class_of, best = stages.det_items
-    rows = np.flatnonzero(class_of == c)
-    d = det_of[rows]
-    reach = best[rows][None, :] > thresholds[:, None]  # (T, m): overlaps a class-c object
-    own = dt.category[d] == c
-    passed = [reach]
-    for s in range(1, stages.outcomes.shape[-1]):
-        passed.append(reach & own[None, :] & stages.outcomes[:, d, : s + 1].all(axis=-1))
-    return np.where(np.stack(passed, axis=-1), dt.score[d][None, :, None], -np.inf)
+    convention: str
+    iou_thresholds: Sequence[float] | None
+    mask_iou_threshold: float | None
 
 
 def detection_chains(
@@ -248,9 +104,8 @@ def detection_chains(
 
     Parameters
     ----------
-    gt, dt : CocoGroundTruth, CocoDetections
-        From :func:`~metricalc.detection.load_ground_truth` and
-        :func:`~metricalc.detection.load_detections`.
+    gt, dt
+        The ground truth and the detections, as for :func:`metricalc.detection.evaluate`.
     iou_type : {"bbox", "segm"}
         ``segm`` adds the stage S|C,L.
     convention : {"coco", "decompovision"}
@@ -291,20 +146,39 @@ def detection_chains(
         default if iou_thresholds is None else iou_thresholds, strict=not coco
     )
     segm = iou_type == "segm"
-    mask_thresholds = None
-    if segm and mask_iou_threshold is None:
-        mask_thresholds = thresholds if coco else np.full(thresholds.size, DECOMPOVISION_MASK_IOU)
-    elif segm:
-        if not 0 <= float(mask_iou_threshold) <= 1:
-            raise InvalidInputError(
-                f"mask_iou_threshold must be in [0, 1]; got {mask_iou_threshold!r}"
-            )
-        mask_thresholds = np.full(thresholds.size, float(mask_iou_threshold))
-    if isinstance(max_det, bool) or not isinstance(max_det, int) or max_det < 1:
-        raise InvalidInputError(f"max_det must be a positive integer; got {max_det!r}")
+    mask_thresholds = _mask_thresholds(segm, coco, thresholds, mask_iou_threshold)
+    max_det = check_integer("max_det", max_det, minimum=1)
     prep = prepared or prepare(gt, dt, masks=segm, progress=progress)
     if segm and prep.gt_masks is None:
         prep = prepare(gt, dt, masks=True, progress=progress)
+    pairs = _candidate_pairs(prep, coco, max_det)
+    if coco:
+        stages = coco_stages(prep, pairs, thresholds, mask_thresholds, max_det)
+    else:
+        stages = decompovision_stages(prep, pairs, thresholds, mask_thresholds)
+    curves = _category_chains(prep, stages, thresholds, progress)
+    curves.attrs.update(convention=convention, iou_type=iou_type, max_det=max_det if coco else 0)
+    if mask_thresholds is not None:
+        curves = curves.assign_coords(mask_iou=("iou", mask_thresholds))
+    return curves.transpose("iou", "category", "stage", "threshold")
+
+
+def _mask_thresholds(
+    segm: bool, coco: bool, thresholds: np.ndarray, mask_iou_threshold: float | None
+) -> np.ndarray | None:
+    """Mask IoU threshold of S|C,L per box IoU threshold (None without ``segm``)."""
+    if not segm:
+        return None
+    if mask_iou_threshold is None:
+        return thresholds if coco else np.full(thresholds.size, DECOMPOVISION_MASK_IOU)
+    if not 0 <= float(mask_iou_threshold) <= 1:
+        raise InvalidInputError(f"mask_iou_threshold must be in [0, 1]; got {mask_iou_threshold!r}")
+    return np.full(thresholds.size, float(mask_iou_threshold))
+
+
+def _candidate_pairs(prep: Prepared, coco: bool, max_det: int) -> Pairs:
+    """The overlapping (detection, ground truth) pairs of each image: ``coco`` with crowd IoU
+    and the ``max_det`` best detections; ``decompovision`` without crowd regions."""
     gt, dt = prep.gt, prep.dt
     crowd_iou = gt.iscrowd if coco else np.zeros(gt.n, bool)
     pairs = overlapping_pairs(
@@ -317,10 +191,14 @@ def detection_chains(
     )
     if not coco:
         pairs = pairs.select(~gt.iscrowd[pairs.gt])
-    if coco:
-        stages = _coco_stages(prep, pairs, thresholds, mask_thresholds, max_det)
-    else:
-        stages = _decompovision_stages(prep, pairs, thresholds, mask_thresholds)
+    return pairs
+
+
+def _category_chains(
+    prep: Prepared, stages: Stages, thresholds: np.ndarray, progress: bool
+) -> xr.Dataset:
+    """The chain counts of every category, stacked over ``category`` (with ``category_name``)."""
+    gt, dt = prep.gt, prep.dt
     names = list(DEFAULT_STAGES[: stages.outcomes.shape[-1]])
     n_cat = gt.category_ids.size
     n_ground_truth = np.bincount(gt.category[stages.gt_counted], minlength=n_cat)
@@ -336,17 +214,13 @@ def detection_chains(
                     np.int64(n_ground_truth[c]),
                     stages=names,
                     counted=stages.counted[:, members],
-                    found_at=_recall_items(stages, prep, c, thresholds, convention),
+                    found_at=stages.recall.items(stages, prep, c, thresholds),
                     batch_dims=("iou",),
                     coords={"iou": thresholds},
                 )
             )
     curves = stack_chains(chains, "category", coords=gt.category_ids)
-    curves = curves.assign_coords(category_name=("category", gt.category_names))
-    curves.attrs.update(convention=convention, iou_type=iou_type, max_det=max_det if coco else 0)
-    if mask_thresholds is not None:
-        curves = curves.assign_coords(mask_iou=("iou", mask_thresholds))
-    return curves.transpose("iou", "category", "stage", "threshold")
+    return curves.assign_coords(category_name=("category", gt.category_names))
 
 
 @dataclass(frozen=True, eq=False)
@@ -411,12 +285,10 @@ def decompose_detection(
     gt: CocoGroundTruth,
     dt: CocoDetections,
     *,
-    iou_type: str = "bbox",
-    convention: str = "coco",
-    iou_thresholds: Sequence[float] | None = None,
-    mask_iou_threshold: float | None = None,
-    method: str = "coco101",
     progress: bool = False,
+    iou_type: str = "bbox",
+    method: str = "coco101",
+    **settings: Unpack[ChainSettings],
 ) -> DetectionDecomposition:
     """Standard COCO metrics, factor APs, composed AP, identity check and what-if table.
 
@@ -445,14 +317,7 @@ def decompose_detection(
     prep = prepare(gt, dt, masks=iou_type == "segm", progress=progress)
     evaluation = evaluate(gt, dt, iou_type=iou_type, progress=progress, prepared=prep)
     curves = detection_chains(
-        gt,
-        dt,
-        iou_type=iou_type,
-        convention=convention,
-        iou_thresholds=iou_thresholds,
-        mask_iou_threshold=mask_iou_threshold,
-        progress=progress,
-        prepared=prep,
+        gt, dt, iou_type=iou_type, progress=progress, prepared=prep, **settings
     )
     scenario = what_if(curves, method=method)
     return DetectionDecomposition(

@@ -13,6 +13,7 @@ import pandas as pd
 import seaborn as sns
 import xarray as xr
 from matplotlib.axes import Axes
+from matplotlib.container import BarContainer
 
 from metricalc.decompose.ap import interpolated_precision
 from metricalc.decompose.chain import STAGE
@@ -84,7 +85,7 @@ def plot_factor_curves(curves: xr.Dataset, *, ax: Axes | None = None, title: str
         curves["product_precision"], curves["product_recall"].round(12)
     )
     # a chain whose product is undefined everywhere has composed precision 0 (as what_if)
-    product = xr.where(product.isnull() & composed.notnull(), 0.0, product)
+    product = xr.where(product.isnull() & composed.notnull(), 0.0, product)  # type: ignore[no-untyped-call]
     for label, values in ((COMPOSED, composed), (PRODUCT, product)):
         other = [d for d in values.dims if d != "recall_level"]
         one = values.mean(other, skipna=True) if other else values
@@ -139,7 +140,8 @@ def plot_what_if(table: pd.DataFrame, *, ax: Axes | None = None, title: str = ""
     frame["AP"] = 100 * frame["AP"]
     sns.barplot(data=frame, x="scenario", y="AP", hue="scenario", legend=False, ax=ax)
     for container in ax.containers:
-        ax.bar_label(container, fmt="%.1f")
+        if isinstance(container, BarContainer):
+            ax.bar_label(container, fmt="%.1f")
     ax.set_ylim(0, 110)
     ax.set_xlabel("")
     ax.set_ylabel("composed AP (%)")

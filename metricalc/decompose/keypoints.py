@@ -31,7 +31,8 @@ import numpy as np
 import xarray as xr
 
 from metricalc.core.ranking import AP_METHODS
-from metricalc.decompose.chain import Verification, decompose, verify
+from metricalc.decompose.chain import decompose
+from metricalc.decompose.identity import Verification, verify
 from metricalc.decompose.whatif import what_if
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
@@ -83,7 +84,8 @@ def _check_cube(cube: Any, what: str) -> xr.Dataset:
 def _ok(cube: xr.Dataset) -> np.ndarray:
     if "status" not in cube:
         return np.ones(cube.sizes["descriptor"], bool)
-    return np.asarray(cube["status"].values).astype(str) != "error"
+    ok: np.ndarray = np.asarray(cube["status"].values).astype(str) != "error"
+    return ok
 
 
 def keypoint_chains(cube: xr.Dataset, *, confidence: str = "distance") -> xr.Dataset:
@@ -183,7 +185,7 @@ def matching_identity(cube: xr.Dataset) -> xr.Dataset:
             "repeatability": rep,
             "correct_over_repeatable": cor,
             "matching_score": ms,
-            "deviation": np.abs(rep * cor - ms),
+            "deviation": abs(rep * cor - ms),
         }
 
     overall = rates(lambda x: x.sum("query"))
@@ -322,9 +324,8 @@ def detector_or_descriptor(
     gain_detector = perfect_detector - scenario["ap"]
     gain_descriptor = perfect_descriptor - scenario["ap"]
     defined = gain_detector.notnull() & gain_descriptor.notnull()
-    limited = xr.where(
-        defined, xr.where(gain_detector > gain_descriptor, "detector", "descriptor"), "-"
-    )
+    larger = xr.where(gain_detector > gain_descriptor, "detector", "descriptor")  # type: ignore[no-untyped-call]
+    limited = xr.where(defined, larger, "-")  # type: ignore[no-untyped-call]
     table = xr.Dataset(
         {
             "repeatability": identity["repeatability"],

@@ -25,7 +25,7 @@ from metricalc.decompose.ap import curve_average_precision
 from metricalc.decompose.chain import STAGE
 from metricalc.decompose.whatif import Aggregate, _dims, nanmean
 from metricalc.errors import InvalidInputError
-from metricalc.validation import check_choice
+from metricalc.validation import check_choice, check_integer
 
 __all__ = [
     "compound_monotonicity",
@@ -140,9 +140,8 @@ def random_improvement(
         factor = curves[name]
         share = factor.copy(data=rng.random(factor.shape))
         best = np.maximum(factor, 1.0)
-        out[name] = xr.where(selected, factor + share * (best - factor), factor).transpose(
-            *factor.dims
-        )
+        improved = xr.where(selected, factor + share * (best - factor), factor)  # type: ignore[no-untyped-call]
+        out[name] = improved.transpose(*factor.dims)
     return xr.Dataset(out)
 
 
@@ -177,8 +176,7 @@ def monotonicity_check(
     True
     """
     check_choice("method", method, AP_METHODS)
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise InvalidInputError(f"trials must be a positive integer; got {trials!r}")
+    trials = check_integer("trials", trials, minimum=1)
     names = curves[STAGE].values.tolist()
     rng = np.random.default_rng(seed)
     labels, min_gain = [], []
@@ -222,12 +220,9 @@ def compound_monotonicity(
 
     Parameters
     ----------
-    ap : xarray.DataArray
-        Per-chain APs (e.g. over ``iou`` and ``category``).
-    dims : str or sequence of str, optional
-        The dims F reduces (default all).
-    F : callable, optional
-        As for :func:`~metricalc.decompose.compound` (default :func:`nanmean`).
+    ap, dims, F
+        As for :func:`~metricalc.decompose.compound`: per-chain APs (an xarray.DataArray), the
+        dims F reduces (default all), F (default :func:`nanmean`).
     steps : sequence of float
         Shares of the distance to 1 each argument is raised by, in (0, 1].
 

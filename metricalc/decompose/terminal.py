@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from metricalc.decompose.chain import Verification
+from metricalc.decompose.identity import Verification
 from metricalc.decompose.whatif import PERFECT_STAGE
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write

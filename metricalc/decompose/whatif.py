@@ -15,11 +15,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from metricalc.core.ranking import AP_METHODS
-from metricalc.decompose.ap import curve_average_precision
+from metricalc.decompose.ap import _composed_ap, _per_chain, curve_average_precision
 from metricalc.decompose.chain import STAGE, THRESHOLD
 from metricalc.errors import InvalidInputError
-from metricalc.validation import check_choice
 
 __all__ = [
     "compound",
@@ -97,7 +95,8 @@ def compound(
     names = _dims(ap, dims)
     function = F or nanmean
     stacked = ap.stack(_args=names) if names else ap.expand_dims(_args=1)
-    return xr.apply_ufunc(function, stacked, input_core_dims=[["_args"]]).rename(ap.name)
+    result: xr.DataArray = xr.apply_ufunc(function, stacked, input_core_dims=[["_args"]])
+    return result.rename(ap.name)
 
 
 def _exact_without(counts: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,13 +152,15 @@ def perfect_stage_curves(curves: xr.Dataset) -> xr.Dataset:
     tp, found = ordered["tp"].values, ordered["found"].values
     ones = np.ones_like(found[..., :1, :])
     G = np.concatenate([ones[..., 0], ordered["n_ground_truth"].values], axis=-1)[..., None]
-    chains = {  # (counts, totals) of the rates of chains 0..K: T_k / T_0 and F_k / G_k
+    # (counts, totals) of the rates of chains 0..K: T_k / T_0 and F_k / G_k
+    chains: dict[str, tuple[np.ndarray, np.ndarray | int]] = {
         "precision": (np.concatenate([ordered["n_selected"].values[..., None, :], tp], -2), 1),
         "recall": (np.concatenate([ones, found], axis=-2), G),
     }
     out = {}
     for name, (counts, totals) in chains.items():
-        product = xr.where(is_perfect, 1.0, curves[f"factor_{name}"]).prod(STAGE, skipna=False)
+        product = xr.where(is_perfect, 1.0, curves[f"factor_{name}"])  # type: ignore[no-untyped-call]
+        product = product.prod(STAGE, skipna=False)
         product = product.transpose(PERFECT, *order, THRESHOLD)
         totals = np.broadcast_to(totals, counts.shape).astype(np.int64)
         num, den = _exact_without(counts.astype(np.int64), totals)
@@ -193,20 +194,19 @@ def what_if(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     >>> from metricalc.decompose import decompose, what_if
     >>> d = decompose([0.9, 0.8, 0.7, 0.6], [[1, 1], [1, 0], [0, 0], [1, 1]], 3)
     >>> w = what_if(d, method="step")
-    >>> float(w.ap), w.ap_if_perfect.values.round(4).tolist()
-    (0.5, [0.8611, 0.9167])
+    >>> float(w.ap)
+    0.5
+    >>> dict(zip(w.stage.values.tolist(), w.ap_if_perfect.values.round(4).tolist()))
+    {'L': 0.8611, 'C|L': 0.9167}
     """
-    check_choice("method", method, AP_METHODS)
-    ap = curve_average_precision(curves["precision"], curves["recall"], method=method)
+    ap = _composed_ap(curves, method)
     perfect = perfect_stage_curves(curves)
     if_perfect = curve_average_precision(perfect["precision"], perfect["recall"], method=method)
     # no prediction reaches the remaining stages anywhere: nothing succeeds, AP 0 (not NaN,
     # which would drop the chain from a compound mean the composed AP keeps)
-    if_perfect = xr.where(if_perfect.isnull() & ap.notnull(), 0.0, if_perfect)
+    if_perfect = xr.where(if_perfect.isnull() & ap.notnull(), 0.0, if_perfect)  # type: ignore[no-untyped-call]
     if_perfect = if_perfect.rename({PERFECT: STAGE})
-    result = xr.Dataset({"ap": ap, "ap_if_perfect": if_perfect, "gain": if_perfect - ap})
-    result.attrs["method"] = method
-    return result.drop_vars([c for c in result.coords if c not in result.dims], errors="ignore")
+    return _per_chain({"ap": ap, "ap_if_perfect": if_perfect, "gain": if_perfect - ap}, method)
 
 
 def what_if_table(
@@ -220,10 +220,8 @@ def what_if_table(
 
     Parameters
     ----------
-    curves : xarray.Dataset
-        The output of :func:`~metricalc.decompose.decompose`.
-    method : str
-        AP method.
+    curves, method
+        As :func:`what_if`.
     dims : str or sequence of str, optional
         Batch dims the compound metric reduces (default: every batch dim).
     F : callable, optional

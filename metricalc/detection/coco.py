@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -116,7 +116,8 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _integer(value: Any) -> bool:
+def _integer(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is a Python int (JSON's integers; bools are not)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -356,28 +357,8 @@ def load_detections(
     image_of = _integers(source, [r.get("image_id") for r in raw], "", "image_id")
     category_of = _integers(source, [r.get("category_id") for r in raw], "", "category_id")
     scores = _floats(source, [r.get("score") for r in raw], "", "score")
-    given = [r.get("bbox") for r in raw]
-    has_box = np.array([b is not None and b != [] for b in given], bool).reshape(n)
-    if from_box and not has_box.all():
-        i = int(np.flatnonzero(~has_box)[0])
-        raise _fail(
-            source,
-            f"[{i}]",
-            "has no bbox, but the first result has one (COCO reads "
-            "all results as box results then)",
-        )
-    boxes = np.full((n, 4), np.nan)
-    if has_box.any():
-        boxes[has_box] = _boxes(source, [b for b in given if b is not None and b != []], "")
-    segmentations: list[Any] = []
-    for i, result in enumerate(raw):
-        if "segmentation" in result:
-            segmentations.append(result["segmentation"])
-        elif from_box:  # loadRes: the box as a polygon
-            x, y, w, h = boxes[i]
-            segmentations.append([[x, y, x, y + h, x + w, y + h, x + w, y]])
-        else:
-            raise _fail(source, f"[{i}]", "needs a bbox or a segmentation")
+    boxes = _detection_boxes(source, raw, from_box)
+    segmentations = _detection_segmentations(source, raw, boxes, from_box)
     image_index = _index_of(source, "", gt.image_ids, image_of, "image_id")
     category_index = _index_of(source, "", gt.category_ids, category_of, "category_id")
     area = boxes[:, 2] * boxes[:, 3] if from_box else np.full(n, np.nan)
@@ -391,3 +372,40 @@ def load_detections(
         area_from_box=bool(from_box),
         segmentation=segmentations,
     )
+
+
+def _detection_boxes(source: str, raw: Sequence[Mapping[str, Any]], from_box: bool) -> np.ndarray:
+    """The ``bbox`` of every result, NaN rows for results without one (all need one when the
+    first has one)."""
+    n = len(raw)
+    given = [r.get("bbox") for r in raw]
+    has_box = np.array([b is not None and b != [] for b in given], bool).reshape(n)
+    if from_box and not has_box.all():
+        i = int(np.flatnonzero(~has_box)[0])
+        raise _fail(
+            source,
+            f"[{i}]",
+            "has no bbox, but the first result has one (COCO reads "
+            "all results as box results then)",
+        )
+    boxes = np.full((n, 4), np.nan)
+    if has_box.any():
+        boxes[has_box] = _boxes(source, [b for b in given if b is not None and b != []], "")
+    return boxes
+
+
+def _detection_segmentations(
+    source: str, raw: Sequence[Mapping[str, Any]], boxes: np.ndarray, from_box: bool
+) -> list[Any]:
+    """The ``segmentation`` of every result; for box results without one, the box as a polygon
+    (COCO's ``loadRes``)."""
+    segmentations: list[Any] = []
+    for i, result in enumerate(raw):
+        if "segmentation" in result:
+            segmentations.append(result["segmentation"])
+        elif from_box:  # loadRes: the box as a polygon
+            x, y, w, h = boxes[i]
+            segmentations.append([[x, y, x, y + h, x + w, y + h, x + w, y]])
+        else:
+            raise _fail(source, f"[{i}]", "needs a bbox or a segmentation")
+    return segmentations

@@ -22,6 +22,9 @@ not ignored,
 at the 101 recall levels r = 0, 0.01, ..., 1, with :math:`\\epsilon` = ``np.spacing(1)`` as in
 COCOeval (so the cube agrees to the last bit). AP is the mean of p(r) over recall levels, IoU
 thresholds and categories; AR the mean of the final recall over IoU thresholds and categories.
+
+:mod:`metricalc.detection` re-exports the public names of this module (its ``__all__`` lists
+them).
 """
 
 from __future__ import annotations
@@ -41,19 +44,6 @@ from metricalc.detection.matching import greedy_match, group_rank
 from metricalc.errors import InvalidInputError
 from metricalc.progress import progress_bar
 from metricalc.validation import check_choice
-
-__all__ = [
-    "COCO_AREA_RANGES",
-    "COCO_IOU_THRESHOLDS",
-    "COCO_MAX_DETS",
-    "COCO_RECALL_LEVELS",
-    "COCO_STATS",
-    "Prepared",
-    "check_iou_thresholds",
-    "coco_stats",
-    "evaluate",
-    "prepare",
-]
 
 COCO_IOU_THRESHOLDS = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1)
 """0.50:0.05:0.95, bit-identical to COCOeval's ``iouThrs``."""
@@ -173,7 +163,7 @@ def check_iou_thresholds(values: Any, *, strict: bool = False) -> np.ndarray:
     return thresholds
 
 
-def _area_flags(area: np.ndarray, ranges: Sequence[tuple[float, float]]) -> np.ndarray:
+def _area_flags(area: np.ndarray, ranges: Sequence[tuple[float, ...]]) -> np.ndarray:
     """(A, n): area outside each range (COCO: area < low or area > high)."""
     low = np.array([r[0] for r in ranges])[:, None]
     high = np.array([r[1] for r in ranges])[:, None]

@@ -12,28 +12,21 @@ API's pixels exactly:
   (``chr(48 + bits)``, bit 0x20 = more characters follow, bit 0x10 of the last character =
   negative), each count from the fourth on stored as the difference to the count two places
   before. Decoded for all masks at once with NumPy.
-- **Polygons**: the COCO rule, which is not OpenCV's ``fillPoly``. Vertices are scaled by 5 and
-  rounded; every edge is walked one upsampled step at a time (rounding the other coordinate);
-  wherever the walk crosses the centre line of a pixel column, the pixel row below the crossing
-  (``ceil``) toggles inside/outside. A pixel is inside when an odd number of toggles lie at or
-  before it in column-major order; the parts of a multi-polygon are united. ``fillPoly`` fills
-  pixels by their centres' scan lines and disagrees on boundary pixels, which changes IoUs.
+- **Polygons**: the COCO rule (:mod:`metricalc.detection.polygons`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from metricalc.detection.polygons import polygon_points, polygon_runs
 from metricalc.errors import InvalidInputError
 
 __all__ = ["Masks", "encode_rle", "mask_iou", "masks_from_segmentations"]
-
-SCALE = 5.0
-"""Upsampling factor of COCO's polygon rasterization."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,7 +55,8 @@ class Masks:
         """Foreground pixels per mask (int64)."""
         lengths = self.end - self.start
         total = np.concatenate([[0], np.cumsum(lengths)])
-        return total[self.offsets[1:]] - total[self.offsets[:-1]]
+        area: np.ndarray = total[self.offsets[1:]] - total[self.offsets[:-1]]
+        return area
 
     def bbox(self) -> np.ndarray:
         """COCO's box of each mask ``[x, y, w, h]`` (``toBbox``): the columns the runs span, and
@@ -99,7 +93,8 @@ def _segment_cumsum(values: np.ndarray, group_start: np.ndarray) -> np.ndarray:
         return values.copy()
     total = np.cumsum(values)
     start = np.maximum.accumulate(np.where(group_start, np.arange(values.size), 0))
-    return total - (total[start] - values[start])
+    restarted: np.ndarray = total - (total[start] - values[start])
+    return restarted
 
 
 def _decode_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -164,127 +159,6 @@ def _runs_from_counts(
 
 
 # --------------------------------------------------------------------------------------------
-# Polygons (COCO's rasterization rule)
-# --------------------------------------------------------------------------------------------
-
-
-POINT_CHUNK = 1 << 21
-"""Upsampled boundary points walked at once (bounds the temporary memory of rasterization)."""
-
-
-def _polygon_toggles(
-    coords: np.ndarray, vertex_offsets: np.ndarray, h: np.ndarray, w: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Toggle positions (column-major) of every polygon, and the polygon of each.
-
-    ``coords`` holds (x, y) rows of all polygons; polygon p owns rows
-    ``vertex_offsets[p]:vertex_offsets[p + 1]``; ``h``, ``w`` its image size. Polygons are
-    walked in chunks of about :data:`POINT_CHUNK` upsampled points.
-    """
-    # C's (int) truncates toward zero
-    x = np.trunc(SCALE * coords[:, 0] + 0.5).astype(np.int64)
-    y = np.trunc(SCALE * coords[:, 1] + 0.5).astype(np.int64)
-    following = np.arange(x.size) + 1
-    following[vertex_offsets[1:] - 1] = vertex_offsets[:-1]
-    points = np.maximum(np.abs(x[following] - x), np.abs(y[following] - y)) + 1
-    per_polygon = np.add.reduceat(points, vertex_offsets[:-1]) if x.size else points
-    reach = np.cumsum(per_polygon)
-    toggles, owners = [], []
-    lo = 0
-    while lo < h.size:
-        done = int(reach[lo - 1]) if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(reach, done + POINT_CHUNK, side="right")))
-        a, b = vertex_offsets[lo], vertex_offsets[hi]
-        t, o = _walk(
-            x[a:b], y[a:b], following[a:b] - a, vertex_offsets[lo : hi + 1] - a, h[lo:hi], w[lo:hi]
-        )
-        toggles.append(t)
-        owners.append(o + lo)
-        lo = hi
-    if not toggles:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(toggles), np.concatenate(owners)
-
-
-def _walk(
-    x: np.ndarray,
-    y: np.ndarray,
-    following: np.ndarray,
-    vertex_offsets: np.ndarray,
-    h: np.ndarray,
-    w: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """COCO's boundary walk of a few polygons (upsampled integer vertices): the toggles."""
-    n_poly = h.size
-    poly_of_vertex = np.repeat(np.arange(n_poly), np.diff(vertex_offsets))
-    xs, ys, xe, ye = x, y, x[following], y[following]
-    dx, dy = np.abs(xe - xs), np.abs(ys - ye)
-    along_x = dx >= dy
-    flip = (along_x & (xs > xe)) | (~along_x & (ys > ye))
-    xs, xe = np.where(flip, xe, xs), np.where(flip, xs, xe)
-    ys, ye = np.where(flip, ye, ys), np.where(flip, ys, ye)
-    # a repeated vertex (dx = dy = 0) gives one point whose row is never used; slope 0 there
-    slope = np.where(
-        along_x, (ye - ys) / np.where(dx > 0, dx, 1), (xe - xs) / np.where(dy > 0, dy, 1)
-    )
-    steps = np.maximum(dx, dy)
-    n_points = steps + 1
-    edge = np.repeat(np.arange(x.size), n_points)
-    d = np.arange(edge.size) - np.repeat(np.cumsum(n_points) - n_points, n_points)
-    t = np.where(flip[edge], steps[edge] - d, d)
-    horizontal = along_x[edge]
-    # the coordinate that is not stepped is rounded as C does: (int)(start + slope * t + .5)
-    rounded = np.trunc(
-        np.where(horizontal, ys[edge], xs[edge]) + slope[edge] * t.astype(np.float64) + 0.5
-    ).astype(np.int64)
-    u = np.where(horizontal, t + xs[edge], rounded)
-    v = np.where(horizontal, rounded, t + ys[edge])
-    poly = poly_of_vertex[edge]
-    # crossings of pixel-column centres along the boundary walk of each polygon
-    j = np.flatnonzero((poly[1:] == poly[:-1]) & (u[1:] != u[:-1])) + 1
-    column = np.where(u[j] < u[j - 1], u[j], u[j] - 1).astype(np.float64)
-    column = (column + 0.5) / SCALE - 0.5
-    owner = poly[j]
-    keep = (np.floor(column) == column) & (column >= 0) & (column <= w[owner] - 1)
-    j, column, owner = j[keep], column[keep], owner[keep]
-    row = (np.minimum(v[j], v[j - 1]).astype(np.float64) + 0.5) / SCALE - 0.5
-    row = np.ceil(np.clip(row, 0, h[owner]))
-    return column.astype(np.int64) * h[owner] + row.astype(np.int64), owner
-
-
-def _runs_from_toggles(
-    toggles: np.ndarray, owner: np.ndarray, n_poly: int, size: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Runs of each polygon from its toggles (odd parity inside); polygons with an odd number
-    of toggles end inside, at the last pixel."""
-    odd = np.bincount(owner, minlength=n_poly) % 2 == 1
-    toggles = np.concatenate([toggles, size[odd]])
-    owner = np.concatenate([owner, np.flatnonzero(odd)])
-    order = np.lexsort((toggles, owner))
-    toggles, owner = toggles[order], owner[order]
-    start, end, owner = toggles[0::2], toggles[1::2], owner[0::2]
-    keep = end > start
-    return start[keep], end[keep], owner[keep]
-
-
-def _union(
-    start: np.ndarray, end: np.ndarray, owner: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted, disjoint runs of each mask from possibly overlapping runs (the parts of a
-    multi-polygon; touching runs merge, as COCO's merge does)."""
-    if start.size == 0:
-        return start, end, owner
-    stride = int(end.max()) + 1
-    order = np.lexsort((start, owner))
-    start, end, owner = start[order], end[order], owner[order]
-    reach = np.maximum.accumulate(owner * stride + end)
-    new = np.ones(start.size, bool)
-    new[1:] = (owner[1:] != owner[:-1]) | (owner[1:] * stride + start[1:] > reach[:-1])
-    first = np.flatnonzero(new)
-    return start[first], np.maximum.reduceat(end, first), owner[first]
-
-
-# --------------------------------------------------------------------------------------------
 # Segmentation objects -> Masks
 # --------------------------------------------------------------------------------------------
 
@@ -333,97 +207,21 @@ def masks_from_segmentations(
     n = len(segmentations)
     heights = np.asarray(heights, np.int64)
     widths = np.asarray(widths, np.int64)
-    poly_coords: list[np.ndarray] = []
-    poly_owner: list[int] = []
-    list_counts: list[Any] = []
-    list_owner: list[int] = []
-    strings: list[str] = []
-    string_owner: list[int] = []
+    parts = _Parts()
     for i, segm in enumerate(segmentations):
-        h, w = int(heights[i]), int(widths[i])
-        if isinstance(segm, list):
-            if not segm:
-                raise InvalidInputError(f"{where[i]}: segmentation is an empty list of polygons")
-            for part in segm:
-                coords = np.asarray(part, dtype=np.float64) if isinstance(part, list) else None
-                if (
-                    coords is None
-                    or coords.ndim != 1
-                    or coords.size < 6
-                    or coords.size % 2
-                    or not np.isfinite(coords).all()
-                ):
-                    raise InvalidInputError(
-                        f"{where[i]}: a polygon must be a list of at least 3 (x, y) pairs of "
-                        f"finite numbers; got {part!r:.80}"
-                    )
-                poly_coords.append(coords.reshape(-1, 2))
-                poly_owner.append(i)
-        elif isinstance(segm, dict) and "counts" in segm:
-            _check_rle_size(segm, h, w, where[i])
-            counts = segm["counts"]
-            if isinstance(counts, bytes):
-                counts = counts.decode("ascii", errors="replace")
-            if isinstance(counts, str):
-                strings.append(counts)
-                string_owner.append(i)
-            elif isinstance(counts, list) and all(
-                isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts
-            ):
-                list_counts.append(counts)
-                list_owner.append(i)
-            else:
-                raise InvalidInputError(
-                    f"{where[i]}: RLE counts must be a string (compressed) or a list of "
-                    "non-negative integers"
-                )
-        else:
-            raise InvalidInputError(
-                f"{where[i]}: segmentation must be polygons (a list of lists) or RLE (an object "
-                f"with size and counts); got {type(segm).__name__}"
-            )
+        parts.add(i, segm, int(heights[i]), int(widths[i]), where[i])
     starts, ends, owners = [], [], []
-    if poly_coords:
-        vertex_offsets = np.concatenate([[0], np.cumsum([len(c) for c in poly_coords])])
-        poly_owner_array = np.asarray(poly_owner, np.int64)
-        h, w = heights[poly_owner_array], widths[poly_owner_array]
-        toggles, owner = _polygon_toggles(np.concatenate(poly_coords), vertex_offsets, h, w)
-        s, e, p = _runs_from_toggles(toggles, owner, len(poly_coords), h * w)
-        s, e, o = _union(s, e, poly_owner_array[p])  # unite the parts of each mask
+    if parts.polygons:
+        s, e, o = polygon_runs(parts.polygons, parts.polygon_owner, heights, widths)
         starts.append(s)
         ends.append(e)
         owners.append(o)
-    for items, item_owner, compressed in (
-        (strings, string_owner, True),
-        (list_counts, list_owner, False),
-    ):
-        if not items:
-            continue
-        if compressed:
-            try:
-                counts, local, index = _decode_strings(items)
-            except ValueError as error:
-                raise InvalidInputError(
-                    f"{where[item_owner[0]]} or a later mask: {error}"
-                ) from None
-        else:
-            lengths = [len(c) for c in items]
-            counts = np.fromiter((v for c in items for v in c), dtype=np.int64, count=sum(lengths))
-            local = np.repeat(np.arange(len(items)), lengths)
-            index = np.arange(counts.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        s, e, o, totals = _runs_from_counts(counts, local, index, len(items))
-        mask_index = np.asarray(item_owner, np.int64)
-        expected = heights[mask_index] * widths[mask_index]
-        wrong = (totals != expected) | (counts < 0).any()
-        if wrong.any():
-            bad = int(np.flatnonzero(wrong)[0])
-            raise InvalidInputError(
-                f"{where[item_owner[bad]]}: RLE counts sum to {int(totals[bad])}; expected "
-                f"height x width = {int(expected[bad])}"
-            )
-        starts.append(s)
-        ends.append(e)
-        owners.append(mask_index[o])
+    for items, item_owner in ((parts.strings, parts.string_owner), (parts.lists, parts.list_owner)):
+        if items:
+            s, e, o = _rle_runs(items, item_owner, heights, widths, where)
+            starts.append(s)
+            ends.append(e)
+            owners.append(o)
     # each part lists its masks' runs in order; a stable sort by mask interleaves the parts
     owner = np.concatenate(owners) if owners else np.zeros(0, np.int64)
     order = np.argsort(owner, kind="stable")
@@ -431,6 +229,89 @@ def masks_from_segmentations(
     end = np.concatenate(ends)[order] if ends else np.zeros(0, np.int64)
     offsets = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))])
     return Masks(start=start, end=end, offsets=offsets, height=heights, width=widths)
+
+
+def _rle_counts(segm: dict[str, Any], h: int, w: int, where: str) -> str | list[int]:
+    """The counts of an RLE object, checked: a string (compressed) or a list of integers."""
+    _check_rle_size(segm, h, w, where)
+    counts = segm["counts"]
+    if isinstance(counts, bytes):
+        counts = counts.decode("ascii", errors="replace")
+    if isinstance(counts, str):
+        return counts
+    if isinstance(counts, list) and all(
+        isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts
+    ):
+        return counts
+    raise InvalidInputError(
+        f"{where}: RLE counts must be a string (compressed) or a list of non-negative integers"
+    )
+
+
+@dataclass
+class _Parts:
+    """The segmentations sorted by kind, each part with the index of its mask."""
+
+    polygons: list[np.ndarray] = field(default_factory=list)
+    polygon_owner: list[int] = field(default_factory=list)
+    lists: list[list[int]] = field(default_factory=list)
+    list_owner: list[int] = field(default_factory=list)
+    strings: list[str] = field(default_factory=list)
+    string_owner: list[int] = field(default_factory=list)
+
+    def add(self, i: int, segm: Any, h: int, w: int, where: str) -> None:
+        """Sort segmentation ``segm`` of mask ``i`` (image ``h`` x ``w``) into its kind."""
+        if isinstance(segm, list):
+            if not segm:
+                raise InvalidInputError(f"{where}: segmentation is an empty list of polygons")
+            for part in segm:
+                self.polygons.append(polygon_points(part, where))
+                self.polygon_owner.append(i)
+        elif isinstance(segm, dict) and "counts" in segm:
+            counts = _rle_counts(segm, h, w, where)
+            if isinstance(counts, str):
+                self.strings.append(counts)
+                self.string_owner.append(i)
+            else:
+                self.lists.append(counts)
+                self.list_owner.append(i)
+        else:
+            raise InvalidInputError(
+                f"{where}: segmentation must be polygons (a list of lists) or RLE (an object "
+                f"with size and counts); got {type(segm).__name__}"
+            )
+
+
+def _rle_runs(
+    items: list[str] | list[list[int]],
+    item_owner: list[int],
+    heights: np.ndarray,
+    widths: np.ndarray,
+    where: Sequence[str],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs (start, end, mask) of RLE masks: compressed strings or lists of counts (one kind),
+    the counts checked to cover each image."""
+    if isinstance(items[0], str):
+        try:
+            counts, local, index = _decode_strings(items)
+        except ValueError as error:
+            raise InvalidInputError(f"{where[item_owner[0]]} or a later mask: {error}") from None
+    else:
+        lengths = [len(c) for c in items]
+        counts = np.fromiter((v for c in items for v in c), dtype=np.int64, count=sum(lengths))
+        local = np.repeat(np.arange(len(items)), lengths)
+        index = np.arange(counts.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    s, e, o, totals = _runs_from_counts(counts, local, index, len(items))
+    mask_index = np.asarray(item_owner, np.int64)
+    expected = heights[mask_index] * widths[mask_index]
+    wrong = (totals != expected) | (counts < 0).any()
+    if wrong.any():
+        bad = int(np.flatnonzero(wrong)[0])
+        raise InvalidInputError(
+            f"{where[item_owner[bad]]}: RLE counts sum to {int(totals[bad])}; expected "
+            f"height x width = {int(expected[bad])}"
+        )
+    return s, e, mask_index[o]
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,169 @@
+"""The QueryCube checks and the masked, grouped reductions every metric module shares.
+
+A metric reads a QueryCube (an :class:`xarray.Dataset` over ``descriptor`` x ``query`` with the
+query coordinates ``scene``, ``split`` and ``pair``) through :func:`prepare_cube`, which checks
+the variables it uses and adds the image-pair key :data:`PAIR_UNIT`. The reductions are xarray
+operations (masked sums, ``groupby``), so a dask-backed cube stays lazy; an empty mean is NaN,
+never a division warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import xarray as xr
+
+from metricalc.errors import InvalidInputError
+from metricalc.validation import TIE_POLICIES, check_choice
+
+__all__ = [
+    "PAIR_UNIT",
+    "QUERY_VARS",
+    "descriptor_constant",
+    "group_max",
+    "group_nanmean",
+    "group_sum",
+    "nanmean",
+    "ok_mask",
+    "partition",
+    "prepare_cube",
+    "ratio",
+    "tie_policy",
+    "unit_scene",
+]
+
+QUERY_VARS = ("better", "ties", "n_relevant", "ap")
+"""The rank-statistics variables of a QueryCube that every metric of the set reads."""
+
+PAIR_UNIT = "_pair_unit"
+"""The image-pair key coordinate :func:`prepare_cube` adds: scene + "/" + pair (scene folder
+names cannot hold "/")."""
+
+_GROUP_COORDS = ("scene", "split", "pair")
+
+
+def _check_schema(cube: object, needed: Iterable[str], what: str) -> xr.Dataset:
+    """``cube`` if it is a QueryCube with the ``needed`` variables over
+    ``(descriptor, query)``; raise otherwise."""
+    if not isinstance(cube, xr.Dataset):
+        raise InvalidInputError(
+            f"{what}: cube must be an xarray.Dataset (a QueryCube); got {type(cube).__name__}"
+        )
+    missing_dims = [d for d in ("descriptor", "query") if d not in cube.dims]
+    if missing_dims:
+        raise InvalidInputError(
+            f"{what}: the cube has no dim(s) {missing_dims}; a QueryCube has dims descriptor and "
+            f"query (got {tuple(cube.dims)})"
+        )
+    missing = [v for v in needed if v not in cube.data_vars]
+    if missing:
+        raise InvalidInputError(
+            f"{what}: the cube lacks the variable(s) {missing}; expected the QueryCube schema "
+            "(metricalc.cube)"
+        )
+    for name in needed:
+        if cube[name].dims != ("descriptor", "query"):
+            raise InvalidInputError(
+                f"{what}: cube variable {name!r} has dims {cube[name].dims}; expected "
+                "('descriptor', 'query')"
+            )
+    return cube
+
+
+def prepare_cube(cube: object, needed: Iterable[str], what: str) -> xr.Dataset:
+    """Check the parts of the QueryCube schema ``what`` uses; return the cube with its grouping
+    coordinates loaded (NumPy strings) and the image-pair key :data:`PAIR_UNIT` added."""
+    cube = _check_schema(cube, needed, what)
+    coords = {}
+    for name in _GROUP_COORDS:
+        if name not in cube.coords or cube[name].dims != ("query",):
+            raise InvalidInputError(
+                f"{what}: the cube lacks the coordinate {name!r} on dim 'query'; expected "
+                "scene, split and pair coordinates (metricalc.cube)"
+            )
+        # grouping needs the labels in memory (dask cannot group by a lazy array); these are
+        # small string arrays, the data variables stay lazy
+        coords[name] = ("query", np.asarray(cube[name].values).astype(str))
+    unit = np.char.add(np.char.add(coords["scene"][1], "/"), coords["pair"][1])
+    coords[PAIR_UNIT] = ("query", unit)
+    return cube.assign_coords(coords)
+
+
+def tie_policy(cube: xr.Dataset) -> str:
+    """The cube's tie policy (attrs ``tie_policy``, default ``"expected"``)."""
+    return check_choice(
+        "cube.attrs['tie_policy']", cube.attrs.get("tie_policy", "expected"), TIE_POLICIES
+    )
+
+
+def ok_mask(cube: xr.Dataset) -> xr.DataArray:
+    """True for descriptors whose evaluation succeeded (``status`` is not ``"error"``)."""
+    if "status" not in cube.data_vars:
+        return xr.DataArray(
+            np.ones(cube.sizes["descriptor"], bool),
+            dims="descriptor",
+            coords={"descriptor": cube["descriptor"]},
+        )
+    return cube["status"] != "error"
+
+
+def ratio(numerator: xr.DataArray, denominator: xr.DataArray) -> xr.DataArray:
+    """numerator / denominator, NaN where the denominator is 0 (no division warning)."""
+    return numerator / denominator.where(denominator > 0)
+
+
+def nanmean(values: xr.DataArray, dim: str) -> xr.DataArray:
+    """Mean over ``dim`` of the defined (non-NaN) values; NaN if there is none."""
+    return ratio(values.sum(dim, skipna=True), values.notnull().sum(dim))
+
+
+def group_sum(values: xr.DataArray, key: str) -> xr.DataArray:
+    """Sum of ``values`` within the groups of coordinate ``key`` (a new dim named ``key``).
+
+    ``groupby`` refuses an empty dim (a cube without queries, e.g. every descriptor failed);
+    that case gives an empty group dim here."""
+    (dim,) = values[key].dims
+    if values.sizes[dim] > 0:
+        return values.groupby(key).sum()
+    kept = [d for d in values.dims if d != dim]
+    coords = {d: values[d].values for d in kept if d in values.coords}
+    dtype = np.int64 if values.dtype == bool else values.dtype
+    shape = [values.sizes[d] for d in kept] + [0]
+    return xr.DataArray(
+        np.zeros(shape, dtype), dims=[*kept, key], coords={**coords, key: np.array([], str)}
+    )
+
+
+def group_max(values: xr.DataArray, key: str) -> xr.DataArray:
+    """Largest of ``values`` within the groups of coordinate ``key`` (empty dim allowed)."""
+    (dim,) = values[key].dims
+    if values.sizes[dim] > 0:
+        return values.groupby(key).max()
+    return group_sum(values, key)
+
+
+def group_nanmean(values: xr.DataArray, key: str) -> xr.DataArray:
+    """Mean of the defined values within each group of coordinate ``key``."""
+    return ratio(group_sum(values.fillna(0), key), group_sum(values.notnull(), key))
+
+
+def partition(values: np.ndarray, sep: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``str.partition`` of every string (before, sep or "", after); empty input allowed."""
+    values = np.asarray(values).astype(str)
+    if values.size == 0:  # np.char.partition cannot size an empty array
+        empty = np.array([], str)
+        return empty, empty, empty
+    parts = np.char.partition(values, sep)
+    return parts[:, 0], parts[:, 1], parts[:, 2]
+
+
+def unit_scene(units: np.ndarray) -> np.ndarray:
+    """Scene of each image-pair key ``scene/pair``."""
+    return partition(units, "/")[0]
+
+
+def descriptor_constant(cube: xr.Dataset, value: float | int) -> xr.DataArray:
+    """``value`` for every descriptor of the cube."""
+    names = cube["descriptor"].values
+    return xr.DataArray(np.full(len(names), value), dims="descriptor", coords={"descriptor": names})
