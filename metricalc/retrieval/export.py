@@ -176,6 +176,7 @@ def export_cube(
     check_choice("scores", scores, SCORES)
     if depth is not None and (not is_integer(depth) or depth < 1):
         raise InvalidInputError(f"depth must be a positive integer or None; got {depth!r}")
+    depth = None if depth is None else int(depth)
     tag = descriptor if tag is None else tag
     _check_token("tag", tag)
     better, ties, n_relevant, qids = _descriptor_queries(cube, descriptor)

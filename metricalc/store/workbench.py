@@ -140,7 +140,7 @@ def _labels(rows: list[WorkbenchRow]) -> list[str]:
 
 
 def _number_or_nan(value: object) -> float:
-    return float(value) if is_real(value) else np.nan  # type: ignore[arg-type]
+    return float(value) if is_real(value) else np.nan
 
 
 def _cube(

@@ -124,7 +124,7 @@ def _scene_map(value: object, key: str, at: str) -> float:
         raise InvalidInputError(
             f"{at}: metadata key {key}={value!r}; expected a number in [0, 1]"
         )
-    number = float(value)  # type: ignore[arg-type]
+    number = float(value)
     if not (math.isnan(number) or 0 <= number <= 1):
         raise InvalidInputError(f"{at}: metadata key {key}={value!r} is outside [0, 1]")
     return number
@@ -132,7 +132,7 @@ def _scene_map(value: object, key: str, at: str) -> float:
 
 def _scene_count(value: object, key: str, at: str) -> int:
     """A scene's count: an integer >= 0."""
-    if not is_integer(value) or value < 0:  # type: ignore[operator]
+    if not is_integer(value) or value < 0:
         raise InvalidInputError(
             f"{at}: metadata key {key}={value!r}; expected an integer >= 0"
         )

@@ -156,8 +156,8 @@ def _timings(row: WorkbenchRow) -> dict[str, float]:
     out: dict[str, float] = {}
     for key, name in METADATA_TIMINGS.items():
         value = row.meta.get(key)
-        if is_real(value) and value >= 0:  # type: ignore[operator]
-            out[name] = value / 1000.0  # type: ignore[operator]
+        if is_real(value) and value >= 0:
+            out[name] = float(value) / 1000.0
     processing_ms = row.values.get("processing_time_ms")
     processing_s = row.values.get("processing_time_s")
     if processing_ms is not None:
