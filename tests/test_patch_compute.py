@@ -13,8 +13,8 @@ from metricalc.patches.compute import (
     DescriptorPool,
     compute_results,
     load_descriptor_pool,
-    write_results,
 )
+from metricalc.patches.files import write_ranked_results
 from tests.data_files import HPATCHES_RETRIEVAL
 
 DATA = HPATCHES_RETRIEVAL
@@ -186,7 +186,7 @@ def test_real_example_benchmark(tmp_path):
     assert [line[0] for line in results] == queries
     assert all(len(line) == K + 1 for line in results)
     assert results == brute_force_by_query(pool, queries)
-    path = write_results(tmp_path / "train_example.results", header, results)
+    path = write_ranked_results(tmp_path / "train_example.results", header, results)
     written = path.read_text().splitlines()
     assert written[0] == lines[0] and len(written) == 51
     assert [line.split(",") for line in written[1:]] == results
@@ -382,13 +382,13 @@ def test_pool_too_small_and_bad_arguments(tmp_path, pool60):
 
 def test_write_results_round_trip_and_errors(tmp_path):
     line = [f"n.ref.{i}" for i in range(K + 1)]
-    path = write_results(tmp_path / "n.results", ["n.ref", "n.e1"], [line, line[::-1]])
+    path = write_ranked_results(tmp_path / "n.results", ["n.ref", "n.e1"], [line, line[::-1]])
     assert path.read_text() == f"n.ref,n.e1\n{','.join(line)}\n{','.join(line[::-1])}\n"
     target = tmp_path / "o.results"
     with pytest.raises(InvalidInputError, match=r"results\[1\] \(line 3\): expected 51 signatures"):
-        write_results(target, ["n.ref"], [line, line[:K]])
+        write_ranked_results(target, ["n.ref"], [line, line[:K]])
     with pytest.raises(InvalidInputError, match=r"results argument, line 2: name 1: expected"):
-        write_results(target, ["n.ref"], [["n.ref", *line[1:]]])
+        write_ranked_results(target, ["n.ref"], [["n.ref", *line[1:]]])
     with pytest.raises(InvalidInputError, match="pool: expected a sequence"):
-        write_results(target, "n.ref", [line])
+        write_ranked_results(target, "n.ref", [line])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.results"]  # nothing half-written

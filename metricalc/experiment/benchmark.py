@@ -21,7 +21,7 @@ from metricalc.experiment.config import Config
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
 
-__all__ = ["Benchmark", "Context", "Evaluation", "Values", "scalar_summary"]
+__all__ = ["Benchmark", "Context", "Evaluation", "Values", "check_dataset_keys", "scalar_summary"]
 
 
 @dataclass
@@ -173,6 +173,16 @@ class Values:
         ):
             raise self.conf.fail(key, f"an integer >= {low} or a non-empty list of them")
         return values
+
+
+def check_dataset_keys(values: Values, folder: str) -> None:
+    """Check the data keys of every benchmark: the data folder key ``folder`` (null for the
+    synthetic data), ``data.quick``, ``data.scenes``, ``data.seed`` and ``data.size``."""
+    values.text(folder, optional=True)
+    values.boolean("data.quick")
+    values.texts("data.scenes", optional=True)
+    values.integer("data.seed", low=0)
+    values.integer("data.size", low=32)
 
 
 def scalar_summary(metrics: xr.Dataset, descriptor: str) -> dict[str, Any]:

@@ -32,8 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.patches.dataset import LEVELS, SPLITS, PatchDataset, read_patch_dataset
-from metricalc.patches.files import read_benchmark, read_labels, validate, write_atomic
+from metricalc.patches.checks import read_task
+from metricalc.patches.dataset import LEVELS, SPLITS, PatchDataset, open_patch_dataset
+from metricalc.patches.files import write_atomic
 
 __all__ = ["DIFFICULTIES", "QUERIES_PER_SEQUENCE", "benchmark_name", "make_benchmark"]
 
@@ -120,8 +121,7 @@ def make_benchmark(
     >>> bench.name, len(lines[0].split(",")), len(lines) - 1
     ('train_easy_2s_00.benchmark', 12, 4)
     """
-    if not isinstance(dataset, PatchDataset):
-        dataset = read_patch_dataset(dataset)
+    dataset = open_patch_dataset(dataset)
     if split not in SPLITS:
         raise InvalidInputError(f"split: expected one of {SPLITS}, got {split!r}")
     if difficulty not in DIFFICULTIES:
@@ -179,5 +179,5 @@ def make_benchmark(
     benchmark_path, labels_path = out / f"{name}.benchmark", out / f"{name}.labels"
     write_atomic(benchmark_path, "\n".join([pool, *queries, ""]).encode("utf-8"))
     write_atomic(labels_path, "\n".join([pool, *clusters, ""]).encode("utf-8"))
-    validate(read_benchmark(benchmark_path), read_labels(labels_path))
+    read_task(benchmark_path, labels_path)
     return benchmark_path, labels_path

@@ -34,7 +34,8 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import read_json
-from metricalc.patches.files import IMAGES, _patch_image_problem, write_atomic
+from metricalc.patches.files import write_atomic
+from metricalc.patches.names import IMAGES, _patch_image_problem
 
 __all__ = [
     "ECCV2016_SPLITS",
@@ -44,6 +45,7 @@ __all__ = [
     "SPLITS_NAME",
     "PatchDataset",
     "check_patches",
+    "open_patch_dataset",
     "read_patch_dataset",
     "write_patches",
 ]
@@ -304,6 +306,12 @@ def read_patch_dataset(root: str | os.PathLike[str]) -> PatchDataset:
         MappingProxyType(images),
         MappingProxyType({s: splits[s] for s in counts if s in splits}),
     )
+
+
+def open_patch_dataset(dataset: PatchDataset | str | os.PathLike[str]) -> PatchDataset:
+    """The dataset step of the patch benchmark: ``dataset`` itself, or the patch dataset in the
+    folder ``dataset`` (:func:`read_patch_dataset`)."""
+    return dataset if isinstance(dataset, PatchDataset) else read_patch_dataset(dataset)
 
 
 def check_patches(patches: np.ndarray, *, minimum: int = 0) -> np.ndarray:

@@ -42,7 +42,7 @@ from metricalc.patches.dataset import (
     PATCH_SIZE,
     PatchDataset,
     check_patches,
-    read_patch_dataset,
+    open_patch_dataset,
 )
 from metricalc.patches.files import write_atomic
 from metricalc.progress import progress_bar
@@ -55,6 +55,7 @@ __all__ = [
     "SIFT_PADDING",
     "SIFT_SIZE",
     "describe_dataset",
+    "describe_image",
     "describe_patches",
 ]
 
@@ -134,6 +135,14 @@ def describe_patches(patches: np.ndarray, *, method: str = "sift") -> np.ndarray
     return out
 
 
+def describe_image(
+    dataset: PatchDataset, sequence: str, image: str, *, method: str = "sift"
+) -> np.ndarray:
+    """The describe step of the patch benchmark: the descriptors (N x D float32) of the patches
+    of patch-image ``sequence.image`` of ``dataset`` (:func:`describe_patches`)."""
+    return describe_patches(dataset.patches(sequence, image), method=method)
+
+
 def _encode(descriptors: np.ndarray, fmt: str) -> bytes:
     if fmt == "npy":
         buffer = io.BytesIO()
@@ -187,8 +196,7 @@ def describe_dataset(
         raise InvalidInputError(f"method: expected one of {METHODS}, got {method!r}")
     if format not in FORMATS:
         raise InvalidInputError(f"format: expected one of {FORMATS}, got {format!r}")
-    if not isinstance(dataset, PatchDataset):
-        dataset = read_patch_dataset(dataset)
+    dataset = open_patch_dataset(dataset)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"--out {out} is a file; expected a folder for the descriptors")
@@ -196,7 +204,7 @@ def describe_dataset(
     written = []
     with progress_bar(f"{method} descriptors", total=len(jobs), enabled=progress) as advance:
         for sequence, image in jobs:
-            descriptors = describe_patches(dataset.patches(sequence, image), method=method)
+            descriptors = describe_image(dataset, sequence, image, method=method)
             path = out / sequence / f"{image}.{format}"
             written.append(write_atomic(path, _encode(descriptors, format)))
             for other in FORMATS:  # a stale file of the other format would shadow or confuse

@@ -32,6 +32,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.core.ranking import AP_METHODS, average_precision
+from metricalc.patches.checks import validate
 from metricalc.patches.files import (
     N_RESULTS,
     Benchmark,
@@ -40,7 +41,6 @@ from metricalc.patches.files import (
     read_benchmark,
     read_labels,
     read_results,
-    validate,
 )
 from metricalc.validation import check_choice
 
