@@ -85,6 +85,7 @@ from metricalc.patches.dataset import (
 )
 from metricalc.patches.files import IMAGES, write_atomic
 from metricalc.progress import progress_bar
+from metricalc.validation import is_integer
 
 __all__ = [
     "FRAMES_NAME",
@@ -162,6 +163,13 @@ _HALF = (PATCH_SIZE - 1) / 2  # 32: the centre pixel and the half-width of a pat
 _CHUNK = 256  # patches sampled (cv2.remap wants fewer than 32767 rows) or compared at once
 _MAX_OVERLAP = 0.5  # detections overlapping more than this are one location
 _SCENE_NAME = re.compile(r"[iv]_[A-Za-z0-9_]+")  # the sequence folders this generator writes
+
+
+def _check_max_patches(max_patches: object) -> int:
+    """``max_patches`` as an int, checked to be an integer >= 1."""
+    if not is_integer(max_patches) or max_patches < 1:  # type: ignore[operator]
+        raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
+    return int(max_patches)  # type: ignore[call-overload]
 
 
 def _rng(seed: int, scene: str, *keys: int) -> np.random.Generator:
@@ -388,8 +396,7 @@ def cut_patches(
     >>> sorted(cut.patches) == sorted(IMAGES), cut.patches["h3"].shape
     (True, (20, 65, 65))
     """
-    if isinstance(max_patches, bool) or not isinstance(max_patches, int) or max_patches < 1:
-        raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
+    max_patches = _check_max_patches(max_patches)
     rng = _rng(seed, sequence.name)
     shape = sequence.shape(1)
     frames = _detect(sequence.gray(1), rng)
@@ -528,18 +535,11 @@ def make_patch_dataset(
         keys=("version", "seed", "size", "max_patches"),
         what="synthetic patch dataset",
     )
-    if isinstance(max_patches, bool) or not isinstance(max_patches, int) or max_patches < 1:
-        raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
+    max_patches = _check_max_patches(max_patches)
     sequences = make_synthetic_dataset(root / SOURCE_FOLDER, scenes=scenes, seed=seed, size=size)
     identity = {"version": GENERATOR_VERSION, "seed": seed, "size": size}
     identity["max_patches"] = max_patches
-    if manifest is None or any(manifest[key] != value for key, value in identity.items()):
-        wanted = {s.name for s in sequences}
-        for scene in (manifest or {}).get("scenes", {}):
-            if scene not in wanted and _SCENE_NAME.fullmatch(str(scene)):
-                _remove_sequence(root / scene)
-        manifest = {"generator": GENERATOR, **identity, "scenes": {}}
-        _write_json(root / MANIFEST_NAME, manifest)
+    manifest = _current_manifest(root, manifest, identity, {s.name for s in sequences})
     todo = [s for s in sequences if not _complete(root, s.name, manifest["scenes"].get(s.name))]
     with progress_bar("patch sequences", total=len(todo), enabled=progress) as advance:
         for sequence in todo:
@@ -548,7 +548,26 @@ def make_patch_dataset(
             manifest["scenes"][sequence.name] = {"files": files}
             _write_json(root / MANIFEST_NAME, manifest)
             advance()
-    present = sorted(manifest["scenes"])
+    _write_splits(root, sorted(manifest["scenes"]))
+    return read_patch_dataset(root)
+
+
+def _current_manifest(
+    root: Path, manifest: dict[str, Any] | None, identity: dict[str, Any], wanted: set[str]
+) -> dict[str, Any]:
+    """``manifest`` when it was written with ``identity``; otherwise a new, empty one (written),
+    after deleting the sequences of the old one that are not ``wanted``."""
+    if manifest is not None and all(manifest[key] == value for key, value in identity.items()):
+        return manifest
+    for scene in (manifest or {}).get("scenes", {}):
+        if scene not in wanted and _SCENE_NAME.fullmatch(str(scene)):
+            _remove_sequence(root / scene)
+    manifest = {"generator": GENERATOR, **identity, "scenes": {}}
+    _write_json(root / MANIFEST_NAME, manifest)
+    return manifest
+
+
+def _write_splits(root: Path, present: list[str]) -> None:
+    """``splits.json``: the sequences of :data:`TEST_PHOTOGRAPHS` as test, the others train."""
     test = [s for s in present if s[2:] in TEST_PHOTOGRAPHS]
     _write_json(root / SPLITS_NAME, {"train": [s for s in present if s not in test], "test": test})
-    return read_patch_dataset(root)

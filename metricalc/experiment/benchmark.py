@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 from metricalc.experiment.config import Config
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
+from metricalc.validation import is_integer
 
 __all__ = ["Benchmark", "Context", "Evaluation", "Values", "check_dataset_keys", "scalar_summary"]
 
@@ -128,7 +129,7 @@ class Values:
         value = self.get(key)
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_integer(value) or value < low:
             raise self.conf.fail(key, f"an integer >= {low}" + (" or null" if optional else ""))
         return value
 
@@ -165,11 +166,11 @@ class Values:
 
     def integers(self, key: str, *, low: int = 1) -> list[int]:
         value = self.get(key)
-        values = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+        values = [value] if is_integer(value) else value
         if (
             not isinstance(values, list)
             or not values
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in values)
+            or not all(is_integer(v) and v >= low for v in values)
         ):
             raise self.conf.fail(key, f"an integer >= {low} or a non-empty list of them")
         return values

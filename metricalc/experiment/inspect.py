@@ -407,56 +407,18 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
     page_dir = Path(page_dir)
     units = inspection.units
     labels = [coordinate for coordinate, _ in units.labels]
-    ids: set[str] = set()
-    coords: dict[str, tuple[str, ...]] = {}
-    variables: dict[str, None] = {}
-    per_run = {}
-    for tag in inspection.tags:
-        pairs = inspection.pairs[tag]
-        names = [_label(v) for v in pairs[units.dim].values.tolist()]
-        for i, name in enumerate(names):
-            if name not in coords:
-                coords[name] = tuple(
-                    _label(pairs[c].values[i]) if c in pairs.coords else "" for c in labels
-                )
-        ids.update(names)
-        values = _variables(pairs, units.dim)
-        variables.update(dict.fromkeys(values))
-        per_run[tag] = (names, values)
-    order = sorted(ids)
-    index = {name: i for i, name in enumerate(order)}
-    experiments = []
+    coords, variables, per_run = _units_of_runs(inspection, labels)
+    order = sorted(coords)
     labels_of = setting_labels(inspection)
-    for k, tag in enumerate(inspection.tags):
-        names, values = per_run[tag]
-        pairs = inspection.pairs[tag]
-        rows = np.array([index[n] for n in names], dtype=np.int64)
-        present = np.zeros(len(order), bool)
-        present[rows] = True
-        columns = {}
-        for name in variables:
-            column: list[Any] = [None] * len(order)
-            if name in values:
-                for row, value in zip(rows.tolist(), values[name].tolist(), strict=True):
-                    column[row] = _number(value)
-            columns[name] = column
-        images: list[str | None] = [None] * len(order)
-        if units.pictures and "match_image" in pairs:
-            for row, relative in zip(rows.tolist(), pairs["match_image"].values, strict=True):
-                target = inspection.directories[tag] / _label(relative)
-                if target.is_file():
-                    images[row] = _url(target, page_dir)
-        experiments.append(
-            {
-                "tag": tag,
-                "label": labels_of[tag],
-                "color": COLORS[k % len(COLORS)],
-                "present": present.tolist(),
-                "missing": int(len(order) - present.sum()),
-                "values": columns,
-                "images": images,
-            }
-        )
+    experiments = [
+        {
+            "tag": tag,
+            "label": labels_of[tag],
+            "color": COLORS[k % len(COLORS)],
+            **_run_columns(inspection, tag, order, variables, per_run[tag], page_dir),
+        }
+        for k, tag in enumerate(inspection.tags)
+    ]
     names = list(variables)
     axes = [
         axis if axis in variables else names[min(i, len(names) - 1)]
@@ -477,6 +439,68 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
             **{c: [coords[n][j] for n in order] for j, c in enumerate(labels)},
         },
         "experiments": experiments,
+    }
+
+
+_RunUnits = tuple[list[str], dict[str, np.ndarray]]
+
+
+def _units_of_runs(
+    inspection: Inspection, labels: list[str]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, None], dict[str, _RunUnits]]:
+    """The label coordinates of every unit of any run (from the first run that has it), the
+    variables in order of first appearance, and per run its unit names and per-unit values."""
+    units = inspection.units
+    coords: dict[str, tuple[str, ...]] = {}
+    variables: dict[str, None] = {}
+    per_run: dict[str, _RunUnits] = {}
+    for tag in inspection.tags:
+        pairs = inspection.pairs[tag]
+        names = [_label(v) for v in pairs[units.dim].values.tolist()]
+        for i, name in enumerate(names):
+            if name not in coords:
+                coords[name] = tuple(
+                    _label(pairs[c].values[i]) if c in pairs.coords else "" for c in labels
+                )
+        values = _variables(pairs, units.dim)
+        variables.update(dict.fromkeys(values))
+        per_run[tag] = (names, values)
+    return coords, variables, per_run
+
+
+def _run_columns(
+    inspection: Inspection,
+    tag: str,
+    order: list[str],
+    variables: dict[str, None],
+    run: _RunUnits,
+    page_dir: Path,
+) -> dict[str, Any]:
+    """``present``, ``missing``, ``values`` and ``images`` of one run over the units ``order``."""
+    names, values = run
+    pairs = inspection.pairs[tag]
+    index = {name: i for i, name in enumerate(order)}
+    rows = np.array([index[n] for n in names], dtype=np.int64)
+    present = np.zeros(len(order), bool)
+    present[rows] = True
+    columns = {}
+    for name in variables:
+        column: list[Any] = [None] * len(order)
+        if name in values:
+            for row, value in zip(rows.tolist(), values[name].tolist(), strict=True):
+                column[row] = _number(value)
+        columns[name] = column
+    images: list[str | None] = [None] * len(order)
+    if inspection.units.pictures and "match_image" in pairs:
+        for row, relative in zip(rows.tolist(), pairs["match_image"].values, strict=True):
+            target = inspection.directories[tag] / _label(relative)
+            if target.is_file():
+                images[row] = _url(target, page_dir)
+    return {
+        "present": present.tolist(),
+        "missing": int(len(order) - present.sum()),
+        "values": columns,
+        "images": images,
     }
 
 

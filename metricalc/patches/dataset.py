@@ -228,6 +228,22 @@ def _read_splits(root: Path) -> dict[str, str]:
 
 
 def _read_sequence(folder: Path) -> tuple[int, tuple[str, ...]]:
+    present = _sequence_images(folder)
+    images = tuple(name for name in IMAGES if name in present)
+    reference = _count_patches(present["ref"])
+    for name in images[1:]:
+        count = _count_patches(present[name])
+        if count != reference:
+            raise InvalidInputError(
+                f"{present[name]}: {count} patches, but ref.png has {reference}; expected the "
+                "same number in every image of a sequence (patch i of each is the same surface)"
+            )
+    return reference, images
+
+
+def _sequence_images(folder: Path) -> dict[str, Path]:
+    """The PNG files of a sequence folder by image name, checked: known names, ``ref`` present,
+    each jitter level complete or absent."""
     pngs = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".png" and p.is_file())
     unknown = [p.name for p in pngs if p.stem not in IMAGES]
     if unknown:
@@ -247,16 +263,7 @@ def _read_sequence(folder: Path) -> tuple[int, tuple[str, ...]]:
                 f"{folder}: missing image {missing}.png; expected all of {names[0]}..{names[-1]} "
                 f"or none (found {', '.join(have)})"
             )
-    images = tuple(name for name in IMAGES if name in present)
-    reference = _count_patches(present["ref"])
-    for name in images[1:]:
-        count = _count_patches(present[name])
-        if count != reference:
-            raise InvalidInputError(
-                f"{present[name]}: {count} patches, but ref.png has {reference}; expected the "
-                "same number in every image of a sequence (patch i of each is the same surface)"
-            )
-    return reference, images
+    return present
 
 
 def read_patch_dataset(root: str | os.PathLike[str]) -> PatchDataset:
