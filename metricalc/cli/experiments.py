@@ -21,7 +21,7 @@ DEFAULT_OUTPUTS = Path("outputs")
 """The outputs root of runs: ``metricalc.experiment.run.DEFAULT_OUTPUTS``."""
 
 
-def add_eval(verbs: argparse._SubParsersAction) -> None:
+def add_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc eval hpatches | patches [options] [key=value ...]``."""
     ev_run = verbs.add_parser(
         "eval", help="experiment runs: export predictions once, evaluate the cache"
@@ -39,7 +39,7 @@ def add_eval(verbs: argparse._SubParsersAction) -> None:
     patch_run.set_defaults(run=_eval)
 
 
-def add_inspect(verbs: argparse._SubParsersAction) -> None:
+def add_inspect(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc inspect <benchmark> TAG ...`` (summaries side by side, the per-unit page)."""
     inspect = verbs.add_parser(
         "inspect",

@@ -12,7 +12,7 @@ from metricalc.core.ranking import AP_METHODS
 from metricalc.errors import InvalidInputError
 
 
-def add_patches(verbs: argparse._SubParsersAction) -> None:
+def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc patches ...`` (the HPatches patch and image retrieval benchmark files)."""
     patches = verbs.add_parser("patches", help="the HPatches patch and image retrieval benchmark")
     patch_verbs = patches.add_subparsers(dest="patches_verb", metavar="VERB", required=True)

@@ -165,11 +165,11 @@ _MAX_OVERLAP = 0.5  # detections overlapping more than this are one location
 _SCENE_NAME = re.compile(r"[iv]_[A-Za-z0-9_]+")  # the sequence folders this generator writes
 
 
-def _check_max_patches(max_patches: object) -> int:
+def _check_max_patches(max_patches: int) -> int:
     """``max_patches`` as an int, checked to be an integer >= 1."""
-    if not is_integer(max_patches) or max_patches < 1:  # type: ignore[operator]
+    if not is_integer(max_patches) or max_patches < 1:
         raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
-    return int(max_patches)  # type: ignore[call-overload]
+    return int(max_patches)
 
 
 def _rng(seed: int, scene: str, *keys: int) -> np.random.Generator:
@@ -228,7 +228,7 @@ def _disk_overlaps(
 
 def _detect(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Frames (n, 4): centre x, y, measurement radius, orientation (radians), one per location."""
-    keypoints = cv2.SIFT_create().detect(gray, None)
+    keypoints = cv2.SIFT.create().detect(gray, None)
     if not keypoints:
         return np.empty((0, 4))
     frames = np.array(
@@ -258,7 +258,8 @@ def _detect(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if not dropped[i]:
             kept.append(i)
             dropped |= clash[i]
-    return frames[np.sort(kept)]
+    chosen: np.ndarray = frames[np.sort(kept)]
+    return chosen
 
 
 # -- geometry and sampling --------------------------------------------------------------------
@@ -286,7 +287,8 @@ def _within(points: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Whether all points (n, 4, 2) of each patch are inside an image of ``shape``."""
     height, width = shape[:2]
     x, y = points[..., 0], points[..., 1]
-    return np.all((x >= 0) & (x <= width - 1) & (y >= 0) & (y <= height - 1), axis=1)
+    inside: np.ndarray = np.all((x >= 0) & (x <= width - 1) & (y >= 0) & (y <= height - 1), axis=1)
+    return inside
 
 
 def _inside(
@@ -299,7 +301,9 @@ def _inside(
     """
     corners = _CORNERS @ np.swapaxes(affines[:, :, :2], -1, -2) + affines[:, None, :, 2]
     projected, w = _project(H, corners)
-    return _within(corners, shape) & np.all(w > 0, axis=1) & _within(projected, k_shape)
+    ahead: np.ndarray = np.all(w > 0, axis=1)
+    inside: np.ndarray = _within(corners, shape) & ahead & _within(projected, k_shape)
+    return inside
 
 
 def _sample(image: np.ndarray, affines: np.ndarray, H: np.ndarray) -> np.ndarray:
@@ -312,10 +316,10 @@ def _sample(image: np.ndarray, affines: np.ndarray, H: np.ndarray) -> np.ndarray
     moved = [_project(H, centres + d)[0] for d in ((0, 0), (eps, 0), (0, eps))]
     jacobian = np.stack([(moved[1] - moved[0]) / eps, (moved[2] - moved[0]) / eps], -1)
     step = step * np.sqrt(np.abs(np.linalg.det(jacobian)))
-    pyramid = [image.astype(np.float32)]
+    pyramid: list[np.ndarray] = [image.astype(np.float32)]
     levels = np.clip(np.floor(np.log2(np.maximum(step, 1.0))), 0, 8).astype(int)
     while len(pyramid) <= levels.max() and min(pyramid[-1].shape) > 2 * PATCH_SIZE:
-        pyramid.append(cv2.pyrDown(pyramid[-1]))
+        pyramid.append(np.asarray(cv2.pyrDown(pyramid[-1])))
     levels = np.minimum(levels, len(pyramid) - 1)
     # Patch pixel (u, v) -> image k pixel: one 3 x 3 map per patch, H [L | o; 0 0 1].
     full = np.zeros((n, 3, 3))
@@ -407,10 +411,10 @@ def cut_patches(
     for code, level in enumerate("eht", start=1):
         for k in range(1, 6):
             jitter = draw_jitter(level, n, _rng(seed, sequence.name, code, k))
-            affines = _patch_affines(frames, *jitter)
+            jittered = _patch_affines(frames, *jitter)
             H = sequence.homography(k + 1)
-            valid &= _inside(affines, H, shape, sequence.shape(k + 1))
-            plans[f"{level}{k}"] = (affines, k + 1)
+            valid &= _inside(jittered, H, shape, sequence.shape(k + 1))
+            plans[f"{level}{k}"] = (jittered, k + 1)
     chosen = np.flatnonzero(valid)
     if len(chosen) > max_patches:
         chosen = np.sort(rng.choice(chosen, size=max_patches, replace=False))
@@ -420,7 +424,8 @@ def cut_patches(
             "enough for 65 x 65 patches around SIFT keypoints"
         )
     order = chosen[np.lexsort((frames[chosen, 0], frames[chosen, 1]))]
-    patches, affines = {}, {}
+    patches: dict[str, np.ndarray] = {}
+    affines: dict[str, np.ndarray] = {}
     for name in IMAGES:
         plan, k = plans[name]
         affines[name] = plan[order]
@@ -434,7 +439,8 @@ def cut_patches(
 
 def _npz(cut: CutPatches) -> bytes:
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, homographies=cut.homographies, **cut.affines)
+    arrays = {"homographies": cut.homographies, **cut.affines}
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # stub: **kwds as allow_pickle
     return buffer.getvalue()
 
 

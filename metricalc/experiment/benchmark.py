@@ -131,7 +131,7 @@ class Values:
             return None
         if not is_integer(value) or value < low:
             raise self.conf.fail(key, f"an integer >= {low}" + (" or null" if optional else ""))
-        return value
+        return int(value)
 
     def choice(self, key: str, choices: Any, *, optional: bool = False) -> Any:
         value = self.get(key)

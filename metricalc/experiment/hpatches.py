@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from dask import delayed
+from dask.delayed import delayed
 
 from metricalc.cube import split_of
 from metricalc.datasets.sequences import DEFAULT_SIZE, QUICK_SCENES, make_synthetic_dataset
@@ -281,7 +281,7 @@ class HPatches:
     """The ``hpatches`` benchmark (module docstring)."""
 
     name = "hpatches"
-    default_conf = DEFAULT_CONF
+    default_conf: Mapping[str, Any] = DEFAULT_CONF
     units_group = "pairs"
 
     # -- configuration ----------------------------------------------------------------------

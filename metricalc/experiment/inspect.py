@@ -339,7 +339,8 @@ def _number(value: Any) -> float | int | str | None:
         return float(value)
     if isinstance(value, float | np.floating) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    return json_safe(value)
+    safe: float | int | str | None = json_safe(value)
+    return safe
 
 
 def _label(value: Any) -> str:

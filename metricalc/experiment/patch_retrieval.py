@@ -137,7 +137,7 @@ class Patches:
     """The ``patches`` benchmark (module docstring)."""
 
     name = "patches"
-    default_conf = DEFAULT_CONF
+    default_conf: Mapping[str, Any] = DEFAULT_CONF
     units_group = "files"
 
     # -- configuration ----------------------------------------------------------------------

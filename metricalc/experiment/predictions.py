@@ -116,14 +116,20 @@ def _write_group(
         group.create_dataset(name, data=data, **options)
 
 
+def _shape(value: Any) -> tuple[int, int]:
+    """An image shape attribute (height, width) as two ints."""
+    height, width = (int(v) for v in value)
+    return height, width
+
+
 def _read_group(group: h5py.Group, where: str) -> PairPrediction:
     missing = [name for name in ARRAYS if name not in group]
     if missing:
         raise InvalidInputError(f"{where} lacks the dataset(s) {missing}")
     arrays = {name: np.asarray(group[name][()]) for name in ARRAYS}
     try:
-        shape0 = tuple(int(v) for v in group.attrs["shape0"])
-        shape1 = tuple(int(v) for v in group.attrs["shape1"])
+        shape0 = _shape(group.attrs["shape0"])
+        shape1 = _shape(group.attrs["shape1"])
         scene, pair = str(group.attrs["scene"]), str(group.attrs["pair"])
     except (KeyError, TypeError, ValueError) as error:
         raise InvalidInputError(f"{where} has missing or bad attributes: {error}") from error

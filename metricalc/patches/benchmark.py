@@ -58,8 +58,8 @@ def benchmark_name(split: str, difficulty: str, n_sequences: int, seed: int) -> 
     return f"{split}_{difficulty}_{n_sequences}s_{seed:02d}"
 
 
-def _positive(name: str, value: object) -> int:
-    if not is_integer(value) or value < 1:  # type: ignore[operator]
+def _positive(name: str, value: int) -> int:
+    if not is_integer(value) or value < 1:
         raise InvalidInputError(f"{name}: expected an integer >= 1, got {value!r}")
     return int(value)
 

@@ -276,7 +276,8 @@ class _Selection:
         order = _row_value_order(rows, values)  # stable: ties stay in block, then column order
         rows, columns = rows[order], columns[order]
         first = np.searchsorted(rows, np.arange(self.n))
-        return columns[first[:, None] + np.arange(self.k)]
+        nearest: np.ndarray = columns[first[:, None] + np.arange(self.k)]
+        return nearest
 
 
 # -- results ---------------------------------------------------------------------------------------

@@ -86,10 +86,10 @@ def _sift(patches: np.ndarray) -> np.ndarray:
     tiles = np.pad(patches, ((0, 0), (pad, pad), (pad, pad)), mode="reflect")
     centre = pad + (PATCH_SIZE - 1) / 2
     keypoints = [cv2.KeyPoint(centre, side * i + centre, SIFT_SIZE, 0) for i in range(len(tiles))]
-    found, descriptors = cv2.SIFT_create().compute(tiles.reshape(-1, side), keypoints)
+    found, descriptors = cv2.SIFT.create().compute(tiles.reshape(-1, side), keypoints)
     if descriptors is None or len(found) != len(tiles):  # pragma: no cover - OpenCV keeps them
         raise InvalidInputError(f"OpenCV SIFT described {len(found)} of {len(tiles)} patches")
-    return descriptors.astype(np.float32, copy=False)
+    return np.asarray(descriptors, dtype=np.float32)
 
 
 def _raw(patches: np.ndarray) -> np.ndarray:
@@ -102,7 +102,8 @@ def _raw(patches: np.ndarray) -> np.ndarray:
     norm = np.linalg.norm(x, axis=1, keepdims=True)
     # A constant patch leaves float32 rounding noise of about 1e-5; a single pixel one grey level
     # off moves an average by 1 / 16.5, so 1e-3 separates the two.
-    return np.divide(x, norm, out=np.zeros_like(x), where=norm > 1e-3).astype(np.float32)
+    normalised: np.ndarray = np.divide(x, norm, out=np.zeros_like(x), where=norm > 1e-3)
+    return normalised.astype(np.float32)
 
 
 def describe_patches(patches: np.ndarray, *, method: str = "sift") -> np.ndarray:
@@ -145,12 +146,12 @@ def describe_image(
 
 def _encode(descriptors: np.ndarray, fmt: str) -> bytes:
     if fmt == "npy":
-        buffer = io.BytesIO()
-        np.save(buffer, descriptors, allow_pickle=False)
-        return buffer.getvalue()
-    buffer = io.StringIO()
-    np.savetxt(buffer, descriptors, delimiter=",", fmt="%.9g")  # float32 round-trips
-    return buffer.getvalue().encode("ascii")
+        binary = io.BytesIO()
+        np.save(binary, descriptors, allow_pickle=False)
+        return binary.getvalue()
+    text = io.StringIO()
+    np.savetxt(text, descriptors, delimiter=",", fmt="%.9g")  # float32 round-trips
+    return text.getvalue().encode("ascii")
 
 
 def describe_dataset(

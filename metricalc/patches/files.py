@@ -194,7 +194,9 @@ def read_benchmark(path: str | os.PathLike[str]) -> Benchmark:
     return Benchmark(tuple(rows[0]), tuple(row[0] for row in rows[1:]), path)
 
 
-def _read_lists(path: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...], tuple]:
+def _read_lists(
+    path: str | os.PathLike[str],
+) -> tuple[Path, tuple[str, ...], tuple[tuple[str, ...], ...]]:
     path = Path(path)
     rows = _read_lines(path)
     _check_pool(rows[0], str(path))

@@ -52,7 +52,7 @@ class Signature(NamedTuple):
 
     sequence: str
     image: str
-    index: int
+    index: int  # type: ignore[assignment]  # the documented field name shadows tuple.index
 
     @property
     def patch_image(self) -> str:

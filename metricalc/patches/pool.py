@@ -320,9 +320,9 @@ def load_descriptor_pool(
                     f"{npy} nor {csv} exists"
                 )
             advance()
-    pool = DescriptorPool.from_arrays(names, arrays, sources=sources)
-    _check_sequence_counts(pool, sources)
-    return pool
+    loaded = DescriptorPool.from_arrays(names, arrays, sources=sources)
+    _check_sequence_counts(loaded, sources)
+    return loaded
 
 
 def _check_sequence_counts(pool: DescriptorPool, sources: Sequence[str]) -> None:
