@@ -49,15 +49,19 @@ def add_inspect(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     inspect.add_argument(
         "tags", nargs="+", metavar="TAG", help="experiment tags (the first is the reference)"
     )
-    inspect.add_argument(
-        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
-    )
+    _outputs_argument(inspect)
     inspect.add_argument(
         "--out",
         type=Path,
         help="HTML page to write (default: <outputs>/inspect/<benchmark>/<tag1>_vs_<tag2>.html)",
     )
     inspect.set_defaults(run=_inspect)
+
+
+def _outputs_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
+    )
 
 
 def _eval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,9 +81,7 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="threads (default), processes, synchronous, or a dask scheduler address",
     )
     parser.add_argument("--workers", type=int, help="local workers (default: CPU count)")
-    parser.add_argument(
-        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
-    )
+    _outputs_argument(parser)
     parser.add_argument(
         "--db",
         type=Path,

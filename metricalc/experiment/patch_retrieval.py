@@ -134,16 +134,14 @@ def _retrieval_folder(rundir: RunDir, tag: str) -> Path:
 
 
 class Patches:
-    """The ``patches`` benchmark (module docstring)."""
+    """The ``patches`` benchmark (module docstring): units are benchmark files."""
 
-    name = "patches"
+    name, units_group = "patches", "files"
     default_conf: Mapping[str, Any] = DEFAULT_CONF
-    units_group = "files"
-
-    # -- configuration ----------------------------------------------------------------------
 
     def validate(self, conf: Config) -> None:
-        """Check every value of a merged configuration (errors name key, value and origin)."""
+        """Check a merged configuration: the data keys every benchmark has, the benchmark files,
+        the descriptor and distance, the AP method (errors name key, value and origin)."""
         v = Values(conf)
         check_dataset_keys(v, "data.patches")
         v.integer("data.max_patches", low=1)

@@ -108,8 +108,6 @@ def make_benchmark(
     Examples
     --------
     >>> import tempfile
-    >>> from pathlib import Path
-    >>> import numpy as np
     >>> from metricalc.patches.dataset import write_patches
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     for seq in ("v_a", "v_b"):

@@ -111,15 +111,31 @@ def validate(
         _validate_results(benchmark, results, pool)
 
 
+def _check_lines(
+    benchmark: Benchmark,
+    pool: Sequence[str],
+    lines: Sequence[Sequence[str]],
+    where: str,
+    *,
+    need: int | None = None,
+) -> None:
+    """The checks a ``.labels`` and a ``.results`` file share: the names of the pool and of every
+    line (an empty line refused when ``need`` says how many signatures a line holds), the pool
+    equal to the benchmark's, one line per query."""
+    _check_pool(pool, where)
+    for i, row in enumerate(lines):
+        if need is not None and not row:
+            raise _fail(where, i + 2, f"expected {need} signatures, got none")
+        _check_signatures(row, where, i + 2)
+    _check_header(pool, benchmark, where)
+    _check_line_count(len(lines) + 1, benchmark, where)
+
+
 def _validate_labels(benchmark: Benchmark, labels: Labels, pool: frozenset[str]) -> None:
     if not isinstance(labels, Labels):
         raise InvalidInputError(f"labels: expected a Labels, got {type(labels).__name__}")
     where, bench = _where(labels.path, "labels"), _where(benchmark.path, "benchmark")
-    _check_pool(labels.pool, where)
-    for i, cluster in enumerate(labels.clusters):
-        _check_signatures(cluster, where, i + 2)
-    _check_header(labels.pool, benchmark, where)
-    _check_line_count(len(labels.clusters) + 1, benchmark, where)
+    _check_lines(benchmark, labels.pool, labels.clusters, where)
     for i, (query, cluster) in enumerate(zip(benchmark.queries, labels.clusters, strict=True)):
         line = i + 2
         if query not in cluster:
@@ -143,13 +159,7 @@ def _validate_results(benchmark: Benchmark, results: Results, pool: frozenset[st
     if not isinstance(results, Results):
         raise InvalidInputError(f"results: expected a Results, got {type(results).__name__}")
     where, bench = _where(results.path, "results"), _where(benchmark.path, "benchmark")
-    _check_pool(results.pool, where)
-    for i, row in enumerate(results.results):
-        if not row:
-            raise _fail(where, i + 2, f"expected {N_RESULTS} signatures, got none")
-        _check_signatures(row, where, i + 2)
-    _check_header(results.pool, benchmark, where)
-    _check_line_count(len(results.results) + 1, benchmark, where)
+    _check_lines(benchmark, results.pool, results.results, where, need=N_RESULTS)
     for i, (query, row) in enumerate(zip(benchmark.queries, results.results, strict=True)):
         line = i + 2
         if row[0] != query:

@@ -351,8 +351,6 @@ def write_patches(path: str | os.PathLike[str], patches: np.ndarray) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from pathlib import Path
-    >>> import numpy as np
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = write_patches(Path(tmp) / "s" / "ref.png", np.zeros((2, 65, 65), np.uint8))
     ...     _png_size(path)

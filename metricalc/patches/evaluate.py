@@ -174,10 +174,10 @@ def ir_measures(
     --------
     >>> from metricalc.patches import Benchmark, Labels, Results
     >>> pool = ("a.ref", "a.e1", "a.e2", "b.ref")
-    >>> bench = Benchmark(pool, ("a.ref.0",))
     >>> labels = Labels(pool, (("a.ref.0", "a.e1.0", "a.e2.0"),))
-    >>> others = [f"b.ref.{k}" for k in range(46)]
-    >>> ranked = ("a.ref.0", "b.ref.99", "a.e1.0", "a.e1.0", "a.e2.0", *others)
+    >>> bench = Benchmark(pool, ("a.ref.0",))
+    >>> ranked = ("a.ref.0", "b.ref.99", "a.e1.0", "a.e1.0", "a.e2.0",
+    ...           *(f"b.ref.{k}" for k in range(46)))
     >>> values = ir_measures(bench, labels, Results(pool, (ranked,)), ("recip_rank", "P.5"))
     >>> values["recip_rank"].tolist(), values["P_5"].tolist()   # a.e1.0 counts once
     ([0.5], [0.4])

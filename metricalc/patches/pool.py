@@ -289,8 +289,6 @@ def load_descriptor_pool(
     Examples
     --------
     >>> import tempfile
-    >>> from pathlib import Path
-    >>> import numpy as np
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     (Path(tmp) / "s").mkdir()
     ...     np.save(Path(tmp) / "s" / "ref.npy", np.zeros((2, 2)))
