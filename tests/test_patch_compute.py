@@ -13,8 +13,9 @@ from metricalc.patches.compute import (
     DescriptorPool,
     compute_results,
     load_descriptor_pool,
+    rank_benchmark,
 )
-from metricalc.patches.files import write_ranked_results
+from metricalc.patches.files import read_results, write_ranked_results
 from tests.data_files import HPATCHES_RETRIEVAL
 
 DATA = HPATCHES_RETRIEVAL
@@ -392,3 +393,19 @@ def test_write_results_round_trip_and_errors(tmp_path):
     with pytest.raises(InvalidInputError, match="pool: expected a sequence"):
         write_ranked_results(target, "n.ref", [line])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.results"]  # nothing half-written
+
+
+def test_rank_benchmark_writes_the_brute_force_ranking(tmp_path):
+    """The rank step of the pipeline: descriptor folder + benchmark -> the .results file."""
+    rng = np.random.default_rng(3)
+    names = ["r.ref", "r.e1"]
+    for name in names:
+        sequence, image = name.split(".")
+        (tmp_path / "d" / sequence).mkdir(parents=True, exist_ok=True)
+        np.save(tmp_path / "d" / sequence / f"{image}.npy", rng.normal(size=(40, 8)))
+    queries = ["r.ref.0", "r.e1.7"]
+    bench = write_benchmark(tmp_path / "r.benchmark", names, queries)
+    lines = rank_benchmark(bench, tmp_path / "d", tmp_path / "r.results", distance="l1")
+    assert lines == brute_force(load_descriptor_pool(tmp_path / "d", names), queries, "l1")
+    written = read_results(tmp_path / "r.results")
+    assert written.pool == tuple(names) and written.results == tuple(map(tuple, lines))
