@@ -496,7 +496,7 @@ def test_the_release_benchmark_files_are_selected_and_run(tmp_path, outputs):
     pools; train_example runs end to end on a stand-in dataset with the release's sequence
     names whose patch i of a sequence is the same in all six images and unlike any other, so
     the raw descriptor finds each cluster at distance 0: patch retrieval AP 1 for every query."""
-    from metricalc.experiment.patch_retrieval import _given_stems
+    from metricalc.experiment.patch_data import _given_stems
 
     conf = {**DEFAULT_CONF["data"], "benchmarks": str(RELEASE)}
     _, stems = _given_stems(conf)

@@ -18,7 +18,7 @@ from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
 from metricalc.experiment import run
 from metricalc.experiment.inspect import default_page_path, load_runs, page_data, write_page
-from metricalc.experiment.results import write_results
+from metricalc.experiment.results import write_results_h5
 from metricalc.experiment.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ def outputs(tmp_path_factory):
     gappy = _copy(outputs, "orb", "gappy")
     pairs = _pairs(outputs, "orb")
     kept = pairs.isel(image_pair=np.flatnonzero(pairs.scene.values != "v_camera"))
-    write_results(gappy.results, cubes.open_cube(gappy.results).load(), kept)
+    write_results_h5(gappy.results, cubes.open_cube(gappy.results).load(), kept)
     gappy.match_image("i_camera", "1-3").unlink()
     odd = _copy(outputs, "sift", "odd+x=1")
     pairs = _pairs(outputs, "sift")
@@ -75,7 +75,7 @@ def outputs(tmp_path_factory):
         scene=("image_pair", scene),
         match_image=("image_pair", pictures),
     )
-    write_results(odd.results, cubes.open_cube(odd.results).load(), renamed)
+    write_results_h5(odd.results, cubes.open_cube(odd.results).load(), renamed)
     (odd.matches / "i_camera").rename(odd.matches / ODD)
     return outputs
 

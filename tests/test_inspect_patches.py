@@ -13,7 +13,7 @@ import xarray as xr
 from metricalc import cube as cubes
 from metricalc.experiment import run
 from metricalc.experiment.inspect import load_runs, page_data, write_page
-from metricalc.experiment.results import write_results
+from metricalc.experiment.results import write_results_h5
 from metricalc.experiment.rundir import RunDir
 from tests.test_inspect import POINTS, _metricalc, _open, _same
 
@@ -48,7 +48,7 @@ def outputs(tmp_path_factory):
         (gappy.path / name).write_bytes((raw.path / name).read_bytes())
     files = _files(outputs, "raw")
     cube = cubes.open_cube(raw.results).load()
-    write_results(gappy.results, cube, files.isel(file=[0, 1, 2]), group="files")
+    write_results_h5(gappy.results, cube, files.isel(file=[0, 1, 2]), group="files")
     return outputs
 
 

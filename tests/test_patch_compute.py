@@ -13,8 +13,9 @@ from metricalc.patches.compute import (
     DescriptorPool,
     compute_results,
     load_descriptor_pool,
-    write_results,
+    rank_benchmark,
 )
+from metricalc.patches.files import read_results, write_ranked_results
 from tests.data_files import HPATCHES_RETRIEVAL
 
 DATA = HPATCHES_RETRIEVAL
@@ -186,7 +187,7 @@ def test_real_example_benchmark(tmp_path):
     assert [line[0] for line in results] == queries
     assert all(len(line) == K + 1 for line in results)
     assert results == brute_force_by_query(pool, queries)
-    path = write_results(tmp_path / "train_example.results", header, results)
+    path = write_ranked_results(tmp_path / "train_example.results", header, results)
     written = path.read_text().splitlines()
     assert written[0] == lines[0] and len(written) == 51
     assert [line.split(",") for line in written[1:]] == results
@@ -382,13 +383,29 @@ def test_pool_too_small_and_bad_arguments(tmp_path, pool60):
 
 def test_write_results_round_trip_and_errors(tmp_path):
     line = [f"n.ref.{i}" for i in range(K + 1)]
-    path = write_results(tmp_path / "n.results", ["n.ref", "n.e1"], [line, line[::-1]])
+    path = write_ranked_results(tmp_path / "n.results", ["n.ref", "n.e1"], [line, line[::-1]])
     assert path.read_text() == f"n.ref,n.e1\n{','.join(line)}\n{','.join(line[::-1])}\n"
     target = tmp_path / "o.results"
     with pytest.raises(InvalidInputError, match=r"results\[1\] \(line 3\): expected 51 signatures"):
-        write_results(target, ["n.ref"], [line, line[:K]])
+        write_ranked_results(target, ["n.ref"], [line, line[:K]])
     with pytest.raises(InvalidInputError, match=r"results argument, line 2: name 1: expected"):
-        write_results(target, ["n.ref"], [["n.ref", *line[1:]]])
+        write_ranked_results(target, ["n.ref"], [["n.ref", *line[1:]]])
     with pytest.raises(InvalidInputError, match="pool: expected a sequence"):
-        write_results(target, "n.ref", [line])
+        write_ranked_results(target, "n.ref", [line])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.results"]  # nothing half-written
+
+
+def test_rank_benchmark_writes_the_brute_force_ranking(tmp_path):
+    """The rank step of the pipeline: descriptor folder + benchmark -> the .results file."""
+    rng = np.random.default_rng(3)
+    names = ["r.ref", "r.e1"]
+    for name in names:
+        sequence, image = name.split(".")
+        (tmp_path / "d" / sequence).mkdir(parents=True, exist_ok=True)
+        np.save(tmp_path / "d" / sequence / f"{image}.npy", rng.normal(size=(40, 8)))
+    queries = ["r.ref.0", "r.e1.7"]
+    bench = write_benchmark(tmp_path / "r.benchmark", names, queries)
+    lines = rank_benchmark(bench, tmp_path / "d", tmp_path / "r.results", distance="l1")
+    assert lines == brute_force(load_descriptor_pool(tmp_path / "d", names), queries, "l1")
+    written = read_results(tmp_path / "r.results")
+    assert written.pool == tuple(names) and written.results == tuple(map(tuple, lines))

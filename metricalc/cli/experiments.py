@@ -21,7 +21,7 @@ DEFAULT_OUTPUTS = Path("outputs")
 """The outputs root of runs: ``metricalc.experiment.run.DEFAULT_OUTPUTS``."""
 
 
-def add_eval(verbs: argparse._SubParsersAction) -> None:
+def add_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc eval hpatches | patches [options] [key=value ...]``."""
     ev_run = verbs.add_parser(
         "eval", help="experiment runs: export predictions once, evaluate the cache"
@@ -39,7 +39,7 @@ def add_eval(verbs: argparse._SubParsersAction) -> None:
     patch_run.set_defaults(run=_eval)
 
 
-def add_inspect(verbs: argparse._SubParsersAction) -> None:
+def add_inspect(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc inspect <benchmark> TAG ...`` (summaries side by side, the per-unit page)."""
     inspect = verbs.add_parser(
         "inspect",
@@ -49,15 +49,19 @@ def add_inspect(verbs: argparse._SubParsersAction) -> None:
     inspect.add_argument(
         "tags", nargs="+", metavar="TAG", help="experiment tags (the first is the reference)"
     )
-    inspect.add_argument(
-        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
-    )
+    _outputs_argument(inspect)
     inspect.add_argument(
         "--out",
         type=Path,
         help="HTML page to write (default: <outputs>/inspect/<benchmark>/<tag1>_vs_<tag2>.html)",
     )
     inspect.set_defaults(run=_inspect)
+
+
+def _outputs_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
+    )
 
 
 def _eval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,9 +81,7 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="threads (default), processes, synchronous, or a dask scheduler address",
     )
     parser.add_argument("--workers", type=int, help="local workers (default: CPU count)")
-    parser.add_argument(
-        "--outputs", type=Path, default=DEFAULT_OUTPUTS, help="outputs root (default: outputs)"
-    )
+    _outputs_argument(parser)
     parser.add_argument(
         "--db",
         type=Path,

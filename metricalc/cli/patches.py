@@ -12,7 +12,7 @@ from metricalc.core.ranking import AP_METHODS
 from metricalc.errors import InvalidInputError
 
 
-def add_patches(verbs: argparse._SubParsersAction) -> None:
+def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc patches ...`` (the HPatches patch and image retrieval benchmark files)."""
     patches = verbs.add_parser("patches", help="the HPatches patch and image retrieval benchmark")
     patch_verbs = patches.add_subparsers(dest="patches_verb", metavar="VERB", required=True)
@@ -106,15 +106,12 @@ def _patches_eval(args: argparse.Namespace) -> int:
 
 
 def _patches_compute(args: argparse.Namespace) -> int:
-    from metricalc.patches import read_benchmark, write_results
-    from metricalc.patches.compute import compute_results, load_descriptor_pool
+    from metricalc.patches.compute import rank_benchmark
 
-    benchmark = read_benchmark(args.benchmark)
-    pool = load_descriptor_pool(args.descriptors, benchmark.pool)
-    results = compute_results(
-        args.benchmark, pool, distance=args.distance, progress=not args.no_progress
-    )
-    write_results(args.out, benchmark.pool, results)
+    results = rank_benchmark(
+        args.benchmark, args.descriptors, args.out, distance=args.distance,
+        progress=not args.no_progress,
+    )  # fmt: skip
     print(f"wrote {args.out}: {len(results)} queries, top 51 by {args.distance}")
     return 0
 

@@ -85,6 +85,7 @@ from metricalc.patches.dataset import (
 )
 from metricalc.patches.files import IMAGES, write_atomic
 from metricalc.progress import progress_bar
+from metricalc.validation import is_integer
 
 __all__ = [
     "FRAMES_NAME",
@@ -164,6 +165,13 @@ _MAX_OVERLAP = 0.5  # detections overlapping more than this are one location
 _SCENE_NAME = re.compile(r"[iv]_[A-Za-z0-9_]+")  # the sequence folders this generator writes
 
 
+def _check_max_patches(max_patches: int) -> int:
+    """``max_patches`` as an int, checked to be an integer >= 1."""
+    if not is_integer(max_patches) or max_patches < 1:
+        raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
+    return int(max_patches)
+
+
 def _rng(seed: int, scene: str, *keys: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(scene.encode("utf-8")), *keys])
 
@@ -220,7 +228,7 @@ def _disk_overlaps(
 
 def _detect(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Frames (n, 4): centre x, y, measurement radius, orientation (radians), one per location."""
-    keypoints = cv2.SIFT_create().detect(gray, None)
+    keypoints = cv2.SIFT.create().detect(gray, None)
     if not keypoints:
         return np.empty((0, 4))
     frames = np.array(
@@ -250,7 +258,8 @@ def _detect(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if not dropped[i]:
             kept.append(i)
             dropped |= clash[i]
-    return frames[np.sort(kept)]
+    chosen: np.ndarray = frames[np.sort(kept)]
+    return chosen
 
 
 # -- geometry and sampling --------------------------------------------------------------------
@@ -278,7 +287,8 @@ def _within(points: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Whether all points (n, 4, 2) of each patch are inside an image of ``shape``."""
     height, width = shape[:2]
     x, y = points[..., 0], points[..., 1]
-    return np.all((x >= 0) & (x <= width - 1) & (y >= 0) & (y <= height - 1), axis=1)
+    inside: np.ndarray = np.all((x >= 0) & (x <= width - 1) & (y >= 0) & (y <= height - 1), axis=1)
+    return inside
 
 
 def _inside(
@@ -291,7 +301,9 @@ def _inside(
     """
     corners = _CORNERS @ np.swapaxes(affines[:, :, :2], -1, -2) + affines[:, None, :, 2]
     projected, w = _project(H, corners)
-    return _within(corners, shape) & np.all(w > 0, axis=1) & _within(projected, k_shape)
+    ahead: np.ndarray = np.all(w > 0, axis=1)
+    inside: np.ndarray = _within(corners, shape) & ahead & _within(projected, k_shape)
+    return inside
 
 
 def _sample(image: np.ndarray, affines: np.ndarray, H: np.ndarray) -> np.ndarray:
@@ -304,10 +316,10 @@ def _sample(image: np.ndarray, affines: np.ndarray, H: np.ndarray) -> np.ndarray
     moved = [_project(H, centres + d)[0] for d in ((0, 0), (eps, 0), (0, eps))]
     jacobian = np.stack([(moved[1] - moved[0]) / eps, (moved[2] - moved[0]) / eps], -1)
     step = step * np.sqrt(np.abs(np.linalg.det(jacobian)))
-    pyramid = [image.astype(np.float32)]
+    pyramid: list[np.ndarray] = [image.astype(np.float32)]
     levels = np.clip(np.floor(np.log2(np.maximum(step, 1.0))), 0, 8).astype(int)
     while len(pyramid) <= levels.max() and min(pyramid[-1].shape) > 2 * PATCH_SIZE:
-        pyramid.append(cv2.pyrDown(pyramid[-1]))
+        pyramid.append(np.asarray(cv2.pyrDown(pyramid[-1])))
     levels = np.minimum(levels, len(pyramid) - 1)
     # Patch pixel (u, v) -> image k pixel: one 3 x 3 map per patch, H [L | o; 0 0 1].
     full = np.zeros((n, 3, 3))
@@ -388,8 +400,7 @@ def cut_patches(
     >>> sorted(cut.patches) == sorted(IMAGES), cut.patches["h3"].shape
     (True, (20, 65, 65))
     """
-    if isinstance(max_patches, bool) or not isinstance(max_patches, int) or max_patches < 1:
-        raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
+    max_patches = _check_max_patches(max_patches)
     rng = _rng(seed, sequence.name)
     shape = sequence.shape(1)
     frames = _detect(sequence.gray(1), rng)
@@ -400,10 +411,10 @@ def cut_patches(
     for code, level in enumerate("eht", start=1):
         for k in range(1, 6):
             jitter = draw_jitter(level, n, _rng(seed, sequence.name, code, k))
-            affines = _patch_affines(frames, *jitter)
+            jittered = _patch_affines(frames, *jitter)
             H = sequence.homography(k + 1)
-            valid &= _inside(affines, H, shape, sequence.shape(k + 1))
-            plans[f"{level}{k}"] = (affines, k + 1)
+            valid &= _inside(jittered, H, shape, sequence.shape(k + 1))
+            plans[f"{level}{k}"] = (jittered, k + 1)
     chosen = np.flatnonzero(valid)
     if len(chosen) > max_patches:
         chosen = np.sort(rng.choice(chosen, size=max_patches, replace=False))
@@ -413,7 +424,8 @@ def cut_patches(
             "enough for 65 x 65 patches around SIFT keypoints"
         )
     order = chosen[np.lexsort((frames[chosen, 0], frames[chosen, 1]))]
-    patches, affines = {}, {}
+    patches: dict[str, np.ndarray] = {}
+    affines: dict[str, np.ndarray] = {}
     for name in IMAGES:
         plan, k = plans[name]
         affines[name] = plan[order]
@@ -427,7 +439,8 @@ def cut_patches(
 
 def _npz(cut: CutPatches) -> bytes:
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, homographies=cut.homographies, **cut.affines)
+    arrays = {"homographies": cut.homographies, **cut.affines}
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # stub: **kwds as allow_pickle
     return buffer.getvalue()
 
 
@@ -528,18 +541,11 @@ def make_patch_dataset(
         keys=("version", "seed", "size", "max_patches"),
         what="synthetic patch dataset",
     )
-    if isinstance(max_patches, bool) or not isinstance(max_patches, int) or max_patches < 1:
-        raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
+    max_patches = _check_max_patches(max_patches)
     sequences = make_synthetic_dataset(root / SOURCE_FOLDER, scenes=scenes, seed=seed, size=size)
     identity = {"version": GENERATOR_VERSION, "seed": seed, "size": size}
     identity["max_patches"] = max_patches
-    if manifest is None or any(manifest[key] != value for key, value in identity.items()):
-        wanted = {s.name for s in sequences}
-        for scene in (manifest or {}).get("scenes", {}):
-            if scene not in wanted and _SCENE_NAME.fullmatch(str(scene)):
-                _remove_sequence(root / scene)
-        manifest = {"generator": GENERATOR, **identity, "scenes": {}}
-        _write_json(root / MANIFEST_NAME, manifest)
+    manifest = _current_manifest(root, manifest, identity, {s.name for s in sequences})
     todo = [s for s in sequences if not _complete(root, s.name, manifest["scenes"].get(s.name))]
     with progress_bar("patch sequences", total=len(todo), enabled=progress) as advance:
         for sequence in todo:
@@ -548,7 +554,26 @@ def make_patch_dataset(
             manifest["scenes"][sequence.name] = {"files": files}
             _write_json(root / MANIFEST_NAME, manifest)
             advance()
-    present = sorted(manifest["scenes"])
+    _write_splits(root, sorted(manifest["scenes"]))
+    return read_patch_dataset(root)
+
+
+def _current_manifest(
+    root: Path, manifest: dict[str, Any] | None, identity: dict[str, Any], wanted: set[str]
+) -> dict[str, Any]:
+    """``manifest`` when it was written with ``identity``; otherwise a new, empty one (written),
+    after deleting the sequences of the old one that are not ``wanted``."""
+    if manifest is not None and all(manifest[key] == value for key, value in identity.items()):
+        return manifest
+    for scene in (manifest or {}).get("scenes", {}):
+        if scene not in wanted and _SCENE_NAME.fullmatch(str(scene)):
+            _remove_sequence(root / scene)
+    manifest = {"generator": GENERATOR, **identity, "scenes": {}}
+    _write_json(root / MANIFEST_NAME, manifest)
+    return manifest
+
+
+def _write_splits(root: Path, present: list[str]) -> None:
+    """``splits.json``: the sequences of :data:`TEST_PHOTOGRAPHS` as test, the others train."""
     test = [s for s in present if s[2:] in TEST_PHOTOGRAPHS]
     _write_json(root / SPLITS_NAME, {"train": [s for s in present if s not in test], "test": test})
-    return read_patch_dataset(root)

@@ -20,8 +20,9 @@ from matplotlib.axes import Axes
 from metricalc.experiment.config import Config
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
+from metricalc.validation import is_integer
 
-__all__ = ["Benchmark", "Context", "Evaluation", "Values", "scalar_summary"]
+__all__ = ["Benchmark", "Context", "Evaluation", "Values", "check_dataset_keys", "scalar_summary"]
 
 
 @dataclass
@@ -128,9 +129,9 @@ class Values:
         value = self.get(key)
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_integer(value) or value < low:
             raise self.conf.fail(key, f"an integer >= {low}" + (" or null" if optional else ""))
-        return value
+        return int(value)
 
     def choice(self, key: str, choices: Any, *, optional: bool = False) -> Any:
         value = self.get(key)
@@ -165,14 +166,24 @@ class Values:
 
     def integers(self, key: str, *, low: int = 1) -> list[int]:
         value = self.get(key)
-        values = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+        values = [value] if is_integer(value) else value
         if (
             not isinstance(values, list)
             or not values
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in values)
+            or not all(is_integer(v) and v >= low for v in values)
         ):
             raise self.conf.fail(key, f"an integer >= {low} or a non-empty list of them")
         return values
+
+
+def check_dataset_keys(values: Values, folder: str) -> None:
+    """Check the data keys of every benchmark: the data folder key ``folder`` (null for the
+    synthetic data), ``data.quick``, ``data.scenes``, ``data.seed`` and ``data.size``."""
+    values.text(folder, optional=True)
+    values.boolean("data.quick")
+    values.texts("data.scenes", optional=True)
+    values.integer("data.seed", low=0)
+    values.integer("data.size", low=32)
 
 
 def scalar_summary(metrics: xr.Dataset, descriptor: str) -> dict[str, Any]:

@@ -181,7 +181,9 @@ def _mapping(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _custom_layers(path: Path, benchmark: str, benchmarks: Sequence[str]) -> dict[str, list]:
+def _custom_layers(
+    path: Path, benchmark: str, benchmarks: Sequence[str]
+) -> dict[str, list[tuple[str, dict[str, Any]]]]:
     """The layers a custom config file contributes to each section, checked for structure."""
     data = read_conf_file(path)
     unknown = [k for k in data if k not in _TOP_KEYS]
@@ -190,7 +192,7 @@ def _custom_layers(path: Path, benchmark: str, benchmarks: Sequence[str]) -> dic
             f"config file {path}: unknown top-level key {unknown[0]!r}; expected 'model' and "
             "'benchmarks' (benchmarks.<name>.data / .model / .eval)"
         )
-    layers: dict[str, list] = {section: [] for section in SECTIONS}
+    layers: dict[str, list[tuple[str, dict[str, Any]]]] = {section: [] for section in SECTIONS}
     model = _mapping(data.get("model"), f"config file {path}: key 'model'")
     if model:
         layers["model"].append((f"config file {path} (model)", {"model": model}))

@@ -21,11 +21,17 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from dask import delayed
+from dask.delayed import delayed
 
 from metricalc.cube import split_of
 from metricalc.datasets.sequences import DEFAULT_SIZE, QUICK_SCENES, make_synthetic_dataset
-from metricalc.experiment.benchmark import Context, Evaluation, Values, scalar_summary
+from metricalc.experiment.benchmark import (
+    Context,
+    Evaluation,
+    Values,
+    check_dataset_keys,
+    scalar_summary,
+)
 from metricalc.experiment.config import Config
 from metricalc.experiment.plots import plot_cumulative_errors
 from metricalc.experiment.predictions import (
@@ -275,7 +281,7 @@ class HPatches:
     """The ``hpatches`` benchmark (module docstring)."""
 
     name = "hpatches"
-    default_conf = DEFAULT_CONF
+    default_conf: Mapping[str, Any] = DEFAULT_CONF
     units_group = "pairs"
 
     # -- configuration ----------------------------------------------------------------------
@@ -283,11 +289,7 @@ class HPatches:
     def validate(self, conf: Config) -> None:
         """Check every value of a merged configuration (errors name key, value and origin)."""
         v = Values(conf)
-        v.text("data.root", optional=True)
-        v.boolean("data.quick")
-        v.texts("data.scenes", optional=True)
-        v.integer("data.seed", low=0)
-        v.integer("data.size", low=32)
+        check_dataset_keys(v, "data.root")
         v.number("data.border", low=0)
         features = v.text("model.features", optional=True)
         if features is None:

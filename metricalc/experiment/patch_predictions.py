@@ -27,7 +27,12 @@ import h5py
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.experiment.predictions import _COMPRESSION, open_predictions
+from metricalc.experiment.predictions import (
+    _COMPRESSION,
+    open_predictions,
+    predictions_writer,
+    read_part_file,
+)
 from metricalc.fileio import temporary_path
 
 __all__ = [
@@ -81,11 +86,7 @@ def write_part(path: Path, descriptors: np.ndarray, seconds: float) -> None:
 
 def read_part(path: Path) -> tuple[np.ndarray, float]:
     """The descriptors and describing time of a file of :func:`write_part`."""
-    try:
-        with h5py.File(path, "r") as handle:
-            return _checked(handle["descriptors"], f"prediction part {path}")
-    except (OSError, KeyError) as error:
-        raise InvalidInputError(f"prediction part {path} cannot be read: {error}") from error
+    return read_part_file(path, lambda handle, where: _checked(handle["descriptors"], where))
 
 
 def merge_parts(
@@ -93,8 +94,7 @@ def merge_parts(
 ) -> None:
     """Merge the part files (``(sequence, image) -> path``, in the order to write) into
     ``target``, atomically."""
-    with temporary_path(target) as tmp, h5py.File(tmp, "w") as handle:
-        handle.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, **attrs)
+    with predictions_writer(target, FORMAT, attrs, version=FORMAT_VERSION) as handle:
         for (sequence, image), path in parts.items():
             descriptors, seconds = read_part(path)
             group = handle.require_group(sequence)

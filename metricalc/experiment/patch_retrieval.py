@@ -19,25 +19,37 @@ metric set, per-sequence metrics and figures.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
-from dask import delayed
+from dask.delayed import delayed
 
 from metricalc.core.ranking import AP_METHODS
-from metricalc.datasets.patches import MAX_PATCHES, make_patch_dataset
-from metricalc.datasets.sequences import DEFAULT_SIZE, PHOTOGRAPHS, QUICK_SCENES, resolve_scenes
+from metricalc.datasets.patches import MAX_PATCHES
+from metricalc.datasets.sequences import DEFAULT_SIZE
 from metricalc.errors import InvalidInputError
-from metricalc.experiment.benchmark import Context, Evaluation, Values, scalar_summary
+from metricalc.experiment.benchmark import (
+    Context,
+    Evaluation,
+    Values,
+    check_dataset_keys,
+    scalar_summary,
+)
 from metricalc.experiment.config import Config
+from metricalc.experiment.patch_data import (
+    QUICK_FILES,
+    QUICK_MAX_PATCHES,
+    QUICK_PER_SPLIT,
+    dataset_label,
+    load_dataset,
+    prepare_benchmarks,
+)
 from metricalc.experiment.patch_predictions import (
     describe_seconds,
     merge_parts,
@@ -45,21 +57,22 @@ from metricalc.experiment.patch_predictions import (
     read_part,
     write_part,
 )
-from metricalc.experiment.plots import plot_retrieval_map
-from metricalc.experiment.rundir import RunDir, file_lock
-from metricalc.experiment.scheduler import batches
-from metricalc.metrics import metric_set, scene_metrics
-from metricalc.patches.benchmark import (
-    DIFFICULTIES,
-    QUERIES_PER_SEQUENCE,
-    benchmark_name,
-    make_benchmark,
+from metricalc.experiment.patch_tables import (
+    METRIC_SET_KEPT,
+    file_summaries,
+    file_table,
+    group_table,
+    patch_metrics,
 )
-from metricalc.patches.compute import DISTANCES, DescriptorPool, compute_results, write_results
-from metricalc.patches.dataset import SPLITS, PatchDataset, read_patch_dataset
-from metricalc.patches.describe import METHODS, describe_patches
-from metricalc.patches.files import read_benchmark, read_labels, validate, write_atomic
-from metricalc.patches.folder import GROUPS, NAME, FolderEvaluation
+from metricalc.experiment.plots import plot_retrieval_map
+from metricalc.experiment.rundir import RunDir
+from metricalc.experiment.scheduler import batches
+from metricalc.patches.benchmark import DIFFICULTIES, QUERIES_PER_SEQUENCE
+from metricalc.patches.compute import DISTANCES, compute_results
+from metricalc.patches.dataset import SPLITS, PatchDataset
+from metricalc.patches.describe import METHODS, describe_image
+from metricalc.patches.files import read_benchmark, write_ranked_results
+from metricalc.patches.pool import DescriptorPool
 from metricalc.patches.querycube import evaluate_folders
 from metricalc.plotting.figures import plot_scene_map
 from metricalc.progress import progress_bar
@@ -72,6 +85,7 @@ __all__ = [
     "QUICK_MAX_PATCHES",
     "QUICK_PER_SPLIT",
     "Patches",
+    "dataset_label",
     "describe_patch_image",
     "file_table",
     "load_dataset",
@@ -99,221 +113,9 @@ DEFAULT_CONF: dict[str, Any] = {
 }
 """Defaults of every key (docs/experiments.md describes each)."""
 
-QUICK_MAX_PATCHES = 200
-"""``data.quick`` on the synthetic dataset: at most this many patches per sequence."""
-
-QUICK_PER_SPLIT = 2
-"""``data.quick`` on a patch dataset folder: the first sequences of each split."""
-
-QUICK_FILES = 2
-"""``data.quick`` with ``data.benchmarks``: the files with the smallest pools."""
-
-METRIC_SET_KEPT = (
-    "true_map_micro",
-    "true_map_macro_by_scene",
-    "viewpoint_map",
-    "illumination_map",
-    "viewpoint_map_micro",
-    "illumination_map_micro",
-    "total_queries_processed",
-    "total_queries_excluded",
-    "r0_rate",
-    "processing_time_ms",
-    "status",
-    "error",
-)
-"""The variables of :func:`metricalc.metric_set` kept in a patch run's metric set (the others
-need rank statistics or keypoint tasks, which a patch-retrieval cube does not have)."""
-
 BENCHMARKS_FOLDER = "benchmarks"
 RETRIEVAL_FOLDER = "retrieval"
 _STAGED = ".results"  # under predictions.parts/: a dot, so never a sequence name
-
-
-# --------------------------------------------------------------------------------------------
-# data
-# --------------------------------------------------------------------------------------------
-
-
-def _subset(dataset: PatchDataset, sequences: Sequence[str]) -> PatchDataset:
-    """The dataset restricted to ``sequences`` (each must be in it)."""
-    missing = [s for s in sequences if s not in dataset.counts]
-    if missing:
-        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-        raise InvalidInputError(
-            f"patch dataset {dataset.root} has no sequence(s) {shown} (it has "
-            f"{len(dataset.counts)}: {', '.join(dataset.sequences[:6])}"
-            f"{', ...' if len(dataset.counts) > 6 else ''})"
-        )
-    keep = sorted(set(sequences))
-    return PatchDataset(
-        dataset.root,
-        {s: dataset.counts[s] for s in keep},
-        {s: dataset.images[s] for s in keep},
-        {s: dataset.splits[s] for s in keep if s in dataset.splits},
-    )
-
-
-def _max_patches(data: Mapping[str, Any]) -> int:
-    cap = QUICK_MAX_PATCHES if data["quick"] else data["max_patches"]
-    return min(int(data["max_patches"]), cap)
-
-
-def load_dataset(
-    data: Mapping[str, Any], outputs: Path, *, sequences: Sequence[str] | None = None
-) -> PatchDataset:
-    """The patch dataset of the ``data`` configuration, restricted to the sequences it selects.
-
-    ``sequences`` (the sequences the benchmark files of ``data.benchmarks`` name) wins over
-    ``data.scenes`` and ``data.quick``. The synthetic dataset is generated once per seed, size
-    and patch bound under ``<outputs>/data/patches/`` while holding a file lock, so concurrent
-    runs share it.
-    """
-    wanted = sequences if sequences is not None else data["scenes"]
-    if data["patches"] is None:
-        if wanted is None and data["quick"]:
-            wanted = QUICK_SCENES
-        if sequences is not None:
-            unknown = [s for s in sequences if not (s[:2] in ("i_", "v_") and s[2:] in PHOTOGRAPHS)]
-            if unknown:
-                shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-                raise InvalidInputError(
-                    f"the benchmark files of data.benchmarks name sequences the synthetic patch "
-                    f"dataset does not have ({shown}); give their patch dataset with "
-                    "data.patches=DIR (e.g. the HPatches release, hpatches-release)"
-                )
-        max_patches = _max_patches(data)
-        root = (
-            outputs / "data" / "patches" / f"seed{data['seed']}_size{data['size']}_max{max_patches}"
-        )
-        lock = root.parent / f".{root.name}.lock"
-        with file_lock(lock, f"synthetic patch dataset {root}", wait=True):
-            dataset = make_patch_dataset(
-                root, scenes=wanted, seed=data["seed"], size=data["size"], max_patches=max_patches
-            )
-        return _subset(dataset, resolve_scenes(wanted))
-    dataset = read_patch_dataset(data["patches"])
-    if wanted is not None:
-        return _subset(dataset, list(wanted))
-    if data["quick"]:
-        kept = [s for split in SPLITS for s in dataset.split_sequences(split)[:QUICK_PER_SPLIT]]
-        return _subset(dataset, kept or list(dataset.sequences[: 2 * QUICK_PER_SPLIT]))
-    return dataset
-
-
-def _given_stems(data: Mapping[str, Any]) -> tuple[Path, list[str]]:
-    """The folder of ``data.benchmarks`` and the stems of the files to use."""
-    folder = Path(data["benchmarks"])
-    if not folder.is_dir():
-        raise InvalidInputError(f"data.benchmarks: {folder} is not a folder of .benchmark files")
-    if data["files"] is not None:
-        stems = list(dict.fromkeys(data["files"]))
-        for stem in stems:
-            for suffix in (".benchmark", ".labels"):
-                if not (folder / f"{stem}{suffix}").is_file():
-                    raise InvalidInputError(
-                        f"data.files names {stem!r} but {folder / (stem + suffix)} does not exist"
-                    )
-        return folder, stems
-    stems = sorted(
-        p.stem for p in folder.glob("*.benchmark") if (folder / f"{p.stem}.labels").is_file()
-    )
-    if not stems:
-        raise InvalidInputError(
-            f"data.benchmarks: {folder} holds no .benchmark file with its .labels"
-        )
-    if data["quick"]:
-        sizes = {stem: len(read_benchmark(folder / f"{stem}.benchmark").pool) for stem in stems}
-        stems = sorted(sorted(stems, key=lambda s: (sizes[s], s))[:QUICK_FILES])
-    return folder, stems
-
-
-def _draw(data: Mapping[str, Any], dataset: PatchDataset, out: Path) -> list[str]:
-    """Draw every split x difficulty x size x seed benchmark of ``data`` into ``out``."""
-    stems = []
-    seeds = data["benchmark_seeds"]
-    seeds = [seeds] if isinstance(seeds, int) else seeds
-    for split in data["splits"]:
-        available = len(dataset.split_sequences(split))
-        if not available:
-            raise InvalidInputError(
-                f"the patch dataset {dataset.root} (as selected) has no {split} sequence; "
-                "set data.splits (or list the split's sequences in its splits.json)"
-            )
-        sizes = data["n_sequences"]
-        sizes = [available] if sizes is None else ([sizes] if isinstance(sizes, int) else sizes)
-        for n in sizes:
-            if n > available:
-                raise InvalidInputError(
-                    f"data.n_sequences = {n}: the patch dataset {dataset.root} (as selected) has "
-                    f"{available} {split} sequence(s); set data.n_sequences (null: all) or "
-                    "data.splits"
-                )
-            for difficulty in data["difficulties"]:
-                for seed in seeds:
-                    make_benchmark(
-                        dataset,
-                        out,
-                        split=split,
-                        n_sequences=n,
-                        seed=seed,
-                        difficulty=difficulty,
-                        queries_per_sequence=data["queries_per_sequence"],
-                    )
-                    stems.append(benchmark_name(split, difficulty, n, seed))
-    return sorted(dict.fromkeys(stems))
-
-
-def prepare_benchmarks(
-    data: Mapping[str, Any], outputs: Path, out: Path
-) -> tuple[PatchDataset, list[str]]:
-    """Write the benchmark files of a run into ``out`` (a fresh folder) and return the patch
-    dataset and the file stems.
-
-    With ``data.benchmarks`` the selected ``.benchmark`` / ``.labels`` pairs are checked
-    (:func:`metricalc.patches.validate`) and copied; otherwise they are drawn from the dataset
-    with :func:`metricalc.patches.make_benchmark`. Either way they are deterministic in the
-    data configuration, so a resumed export writes the same files.
-    """
-    shutil.rmtree(out, ignore_errors=True)
-    if data["benchmarks"] is None:
-        dataset = load_dataset(data, outputs)
-        return dataset, _draw(data, dataset, out)
-    folder, stems = _given_stems(data)
-    sequences: set[str] = set()
-    for stem in stems:
-        benchmark = read_benchmark(folder / f"{stem}.benchmark")
-        validate(benchmark, read_labels(folder / f"{stem}.labels"))
-        sequences.update(name.split(".")[0] for name in benchmark.pool)
-        for suffix in (".benchmark", ".labels"):
-            write_atomic(out / f"{stem}{suffix}", (folder / f"{stem}{suffix}").read_bytes())
-    return load_dataset(data, outputs, sequences=sorted(sequences)), stems
-
-
-def dataset_label(data: Mapping[str, Any]) -> str:
-    """The cube's ``dataset`` attr: the benchmarks folder's name (contract A), or where drawn
-    benchmarks come from.
-
-    Examples
-    --------
-    >>> dataset_label({**DEFAULT_CONF["data"], "benchmarks": "/data/hpatches-eccv2016-retrieval"})
-    'hpatches-eccv2016-retrieval'
-    >>> dataset_label(DEFAULT_CONF["data"])
-    'metricalc synthetic patches (seed 0, size 640, max_patches 1000), drawn benchmarks'
-    """
-    if data["benchmarks"] is not None:
-        return Path(data["benchmarks"]).name
-    if data["patches"] is not None:
-        return f"{Path(data['patches']).name}, drawn benchmarks"
-    return (
-        f"metricalc synthetic patches (seed {data['seed']}, size {data['size']}, "
-        f"max_patches {_max_patches(data)}), drawn benchmarks"
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# tasks (module-level functions: they run on threads, processes or cluster workers)
-# --------------------------------------------------------------------------------------------
 
 
 def describe_patch_image(
@@ -323,108 +125,8 @@ def describe_patch_image(
     ``count`` patches per image) and the seconds it took."""
     started = time.perf_counter()
     one = PatchDataset(Path(root), {sequence: count}, {sequence: (image,)}, {})
-    descriptors = describe_patches(one.patches(sequence, image), method=method)
+    descriptors = describe_image(one, sequence, image, method=method)
     return descriptors, time.perf_counter() - started
-
-
-# --------------------------------------------------------------------------------------------
-# per-file tables
-# --------------------------------------------------------------------------------------------
-
-
-def _mean(values: np.ndarray) -> float:
-    """The mean from an exactly rounded sum (:func:`math.fsum`): the same value whatever the
-    order or memory layout of ``values`` (NaN for none)."""
-    return math.fsum(values) / len(values) if len(values) else math.nan
-
-
-def file_table(cube: xr.Dataset) -> xr.Dataset:
-    r"""Per benchmark file (the cube's ``keypoint_set``) and descriptor: queries and the patch
-    and image retrieval mAP, :math:`\mathrm{mAP}_f = \frac{1}{Q_f} \sum_{q \in f} AP_q`.
-
-    Returns
-    -------
-    xarray.Dataset
-        Over ``(descriptor, file)``: ``patch_retrieval_map``, ``image_retrieval_map``
-        (float64); over ``file``: ``n_queries`` (int64) and the coordinates ``split``,
-        ``difficulty``, ``size`` parsed from release-style names (``""`` otherwise).
-
-    Examples
-    --------
-    >>> import numpy as np, xarray as xr
-    >>> cube = xr.Dataset(
-    ...     {"ap": (("descriptor", "query"), [[1.0, 0.5, 0.0]]),
-    ...      "image_ap": (("descriptor", "query"), [[1.0, 1.0, 0.5]])},
-    ...     coords={"descriptor": ["d"],
-    ...             "keypoint_set": ("query", ["train_easy_2s_00", "train_easy_2s_00", "x"])})
-    >>> t = file_table(cube)
-    >>> t.patch_retrieval_map.values.tolist(), t.n_queries.values.tolist(), t.split.values.tolist()
-    ([[0.75, 0.0]], [2, 1], ['train', ''])
-    """
-    stems = np.asarray(cube["keypoint_set"].values).astype(str)
-    files = sorted(set(stems.tolist()))
-    masks = [stems == stem for stem in files]
-    out: dict[str, Any] = {}
-    for name, source in (("patch_retrieval_map", "ap"), ("image_retrieval_map", "image_ap")):
-        values = np.asarray(cube[source].transpose("descriptor", "query").values, np.float64)
-        out[name] = (
-            ("descriptor", "file"),
-            np.array([[_mean(row[mask]) for mask in masks] for row in values]),
-        )
-    out["n_queries"] = ("file", np.array([int(mask.sum()) for mask in masks], np.int64))
-    parsed = [NAME.fullmatch(stem) for stem in files]
-    coords: dict[str, Any] = {"descriptor": cube["descriptor"].values, "file": files}
-    for group in GROUPS:
-        coords[group] = ("file", [m.group(group) if m else "" for m in parsed])
-    return xr.Dataset(out, coords=coords)
-
-
-def _groups(files: xr.Dataset, descriptor: str) -> pd.DataFrame:
-    """Mean per-file mAPs per split, difficulty and size of one descriptor
-    (:meth:`metricalc.patches.folder.FolderEvaluation.groups`)."""
-    one = files.sel(descriptor=descriptor)
-    table = pd.DataFrame(
-        {
-            "descriptor": descriptor,
-            "file": one["file"].values,
-            **{g: [v or None for v in one[g].values.tolist()] for g in GROUPS},
-            "n_queries": one["n_queries"].values,
-            "patch_retrieval_map": one["patch_retrieval_map"].values,
-            "image_retrieval_map": one["image_retrieval_map"].values,
-        }
-    )
-    return FolderEvaluation(table, descriptor=descriptor).groups()
-
-
-def _retrieval_metrics(cube: xr.Dataset, files: xr.Dataset) -> xr.Dataset:
-    """The patch-specific variables of the metric set (docs/experiments.md)."""
-    descriptors = [str(d) for d in cube["descriptor"].values]
-    tables = [_groups(files, d) for d in descriptors]
-    labels = tables[0]["group"].tolist()
-    data: dict[str, Any] = {}
-    for name in ("patch_retrieval_map", "image_retrieval_map"):
-        per_file = files[name].transpose("descriptor", "file").values
-        data[name] = ("descriptor", [_mean(row) for row in per_file])
-        data[f"{name}_by_file"] = files[name].transpose("descriptor", "file")
-        data[f"{name}_by_group"] = (
-            ("descriptor", "group"),
-            np.array([t[name].to_numpy(np.float64) for t in tables]).reshape(len(tables), -1),
-        )
-    image_ap = cube["image_ap"].transpose("descriptor", "query").values
-    data["image_retrieval_map_micro"] = ("descriptor", [_mean(row) for row in image_ap])
-    data["n_files"] = ("descriptor", np.full(len(descriptors), files.sizes["file"], np.int64))
-    data["n_files_by_group"] = (
-        ("descriptor", "group"),
-        np.array([t["files"].to_numpy(np.int64) for t in tables]).reshape(len(tables), -1),
-    )
-    return xr.Dataset(
-        data, coords={"descriptor": descriptors, "file": files["file"].values, "group": labels}
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# the benchmark
-# --------------------------------------------------------------------------------------------
 
 
 def _retrieval_folder(rundir: RunDir, tag: str) -> Path:
@@ -432,22 +134,16 @@ def _retrieval_folder(rundir: RunDir, tag: str) -> Path:
 
 
 class Patches:
-    """The ``patches`` benchmark (module docstring)."""
+    """The ``patches`` benchmark (module docstring): units are benchmark files."""
 
-    name = "patches"
-    default_conf = DEFAULT_CONF
-    units_group = "files"
-
-    # -- configuration ----------------------------------------------------------------------
+    name, units_group = "patches", "files"
+    default_conf: Mapping[str, Any] = DEFAULT_CONF
 
     def validate(self, conf: Config) -> None:
-        """Check every value of a merged configuration (errors name key, value and origin)."""
+        """Check a merged configuration: the data keys every benchmark has, the benchmark files,
+        the descriptor and distance, the AP method (errors name key, value and origin)."""
         v = Values(conf)
-        v.text("data.patches", optional=True)
-        v.boolean("data.quick")
-        v.texts("data.scenes", optional=True)
-        v.integer("data.seed", low=0)
-        v.integer("data.size", low=32)
+        check_dataset_keys(v, "data.patches")
         v.integer("data.max_patches", low=1)
         given = v.text("data.benchmarks", optional=True)
         v.texts("data.files", optional=True)
@@ -473,16 +169,30 @@ class Patches:
 
     def export(self, ctx: Context) -> None:
         """Describe the missing patch-images, rank every benchmark file, merge the parts."""
-        rundir, scheduler = ctx.rundir, ctx.scheduler
-        data, model = ctx.conf["data"], ctx.conf["model"]
+        rundir, model = ctx.rundir, ctx.conf["model"]
         benchmarks = rundir.path / BENCHMARKS_FOLDER
-        dataset, stems = prepare_benchmarks(data, ctx.outputs, benchmarks)
+        dataset, stems = prepare_benchmarks(ctx.conf["data"], ctx.outputs, benchmarks)
         pools = {stem: read_benchmark(benchmarks / f"{stem}.benchmark").pool for stem in stems}
         names = sorted({name for pool in pools.values() for name in pool})
-        images = [tuple(name.split(".")) for name in names]
+        images = [(name.split(".")[0], name.split(".")[1]) for name in names]
         for sequence, image in images:
             dataset.path(sequence, image)  # a clear error for a patch-image the data lack
-        todo = [(s, i) for s, i in images if not rundir.part(s, i).is_file()]
+        self._describe(ctx, dataset, [(s, i) for s, i in images if not rundir.part(s, i).is_file()])
+        self._rank(ctx, pools)
+        parts = {(s, i): rundir.part(s, i) for s, i in images}
+        attrs = {
+            "benchmark": self.name,
+            "tag": ctx.tag,
+            "export_hash": ctx.export_hash,
+            "metricalc_version": __version__,
+            "descriptor": model["descriptor"],
+            "distance": model["distance"],
+        }
+        merge_parts(parts, rundir.predictions, attrs)  # last: marks the export complete
+
+    def _describe(self, ctx: Context, dataset: PatchDataset, todo: list[tuple[str, str]]) -> None:
+        """Describe the patch-images ``todo`` (sequence, image), one part file each."""
+        rundir, scheduler = ctx.rundir, ctx.scheduler
 
         def described(name: str, value: tuple[np.ndarray, float]) -> None:
             sequence, image = name.split(".")
@@ -498,23 +208,12 @@ class Patches:
                         s,
                         i,
                         dataset.counts[s],
-                        model["descriptor"],
+                        ctx.conf["model"]["descriptor"],
                         dask_key_name=scheduler.key("describe", s, i),
                     )
                     for s, i in batch
                 }
                 scheduler.run(tasks, described)
-        self._rank(ctx, pools)
-        parts = {(s, i): rundir.part(s, i) for s, i in images}
-        attrs = {
-            "benchmark": self.name,
-            "tag": ctx.tag,
-            "export_hash": ctx.export_hash,
-            "metricalc_version": __version__,
-            "descriptor": model["descriptor"],
-            "distance": model["distance"],
-        }
-        merge_parts(parts, rundir.predictions, attrs)  # last: marks the export complete
 
     def _rank(self, ctx: Context, pools: Mapping[str, tuple[str, ...]]) -> None:
         """The ``.results`` of every benchmark file, staged under ``predictions.parts`` (kept
@@ -525,7 +224,7 @@ class Patches:
         todo = [stem for stem in pools if not (staged / f"{stem}.results").is_file()]
 
         def ranked(stem: str, lines: list[list[str]]) -> None:
-            write_results(staged / f"{stem}.results", pools[stem], lines)
+            write_ranked_results(staged / f"{stem}.results", pools[stem], lines)
             advance()
 
         bar = progress_bar("ranking benchmark files", total=len(todo), enabled=ctx.progress)
@@ -554,6 +253,32 @@ class Patches:
 
     def evaluate(self, ctx: Context) -> Evaluation:
         """Evaluate the cached ``.results`` against the run's benchmark files."""
+        conf = ctx.conf
+        cube = self._cube(ctx)
+        files = file_table(cube)
+        metrics, scenes = self.metrics(cube, conf)
+        groups = group_table(files, ctx.tag)
+        one = files.sel(descriptor=ctx.tag)
+        summaries = {**scalar_summary(metrics, ctx.tag), **file_summaries(one, groups)}
+        table = one.drop_vars("descriptor")
+        table.attrs.update(tag=ctx.tag, ap_method=conf["eval"]["ap_method"])
+        figures = {
+            "map_per_file": plot_retrieval_map(
+                one.to_dataframe().reset_index(),
+                label="file",
+                title=f"Retrieval mAP per benchmark file ({ctx.tag})",
+            ),
+            "map_per_group": plot_retrieval_map(
+                groups, label="group", title=f"Retrieval mAP per group of files ({ctx.tag})"
+            ),
+            "scene_map": plot_scene_map(scenes),
+        }
+        figures["scene_map"].set_title(f"Patch retrieval mAP per sequence ({ctx.tag})")
+        return Evaluation(cube, table, summaries, metrics, scenes, figures)
+
+    def _cube(self, ctx: Context) -> xr.Dataset:
+        """The QueryCube of the run's ``.results`` (:func:`metricalc.patches.evaluate_folders`)
+        with the describing time and the run's attrs."""
         conf, rundir = ctx.conf, ctx.rundir
         benchmarks = rundir.path / BENCHMARKS_FOLDER
         folder = _retrieval_folder(rundir, ctx.tag)
@@ -576,71 +301,9 @@ class Patches:
             seed=int(conf["data"]["seed"]),
             tag=ctx.tag,
         )
-        files = file_table(cube)
-        metrics, scenes = self.metrics(cube, conf)
-        groups = _groups(files, ctx.tag)
-        one = files.sel(descriptor=ctx.tag)
-        summaries = {
-            **scalar_summary(metrics, ctx.tag),
-            "files": {
-                stem: {
-                    "n_queries": int(one["n_queries"].sel(file=stem)),
-                    "patch_retrieval_map": float(one["patch_retrieval_map"].sel(file=stem)),
-                    "image_retrieval_map": float(one["image_retrieval_map"].sel(file=stem)),
-                }
-                for stem in one["file"].values.tolist()
-            },
-            "groups": {
-                row["group"]: {
-                    "files": int(row["files"]),
-                    "patch_retrieval_map": float(row["patch_retrieval_map"]),
-                    "image_retrieval_map": float(row["image_retrieval_map"]),
-                }
-                for row in groups.to_dict(orient="records")
-            },
-        }
-        table = one.drop_vars("descriptor")
-        table.attrs.update(tag=ctx.tag, ap_method=conf["eval"]["ap_method"])
-        figures = {
-            "map_per_file": plot_retrieval_map(
-                one.to_dataframe().reset_index(),
-                label="file",
-                title=f"Retrieval mAP per benchmark file ({ctx.tag})",
-            ),
-            "map_per_group": plot_retrieval_map(
-                groups, label="group", title=f"Retrieval mAP per group of files ({ctx.tag})"
-            ),
-            "scene_map": plot_scene_map(scenes),
-        }
-        figures["scene_map"].set_title(f"Patch retrieval mAP per sequence ({ctx.tag})")
-        return Evaluation(cube, table, summaries, metrics, scenes, figures)
+        return cube
 
     def metrics(self, cube: xr.Dataset, conf: Mapping[str, Any]) -> tuple[xr.Dataset, xr.Dataset]:
-        """The metric set and per-sequence metrics of a patch-retrieval cube.
-
-        Metric set: the variables of :func:`metricalc.metric_set` in :data:`METRIC_SET_KEPT`
-        (``true_map_micro`` is the patch retrieval mAP over all queries, ``viewpoint_map`` and
-        ``illumination_map`` the mean over the ``v_`` / ``i_`` sequences of their mAP, the
-        ``*_map_micro`` variants over their queries) plus ``patch_retrieval_map``,
-        ``image_retrieval_map`` (means of the per-file mAPs, HPatches' figure),
-        ``image_retrieval_map_micro``, ``n_files`` and, over the dims ``file`` / ``group``,
-        ``*_by_file`` and ``*_by_group``. Scene metrics: :func:`metricalc.scene_metrics`
-        (``true_map`` and ``query_count`` per sequence) plus ``image_retrieval_map``.
-        """
-        full = metric_set(cube)
-        kept = full[[name for name in METRIC_SET_KEPT if name in full.data_vars]]
-        metrics = kept.assign(_retrieval_metrics(cube, file_table(cube)).data_vars)
-        scenes = scene_metrics(cube)[["true_map", "true_map_with_zeros", "query_count",
-                                      "excluded_count"]]  # fmt: skip
-        labels = np.asarray(cube["scene"].values).astype(str)
-        image_ap = np.asarray(cube["image_ap"].transpose("descriptor", "query").values)
-        scenes["image_retrieval_map"] = (
-            ("descriptor", "scene"),
-            np.array(
-                [
-                    [_mean(row[labels == scene]) for scene in scenes["scene"].values]
-                    for row in image_ap
-                ]
-            ).reshape(scenes.sizes["descriptor"], scenes.sizes["scene"]),
-        )
-        return metrics, scenes
+        """The metric set and per-sequence metrics of a patch-retrieval cube
+        (:func:`metricalc.experiment.patch_tables.patch_metrics`)."""
+        return patch_metrics(cube)

@@ -25,10 +25,11 @@ rename) and removed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import h5py
 import numpy as np
@@ -43,7 +44,9 @@ __all__ = [
     "merge_parts",
     "open_predictions",
     "pair_names",
+    "predictions_writer",
     "read_part",
+    "read_part_file",
     "read_prediction",
     "write_part",
 ]
@@ -62,6 +65,7 @@ ARRAYS = (
 
 _SHARED = ("keypoints0", "descriptors0")  # image 1: linked across the pairs of a scene
 _COMPRESSION = {"compression": "gzip", "compression_opts": 1, "shuffle": True}
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,14 +120,20 @@ def _write_group(
         group.create_dataset(name, data=data, **options)
 
 
+def _shape(value: Any) -> tuple[int, int]:
+    """An image shape attribute (height, width) as two ints."""
+    height, width = (int(v) for v in value)
+    return height, width
+
+
 def _read_group(group: h5py.Group, where: str) -> PairPrediction:
     missing = [name for name in ARRAYS if name not in group]
     if missing:
         raise InvalidInputError(f"{where} lacks the dataset(s) {missing}")
     arrays = {name: np.asarray(group[name][()]) for name in ARRAYS}
     try:
-        shape0 = tuple(int(v) for v in group.attrs["shape0"])
-        shape1 = tuple(int(v) for v in group.attrs["shape1"])
+        shape0 = _shape(group.attrs["shape0"])
+        shape1 = _shape(group.attrs["shape1"])
         scene, pair = str(group.attrs["scene"]), str(group.attrs["pair"])
     except (KeyError, TypeError, ValueError) as error:
         raise InvalidInputError(f"{where} has missing or bad attributes: {error}") from error
@@ -161,11 +171,29 @@ def write_part(path: Path, prediction: PairPrediction) -> None:
 
 def read_part(path: Path) -> PairPrediction:
     """Read a file of :func:`write_part`."""
+    return read_part_file(path, lambda handle, where: _read_group(handle["pair"], where))
+
+
+def read_part_file(path: Path, read: Callable[[h5py.File, str], T]) -> T:
+    """``read(handle, where)`` on the part file ``path`` open for reading (``where`` names it in
+    messages); an unreadable file or a missing dataset raises an InvalidInputError."""
     try:
         with h5py.File(path, "r") as handle:
-            return _read_group(handle["pair"], f"prediction part {path}")
+            return read(handle, f"prediction part {path}")
     except (OSError, KeyError) as error:
         raise InvalidInputError(f"prediction part {path} cannot be read: {error}") from error
+
+
+@contextmanager
+def predictions_writer(
+    target: Path, marker: str, attrs: Mapping[str, Any], *, version: int = FORMAT_VERSION
+) -> Iterator[h5py.File]:
+    """A new ``predictions.h5`` open for writing, its root attrs set (format ``marker``, format
+    version ``version`` and ``attrs``); renamed over ``target`` when the block ends without
+    error."""
+    with temporary_path(target) as tmp, h5py.File(tmp, "w") as handle:
+        handle.attrs.update(format=marker, format_version=version, **attrs)
+        yield handle
 
 
 def merge_parts(
@@ -176,8 +204,7 @@ def merge_parts(
     ``parts`` maps (scene, pair) -> part file, in the order to write. Image 1 of a scene is
     stored once (hard links) when every pair of the scene holds the same image-1 arrays.
     """
-    with temporary_path(target) as tmp, h5py.File(tmp, "w") as handle:
-        handle.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, **attrs)
+    with predictions_writer(target, FORMAT, attrs) as handle:
         first: dict[str, h5py.Group] = {}
         for (scene, pair), path in parts.items():
             prediction = read_part(path)

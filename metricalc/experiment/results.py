@@ -31,7 +31,7 @@ from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import temporary_path
 
-__all__ = ["PAIRS_GROUP", "open_pairs", "write_results"]
+__all__ = ["PAIRS_GROUP", "open_pairs", "write_results_h5"]
 
 PAIRS_GROUP = "pairs"
 """The HDF5 group of the per-pair metrics (a benchmark's ``units_group``)."""
@@ -45,10 +45,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def write_results(
+def write_results_h5(
     path: Path, cube: xr.Dataset, pairs: xr.Dataset, *, group: str = PAIRS_GROUP
 ) -> None:
-    """Write the cube (root group) and the per-unit metrics (group ``group``) atomically."""
+    """Write a run's ``results.h5``: the cube (root group) and the per-unit metrics (group
+    ``group``), atomically."""
     with temporary_path(path) as tmp:
         cubes.save(cube, tmp)
         out = pairs.copy(deep=False)

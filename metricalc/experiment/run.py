@@ -46,7 +46,7 @@ from metricalc.experiment.benchmark import Benchmark, Context, Evaluation
 from metricalc.experiment.config import check_tag, config_diff, config_hash, load_config
 from metricalc.experiment.hpatches import HPatches
 from metricalc.experiment.patch_retrieval import Patches
-from metricalc.experiment.results import open_pairs, write_results
+from metricalc.experiment.results import open_pairs, write_results_h5
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
 from metricalc.fileio import json_safe
@@ -219,7 +219,7 @@ def _load_cached(bench: Benchmark, rundir: RunDir, conf: Mapping[str, Any]) -> E
 
 
 def _save(rundir: RunDir, evaluation: Evaluation, group: str) -> None:
-    write_results(rundir.results, evaluation.cube, evaluation.pairs, group=group)
+    write_results_h5(rundir.results, evaluation.cube, evaluation.pairs, group=group)
     for stem, ax in evaluation.figures.items():
         save_figure(ax, rundir.plots / stem)
     rundir.write_json(rundir.summaries, evaluation.summaries)  # last: marks the results complete
@@ -315,41 +315,11 @@ def run(
         started_at=started_at,
     )
     with rundir.lock():
-        old = rundir.read_conf()
-        if old is not None and not overwrite:
-            if rundir.has_predictions() or rundir.parts.is_dir():
-                _refuse(rundir, old, values, "--overwrite")
-            elif config_diff(old, values, ("data", "model")):
-                old = None  # nothing was exported with the stored configuration: start afresh
-            if old is not None and not overwrite_eval and rundir.has_results():
-                _refuse(rundir, old, values, "--overwrite_eval")
-        fresh = overwrite or old is None  # without conf.yaml nothing in the folder is trusted
-        previous = {} if fresh else (rundir.read_json(rundir.run_json) or {})
-        if fresh:
-            rundir.clear_all()
-        elif overwrite_eval:
-            rundir.clear_results()
-        rundir.clear_stale_parts()
-        rundir.write_conf(values)
+        previous = _reset_folder(rundir, values, overwrite=overwrite, overwrite_eval=overwrite_eval)
         timings = dict(previous.get("timings") or {})
         ctx = Context(rundir, values, tag, benchmark, pool, export_hash, progress)
         try:
-            if rundir.has_predictions() and rundir.has_results():
-                evaluation = _load_cached(bench, rundir, values)  # no scheduler needed
-            else:
-                with ctx.scheduler:
-                    if not rundir.has_predictions():
-                        t0 = time.perf_counter()
-                        bench.export(ctx)
-                        rundir.clear_stale_parts()  # merged into predictions.h5
-                        timings["export"] = time.perf_counter() - t0
-                        result.exported = True
-                        rundir.clear_results()  # results of other predictions are stale
-                    t0 = time.perf_counter()
-                    evaluation = bench.evaluate(ctx)
-                    _save(rundir, evaluation, bench.units_group)
-                    timings["evaluation"] = time.perf_counter() - t0
-                    result.evaluated = True
+            evaluation = _evaluation(bench, ctx, timings, result)
             result.summaries = json_safe(evaluation.summaries)  # as in summaries.json
             result.metric_set, result.scene_metrics = evaluation.metrics, evaluation.scenes
             result.pairs = evaluation.pairs
@@ -364,6 +334,54 @@ def run(
         _finish(rundir, result, timings, started)
         _record(database, result)  # under the tag's lock: the database row matches the folder
     return result
+
+
+def _reset_folder(
+    rundir: RunDir, values: dict[str, Any], *, overwrite: bool, overwrite_eval: bool
+) -> dict[str, Any]:
+    """Check the run folder's configuration against ``values`` (refusing a conflict), clear
+    what must be redone, write ``conf.yaml``; the previous ``run.json`` when it is kept."""
+    old = rundir.read_conf()
+    if old is not None and not overwrite:
+        if rundir.has_predictions() or rundir.parts.is_dir():
+            _refuse(rundir, old, values, "--overwrite")
+        elif config_diff(old, values, ("data", "model")):
+            old = None  # nothing was exported with the stored configuration: start afresh
+        if old is not None and not overwrite_eval and rundir.has_results():
+            _refuse(rundir, old, values, "--overwrite_eval")
+    fresh = overwrite or old is None  # without conf.yaml nothing in the folder is trusted
+    previous = {} if fresh else (rundir.read_json(rundir.run_json) or {})
+    if fresh:
+        rundir.clear_all()
+    elif overwrite_eval:
+        rundir.clear_results()
+    rundir.clear_stale_parts()
+    rundir.write_conf(values)
+    return previous
+
+
+def _evaluation(
+    bench: Benchmark, ctx: Context, timings: dict[str, Any], result: RunResult
+) -> Evaluation:
+    """The run's evaluation: read from the cache, or exported (when the predictions are
+    missing) and evaluated, timed into ``timings`` and saved."""
+    rundir = ctx.rundir
+    if rundir.has_predictions() and rundir.has_results():
+        return _load_cached(bench, rundir, ctx.conf)  # no scheduler needed
+    with ctx.scheduler:
+        if not rundir.has_predictions():
+            t0 = time.perf_counter()
+            bench.export(ctx)
+            rundir.clear_stale_parts()  # merged into predictions.h5
+            timings["export"] = time.perf_counter() - t0
+            result.exported = True
+            rundir.clear_results()  # results of other predictions are stale
+        t0 = time.perf_counter()
+        evaluation = bench.evaluate(ctx)
+        _save(rundir, evaluation, bench.units_group)
+        timings["evaluation"] = time.perf_counter() - t0
+        result.evaluated = True
+    return evaluation
 
 
 def _database(db: str | os.PathLike[str] | bool, outputs: str | os.PathLike[str]) -> Path | None:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
-import dask
+from dask.base import compute
 from dask.callbacks import Callback
 from threadpoolctl import threadpool_limits
 
@@ -125,7 +125,9 @@ class Scheduler:
             from distributed import Client
 
             try:
-                self._client = Client(self.spec, timeout=_CONNECT_TIMEOUT, set_as_default=False)
+                self._client = Client(  # type: ignore[no-untyped-call]  # distributed: no hints
+                    self.spec, timeout=_CONNECT_TIMEOUT, set_as_default=False
+                )
             except (OSError, TimeoutError) as error:
                 raise InvalidInputError(
                     f"cannot connect to the dask scheduler at {self.spec}: {error}"
@@ -167,8 +169,8 @@ class Scheduler:
         options: dict[str, Any] = {"scheduler": self.spec, "optimize_graph": False}
         if self._pool is not None:
             options["pool"] = self._pool
-        with Callback(posttask=posttask):
-            dask.compute(*tasks.values(), **options)
+        with Callback(posttask=posttask):  # type: ignore[no-untyped-call]  # dask: no hints
+            compute(*tasks.values(), **options)  # type: ignore[no-untyped-call]
 
     def _run_distributed(
         self,
@@ -180,7 +182,9 @@ class Scheduler:
 
         futures = self._client.compute(list(tasks.values()))
         try:
-            completed = as_completed(futures, with_results=True, loop=self._client.loop)
+            completed = as_completed(  # type: ignore[no-untyped-call]  # distributed: no hints
+                futures, with_results=True, loop=self._client.loop
+            )
             for future, value in completed:
                 on_result(named[str(future.key)], value)
         finally:

@@ -1,10 +1,12 @@
 """HPatches patch retrieval benchmark (ECCV 2016 workshop): files, validation, evaluation.
 
-``.benchmark``, ``.labels`` and ``.results`` files are read into :class:`Benchmark`,
-:class:`Labels` and :class:`Results` (:mod:`metricalc.patches.files`), checked against every rule
-of PROTOCOLS.md section 6 by :func:`validate`, and scored by :func:`evaluate_results` /
-:func:`evaluate_files` (:mod:`metricalc.patches.evaluate`): per query the patch retrieval and the
-image retrieval AP over ranks 2..51, and their means. See ``docs/patches.md``.
+Signatures and patch-image names are parsed by :mod:`metricalc.patches.names`; ``.benchmark``,
+``.labels`` and ``.results`` files are read into :class:`Benchmark`, :class:`Labels` and
+:class:`Results` (:mod:`metricalc.patches.files`), checked against every rule of PROTOCOLS.md
+section 6 by :func:`validate` (:mod:`metricalc.patches.checks`), and scored by
+:func:`evaluate_results` / :func:`evaluate_files` (:mod:`metricalc.patches.evaluate`): per query
+the patch retrieval and the image retrieval AP over ranks 2..51, and their means.
+See ``docs/patches.md``.
 
 The synthetic patch dataset is made by :func:`metricalc.datasets.make_patch_dataset`.
 The rest of the offline pipeline is imported on first use (it loads OpenCV):
@@ -21,6 +23,7 @@ The rest of the offline pipeline is imported on first use (it loads OpenCV):
 from importlib import import_module
 from typing import Any
 
+from metricalc.patches.checks import validate
 from metricalc.patches.evaluate import REPEAT_POLICIES, evaluate_files, evaluate_results, relevance
 from metricalc.patches.files import (
     IMAGES,
@@ -35,7 +38,6 @@ from metricalc.patches.files import (
     read_benchmark,
     read_labels,
     read_results,
-    validate,
     write_results,
 )
 

@@ -30,10 +30,13 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from metricalc.errors import InvalidInputError
-from metricalc.patches.dataset import LEVELS, SPLITS, PatchDataset, read_patch_dataset
-from metricalc.patches.files import read_benchmark, read_labels, validate, write_atomic
+from metricalc.patches.checks import read_task
+from metricalc.patches.dataset import LEVELS, SPLITS, PatchDataset, open_patch_dataset
+from metricalc.patches.files import write_atomic
+from metricalc.validation import is_integer
 
 __all__ = ["DIFFICULTIES", "QUERIES_PER_SEQUENCE", "benchmark_name", "make_benchmark"]
 
@@ -55,8 +58,8 @@ def benchmark_name(split: str, difficulty: str, n_sequences: int, seed: int) -> 
     return f"{split}_{difficulty}_{n_sequences}s_{seed:02d}"
 
 
-def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+def _positive(name: str, value: int) -> int:
+    if not is_integer(value) or value < 1:
         raise InvalidInputError(f"{name}: expected an integer >= 1, got {value!r}")
     return int(value)
 
@@ -105,8 +108,6 @@ def make_benchmark(
     Examples
     --------
     >>> import tempfile
-    >>> from pathlib import Path
-    >>> import numpy as np
     >>> from metricalc.patches.dataset import write_patches
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     for seq in ("v_a", "v_b"):
@@ -120,16 +121,47 @@ def make_benchmark(
     >>> bench.name, len(lines[0].split(",")), len(lines) - 1
     ('train_easy_2s_00.benchmark', 12, 4)
     """
-    if not isinstance(dataset, PatchDataset):
-        dataset = read_patch_dataset(dataset)
+    dataset = open_patch_dataset(dataset)
     if split not in SPLITS:
         raise InvalidInputError(f"split: expected one of {SPLITS}, got {split!r}")
     if difficulty not in DIFFICULTIES:
         raise InvalidInputError(f"difficulty: expected one of {DIFFICULTIES}, got {difficulty!r}")
     n_sequences = _positive("n_sequences", n_sequences)
     queries_per_sequence = _positive("queries_per_sequence", queries_per_sequence)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+    if not is_integer(seed) or seed < 0:
         raise InvalidInputError(f"seed: expected a non-negative integer, got {seed!r}")
+    name = benchmark_name(split, difficulty, n_sequences, int(seed))
+    rng = np.random.default_rng([int(seed), zlib.crc32(name.rsplit("_", 1)[0].encode())])
+    letter = LEVELS[difficulty]
+    images = ("ref", *(f"{letter}{k}" for k in range(1, 6)))
+    drawn = _draw_sequences(dataset, rng, split, n_sequences, images, difficulty)
+    owner, index = _draw_queries(dataset, rng, drawn, queries_per_sequence)
+    pool = ",".join(f"{s}.{image}" for s in drawn for image in images)
+    queries = [f"{drawn[o]}.ref.{i}" for o, i in zip(owner.tolist(), index.tolist(), strict=True)]
+    clusters = [
+        ",".join(f"{drawn[o]}.{image}.{i}" for image in images)
+        for o, i in zip(owner.tolist(), index.tolist(), strict=True)
+    ]
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"--out {out} is a file; expected a folder for the benchmark files")
+    benchmark_path, labels_path = out / f"{name}.benchmark", out / f"{name}.labels"
+    write_atomic(benchmark_path, "\n".join([pool, *queries, ""]).encode("utf-8"))
+    write_atomic(labels_path, "\n".join([pool, *clusters, ""]).encode("utf-8"))
+    read_task(benchmark_path, labels_path)
+    return benchmark_path, labels_path
+
+
+def _draw_sequences(
+    dataset: PatchDataset,
+    rng: np.random.Generator,
+    split: str,
+    n_sequences: int,
+    images: tuple[str, ...],
+    difficulty: str,
+) -> list[str]:
+    """Step 1: ``n_sequences`` sequences of ``split`` drawn without replacement, each holding
+    ``images``."""
     candidates = dataset.split_sequences(split)
     if len(candidates) < n_sequences:
         unknown = [s for s in dataset.sequences if s not in dataset.splits]
@@ -143,10 +175,6 @@ def make_benchmark(
             f"{dataset.root}: {len(candidates)} {split} sequences, expected at least "
             f"{n_sequences} (--sequences){hint}"
         )
-    name = benchmark_name(split, difficulty, n_sequences, int(seed))
-    rng = np.random.default_rng([int(seed), zlib.crc32(name.rsplit("_", 1)[0].encode())])
-    letter = LEVELS[difficulty]
-    images = ("ref", *(f"{letter}{k}" for k in range(1, 6)))
     drawn = [candidates[i] for i in rng.choice(len(candidates), n_sequences, replace=False)]
     for sequence in drawn:
         missing = [image for image in images if image not in dataset.images[sequence]]
@@ -155,8 +183,16 @@ def make_benchmark(
                 f"{dataset.root / sequence}: no {missing[0]}.png; a {difficulty} benchmark needs "
                 f"{', '.join(images)}"
             )
+    return drawn
+
+
+def _draw_queries(
+    dataset: PatchDataset, rng: np.random.Generator, drawn: list[str], queries_per_sequence: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]:
+    """Step 3: the queries, drawn uniformly without replacement among the reference patches of
+    the ``drawn`` sequences: per query its sequence (position in ``drawn``) and patch index."""
     counts = np.array([dataset.counts[s] for s in drawn])
-    n_queries = queries_per_sequence * n_sequences
+    n_queries = queries_per_sequence * len(drawn)
     if n_queries > counts.sum():
         raise InvalidInputError(
             f"{n_queries} queries ({queries_per_sequence} per sequence) but the drawn sequences "
@@ -166,18 +202,4 @@ def make_benchmark(
     offsets = np.concatenate([[0], np.cumsum(counts)])
     picked = rng.choice(int(counts.sum()), n_queries, replace=False)
     owner = np.searchsorted(offsets, picked, side="right") - 1
-    index = picked - offsets[owner]
-    pool = ",".join(f"{s}.{image}" for s in drawn for image in images)
-    queries = [f"{drawn[o]}.ref.{i}" for o, i in zip(owner.tolist(), index.tolist(), strict=True)]
-    clusters = [
-        ",".join(f"{drawn[o]}.{image}.{i}" for image in images)
-        for o, i in zip(owner.tolist(), index.tolist(), strict=True)
-    ]
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InvalidInputError(f"--out {out} is a file; expected a folder for the benchmark files")
-    benchmark_path, labels_path = out / f"{name}.benchmark", out / f"{name}.labels"
-    write_atomic(benchmark_path, "\n".join([pool, *queries, ""]).encode("utf-8"))
-    write_atomic(labels_path, "\n".join([pool, *clusters, ""]).encode("utf-8"))
-    validate(read_benchmark(benchmark_path), read_labels(labels_path))
-    return benchmark_path, labels_path
+    return owner, picked - offsets[owner]

@@ -34,7 +34,8 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import read_json
-from metricalc.patches.files import IMAGES, _patch_image_problem, write_atomic
+from metricalc.patches.files import write_atomic
+from metricalc.patches.names import IMAGES, _patch_image_problem
 
 __all__ = [
     "ECCV2016_SPLITS",
@@ -44,6 +45,7 @@ __all__ = [
     "SPLITS_NAME",
     "PatchDataset",
     "check_patches",
+    "open_patch_dataset",
     "read_patch_dataset",
     "write_patches",
 ]
@@ -226,6 +228,22 @@ def _read_splits(root: Path) -> dict[str, str]:
 
 
 def _read_sequence(folder: Path) -> tuple[int, tuple[str, ...]]:
+    present = _sequence_images(folder)
+    images = tuple(name for name in IMAGES if name in present)
+    reference = _count_patches(present["ref"])
+    for name in images[1:]:
+        count = _count_patches(present[name])
+        if count != reference:
+            raise InvalidInputError(
+                f"{present[name]}: {count} patches, but ref.png has {reference}; expected the "
+                "same number in every image of a sequence (patch i of each is the same surface)"
+            )
+    return reference, images
+
+
+def _sequence_images(folder: Path) -> dict[str, Path]:
+    """The PNG files of a sequence folder by image name, checked: known names, ``ref`` present,
+    each jitter level complete or absent."""
     pngs = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".png" and p.is_file())
     unknown = [p.name for p in pngs if p.stem not in IMAGES]
     if unknown:
@@ -245,16 +263,7 @@ def _read_sequence(folder: Path) -> tuple[int, tuple[str, ...]]:
                 f"{folder}: missing image {missing}.png; expected all of {names[0]}..{names[-1]} "
                 f"or none (found {', '.join(have)})"
             )
-    images = tuple(name for name in IMAGES if name in present)
-    reference = _count_patches(present["ref"])
-    for name in images[1:]:
-        count = _count_patches(present[name])
-        if count != reference:
-            raise InvalidInputError(
-                f"{present[name]}: {count} patches, but ref.png has {reference}; expected the "
-                "same number in every image of a sequence (patch i of each is the same surface)"
-            )
-    return reference, images
+    return present
 
 
 def read_patch_dataset(root: str | os.PathLike[str]) -> PatchDataset:
@@ -306,6 +315,12 @@ def read_patch_dataset(root: str | os.PathLike[str]) -> PatchDataset:
     )
 
 
+def open_patch_dataset(dataset: PatchDataset | str | os.PathLike[str]) -> PatchDataset:
+    """The dataset step of the patch benchmark: ``dataset`` itself, or the patch dataset in the
+    folder ``dataset`` (:func:`read_patch_dataset`)."""
+    return dataset if isinstance(dataset, PatchDataset) else read_patch_dataset(dataset)
+
+
 def check_patches(patches: np.ndarray, *, minimum: int = 0) -> np.ndarray:
     """``patches`` as an array (N, 65, 65) of uint8 pixels with N >= ``minimum``.
 
@@ -336,8 +351,6 @@ def write_patches(path: str | os.PathLike[str], patches: np.ndarray) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from pathlib import Path
-    >>> import numpy as np
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = write_patches(Path(tmp) / "s" / "ref.png", np.zeros((2, 65, 65), np.uint8))
     ...     _png_size(path)

@@ -42,7 +42,7 @@ from metricalc.patches.dataset import (
     PATCH_SIZE,
     PatchDataset,
     check_patches,
-    read_patch_dataset,
+    open_patch_dataset,
 )
 from metricalc.patches.files import write_atomic
 from metricalc.progress import progress_bar
@@ -55,6 +55,7 @@ __all__ = [
     "SIFT_PADDING",
     "SIFT_SIZE",
     "describe_dataset",
+    "describe_image",
     "describe_patches",
 ]
 
@@ -85,10 +86,10 @@ def _sift(patches: np.ndarray) -> np.ndarray:
     tiles = np.pad(patches, ((0, 0), (pad, pad), (pad, pad)), mode="reflect")
     centre = pad + (PATCH_SIZE - 1) / 2
     keypoints = [cv2.KeyPoint(centre, side * i + centre, SIFT_SIZE, 0) for i in range(len(tiles))]
-    found, descriptors = cv2.SIFT_create().compute(tiles.reshape(-1, side), keypoints)
+    found, descriptors = cv2.SIFT.create().compute(tiles.reshape(-1, side), keypoints)
     if descriptors is None or len(found) != len(tiles):  # pragma: no cover - OpenCV keeps them
         raise InvalidInputError(f"OpenCV SIFT described {len(found)} of {len(tiles)} patches")
-    return descriptors.astype(np.float32, copy=False)
+    return np.asarray(descriptors, dtype=np.float32)
 
 
 def _raw(patches: np.ndarray) -> np.ndarray:
@@ -101,7 +102,8 @@ def _raw(patches: np.ndarray) -> np.ndarray:
     norm = np.linalg.norm(x, axis=1, keepdims=True)
     # A constant patch leaves float32 rounding noise of about 1e-5; a single pixel one grey level
     # off moves an average by 1 / 16.5, so 1e-3 separates the two.
-    return np.divide(x, norm, out=np.zeros_like(x), where=norm > 1e-3).astype(np.float32)
+    normalised: np.ndarray = np.divide(x, norm, out=np.zeros_like(x), where=norm > 1e-3)
+    return normalised.astype(np.float32)
 
 
 def describe_patches(patches: np.ndarray, *, method: str = "sift") -> np.ndarray:
@@ -134,14 +136,22 @@ def describe_patches(patches: np.ndarray, *, method: str = "sift") -> np.ndarray
     return out
 
 
+def describe_image(
+    dataset: PatchDataset, sequence: str, image: str, *, method: str = "sift"
+) -> np.ndarray:
+    """The describe step of the patch benchmark: the descriptors (N x D float32) of the patches
+    of patch-image ``sequence.image`` of ``dataset`` (:func:`describe_patches`)."""
+    return describe_patches(dataset.patches(sequence, image), method=method)
+
+
 def _encode(descriptors: np.ndarray, fmt: str) -> bytes:
     if fmt == "npy":
-        buffer = io.BytesIO()
-        np.save(buffer, descriptors, allow_pickle=False)
-        return buffer.getvalue()
-    buffer = io.StringIO()
-    np.savetxt(buffer, descriptors, delimiter=",", fmt="%.9g")  # float32 round-trips
-    return buffer.getvalue().encode("ascii")
+        binary = io.BytesIO()
+        np.save(binary, descriptors, allow_pickle=False)
+        return binary.getvalue()
+    text = io.StringIO()
+    np.savetxt(text, descriptors, delimiter=",", fmt="%.9g")  # float32 round-trips
+    return text.getvalue().encode("ascii")
 
 
 def describe_dataset(
@@ -187,8 +197,7 @@ def describe_dataset(
         raise InvalidInputError(f"method: expected one of {METHODS}, got {method!r}")
     if format not in FORMATS:
         raise InvalidInputError(f"format: expected one of {FORMATS}, got {format!r}")
-    if not isinstance(dataset, PatchDataset):
-        dataset = read_patch_dataset(dataset)
+    dataset = open_patch_dataset(dataset)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"--out {out} is a file; expected a folder for the descriptors")
@@ -196,7 +205,7 @@ def describe_dataset(
     written = []
     with progress_bar(f"{method} descriptors", total=len(jobs), enabled=progress) as advance:
         for sequence, image in jobs:
-            descriptors = describe_patches(dataset.patches(sequence, image), method=method)
+            descriptors = describe_image(dataset, sequence, image, method=method)
             path = out / sequence / f"{image}.{format}"
             written.append(write_atomic(path, _encode(descriptors, format)))
             for other in FORMATS:  # a stale file of the other format would shadow or confuse

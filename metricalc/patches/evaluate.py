@@ -32,6 +32,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.core.ranking import AP_METHODS, average_precision
+from metricalc.patches.checks import validate
 from metricalc.patches.files import (
     N_RESULTS,
     Benchmark,
@@ -40,7 +41,6 @@ from metricalc.patches.files import (
     read_benchmark,
     read_labels,
     read_results,
-    validate,
 )
 from metricalc.validation import check_choice
 
@@ -174,10 +174,10 @@ def ir_measures(
     --------
     >>> from metricalc.patches import Benchmark, Labels, Results
     >>> pool = ("a.ref", "a.e1", "a.e2", "b.ref")
-    >>> bench = Benchmark(pool, ("a.ref.0",))
     >>> labels = Labels(pool, (("a.ref.0", "a.e1.0", "a.e2.0"),))
-    >>> others = [f"b.ref.{k}" for k in range(46)]
-    >>> ranked = ("a.ref.0", "b.ref.99", "a.e1.0", "a.e1.0", "a.e2.0", *others)
+    >>> bench = Benchmark(pool, ("a.ref.0",))
+    >>> ranked = ("a.ref.0", "b.ref.99", "a.e1.0", "a.e1.0", "a.e2.0",
+    ...           *(f"b.ref.{k}" for k in range(46)))
     >>> values = ir_measures(bench, labels, Results(pool, (ranked,)), ("recip_rank", "P.5"))
     >>> values["recip_rank"].tolist(), values["P_5"].tolist()   # a.e1.0 counts once
     ([0.5], [0.4])

@@ -80,7 +80,10 @@ def folder_name(path: str | os.PathLike[str]) -> str:
 
 
 def evaluate_folder(
-    benchmarks: str | Path, results: str | Path, *, ap_method: str = "vlfeat"
+    benchmarks: str | os.PathLike[str],
+    results: str | os.PathLike[str],
+    *,
+    ap_method: str = "vlfeat",
 ) -> FolderEvaluation:
     """Evaluate every ``*.results`` of ``results`` against its benchmark and labels.
 

@@ -148,13 +148,14 @@ class RetrievalEvaluation:
     def to_dict(self) -> dict[str, Any]:
         """``files``, ``groups`` (lists of row objects) and ``errors``, for JSON output
         (:func:`metricalc.fileio.json_safe`: NumPy values as Python, non-finite values as None)."""
-        return json_safe({
+        table: dict[str, Any] = json_safe({
             "files": self.files.to_dict(orient="records"),
             "groups": self.groups().to_dict(orient="records"),
             "errors": [
                 {"descriptor": d, "file": str(path), "error": m} for d, path, m in self.errors
             ],
         })
+        return table
 
 
 def evaluate_folders(

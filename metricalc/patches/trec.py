@@ -30,8 +30,9 @@ import pandas as pd
 import pyarrow as pa
 
 from metricalc.errors import InvalidInputError
+from metricalc.patches.checks import validate
 from metricalc.patches.evaluate import relevance
-from metricalc.patches.files import N_RESULTS, Benchmark, Labels, Results, validate
+from metricalc.patches.files import N_RESULTS, Benchmark, Labels, Results
 from metricalc.retrieval.export import trec_writer
 
 __all__ = ["PatchExport", "export_trec"]
