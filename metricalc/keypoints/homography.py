@@ -74,6 +74,8 @@ from metricalc.keypoints.homography_errors import (
 
 __all__ = [
     "AUC_THRESHOLDS",
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_MAX_ITERS",
     "DEFAULT_RANSAC_THRESHOLDS",
     "DLT_METHODS",
     "ESTIMATORS",
