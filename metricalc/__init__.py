@@ -3,7 +3,6 @@
 The public API is re-exported here; see ``docs/`` for the metric definitions.
 """
 
-from importlib import import_module
 from typing import Any
 
 from metricalc import cube
@@ -31,6 +30,7 @@ from metricalc.core.ranking import (
     rank_stats,
 )
 from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricWarning
+from metricalc.lazy import lazy_attribute
 from metricalc.metrics import (
     matching_accuracy,
     matching_counts,
@@ -113,11 +113,10 @@ _LAZY_FUNCTIONS = {
 """Functions of a lazy subpackage that the top level offers too."""
 
 
+_LAZY = {**{name: f"metricalc.{name}" for name in _LAZY_SUBPACKAGES}, **_LAZY_FUNCTIONS}
+
+
 def __getattr__(name: str) -> Any:
     """Import a subpackage of :data:`_LAZY_SUBPACKAGES` or the module of a function of
     :data:`_LAZY_FUNCTIONS` on first use (no import-time cost)."""
-    if name in _LAZY_SUBPACKAGES:
-        return import_module(f"metricalc.{name}")
-    if name in _LAZY_FUNCTIONS:
-        return getattr(import_module(_LAZY_FUNCTIONS[name]), name)
-    raise AttributeError(f"module 'metricalc' has no attribute {name!r}")
+    return lazy_attribute(__name__, _LAZY, name)

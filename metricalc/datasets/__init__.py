@@ -15,8 +15,9 @@ The generators load OpenCV, so each is imported on first use.
 3
 """
 
-from importlib import import_module
 from typing import Any
+
+from metricalc.lazy import lazy_attribute
 
 __all__ = [
     "PHOTOGRAPHS",
@@ -39,6 +40,4 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     """Import a generator's module on first use."""
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'metricalc.datasets' has no attribute {name!r}")
+    return lazy_attribute(__name__, _LAZY, name)

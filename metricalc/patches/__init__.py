@@ -20,9 +20,9 @@ The rest of the offline pipeline is imported on first use (it loads OpenCV):
 'i_chestnuts.ref'
 """
 
-from importlib import import_module
 from typing import Any
 
+from metricalc.lazy import lazy_attribute
 from metricalc.patches.checks import validate
 from metricalc.patches.evaluate import REPEAT_POLICIES, evaluate_files, evaluate_results, relevance
 from metricalc.patches.files import (
@@ -76,6 +76,4 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     """Import the dataset, generator, descriptor and cube functions on first use."""
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'metricalc.patches' has no attribute {name!r}")
+    return lazy_attribute(__name__, _LAZY, name)

@@ -15,8 +15,9 @@ The names below are imported on first use (the figures load matplotlib and seabo
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
+
+from metricalc.lazy import lazy_attribute
 
 _EXPORTS = {
     "Table": "tables",
@@ -32,10 +33,9 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
+_WHERE = {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
+
 
 def __getattr__(name: str) -> Any:
     """Import the module that defines ``name`` on first use."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'metricalc.plotting' has no attribute {name!r}")
-    return getattr(import_module(f"metricalc.plotting.{module}"), name)
+    return lazy_attribute(__name__, _WHERE, name)
