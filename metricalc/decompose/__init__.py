@@ -36,6 +36,7 @@ from metricalc.decompose.whatif import (
     what_if,
     what_if_table,
 )
+from metricalc.lazy import lazy_attribute
 
 __all__ = [
     "DEFAULT_STAGES",
@@ -68,10 +69,12 @@ __all__ = [
 ]
 
 
+_LAZY = {
+    name: "metricalc.decompose.detection"
+    for name in ("decompose_detection", "detection_chains", "DetectionDecomposition")
+}
+
+
 def __getattr__(name: str) -> object:
     """The detection instance loads on first use (it imports the detection package)."""
-    if name in ("decompose_detection", "detection_chains", "DetectionDecomposition"):
-        from metricalc.decompose import detection
-
-        return getattr(detection, name)
-    raise AttributeError(f"module 'metricalc.decompose' has no attribute {name!r}")
+    return lazy_attribute(__name__, _LAZY, name)
