@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from metricalc.metrics.scenes import SCENE_METRICS
 from metricalc.store import codec
 from metricalc.store.metadata import parse_metadata
 
@@ -45,16 +46,9 @@ order; its ``metadata`` TEXT column follows them."""
 RESULT_COLUMNS = ("descriptor", "status", "error", *SEED_COLUMNS, "metadata", "extra")
 """The columns of ``results`` a row is written with (besides its ids)."""
 
-SCENE_COLUMNS = (
-    "scene",
-    "true_map",
-    "true_map_with_zeros",
-    "query_count",
-    "excluded_count",
-    "image_count",
-    "mean_precision",
-)
-"""The columns of ``scenes`` a row is written with (besides its ids)."""
+SCENE_COLUMNS = ("scene", *SCENE_METRICS)
+"""The columns of ``scenes`` a row is written with (besides its ids): the scene and
+:func:`metricalc.scene_metrics`' variables, in their order."""
 
 TABLES = ("experiments", "results", "scenes")
 """The tables of the database."""
