@@ -65,16 +65,21 @@ def kornia_normalize_points(points: np.ndarray, w: np.ndarray) -> tuple[np.ndarr
     return centered * scale, transform
 
 
+def dlt_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two rows of the DLT system of each normalised match ``a[i] -> b[i]`` (kornia's)."""
+    x1, y1, x2, y2 = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
+    zeros, ones = np.zeros_like(x1), np.ones_like(x1)
+    ax = np.stack([zeros, zeros, zeros, -x1, -y1, -ones, y2 * x1, y2 * y1, y2], -1)
+    ay = np.stack([x1, y1, ones, zeros, zeros, zeros, -x2 * x1, -x2 * y1, -x2], -1)
+    return ax, ay
+
+
 def kornia_dlt(p0: np.ndarray, p1: np.ndarray, w: np.ndarray, dtype: type) -> np.ndarray:
     """The reference estimate (five or more matches), computed in ``dtype``."""
     p0, p1, w = p0.astype(dtype), p1.astype(dtype), w.astype(dtype)
     a, t0 = kornia_normalize_points(p0, w)
     b, t1 = kornia_normalize_points(p1, w)
-    x1, y1, x2, y2 = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
-    zeros, ones = np.zeros_like(x1), np.ones_like(x1)
-    ax = np.stack([zeros, zeros, zeros, -x1, -y1, -ones, y2 * x1, y2 * y1, y2], -1)
-    ay = np.stack([x1, y1, ones, zeros, zeros, zeros, -x2 * x1, -x2 * y1, -x2], -1)
-    A = np.stack([ax, ay], 1).reshape(-1, 9)
+    A = np.stack(dlt_rows(a, b), 1).reshape(-1, 9)
     normal = (A.T * np.repeat(w, 2)) @ A
     sol = np.linalg.solve(normal, np.ones(9, dtype))
     H = np.linalg.inv(t1) @ (sol.reshape(3, 3) @ t0)
@@ -93,11 +98,7 @@ def svd_with_mean_normalisation(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
     ones = np.ones(len(p0))
     a, t0 = kornia_normalize_points(p0, ones)
     b, t1 = kornia_normalize_points(p1, ones)
-    x1, y1, x2, y2 = a[:, 0], a[:, 1], b[:, 0], b[:, 1]
-    zeros, one = np.zeros_like(x1), np.ones_like(x1)
-    ax = np.stack([zeros, zeros, zeros, -x1, -y1, -one, y2 * x1, y2 * y1, y2], -1)
-    ay = np.stack([x1, y1, one, zeros, zeros, zeros, -x2 * x1, -x2 * y1, -x2], -1)
-    A = np.concatenate([ax, ay])
+    A = np.concatenate(dlt_rows(a, b))
     h = np.linalg.svd(A, full_matrices=False)[2][-1]
     H = np.linalg.inv(t1) @ h.reshape(3, 3) @ t0
     return H / H[2, 2]
