@@ -17,6 +17,7 @@ import xarray as xr
 
 from metricalc import cube as qc
 from metricalc.cli import main
+from metricalc.cube import io as cube_io
 from metricalc.datasets import make_synthetic_dataset
 from metricalc.datasets.sequences import QUICK_SCENES
 from metricalc.errors import InvalidInputError, UndefinedMetricWarning
@@ -275,7 +276,7 @@ def test_a_bojanic_cube_without_image_retrieval(
     assert not math.isnan(float(metrics.keypoint_verification_ap.sel(descriptor="x")))
     older = cube.drop_vars(["image_retrieval_ap", "image_retrieval_relevant"])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(qc, "validate", lambda c: c)  # write it as an older metricalc did
+        patch.setattr(cube_io, "validate", lambda c: c)  # write it as an older metricalc did
         qc.save(older, tmp_path / "older.nc")
     xr.testing.assert_identical(qc.open_cube(tmp_path / "older.nc"), cube)
     assert math.isnan(float(metric_set(older).image_retrieval_map.sel(descriptor="x")))
