@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
+from metricalc.datasets import patches as synthetic
 from metricalc.datasets.patches import (
     FRAMES_NAME,
     JITTER,
@@ -20,7 +21,6 @@ from metricalc.datasets.patches import (
 )
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.sequences import load_sequences
-from metricalc.patches import synthetic
 from metricalc.patches.files import IMAGES
 
 SIZE, MAX_PATCHES = 320, 150

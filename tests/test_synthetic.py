@@ -12,6 +12,7 @@ import pytest
 import skimage.data
 from scipy.ndimage import map_coordinates
 
+from metricalc.datasets import sequences as synthetic
 from metricalc.datasets.sequences import (
     MANIFEST_NAME,
     PHOTOGRAPHS,
@@ -22,7 +23,6 @@ from metricalc.datasets.sequences import (
     viewpoint_homographies,
 )
 from metricalc.errors import InvalidInputError
-from metricalc.keypoints import synthetic
 from metricalc.keypoints.sequences import load_sequences
 
 SIZE = 96
