@@ -1,5 +1,5 @@
 """The report of a study end to end: files, consistency with direct ``metricalc.stats`` calls,
-the HTML page in headless Chromium, and the ``report`` verb in a subprocess.
+the HTML page in headless Chromium, and the ``report`` verb (in-process, ``tests/cli_helpers``).
 
 The cubes are small random QueryCubes of known descriptor quality (``make_query_cube``), so a
 report builds in seconds.
@@ -8,8 +8,6 @@ report builds in seconds.
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.plotting.labels import escape_html
 from metricalc.report.builder import SECTION_HOOKS, Section, build, register_section
 from metricalc.report.study import study_from_dict
+from tests.cli_helpers import CliResult, run_cli
 
 QUALITY = {"good": 0.9, "a&b <i>x</i>": 0.5, "poor_one": 0.1}
 NAMES = {"good": "Good <b>1</b>"}
@@ -289,14 +288,8 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
     assert any("not tested" in note for note in report.notes)  # 4 scenes: too few to pair by scene
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "metricalc", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
+def run(*args: str, cwd: Path) -> CliResult:
+    return run_cli(*args, cwd=cwd)
 
 
 def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_query_cube):

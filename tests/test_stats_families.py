@@ -239,19 +239,18 @@ def test_a_call_raises_only_when_no_comparison_can_be_tested(systems):
 
 def test_notes_reach_the_json_and_the_terminal_table_of_the_cli(systems, tmp_path):
     import json
-    import subprocess
-    import sys
+
+    from tests.cli_helpers import run_cli
 
     path = tmp_path / "c.nc"
     qc.save(ap_cube(systems), path)
-    command = [sys.executable, "-m", "metricalc", "compare", str(path), "--baseline", "sift",
-               "--test", "wilcoxon"]  # fmt: skip
-    done = subprocess.run([*command, "--json"], capture_output=True, text=True, check=False)
+    command = ["compare", str(path), "--baseline", "sift", "--test", "wilcoxon"]
+    done = run_cli(*command, "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["descriptor"]: row for row in json.loads(done.stdout)}
     assert rows["brief"]["note"].startswith("3 paired units") and rows["brief"]["pvalue"] is None
     assert rows["orb"]["note"] == "" and rows["orb"]["favours"] == -1
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = run_cli(*command)
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())  # rich may wrap long lines
     assert "not tested: rootsift vs sift: all 1,234 paired differences are zero" in text
