@@ -20,3 +20,20 @@ def assert_balanced_latex(latex: str) -> None:
         depth += {"{": 1, "}": -1}.get(char, 0)
         assert depth >= 0
     assert depth == 0
+
+
+def reference_multipletests(pvalues, method: str):
+    """``statsmodels.stats.multitest.multipletests(pvalues, method=method)[1]``, with the objects
+    alive now frozen (:func:`gc.freeze`) during the call: its Holm branch ends with a full
+    ``gc.collect()``, up to a second in a process holding a whole test session. Same values."""
+    import gc
+
+    from statsmodels.stats.multitest import multipletests
+
+    if gc.get_freeze_count():  # frozen by someone else: leave the collector alone
+        return multipletests(pvalues, method=method)[1]
+    gc.freeze()
+    try:
+        return multipletests(pvalues, method=method)[1]
+    finally:
+        gc.unfreeze()
