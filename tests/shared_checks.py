@@ -37,3 +37,16 @@ def reference_multipletests(pvalues, method: str):
         return multipletests(pvalues, method=method)[1]
     finally:
         gc.unfreeze()
+
+
+def reading_error(path, text: str, reader) -> str:
+    """The message of the InvalidInputError ``reader(path)`` must raise once ``path`` holds
+    ``text``."""
+    import pytest
+
+    from metricalc.errors import InvalidInputError
+
+    path.write_text(text)
+    with pytest.raises(InvalidInputError) as error:
+        reader(path)
+    return str(error.value)
