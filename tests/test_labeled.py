@@ -114,6 +114,15 @@ def assert_same(actual, expected):
     np.testing.assert_allclose(np.asarray(actual, dtype=float), expected, rtol=1e-12, atol=0)
 
 
+def assert_lazy_equals(lazy, template, expected, dims=("descriptor", "query")):
+    """``lazy`` is a dask-backed result that, computed, keeps the labels of ``template`` along
+    ``dims`` and equals ``expected``."""
+    assert_lazy(lazy)
+    computed = lazy.compute()
+    assert_keeps_labels(computed, template, dims)
+    assert_same(computed.values, expected)
+
+
 # --------------------------------------------------------------------------------------------
 # Average precision and ROC AUC
 # --------------------------------------------------------------------------------------------
@@ -161,11 +170,8 @@ def test_average_precision_dask_is_lazy_and_equal(lists, method):
     eager = mc.average_precision(y_true, y_score, method=method, dim="candidate")
     with no_dask_compute():
         lazy = mc.average_precision(*chunked(y_true, y_score), method=method, dim="candidate")
-    assert_lazy(lazy)
-    computed = lazy.compute()
-    assert_keeps_labels(computed, y_true, ("descriptor", "query"))
-    assert_same(computed.values, eager.values)
-    assert_same(computed.values, mc.average_precision(y_true.values, y_score.values, method=method))
+    assert_lazy_equals(lazy, y_true, eager.values)
+    assert_same(eager.values, mc.average_precision(y_true.values, y_score.values, method=method))
 
 
 @pytest.mark.parametrize("kind", ["numpy", "dataarray"])
@@ -180,10 +186,7 @@ def test_average_precision_dask_with_n_relevant(lists, method, kind):
             lazy = mc.average_precision(
                 *chunked(y_true, y_score), method=method, n_relevant=n_relevant, dim="candidate"
             )
-        assert_lazy(lazy)
-        computed = lazy.compute()
-        assert_keeps_labels(computed, y_true, ("descriptor", "query"))
-        assert_same(computed.values, expected)
+        assert_lazy_equals(lazy, y_true, expected)
 
 
 def test_roc_auc_dataarray_equals_numpy_and_sklearn(lists):
@@ -205,10 +208,7 @@ def test_roc_auc_dask_is_lazy_and_equal(lists):
     eager = mc.roc_auc(y_true.values, y_score.values)
     with no_dask_compute():
         lazy = mc.roc_auc(*chunked(y_true, y_score), dim="candidate")
-    assert_lazy(lazy)
-    computed = lazy.compute()
-    assert_keeps_labels(computed, y_true, ("descriptor", "query"))
-    assert_same(computed.values, eager)
+    assert_lazy_equals(lazy, y_true, eager)
 
 
 # --------------------------------------------------------------------------------------------
@@ -323,11 +323,8 @@ def test_at_k_dask_is_lazy_and_equal(stats, function, k):
     expected = function(better.values, ties.values, k)
     with no_dask_compute():
         lazy = function(*chunked(better, ties), k, dim="query")
-    assert_lazy(lazy)
-    computed = lazy.compute()
     dims = ("descriptor",) if np.ndim(k) == 0 else ("descriptor", "k")
-    assert_keeps_labels(computed, better, dims)
-    assert_same(computed.values, expected)
+    assert_lazy_equals(lazy, better, expected, dims)
 
 
 def test_at_k_queries_not_last_dim(stats):
