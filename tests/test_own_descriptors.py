@@ -217,6 +217,18 @@ def test_a_root_of_descriptor_folders_with_locked(recipe, capsys, tmp_path):
     assert set(cube.keypoint_set.values.tolist()) == {"sift"}
 
 
+def own_locked_cube(sequences, own, folder):
+    """The cube of the own descriptor ``own`` on SIFT's keypoints of ``sequences`` (stored in
+    ``folder``), without the Bojanic metrics."""
+    return evaluate(
+        sequences,
+        extract(sequences, (), locked="sift", own=own),
+        keypoints="locked:sift",
+        bojanic=False,
+        dataset_path=str(folder),
+    )
+
+
 def test_same_data_elsewhere_combines_changed_data_refuses(recipe, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(recipe["data"], copy)
@@ -237,13 +249,7 @@ def test_same_data_elsewhere_combines_changed_data_refuses(recipe, tmp_path):
         dataset_path=str(recipe["data"]),
     )
     own = load_features({"mine": recipe["mine"]})
-    mine = evaluate(
-        elsewhere,
-        extract(elsewhere, (), locked="sift", own=own),
-        keypoints="locked:sift",
-        bojanic=False,
-        dataset_path=str(copy),
-    )
+    mine = own_locked_cube(elsewhere, own, copy)
     assert sift.attrs["dataset"] == mine.attrs["dataset"] == dataset_fingerprint(sequences)
     both = qc.combine([sift, mine])
     assert both.sizes["query"] == sift.sizes["query"] == mine.sizes["query"]
@@ -261,13 +267,7 @@ def test_same_data_elsewhere_combines_changed_data_refuses(recipe, tmp_path):
     np.savetxt(h, values)
     changed = load_sequences(copy, scenes=scene)
     assert dataset_fingerprint(changed) != dataset_fingerprint(sequences)
-    other = evaluate(
-        changed,
-        extract(changed, (), locked="sift", own=own),
-        keypoints="locked:sift",
-        bojanic=False,
-        dataset_path=str(copy),
-    )
+    other = own_locked_cube(changed, own, copy)
     with pytest.raises(InvalidInputError) as error:
         qc.combine([sift, other])
     message = str(error.value)

@@ -159,15 +159,21 @@ def test_ir_no_relevant_item_is_nan_by_default_zero_on_request():
         assert mc.average_precision([0, 0, 0], [3, 2, 1], method="ir", zero_division="warn") == 0
 
 
+def labelled_integer_scores(rng, max_size, max_levels):
+    """A random list of fewer than ``max_size`` items, at least one relevant, and integer scores
+    of fewer than ``max_levels`` levels (ties)."""
+    n = int(rng.integers(1, max_size))
+    y_true = rng.random(n) < rng.random()
+    if not y_true.any():
+        y_true[rng.integers(n)] = True
+    return y_true, rng.integers(0, int(rng.integers(1, max_levels)), n)
+
+
 @pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
 def test_ir_equals_slow_implementation(ties):
     rng = np.random.default_rng(21)
     for _ in range(300):
-        n = int(rng.integers(1, 40))
-        y_true = rng.random(n) < rng.random()
-        if not y_true.any():
-            y_true[rng.integers(n)] = True
-        y_score = rng.integers(0, int(rng.integers(1, 8)), n)
+        y_true, y_score = labelled_integer_scores(rng, 40, 8)
         n_relevant = int(y_true.sum() + rng.integers(0, 3))
         ours = mc.average_precision(y_true, y_score, method="ir", ties=ties, n_relevant=n_relevant)
         assert ours == pytest.approx(slow_ir(y_true, y_score, n_relevant, ties), abs=1e-12)
@@ -225,11 +231,9 @@ def test_stable_methods_hand_case(method, expected, expected_r4):
 def test_stable_methods_equal_slow_implementations(method):
     rng = np.random.default_rng(23)
     for _ in range(300):
-        n = int(rng.integers(1, 30))
-        y_true = rng.random(n) < rng.random()
-        if not y_true.any():
-            y_true[rng.integers(n)] = True
-        y_score = rng.integers(0, int(rng.integers(1, 6)), n).astype(float)
+        y_true, y_score = labelled_integer_scores(rng, 30, 6)
+        n = y_true.size
+        y_score = y_score.astype(float)
         y_score[rng.random(n) < 0.1] = -np.inf  # never retrieved by VLFeat and hpatches
         n_relevant = int(y_true.sum() + rng.integers(0, 3))
         for R in (None, n_relevant):
