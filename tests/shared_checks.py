@@ -1,4 +1,4 @@
-"""Small checks shared by several test modules."""
+"""Small checks and stubs shared by several test modules."""
 
 from __future__ import annotations
 
@@ -50,3 +50,19 @@ def reading_error(path, text: str, reader) -> str:
     with pytest.raises(InvalidInputError) as error:
         reader(path)
     return str(error.value)
+
+
+class IdentityScene:
+    """A 200 x 200 scene for ``keypoints.evaluate`` whose images 2..6 are image 1 under the
+    identity homography."""
+
+    def __init__(self, name: str = "i_hand", split: str = "illumination") -> None:
+        self.name, self.split = name, split
+
+    def homography(self, k: int):
+        import numpy as np
+
+        return np.eye(3)
+
+    def shape(self, k: int) -> tuple[int, int]:
+        return (200, 200)

@@ -18,6 +18,7 @@ from metricalc.keypoints import Features, evaluate
 from metricalc.keypoints.bojanic import _retrieval_ap, distractors, scene_tasks
 from metricalc.keypoints.geometry import ground_truth, inside
 from metricalc.metrics import metric_set
+from tests.shared_checks import IdentityScene
 
 
 def slots_of(positive: np.ndarray) -> np.ndarray:
@@ -64,16 +65,8 @@ def test_precision_sum_from_rank_stats_step_policy_equals_sklearn_convention():
     np.testing.assert_allclose(total / relevant.sum(1), expected, rtol=1e-12)
 
 
-class Scene:
-    """One scene whose images 2..6 repeat image 1's keypoints under the identity homography."""
-
-    name, split = "i_hand", "illumination"
-
-    def homography(self, k):
-        return np.eye(3)
-
-    def shape(self, k):
-        return (200, 200)
+Scene = IdentityScene
+"""One scene whose images 2..6 repeat image 1's keypoints under the identity homography."""
 
 
 class Feat:
