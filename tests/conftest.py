@@ -159,3 +159,49 @@ def _random_query_cube(
 def make_query_cube():
     """The builder of a random QueryCube of known descriptor quality (``_random_query_cube``)."""
     return _random_query_cube
+
+
+# ---------------------------------------------------------------------------------------------
+# The built-in benchmark of the quick scenes, its features and cubes: made once per session
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def quick_sequences(tmp_path_factory):
+    """The synthetic benchmark of ``QUICK_SCENES`` (seed 0, default size), generated once per
+    session. Read-only: a test that changes files makes its own copy."""
+    from metricalc.datasets import QUICK_SCENES, make_synthetic_dataset
+
+    return make_synthetic_dataset(tmp_path_factory.mktemp("quick_benchmark"), scenes=QUICK_SCENES)
+
+
+@pytest.fixture(scope="session")
+def quick_locked_features(quick_sequences):
+    """SIFT and ORB on SIFT's keypoints of :func:`quick_sequences` (``extract`` defaults)."""
+    from metricalc.keypoints import extract
+
+    return extract(quick_sequences, ("sift", "orb"), locked="sift")
+
+
+@pytest.fixture(scope="session")
+def quick_native_features(quick_sequences):
+    """SIFT and ORB on their own keypoints of :func:`quick_sequences` (``extract`` defaults)."""
+    from metricalc.keypoints import extract
+
+    return extract(quick_sequences, ("sift", "orb"))
+
+
+@pytest.fixture(scope="session")
+def quick_locked_cube(quick_sequences, quick_locked_features):
+    """The cube of :func:`quick_locked_features` (``keypoints="locked:sift"``, no Bojanic)."""
+    from metricalc.keypoints import evaluate
+
+    return evaluate(quick_sequences, quick_locked_features, keypoints="locked:sift", bojanic=False)
+
+
+@pytest.fixture(scope="session")
+def quick_native_cube(quick_sequences, quick_native_features):
+    """The cube of :func:`quick_native_features` (``keypoints="native"``, no Bojanic)."""
+    from metricalc.keypoints import evaluate
+
+    return evaluate(quick_sequences, quick_native_features, keypoints="native", bojanic=False)

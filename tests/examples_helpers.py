@@ -35,9 +35,9 @@ EXTERNAL = "external data"
 """The comment that marks a line needing data the tests cannot make."""
 
 NOT_RUN_HERE = {
-    r"demo": "the whole demo, minutes (tests/test_report_build.py runs it quick)",
+    r"demo": "the whole demo, minutes (tests/test_cli.py runs it quick)",
     r"report reports/.*": "a study of the repository, minutes on the whole built-in benchmark "
-    "(tests/test_report_build.py builds the demo study quick)",
+    "(tests/test_cli.py builds the demo study quick)",
     r"eval hpatches --conf sift": "the whole built-in benchmark, minutes (the lines with "
     "data.quick=true run here)",
 }

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+
 import h5py
 import numpy as np
+import pytest
+
+from metricalc.errors import InvalidInputError
 
 
 def datasets(path):
@@ -38,3 +43,24 @@ def assert_same_run(result, reference):
     }
     for path in reference.pairs["match_image"].values:
         assert (result.directory / path).read_bytes() == (reference.directory / path).read_bytes()
+
+
+def assert_refused_with_the_difference(rundir, rerun, line):
+    """``rerun()`` (a run of ``rundir``'s tag with a changed data/model configuration) is refused
+    naming the difference ``line``, the configuration file and ``--overwrite``, and leaves the
+    run as it was; ``rundir`` is removed afterwards."""
+    try:
+        conf = rundir.conf.read_text()
+        with pytest.raises(InvalidInputError) as info:
+            rerun()
+        message = str(info.value)
+        assert "data/model configuration differs" in message
+        assert line in message and "--overwrite" in message and str(rundir.conf) in message
+        assert rundir.conf.read_text() == conf and rundir.has_results()
+    finally:
+        shutil.rmtree(rundir.path)
+
+
+EVERY_RERUN = pytest.mark.parametrize("flags", [{}, {"overwrite_eval": True}])
+"""A rerun as given and with ``overwrite_eval``: neither may replace a changed data/model
+configuration."""

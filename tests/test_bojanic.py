@@ -18,6 +18,7 @@ from metricalc.keypoints import Features, evaluate
 from metricalc.keypoints.bojanic import _retrieval_ap, distractors, scene_tasks
 from metricalc.keypoints.geometry import ground_truth, inside
 from metricalc.metrics import metric_set
+from tests.shared_checks import IdentityScene
 
 
 def slots_of(positive: np.ndarray) -> np.ndarray:
@@ -64,16 +65,8 @@ def test_precision_sum_from_rank_stats_step_policy_equals_sklearn_convention():
     np.testing.assert_allclose(total / relevant.sum(1), expected, rtol=1e-12)
 
 
-class Scene:
-    """One scene whose images 2..6 repeat image 1's keypoints under the identity homography."""
-
-    name, split = "i_hand", "illumination"
-
-    def homography(self, k):
-        return np.eye(3)
-
-    def shape(self, k):
-        return (200, 200)
+Scene = IdentityScene
+"""One scene whose images 2..6 repeat image 1's keypoints under the identity homography."""
 
 
 class Feat:
@@ -278,18 +271,25 @@ def dw_evaluate_verification(candidates):
         return result
     sorted_candidates = sorted(candidates, key=lambda c: c.descriptor_distance)
     relevance = [1 if cand.label > 0 else 0 for cand in sorted_candidates]
-    total_relevant = sum(relevance)
-    if total_relevant == 0:
-        result["average_precision"] = 0.0
-        result["total_candidates"] = len(sorted_candidates)
+    if not dw_ap_of_sorted(result, relevance, "total_correct"):
         return result
-    result["average_precision"] = dw_inline_ap(relevance, total_relevant)
-    result["total_candidates"] = len(sorted_candidates)
-    result["total_correct"] = total_relevant
     for cand in sorted_candidates:
         if cand.is_distractor:
             result["total_distractors"] += 1
     return result
+
+
+def dw_ap_of_sorted(result, relevance, count_key):
+    """The common tail of both evaluate functions: ``total_candidates``, and where any candidate
+    is relevant the AP and the relevant count (under ``count_key``), else AP 0. Returns the
+    relevant count."""
+    total_relevant = sum(relevance)
+    result["total_candidates"] = len(relevance)
+    result["average_precision"] = 0.0
+    if total_relevant:
+        result["average_precision"] = dw_inline_ap(relevance, total_relevant)
+        result[count_key] = total_relevant
+    return total_relevant
 
 
 def dw_inline_ap(relevance, total_relevant):
@@ -320,14 +320,7 @@ def dw_evaluate_retrieval(candidates):
             result["num_hard_negatives"] += 1
         else:
             result["num_distractors"] += 1
-    total_relevant = sum(relevance)
-    if total_relevant == 0:
-        result["average_precision"] = 0.0
-        result["total_candidates"] = len(sorted_candidates)
-        return result
-    result["average_precision"] = dw_inline_ap(relevance, total_relevant)
-    result["total_candidates"] = len(sorted_candidates)
-    result["total_queries"] = total_relevant
+    dw_ap_of_sorted(result, relevance, "total_queries")
     return result
 
 

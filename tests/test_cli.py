@@ -1,4 +1,5 @@
-"""The ``metricalc`` command, run as a user runs it: in a subprocess."""
+"""The ``metricalc`` command: in-process (``tests/cli_helpers.run_cli``), and as a user runs it,
+in a subprocess, for ``--version``, the console script, the parser's imports and the quick demo."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ import pytest
 
 import metricalc
 from metricalc.fileio import current_umask
+from tests.cli_helpers import run_cli as run
 from tests.data_files import HPATCHES_RETRIEVAL
 
 
-def run(*args: str, executable: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_process(
+    *args: str, executable: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``metricalc *args`` in a new interpreter (or ``executable``), as a user runs it."""
     command = executable or [sys.executable, "-m", "metricalc"]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
 
@@ -31,7 +36,7 @@ def console_script() -> list[str]:
 
 
 def test_version_matches_package_metadata():
-    result = run("--version")
+    result = run_process("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"metricalc {metricalc.__version__}"
     assert metricalc.__version__ != "0+unknown"
@@ -76,13 +81,25 @@ def test_parser_choices_agree_with_the_library():
 
 
 def test_console_script_runs():
-    result = run("--version", executable=console_script())
+    result = run_process("--version", executable=console_script())
     assert result.returncode == 0
     assert result.stdout.startswith("metricalc ")
 
 
-def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
-    result = run("demo", "--quick", "--out", str(tmp_path), "--no-progress", "--image-retrieval")
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    """``python -m metricalc demo --quick --image-retrieval`` run once, in a fresh folder: the
+    folder and the process result. Neither cube is there before (so the demo computes both)."""
+    out = tmp_path_factory.mktemp("demo")
+    assert not any(out.iterdir())
+    result = run_process(
+        "demo", "--quick", "--out", str(out), "--no-progress", "--image-retrieval"
+    )
+    return out, result
+
+
+def test_quick_demo_writes_cubes_metrics_and_figures(quick_demo):
+    tmp_path, result = quick_demo
     assert result.returncode == 0, result.stderr
     assert "locked keypoints" in result.stdout and "native keypoints" in result.stdout
     for mode in ("locked", "native"):
@@ -114,21 +131,27 @@ def test_quick_demo_writes_cubes_metrics_and_figures(tmp_path):
     assert f"systems &middot; dataset {tmp_path / 'benchmark'}</p>" in report.read_text()
 
 
-def test_a_second_demo_reuses_its_cubes(tmp_path, monkeypatch):
+def test_a_second_demo_reuses_its_cubes(quick_demo, tmp_path, monkeypatch):
+    """A second demo in the folder of a first (a copy of ``quick_demo``'s, which computed both
+    cubes there) reads both cubes back: it extracts and evaluates nothing."""
     from metricalc import demo
     from metricalc.keypoints import pipeline
 
-    first = demo.run_demo(tmp_path, quick=True, progress=False)
-    assert first.reused == {"locked": False, "native": False}
+    first, result = quick_demo
+    assert result.returncode == 0, result.stderr
+    for mode in ("locked", "native"):  # the first run computed and wrote them
+        assert len(metricalc.cube.open_cube(first / f"cube_{mode}.nc").attrs["cache_key"]) == 24
+    shutil.copytree(first, tmp_path / "demo")
 
     def no_evaluation(*args, **kwargs):
         raise AssertionError("evaluated again")
 
     monkeypatch.setattr(pipeline, "evaluate", no_evaluation)
-    again = demo.run_demo(tmp_path, quick=True, progress=False)
+    monkeypatch.setattr(pipeline, "extract", no_evaluation)
+    again = demo.run_demo(tmp_path / "demo", quick=True, image_retrieval=True, progress=False)
     assert again.reused == {"locked": True, "native": True}
     for mode in ("locked", "native"):
-        assert again.cubes[mode].identical(first.cubes[mode])
+        assert again.cubes[mode].identical(metricalc.cube.open_cube(first / f"cube_{mode}.nc"))
     # a changed input misses the cache: tests/test_report_cache.py
 
 

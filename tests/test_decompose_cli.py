@@ -1,4 +1,4 @@
-"""``metricalc decompose detection``, run in a subprocess as a user runs it."""
+"""``metricalc decompose detection``, run in-process as a user runs it (``tests/cli_helpers``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from metricalc.datasets.coco import make_coco_dataset
 from metricalc.detection import evaluate, load_detections, load_ground_truth
-from tests.test_cli import run
+from tests.cli_helpers import run_cli as run
 
 STATS = ["AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl"]
 

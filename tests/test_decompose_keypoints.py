@@ -10,7 +10,6 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 import metricalc as mc
-from metricalc.datasets import QUICK_SCENES, make_synthetic_dataset
 from metricalc.decompose import (
     detector_or_descriptor,
     keypoint_chains,
@@ -19,15 +18,13 @@ from metricalc.decompose import (
     what_if,
 )
 from metricalc.decompose.keypoints import ASSUMPTIONS
-from metricalc.keypoints import evaluate, extract
 
 
 @pytest.fixture(scope="module")
-def cube(tmp_path_factory):
-    """The built-in benchmark (quick scenes), SIFT and ORB on SIFT keypoints."""
-    sequences = make_synthetic_dataset(tmp_path_factory.mktemp("synthetic"), scenes=QUICK_SCENES)
-    features = extract(sequences, ("sift", "orb"), locked="sift")
-    return evaluate(sequences, features, keypoints="locked:sift", bojanic=False)
+def cube(quick_locked_cube):
+    """The built-in benchmark (quick scenes), SIFT and ORB on SIFT keypoints (the session's,
+    tests/conftest.py)."""
+    return quick_locked_cube
 
 
 def test_identity_on_the_builtin_benchmark(cube):

@@ -423,15 +423,20 @@ def test_bad_masks_are_named(segmentation, message):
         evaluate(gt, dt, iou_type="segm")
 
 
+def one_box_ground_truth(annotation_id, bbox):
+    """One 100 x 100 image, one category, one box ``bbox`` (x, y, w, h) with the given id."""
+    return {
+        "images": [{"id": 1, "height": 100, "width": 100}],
+        "categories": [{"id": 1}],
+        "annotations": [{"id": annotation_id, "image_id": 1, "category_id": 1, "bbox": bbox,
+                         "area": bbox[2] * bbox[3], "iscrowd": 0}],
+    }  # fmt: skip
+
+
 def test_ground_truth_id_zero_is_matched():
     """pycocotools marks matches with annotation ids, so a ground truth with id 0 leaves its
     detection unmatched (AP 0); metricalc matches by position (documented difference)."""
-    gt = {
-        "images": [{"id": 1, "height": 100, "width": 100}],
-        "categories": [{"id": 1}],
-        "annotations": [{"id": 0, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20],
-                         "area": 400, "iscrowd": 0}],
-    }
+    gt = one_box_ground_truth(0, [10, 10, 20, 20])
     dt = [{"image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20], "score": 0.9}]
     assert reference(gt, dt, "bbox").stats[0] == 0.0
     assert ours(gt, dt, "bbox").stats.sel(metric="AP").item() == pytest.approx(1.0)
@@ -441,12 +446,7 @@ def test_ground_truth_id_zero_is_matched():
 def test_iou_threshold_zero_is_refused():
     """At IoU threshold 0 COCOeval matches boxes that do not overlap at all (``iou < 0`` never
     holds); rather than differ from it, the threshold is refused."""
-    gt = {
-        "images": [{"id": 1, "height": 100, "width": 100}],
-        "categories": [{"id": 1}],
-        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
-                         "area": 100, "iscrowd": 0}],
-    }
+    gt = one_box_ground_truth(1, [0, 0, 10, 10])
     dt = [{"image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10], "score": 0.9}]
     with contextlib.redirect_stdout(io.StringIO()):
         coco = COCO()

@@ -16,6 +16,7 @@ import pytest
 from metricalc.errors import InvalidInputError
 from metricalc.experiment import BENCHMARKS, default_db, run
 from metricalc.store import COLUMN_SOURCES, get_experiment, list_experiments
+from tests.cli_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["data.scenes=[camera]", "data.size=192", "model.max_keypoints=100"]
@@ -29,14 +30,8 @@ def _env():
 
 
 def _metricalc(*args, check=True):
-    done = subprocess.run(
-        [sys.executable, "-m", "metricalc", *args],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    """``metricalc *args`` in-process (tests/cli_helpers.py)."""
+    done = run_cli(*args)
     if check:
         assert done.returncode == 0, done.stderr
     return done

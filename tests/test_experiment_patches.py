@@ -41,7 +41,7 @@ from metricalc.patches.compute import DescriptorPool, compute_results, load_desc
 from metricalc.patches.describe import describe_patches
 from metricalc.store import get_experiment, record_experiment
 from tests.data_files import HPATCHES_RETRIEVAL
-from tests.experiment_helpers import datasets
+from tests.experiment_helpers import EVERY_RERUN, assert_refused_with_the_difference, datasets
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASE = HPATCHES_RETRIEVAL
@@ -344,7 +344,7 @@ def test_overwrite_redoes_export_and_evaluation(base, outputs):
     assert_same_patch_run(result, base)
 
 
-@pytest.mark.parametrize("flags", [{}, {"overwrite_eval": True}])
+@EVERY_RERUN
 @pytest.mark.parametrize(
     ("override", "line"),
     [
@@ -357,16 +357,9 @@ def test_a_changed_data_or_model_config_is_refused_with_the_difference(
     base, outputs, override, line, flags
 ):
     rundir = _copy(base, outputs, "conflict")
-    try:
-        conf = rundir.conf.read_text()
-        with pytest.raises(InvalidInputError) as info:
-            _run(outputs, "conflict", override, **flags)
-        message = str(info.value)
-        assert "data/model configuration differs" in message
-        assert line in message and "--overwrite" in message
-        assert rundir.conf.read_text() == conf and rundir.has_results()
-    finally:
-        shutil.rmtree(rundir.path)
+    assert_refused_with_the_difference(
+        rundir, lambda: _run(outputs, "conflict", override, **flags), line
+    )
 
 
 def test_a_changed_model_config_with_overwrite_is_redone(base, outputs):

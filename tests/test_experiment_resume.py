@@ -1,5 +1,6 @@
 """An export killed mid-run (kill -9, Ctrl-C) resumes where it stopped, losing no finished pair;
-the CLI runs through a subprocess; two tags run at the same time without interfering."""
+the CLI (in-process, and once in a subprocess); two tags run at the same time without
+interfering."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from metricalc.cli import main
 from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.experiment import run
 from metricalc.experiment.rundir import RunDir
+from tests.cli_helpers import run_cli
 from tests.experiment_helpers import assert_same_run, datasets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,13 +160,7 @@ def test_cli_runs_and_two_tags_run_at_the_same_time(tmp_path):
     assert not any(r.exported or r.evaluated for r in results)
     _assert_identical(*results)
     # cached, printed as JSON
-    done = subprocess.run(
-        [*_command(tmp_path, "--tag", "one", "--json", *QUICK)],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_cli(*_command(tmp_path, "--tag", "one", "--json", *QUICK)[3:])
     assert done.returncode == 0, done.stderr
     summaries = json.loads(done.stdout)
     assert summaries == json.loads((tmp_path / "results/hpatches/one/summaries.json").read_text())

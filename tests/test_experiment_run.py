@@ -22,6 +22,7 @@ from metricalc.keypoints import evaluate
 from metricalc.keypoints import homography as hg
 from metricalc.keypoints.features import Features, extract_image
 from metricalc.keypoints.matching import nn_matches
+from tests.experiment_helpers import EVERY_RERUN, assert_refused_with_the_difference
 
 SMALL = ["data.scenes=[camera]", "data.size=256", "model.max_keypoints=150"]
 """Two scenes (i_camera, v_camera), 10 image pairs: a run takes a few seconds."""
@@ -220,7 +221,7 @@ def test_overwrite_redoes_export_and_evaluation(base, outputs):
     assert result.summaries["H_error_ransac@3px"] == base.summaries["H_error_ransac@3px"]
 
 
-@pytest.mark.parametrize("flags", [{}, {"overwrite_eval": True}])
+@EVERY_RERUN
 @pytest.mark.parametrize(
     ("override", "line"),
     [
@@ -232,16 +233,9 @@ def test_a_changed_data_or_model_config_is_refused_with_the_difference(
     base, outputs, override, line, flags
 ):
     rundir = _copy(base, outputs, "conflict")
-    try:
-        conf = rundir.conf.read_text()
-        with pytest.raises(InvalidInputError) as info:
-            _run(outputs, "conflict", override, **flags)
-        message = str(info.value)
-        assert "data/model configuration differs" in message
-        assert line in message and "--overwrite" in message and str(rundir.conf) in message
-        assert rundir.conf.read_text() == conf and rundir.has_results()
-    finally:
-        shutil.rmtree(rundir.path)
+    assert_refused_with_the_difference(
+        rundir, lambda: _run(outputs, "conflict", override, **flags), line
+    )
 
 
 def test_a_changed_model_config_with_overwrite_is_redone(base, outputs):

@@ -535,18 +535,41 @@ def test_kornia_lu_falls_back_to_the_rank_8_null_vector_only():
     assert np.isnan(dlt_module._lu_solve_ones(np.diag([*range(1, 8), 0.0, 0.0]))).all()
 
 
+def _corner_error_by_hand(estimate, truth, shape):
+    """Mean distance of the four outer corners (pixel centres at integers) under both maps."""
+    height, width = shape
+    corners = np.array([[-0.5, -0.5], [width - 0.5, -0.5], [width - 0.5, height - 0.5],
+                        [-0.5, height - 0.5]])  # fmt: skip
+    return float(np.mean(np.linalg.norm(_map(estimate, corners) - _map(truth, corners), axis=1)))
+
+
 def test_pair_metrics_dlt_variants():
+    """H_error_dlt of each ``dlt`` equals the corner error, computed by hand, of an independent
+    estimate on the matched points only: scikit-image's DLT (svd), the kornia port unweighted
+    (kornia) and weighted by the matched keypoints' scores (gluefactory)."""
     rng = np.random.default_rng(19)
     H, p0, p1 = _noisy_pair(rng, 60)
     scores = rng.uniform(0, 1, 60)
-    m = np.arange(60)
-    for dlt, expected in (
-        ("svd", hg.dlt_homography(p0, p1)),
-        ("kornia", hg.kornia_dlt_homography(p0, p1)),
-        ("gluefactory", hg.kornia_dlt_homography(p0, p1, scores)),
-    ):
-        got = hg.pair_homography_metrics(p0, p1, m, H, (500, 500), dlt=dlt, scores0=scores)
-        assert got["H_error_dlt"] == hg.corner_error(expected, H, (500, 500))
+    order = rng.permutation(60)  # keypoint i of image 1 matches keypoint order[i] of image k
+    m = order.copy()
+    m[rng.random(60) < 0.2] = -1  # a fifth unmatched: neither their points nor scores count
+    k1 = np.empty_like(p1)
+    k1[order] = p1
+    kept = m >= 0
+    svd = ProjectiveTransform.from_estimate(p0[kept], p1[kept])
+    assert svd
+    expected = {
+        "svd": _corner_error_by_hand(svd.params, H, (500, 500)),
+        "kornia": _corner_error_by_hand(_port_kornia_dlt(p0[kept], p1[kept]), H, (500, 500)),
+        "gluefactory": _corner_error_by_hand(
+            _port_kornia_dlt(p0[kept], p1[kept], scores[kept]), H, (500, 500)
+        ),
+    }
+    assert len({round(v, 6) for v in expected.values()}) == 3  # the variants really differ
+    for dlt, value in expected.items():
+        got = hg.pair_homography_metrics(p0, k1, m, H, (500, 500), dlt=dlt, scores0=scores)
+        assert got["num_matches"] == kept.sum()
+        assert got["H_error_dlt"] == pytest.approx(value, rel=1e-6, abs=1e-9), dlt
     with pytest.raises(InvalidInputError, match="pass scores0"):
         hg.pair_homography_metrics(p0, p1, m, H, (500, 500), dlt="gluefactory")
     with pytest.raises(InvalidInputError, match="dlt='lu'; expected one of svd, kornia, gluef"):

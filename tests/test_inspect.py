@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +17,8 @@ from metricalc.experiment import run
 from metricalc.experiment.inspect import default_page_path, load_runs, page_data, write_page
 from metricalc.experiment.results import write_results_h5
 from metricalc.experiment.rundir import RunDir
+from tests.cli_helpers import run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
 QUICK = ["data.quick=true", "data.size=192", "model.max_keypoints=100"]
 """The quick built-in benchmark, small: four scenes, 20 image pairs."""
 ODD = "<img src=x onerror=\"window.pwned=1\">&'#?% é"
@@ -372,16 +369,8 @@ def test_missing_tags_and_results_are_clear_errors(outputs):
 
 
 def _metricalc(*args):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run(
-        [sys.executable, "-m", "metricalc", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    """``metricalc *args`` in-process (tests/cli_helpers.py)."""
+    return run_cli(*args)
 
 
 def test_cli_prints_the_summaries_side_by_side_and_writes_the_page(outputs, tmp_path):

@@ -8,8 +8,6 @@ import pytest
 import xarray as xr
 
 import metricalc as mc
-from metricalc.datasets import make_synthetic_dataset
-from metricalc.datasets.sequences import QUICK_SCENES
 from metricalc.keypoints import Features, evaluate, extract
 
 SHAPE = (300, 300)
@@ -113,13 +111,12 @@ def test_hand_cube_saves_and_opens(hand_cube, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def benchmark(tmp_path_factory):
-    sequences = make_synthetic_dataset(tmp_path_factory.mktemp("synthetic"), scenes=QUICK_SCENES)
-    methods = ("sift", "orb")
-    native = evaluate(sequences, extract(sequences, methods), keypoints="native")
-    locked = evaluate(
-        sequences, extract(sequences, methods, locked="sift"), keypoints="locked:sift"
-    )
+def benchmark(quick_sequences, quick_native_features, quick_locked_features):
+    """The session's quick benchmark and features (tests/conftest.py), evaluated here with the
+    Bojanic metrics."""
+    sequences = quick_sequences
+    native = evaluate(sequences, quick_native_features, keypoints="native")
+    locked = evaluate(sequences, quick_locked_features, keypoints="locked:sift")
     return sequences, native, locked
 
 

@@ -18,8 +18,6 @@ import xarray as xr
 from metricalc import cube as qc
 from metricalc.cli import main
 from metricalc.cube import io as cube_io
-from metricalc.datasets import make_synthetic_dataset
-from metricalc.datasets.sequences import QUICK_SCENES
 from metricalc.errors import InvalidInputError, UndefinedMetricWarning
 from metricalc.keypoints import evaluate
 from metricalc.keypoints.features import Features
@@ -194,8 +192,8 @@ def small_features(sequences: list, rng: np.random.Generator) -> dict[str, dict[
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, dict, xr.Dataset]:
-    sequences = make_synthetic_dataset(tmp_path_factory.mktemp("quick"), scenes=QUICK_SCENES)
+def quick(quick_sequences: list) -> tuple[list, dict, xr.Dataset]:
+    sequences = quick_sequences  # the session's quick benchmark (tests/conftest.py)
     rng = np.random.default_rng(7)
     features = {d: small_features(sequences, rng) for d in ("x", "y")}
     cube = evaluate(sequences, features, keypoints="external", bojanic=False, image_retrieval=True)

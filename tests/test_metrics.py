@@ -916,20 +916,13 @@ def test_cube_without_queries() -> None:
 
 def test_metadata_for_round_trips_through_the_metadata_string():
     from metricalc.keypoints import Features, evaluate
-
-    class Scene:
-        name, split = "v_x", "viewpoint"
-
-        def homography(self, k):
-            return np.eye(3)
-
-        def shape(self, k):
-            return (200, 200)
+    from tests.shared_checks import IdentityScene
 
     rng = np.random.default_rng(3)
     points = rng.uniform(45, 155, (30, 2))
     images = {k: Features(points, rng.random((30, 8)).astype(np.float32)) for k in range(1, 7)}
-    cube = evaluate([Scene()], {"d": {"v_x": images}}, keypoints="external", bojanic=False)
+    scene = IdentityScene("v_x", "viewpoint")
+    cube = evaluate([scene], {"d": {"v_x": images}}, keypoints="external", bojanic=False)
     values = metadata_for(mc.metric_set(cube), mc.scene_metrics(cube), "d")
     assert 0 < values["true_map_micro"] < 1  # random descriptors: a real, unrounded mean
     assert mc.parse_metadata(mc.format_metadata(values)) == values

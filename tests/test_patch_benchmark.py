@@ -4,8 +4,6 @@ compared with the files of the ECCV 2016 release."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 
 import numpy as np
@@ -15,6 +13,7 @@ import metricalc.patches as mp
 from metricalc.errors import InvalidInputError
 from metricalc.patches.benchmark import benchmark_name, make_benchmark
 from metricalc.patches.dataset import ECCV2016_SPLITS, read_patch_dataset, write_patches
+from tests.cli_helpers import run_cli
 from tests.data_files import HPATCHES_RETRIEVAL
 
 DATA = HPATCHES_RETRIEVAL
@@ -171,7 +170,6 @@ def test_cli_errors_are_messages_not_tracebacks(tmp_path):
         (["make-dataset", str(tmp_path / "d"), "--scenes", "nonsense", "--no-progress"],
          "unknown synthetic scene"),
     ]:  # fmt: skip
-        result = subprocess.run([sys.executable, "-m", "metricalc", "patches", *args],
-                                capture_output=True, text=True, check=False)  # fmt: skip
+        result = run_cli("patches", *args)
         assert result.returncode == 2, result.stderr
         assert message in result.stderr and "Traceback" not in result.stderr

@@ -4,8 +4,6 @@ describe (SIFT, raw) -> compute -> eval -> QueryCube, with checks computed indep
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,13 +11,14 @@ import pytest
 import metricalc.patches as mp
 from metricalc import cube as qc
 from metricalc.patches.compute import load_descriptor_pool
+from tests.cli_helpers import CliResult, run_cli
 
 BENCHMARKS = ("train_easy_2s_00", "train_hard_2s_00")
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "metricalc", *args], capture_output=True,
-                            text=True, check=False)  # fmt: skip
+def run(*args: str) -> CliResult:
+    """``metricalc *args`` in-process (tests/cli_helpers.py); it must succeed."""
+    result = run_cli(*args)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     return result

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
 from metricalc.patches import evaluate_files, write_results
 from metricalc.patches.querycube import evaluate_folders
+from tests.cli_helpers import CliResult, run_cli
 
 POOL = ("i_a.ref", "i_a.e1", "i_a.e2", "v_b.ref", "v_b.e1")
 QUERIES = ("i_a.ref.0", "v_b.ref.1")
@@ -175,9 +174,8 @@ def test_a_linked_folder_is_named_as_given(folders, tmp_path, monkeypatch):
     assert evaluate_folders(bench, ["sift/"]).cube.descriptor.values.tolist() == ["sift"]
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "metricalc", *args], capture_output=True,
-                          text=True, check=False)  # fmt: skip
+def run(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 def test_cli_writes_the_cube_and_json_and_exits_nonzero_on_a_broken_file(folders, tmp_path):

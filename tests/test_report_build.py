@@ -1,5 +1,5 @@
 """The report of a study end to end: files, consistency with direct ``metricalc.stats`` calls,
-the HTML page in headless Chromium, and the ``report`` verb in a subprocess.
+the HTML page in headless Chromium, and the ``report`` verb (in-process, ``tests/cli_helpers``).
 
 The cubes are small random QueryCubes of known descriptor quality (``make_query_cube``), so a
 report builds in seconds.
@@ -8,15 +8,12 @@ report builds in seconds.
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
-from statsmodels.stats.multitest import multipletests
 
 from metricalc import cube as qc
 from metricalc import stats
@@ -24,6 +21,8 @@ from metricalc.errors import InvalidInputError
 from metricalc.plotting.labels import escape_html
 from metricalc.report.builder import SECTION_HOOKS, Section, build, register_section
 from metricalc.report.study import study_from_dict
+from tests.cli_helpers import CliResult, run_cli
+from tests.shared_checks import reference_multipletests
 
 QUALITY = {"good": 0.9, "a&b <i>x</i>": 0.5, "poor_one": 0.1}
 NAMES = {"good": "Good <b>1</b>"}
@@ -198,7 +197,7 @@ def test_label_baseline_pairs_each_descriptor_and_corrects_one_family(tmp_path, 
         mine = comparison.sel(descriptor=f"{d} (locked)", baseline=f"{d} (native)")
         assert float(mine.pvalue) == pytest.approx(float(direct.pvalue.item()))
         assert float(mine.ci_low) == pytest.approx(float(direct.ci_low.item()))
-    expected = multipletests(comparison.pvalue.values, alpha=0.05, method="holm")[1]
+    expected = reference_multipletests(comparison.pvalue.values, "holm")
     np.testing.assert_allclose(comparison.pvalue_corrected.values, expected)
     assert comparison.attrs["correction"] == "holm"
     assert list(report.metrics.descriptor.values) == [
@@ -239,7 +238,7 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
     assert list(comparison.get_index("comparison")) == pairs
     direct = stats.compare(cubes, pairs=pairs, pair_by="pair", n_resamples=999, test="wilcoxon")
     assert comparison.pvalue.values[1:].tolist() == direct.pvalue.values[1:].tolist()
-    expected = multipletests(comparison.pvalue.values[1:], alpha=0.05, method="holm")[1]
+    expected = reference_multipletests(comparison.pvalue.values[1:], "holm")
     np.testing.assert_allclose(comparison.pvalue_corrected.values[1:], expected)
     same = comparison.sel(descriptor="sift (locked)", baseline="sift (native)")
     assert np.isnan(float(same.pvalue_corrected)) and not bool(same.reject)
@@ -298,14 +297,8 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
     assert any("not tested" in note for note in report.notes)  # 4 scenes: too few to pair by scene
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "metricalc", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
+def run(*args: str, cwd: Path) -> CliResult:
+    return run_cli(*args, cwd=cwd)
 
 
 def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_query_cube):

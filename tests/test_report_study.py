@@ -21,6 +21,7 @@ from metricalc.report.study import (
     load_study,
     study_from_dict,
 )
+from tests.shared_checks import reading_error
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 
@@ -110,11 +111,9 @@ SYNTHETIC = "data: {dataset: synthetic}\n"
 )
 def test_spec_errors_name_the_file_and_the_key(tmp_path, text, message):
     path = tmp_path / "study.yaml"
-    path.write_text(text)
-    with pytest.raises(InvalidInputError) as error:
-        load_study(path)
-    assert str(error.value).startswith(f"{path}: ")
-    assert message in str(error.value)
+    error = reading_error(path, text, load_study)
+    assert error.startswith(f"{path}: ")
+    assert message in error
 
 
 def test_yaml_syntax_error_gives_the_line(tmp_path):

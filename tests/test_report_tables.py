@@ -29,6 +29,7 @@ from metricalc.report.summary import (
     effect_size,
     summarize,
 )
+from tests.shared_checks import assert_balanced_latex
 
 SYSTEMS = ["sift", "my_desc&1", "50%_net", "<b>x</b>"]
 
@@ -154,18 +155,7 @@ def unescaped(text: str, char: str) -> list[int]:
 
 def test_latex_is_balanced_and_escapes_every_special_character():
     latex = table().to_latex()
-    stack = []
-    for kind, name in re.findall(r"\\(begin|end)\{([^}]*)\}", latex):
-        if kind == "begin":
-            stack.append(name)
-        else:
-            assert stack.pop() == name
-    assert stack == []
-    depth = 0
-    for char in re.sub(r"\\[{}]", "", latex):
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        assert depth >= 0
-    assert depth == 0
+    assert_balanced_latex(latex)
     assert r"\toprule" in latex and r"\midrule" in latex and r"\bottomrule" in latex
     # names: underscores, &, %, <, > escaped; no raw specials left in the body
     assert r"my\_desc\&1" in latex and r"50\%\_net" in latex

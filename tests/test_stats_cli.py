@@ -1,11 +1,9 @@
-"""`metricalc compare` through a subprocess."""
+"""`metricalc compare` run as a user runs it (in-process, ``tests/cli_helpers.py``)."""
 
 from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +11,11 @@ import pytest
 
 from metricalc import cube as qc
 from metricalc.stats import compare
+from tests.cli_helpers import CliResult, run_cli
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "metricalc", *args], capture_output=True, text=True, check=False
-    )
+def run(*args: str) -> CliResult:
+    return run_cli(*args)
 
 
 def write_cube(

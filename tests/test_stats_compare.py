@@ -10,16 +10,13 @@ import pytest
 import scipy.stats
 import xarray as xr
 from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
 
 import metricalc as mc
 from metricalc import cube as qc
-from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.errors import InvalidInputError
-from metricalc.keypoints.evaluate import evaluate
-from metricalc.keypoints.features import extract
 from metricalc.stats import compare, sign_flip_pvalues, unit_values
 from metricalc.stats.compare import generators
+from tests.shared_checks import reference_multipletests
 
 CONTRACT_VARIABLES = (
     "n", "n_dropped", "mean_descriptor", "mean_baseline", "mean_diff", "median_diff", "ci_low",
@@ -191,7 +188,7 @@ def test_layout_all_pairs_order_multiindex_dtypes_and_attrs(hand):
 def test_one_correction_family_per_call(hand, correction):
     ds = compare(hand_cube(hand), pair_by="query", correction=correction, alpha=0.01)
     raw = ds.pvalue.values
-    expected = raw if correction == "none" else multipletests(raw, method=correction)[1]
+    expected = raw if correction == "none" else reference_multipletests(raw, correction)
     assert ds.pvalue_corrected.values.tolist() == expected.tolist()
     assert ds.reject.values.tolist() == (expected < 0.01).tolist()
 
@@ -369,16 +366,10 @@ def test_mapping_names_systems_and_refuses_different_protocols(hand):
 
 
 @pytest.fixture(scope="module")
-def benchmark(tmp_path_factory):
-    """The built-in benchmark (quick scenes), SIFT and ORB, locked on SIFT and native."""
-    sequences = make_synthetic_dataset(tmp_path_factory.mktemp("synthetic"), scenes=QUICK_SCENES)
-    methods = ("sift", "orb")
-    native = evaluate(sequences, extract(sequences, methods), keypoints="native", bojanic=False)
-    locked = evaluate(
-        sequences, extract(sequences, methods, locked="sift"), keypoints="locked:sift",
-        bojanic=False,
-    )  # fmt: skip
-    return locked, native
+def benchmark(quick_locked_cube, quick_native_cube):
+    """The built-in benchmark (quick scenes), SIFT and ORB, locked on SIFT and native (the
+    session's, tests/conftest.py)."""
+    return quick_locked_cube, quick_native_cube
 
 
 def pair_means(cube: xr.Dataset, name: str) -> pd.Series:

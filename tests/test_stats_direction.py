@@ -178,7 +178,57 @@ def test_the_report_letters_and_sentences_never_favour_the_lower_mean():
     assert lettered > 0 and no_verdict > 0
 
 
-@pytest.mark.parametrize("seed", [0])
+def expected_ap_by_hand(better: int, ties: int) -> float:
+    """AP of one relevant item under the ``expected`` tie policy (PROTOCOLS.md section 1): the
+    mean of 1 / r over the ranks r = 1 + better .. 1 + better + ties."""
+    return sum(1.0 / r for r in range(1 + better, 2 + better + ties)) / (ties + 1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_the_random_cubes_are_valid(seed):
+    """The layout, ranks and APs of each random cube, checked against the recipe of
+    ``random_cube`` and against APs and mAPs computed by hand."""
     cube = random_cube(seed)
-    assert set(np.unique(cube.split.values)) == {"illumination", "viewpoint"}
+    assert cube.descriptor.values.tolist() == list(SYSTEMS)
+    n = cube.sizes["query"]
+    m = n // 12
+    assert n == 12 * m and 4 <= m <= 14
+    scenes = cube.scene.values.tolist()
+    assert scenes == [s for s in ("i_a", "i_b", "i_c", "v_a", "v_b", "v_c") for _ in range(2 * m)]
+    assert cube.pair.values.tolist() == 6 * (m * ["1-2"] + m * ["1-3"])
+    assert cube.query_keypoint.values.tolist() == 12 * list(range(m))
+    assert cube.split.values.tolist() == [
+        "illumination" if s.startswith("i_") else "viewpoint" for s in scenes
+    ]
+    better, ties = cube.better.values, cube.ties.values
+    assert better.min() >= 0 and set(np.unique(ties)) <= {0, 1, 2}
+    assert (cube.n_relevant.values == 1).all()
+    # per query: a hard query (all systems within one place of each other, at most 10th) or an
+    # easy one (first for some systems, 10 or more places lower for the others)
+    low, high = better.min(axis=0), better.max(axis=0)
+    hard = (high - low <= 1) & (high <= 10)
+    assert (hard | ((low == 0) & ((better == 0) | (better >= 10)).all(axis=0))).all()
+    ap = np.array([[expected_ap_by_hand(b, t) for b, t in zip(*row, strict=True)]
+                   for row in zip(better, ties, strict=True)])  # fmt: skip
+    np.testing.assert_allclose(cube.ap.values, ap, rtol=1e-12)
+    metrics = mc.metric_set(cube)
+    viewpoint = cube.split.values == "viewpoint"
+    np.testing.assert_allclose(metrics.true_map_micro.values, ap.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(metrics.viewpoint_map.values, ap[:, viewpoint].mean(axis=1),
+                               rtol=1e-12)  # fmt: skip
+    np.testing.assert_allclose(metrics.illumination_map.values, ap[:, ~viewpoint].mean(axis=1),
+                               rtol=1e-12)  # fmt: skip
+
+
+def test_the_random_cubes_set_query_wins_against_the_means():
+    """What the cubes are made for: in some cube, a system wins more queries (higher AP) than
+    another but has the lower mean AP (APs by hand)."""
+    against = 0
+    for seed in SEEDS:
+        cube = random_cube(seed)
+        ap = np.vectorize(expected_ap_by_hand)(cube.better.values, cube.ties.values)
+        for j in range(len(SYSTEMS)):
+            for k in range(len(SYSTEMS)):
+                wins, losses = (ap[j] > ap[k]).sum(), (ap[j] < ap[k]).sum()
+                against += bool(wins > losses and ap[j].mean() < ap[k].mean())
+    assert against > 0

@@ -21,6 +21,7 @@ import metricalc as mc
 from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
 from metricalc.stats import compare, correct, metric_values, rank_systems, unit_values
+from tests.shared_checks import reference_multipletests
 
 # ---------------------------------------------------------------------------------------------
 # hit@K: the per-query hit probability under the cube's tie policy
@@ -196,9 +197,9 @@ def test_untestable_comparisons_are_kept_with_a_note_and_left_out_of_the_family(
     raw = ds.pvalue.values
     family = np.isfinite(raw)
     assert family.tolist() == [test == "randomization", True, False]
-    expected = raw[family] if correction == "none" else multipletests(
-        raw[family], method=correction
-    )[1]
+    expected = raw[family] if correction == "none" else reference_multipletests(
+        raw[family], correction
+    )
     assert ds.pvalue_corrected.values[family].tolist() == list(expected)
     assert ds.reject.values[family].tolist() == (expected < 0.05).tolist()
     assert worse.note.item() == "" and bool(worse.reject) and int(worse.favours) == -1
@@ -239,19 +240,18 @@ def test_a_call_raises_only_when_no_comparison_can_be_tested(systems):
 
 def test_notes_reach_the_json_and_the_terminal_table_of_the_cli(systems, tmp_path):
     import json
-    import subprocess
-    import sys
+
+    from tests.cli_helpers import run_cli
 
     path = tmp_path / "c.nc"
     qc.save(ap_cube(systems), path)
-    command = [sys.executable, "-m", "metricalc", "compare", str(path), "--baseline", "sift",
-               "--test", "wilcoxon"]  # fmt: skip
-    done = subprocess.run([*command, "--json"], capture_output=True, text=True, check=False)
+    command = ["compare", str(path), "--baseline", "sift", "--test", "wilcoxon"]
+    done = run_cli(*command, "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["descriptor"]: row for row in json.loads(done.stdout)}
     assert rows["brief"]["note"].startswith("3 paired units") and rows["brief"]["pvalue"] is None
     assert rows["orb"]["note"] == "" and rows["orb"]["favours"] == -1
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = run_cli(*command)
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())  # rich may wrap long lines
     assert "not tested: rootsift vs sift: all 1,234 paired differences are zero" in text
@@ -384,7 +384,7 @@ def test_rank_systems_leaves_identical_systems_out_of_the_pairwise_family(system
     assert not bool(ranking.reject.sel(descriptor="rootsift", other="sift"))
     units = unit_values(cube).values
     raw = [scipy.stats.wilcoxon(units[i], units[2]).pvalue for i in (0, 1)]
-    expected = multipletests(raw, method="holm")[1]
+    expected = reference_multipletests(raw, "holm")
     assert [float(p.sel(descriptor=s, other="orb")) for s in ("sift", "rootsift")] == list(expected)
 
 

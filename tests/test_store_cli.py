@@ -1,10 +1,9 @@
-"""``metricalc db ...`` run as a user runs it: in a subprocess."""
+"""``metricalc db ...`` run as a user runs it (in-process, ``tests/cli_helpers.py``), without
+``COLUMNS`` in the environment (as a pipe or a log file sees it)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -14,20 +13,14 @@ from store_cases import PERFORMANCE, SUMMARY, make_cube, real, tampered_copy
 
 import metricalc as mc
 from metricalc.store import record_experiment, to_dataframe
+from tests.cli_helpers import CliResult, run_cli
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "metricalc", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env={"PYTHONPATH": str(Path(mc.__file__).parents[1]), "PATH": "/usr/bin:/bin"},
-    )
+def run(*args: str, cwd: Path | None = None) -> CliResult:
+    return run_cli(*args, cwd=cwd, env={"COLUMNS": None})
 
 
-def assert_clean_error(result: subprocess.CompletedProcess[str], message: str) -> None:
+def assert_clean_error(result: CliResult, message: str) -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("metricalc: error: ") and message in result.stderr
     assert "Traceback" not in result.stderr

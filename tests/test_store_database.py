@@ -4,6 +4,7 @@ several processes, and files that are not a metricalc database."""
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import signal
@@ -14,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import xarray as xr
 from store_cases import PERFORMANCE, real
 
 import metricalc as mc
@@ -54,15 +56,24 @@ def columns(db: Path, table: str) -> list[str]:
         return [row[1] for row in connection.execute(f"PRAGMA table_info({table})")]
 
 
-def example(db: Path, tag: str = "run", **kwargs) -> int:
+@functools.cache
+def example_sets() -> tuple[xr.Dataset, xr.Dataset]:
+    """The metric set and the per-scene metrics of ``example_cube()``, computed once per process
+    (a second each)."""
     cube = example_cube()
+    return mc.metric_set(cube), mc.scene_metrics(cube)
+
+
+def example(db: Path, tag: str = "run", *, sets: tuple | None = None, **kwargs) -> int:
+    """Record the metric sets of ``example_cube()`` (or ``sets``: metric set, scenes)."""
+    metrics, scenes = example_sets() if sets is None else sets
     return record_experiment(
         db,
         tag=tag,
         benchmark=kwargs.pop("benchmark", "hpatches"),
         config=kwargs.pop("config", {"tag": tag}),
-        metrics=mc.metric_set(cube),
-        scenes=mc.scene_metrics(cube),
+        metrics=metrics.copy(deep=True),
+        scenes=scenes.copy(deep=True),
         **kwargs,
     )
 
@@ -269,12 +280,13 @@ def test_a_killed_writer_leaves_nothing(tmp_path):
 WRITERS, EXPERIMENTS = 4, 6
 
 
-def _writer(db: str, worker: int, start) -> None:
-    """Record EXPERIMENTS experiments of its own and replace a common one each time."""
+def _writer(db: str, worker: int, start, sets: tuple) -> None:
+    """Record EXPERIMENTS experiments of its own and replace a common one each time (the
+    metric sets ``sets`` computed once by the test)."""
     start.wait()
     for i in range(EXPERIMENTS):
-        example(Path(db), tag=f"w{worker}-{i}", timings={"eval": float(i)})
-        example(Path(db), tag="common", config={"writer": worker, "round": i})
+        example(Path(db), tag=f"w{worker}-{i}", sets=sets, timings={"eval": float(i)})
+        example(Path(db), tag="common", sets=sets, config={"writer": worker, "round": i})
 
 
 def _reader(db: str, start, stop, out) -> None:
@@ -301,9 +313,15 @@ def _reader(db: str, start, stop, out) -> None:
 
 def test_concurrent_writers(tmp_path):
     db = tmp_path / "contested.sqlite"  # created by the racing writers themselves
-    context = multiprocessing.get_context("spawn")
+    # processes forked from one server that imported this module (a fresh interpreter each
+    # would spend seconds importing it)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
     start, stop, out = context.Barrier(WRITERS + 1), context.Event(), context.Queue()
-    writers = [context.Process(target=_writer, args=(str(db), w, start)) for w in range(WRITERS)]
+    sets = example_sets()
+    writers = [
+        context.Process(target=_writer, args=(str(db), w, start, sets)) for w in range(WRITERS)
+    ]
     reader = context.Process(target=_reader, args=(str(db), start, stop, out))
     for process in [*writers, reader]:
         process.start()

@@ -29,6 +29,7 @@ from metricalc.retrieval import (
 )
 from metricalc.retrieval.querycube import cube_variable, retrieval_cube, validate_retrieval_cube
 from metricalc.stats.compare import generators
+from tests.shared_checks import assert_balanced_latex
 
 MEASURES = ["map", "P.5,10", "ndcg_cut.10", "recip_rank", "bpref", "num_rel_ret", "gm_map"]
 
@@ -285,18 +286,7 @@ def test_cli_latex_is_written_atomically_and_balanced(files, tmp_path, capsys):
     capsys.readouterr()
     latex = target.read_text()
     assert sorted(p.name for p in target.parent.iterdir()) == ["table.tex"]  # no temporary file
-    stack = []
-    for kind, name in re.findall(r"\\(begin|end)\{([^}]*)\}", latex):
-        if kind == "begin":
-            stack.append(name)
-        else:
-            assert stack.pop() == name
-    assert stack == []
-    depth = 0
-    for char in re.sub(r"\\[{}]", "", latex):
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        assert depth >= 0
-    assert depth == 0
+    assert_balanced_latex(latex)
     assert re.findall(r"(?<!\\)_", latex) == []
     body = latex.split(r"\midrule")[1].split(r"\bottomrule")[0].strip().splitlines()
     assert len(body) == 3 and all(len(re.findall(r"(?<!\\)&", line)) == 2 for line in body)

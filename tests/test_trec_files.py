@@ -7,6 +7,7 @@ import pytest
 
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval import Qrels, Run, evaluate, read_qrels, read_run, write_qrels, write_run
+from tests.shared_checks import reading_error
 
 
 def as_dict(run: Run) -> dict[tuple[str, str], float]:
@@ -74,12 +75,10 @@ def test_identifiers_are_bytes_in_strcmp_order(tmp_path):
 )
 def test_bad_run_files(tmp_path, text, message):
     path = tmp_path / "run.txt"
-    path.write_text(text)
-    with pytest.raises(InvalidInputError) as error:
-        read_run(path)
+    error = reading_error(path, text, read_run)
     separator = "" if message.startswith(":") else " "
-    assert str(error.value) == f"{path}{separator}{message}"
-    assert "\n" not in str(error.value)
+    assert error == f"{path}{separator}{message}"
+    assert "\n" not in error
 
 
 @pytest.mark.parametrize(
@@ -94,10 +93,7 @@ def test_bad_run_files(tmp_path, text, message):
 )
 def test_bad_qrels_files(tmp_path, text, message):
     path = tmp_path / "qrels.txt"
-    path.write_text(text)
-    with pytest.raises(InvalidInputError) as error:
-        read_qrels(path)
-    assert str(error.value) == f"{path} {message}"
+    assert reading_error(path, text, read_qrels) == f"{path} {message}"
 
 
 def test_empty_and_missing_files(tmp_path):

@@ -292,6 +292,19 @@ def test_gtest_image_retrieval_map() -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def scene_means_sum(per_scene):
+    """The sum of the scenes' means (in scene order) and how many scenes have values: the
+    seed's macro average over the non-empty scenes."""
+    total, count = 0.0, 0
+    for scene in sorted(per_scene):
+        values = per_scene[scene]
+        if not values:
+            continue
+        total += sum(values) / len(values)
+        count += 1
+    return total, count
+
+
 class WorkbenchMetrics:
     """Python port of DescriptorWorkbench's ``ExperimentMetrics`` (the parts metric_set
     computes), statement by statement; std::map iterates in key order, so every map here is
@@ -412,26 +425,14 @@ class WorkbenchMetrics:
         if self.precisions_per_image:
             self.mean_precision = sum(self.precisions_per_image) / len(self.precisions_per_image)
         if self.per_scene_precisions:
-            total, count = 0.0, 0
-            for scene in sorted(self.per_scene_precisions):
-                values = self.per_scene_precisions[scene]
-                if not values:
-                    continue
-                total += sum(values) / len(values)
-                count += 1
+            total, count = scene_means_sum(self.per_scene_precisions)
             self.legacy_macro_precision_by_scene = total / count if count else self.mean_precision
         else:
             self.legacy_macro_precision_by_scene = self.mean_precision
         if self.ap_per_query:
             self.true_map_micro = sum(self.ap_per_query) / len(self.ap_per_query)
         if self.per_scene_ap:
-            total, count = 0.0, 0
-            for scene in sorted(self.per_scene_ap):
-                aps = self.per_scene_ap[scene]
-                if not aps:
-                    continue
-                total += sum(aps) / len(aps)
-                count += 1
+            total, count = scene_means_sum(self.per_scene_ap)
             if count > 0:
                 self.true_map_macro_by_scene = total / count
         else:
