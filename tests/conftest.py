@@ -31,6 +31,14 @@ def random_cases(seed: int, count: int, *, large: tuple[int, ...] = (10_000, 100
         yield random_case(rng, n)
 
 
+@pytest.fixture(autouse=True)
+def _pipe_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees a terminal table as wide as in a pipe (120 columns): ``COLUMNS`` unset,
+    whatever the terminal pytest runs in (pytest-xdist's workers set it to the terminal's
+    width). A test that wants a width sets ``COLUMNS`` itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
