@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,17 @@ def random_cases(seed: int, count: int, *, large: tuple[int, ...] = (10_000, 100
         yield random_case(rng, int(rng.choice(CASE_SIZES)))
     for n in large:
         yield random_case(rng, n)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (``-n``), one thread of BLAS and OpenCV per worker: the workers already
+    share the cores, and more threads per worker only make them wait for each other."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        import cv2
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+        cv2.setNumThreads(1)
 
 
 @pytest.fixture(autouse=True)
