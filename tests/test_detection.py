@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,24 +76,21 @@ def test_equals_pycocotools(seed, iou_type, options):
     gt, dt = make_coco_dataset(**kwargs)
     if not dt:
         pytest.skip("no detections drawn (pycocotools cannot load an empty result list)")
-    ref = reference(gt, dt, iou_type)
-    mine = ours(gt, dt, iou_type)
-    np.testing.assert_array_equal(mine.stats.values, nan_for_minus_one(ref.stats))
-    np.testing.assert_array_equal(mine.precision.values, nan_for_minus_one(ref.eval["precision"]))
-    np.testing.assert_array_equal(mine.max_recall.values, nan_for_minus_one(ref.eval["recall"]))
-    np.testing.assert_array_equal(mine.score.values, nan_for_minus_one(ref.eval["scores"]))
+    mine, ref = assert_equal_to_reference(gt, dt, iou_type)
     named = coco_stats(mine)
     assert list(named) == list(COCO_STATS)
     np.testing.assert_array_equal(list(named.values()), nan_for_minus_one(ref.stats))
 
 
-def assert_equal_to_reference(gt: dict, dt: list, iou_type: str) -> None:
+def assert_equal_to_reference(gt: dict, dt: list, iou_type: str) -> tuple[Any, COCOeval]:
+    """Our evaluation equals pycocotools' (stats, precision, recall, scores); both returned."""
     ref = reference(gt, dt, iou_type)
     mine = ours(gt, dt, iou_type)
     np.testing.assert_array_equal(mine.stats.values, nan_for_minus_one(ref.stats))
     np.testing.assert_array_equal(mine.precision.values, nan_for_minus_one(ref.eval["precision"]))
     np.testing.assert_array_equal(mine.max_recall.values, nan_for_minus_one(ref.eval["recall"]))
     np.testing.assert_array_equal(mine.score.values, nan_for_minus_one(ref.eval["scores"]))
+    return mine, ref
 
 
 @pytest.mark.parametrize("seed", range(40))

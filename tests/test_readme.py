@@ -16,43 +16,34 @@ import re
 import numpy as np
 import pytest
 
-from tests.examples_helpers import (
-    ROOT,
-    bash_commands,
-    case_id,
-    command_case,
-    python_blocks,
-    run_command,
-    run_python_block,
-    workspace,
-)
+from tests import examples_helpers as examples
 
-README = ROOT / "README.md"
+README = examples.ROOT / "README.md"
 
 
 @pytest.fixture(scope="module")
 def readme_cubes(tmp_path_factory: pytest.TempPathFactory):
-    return workspace(tmp_path_factory, "readme")
+    return examples.workspace(tmp_path_factory, "readme")
 
 
 def test_readme_has_compare_examples():
-    assert sum(" compare " in f" {line} " for line in bash_commands(README)) >= 3
+    assert sum(" compare " in f" {line} " for line in examples.bash_commands(README)) >= 3
 
 
 @pytest.mark.parametrize(
     "line",
-    [command_case(line) for line in bash_commands(README)],
-    ids=[case_id(line) for line in bash_commands(README)],
+    [examples.command_case(line) for line in examples.bash_commands(README)],
+    ids=[examples.case_id(line) for line in examples.bash_commands(README)],
 )
 def test_readme_command_runs(line, readme_cubes, monkeypatch, capsys):
-    run_command(line, readme_cubes, monkeypatch, capsys)
+    examples.run_command(line, readme_cubes, monkeypatch, capsys)
 
 
 def test_readme_python_examples_run():
-    blocks = python_blocks(README)
+    blocks = examples.python_blocks(README)
     assert blocks, "README.md has no python example"
     for block in blocks:
-        namespace = run_python_block(block, README)
+        namespace = examples.run_python_block(block, README)
     # the example's claims: counts along a descending threshold dim, Wilson interval [0.34, 1]
     counts = namespace["c"]
     assert counts.tp.dims == ("threshold",)
