@@ -391,13 +391,7 @@ class WorkbenchMetrics:
 
     @staticmethod
     def _category(ap_map: dict[str, list[float]]) -> float:
-        total, count = 0.0, 0
-        for scene in sorted(ap_map):
-            aps = ap_map[scene]
-            if not aps:
-                continue
-            total += sum(aps) / len(aps)
-            count += 1
+        total, count = scene_means_sum(ap_map)  # the same loop over the scenes in order
         return total / count if count > 0 else 0.0
 
     @staticmethod
