@@ -129,7 +129,9 @@ def test_a_demo_cube_of_the_same_inputs_in_the_folder_is_reused(data, evaluation
     out = tmp_path / "report"
     out.mkdir()
     qc.save(first, out / "cube_locked.nc")  # where `metricalc demo` puts its locked cube
-    settings = EvaluationSettings(("sift", "orb"), "locked:sift", bojanic=False)
+    settings = EvaluationSettings(
+        ("sift", "orb"), "locked:sift", bojanic=False, image_retrieval=False
+    )
     inputs = evaluation_inputs(load_sequences(data), settings)
     assert first.attrs["cache_key"] == cache_key(inputs)
     again = load_cubes(spec(data), out=out)[""]
@@ -208,3 +210,31 @@ def test_the_pipeline_is_extract_then_evaluate(data):
     assert cube.attrs["tau_px"] == 4.0 and cube.attrs["seed"] == 3
     with pytest.raises(InvalidInputError, match="pass own"):
         evaluate_sequences(sequences, EvaluationSettings(keypoints="external"))
+
+
+class _KeyTakenError(Exception):
+    """Raised by the recording cached_cube below once it has the key (nothing is evaluated)."""
+
+
+@pytest.mark.parametrize("image_retrieval", [False, True])
+def test_the_demo_study_reads_the_cube_the_demo_left(image_retrieval, tmp_path, monkeypatch):
+    """docs/report.md: `metricalc report reports/demo.yaml` after `metricalc demo` evaluates
+    nothing: the study's dataset key is the key of the demo's locked cube, unless the demo also
+    computed the image retrieval (another cube, another key)."""
+    from metricalc.demo import run_demo
+    from metricalc.report.builder import build
+    from metricalc.report.study import demo_study
+
+    keys: list[str] = []
+
+    def recording(path, key, compute, *, elsewhere=()):
+        keys.append(key)
+        raise _KeyTakenError
+
+    monkeypatch.setattr(pipeline, "cached_cube", recording)
+    with pytest.raises(_KeyTakenError):  # the locked cube's key, the demo's first
+        run_demo(tmp_path, quick=True, image_retrieval=image_retrieval, progress=False)
+    with pytest.raises(_KeyTakenError):
+        build(demo_study(quick=True), out=tmp_path, progress=False)
+    demo_key, study_key = keys
+    assert (demo_key == study_key) is not image_retrieval

@@ -93,6 +93,7 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
             tie_policy=spec.tie_policy,
             bojanic=spec.bojanic,
             seed=spec.seed,
+            image_retrieval=False,  # in the key, as in the demo's: its cube is this entry
         )
         result[label], _ = cached_evaluation(
             sequences,
