@@ -69,3 +69,14 @@ def test_json_into_a_closed_pipe_exits_quietly(tmp_path, verb):
     process.stderr.close()
     assert process.wait(timeout=120) == SIGPIPE_EXIT
     assert error == ""  # no BrokenPipeError traceback
+
+
+def test_a_file_system_error_is_one_line_naming_the_path(tmp_path, capsys):
+    """An OSError of a verb (here: a file where a parent folder of the output should be) is a
+    one-line error naming the path, exit 2, no traceback."""
+    taken = tmp_path / "taken"
+    taken.write_text("a file, not a folder")
+    assert main(["keypoints", "make-dataset", str(taken / "data"), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"metricalc: error: cannot use {taken}") and "Not a directory" in err
+    assert err.count("\n") == 1 and "Traceback" not in err

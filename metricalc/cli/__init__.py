@@ -92,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # the reader went away (``metricalc ... --json | head``)
         return stdout_closed()
+    except OSError as error:  # a file the verb reads or writes: a folder, no permission, full disk
+        where = f" {error.filename}" if error.filename else ""
+        print(f"metricalc: error: cannot use{where}: {error.strerror or error}", file=sys.stderr)
+        return 2
 
 
 SIGPIPE_EXIT = 141
