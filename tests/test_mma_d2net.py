@@ -334,3 +334,21 @@ def test_lazy_cube_gives_the_same_mma():
     lazy = matching_accuracy(cube.chunk({"query": 50}), by_split=True)
     assert lazy.chunks is not None
     xr.testing.assert_allclose(lazy.compute(), eager, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("n_candidates", "expected"),
+    [
+        ([4, 4, 4], (3.0, 3.5, 4.0)),  # image 1: 3 keypoints (its queries), image 2: 4
+        ([-1, -1, -1], (3.0, 3.0, 3.0)),  # image 2 unknown (-1): left out, not a count of -1
+        ([-1, 5, -1], (3.0, 4.0, 5.0)),  # the pair's known queries give its target's count
+    ],
+)
+def test_keypoint_counts_leave_out_unknown_target_images(n_candidates, expected):
+    from metricalc.datasets import example_cube
+
+    cube = example_cube()  # one pair, three queries of image 1
+    cube["n_candidates"] = ("descriptor", "query"), [n_candidates]
+    counts = matching_counts(cube).sel(descriptor="sift")
+    low, mean, high = (counts[f"keypoints_{s}"].item() for s in ("min", "mean", "max"))
+    assert (low, mean, high) == expected

@@ -24,6 +24,7 @@ from metricalc.metrics.reductions import (
     group_sum,
     nanmean,
     ok_mask,
+    pair_keypoints,
     prepare_cube,
     ratio,
     unit_scene,
@@ -254,7 +255,7 @@ def matching_counts(
     per_pair = ratio(xr.dot(matches, members, dim=PAIR_UNIT), pairs).where(ok)
     present = cube["n_relevant"] >= 0
     queries = group_sum(present, PAIR_UNIT)  # image 1's keypoints: the same in every pair
-    candidates = ratio(group_sum(cube["n_candidates"].where(present, 0), PAIR_UNIT), queries)
+    candidates = pair_keypoints(cube)  # NaN where unknown (-1): left out of min / mean / max
     scene_of = unit_scene(queries[PAIR_UNIT].values.astype(str))
     queries = queries.assign_coords(_unit_scene=(PAIR_UNIT, scene_of))
     reference = group_max(queries, "_unit_scene")  # pairs of one scene share image 1

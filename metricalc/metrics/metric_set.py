@@ -25,6 +25,7 @@ from metricalc.metrics.reductions import (
     group_sum,
     nanmean,
     ok_mask,
+    pair_keypoints,
     prepare_cube,
     ratio,
     tie_policy,
@@ -69,11 +70,7 @@ def match_counts(cube: xr.Dataset) -> dict[str, xr.DataArray]:
         return dict.fromkeys(WORKBENCH_COUNTS, unknown)
     present = cube["n_relevant"] >= 0
     matches = group_sum(present & (cube["nn_mutual"] == 1), PAIR_UNIT)
-    known = present & (cube["n_candidates"] >= 0)
-    # n_candidates is one number per image pair: the mean over the pair's queries is that number
-    keypoints = ratio(
-        group_sum(cube["n_candidates"].where(known, 0), PAIR_UNIT), group_sum(known, PAIR_UNIT)
-    )
+    keypoints = pair_keypoints(cube)
     total_keypoints = keypoints.where(matches > 0, 0).sum(PAIR_UNIT, skipna=False)
     return {
         "total_matches": matches.sum(PAIR_UNIT),

@@ -26,6 +26,7 @@ __all__ = [
     "group_sum",
     "nanmean",
     "ok_mask",
+    "pair_keypoints",
     "partition",
     "prepare_cube",
     "ratio",
@@ -146,6 +147,20 @@ def group_max(values: xr.DataArray, key: str) -> xr.DataArray:
 def group_nanmean(values: xr.DataArray, key: str) -> xr.DataArray:
     """Mean of the defined values within each group of coordinate ``key``."""
     return ratio(group_sum(values.fillna(0), key), group_sum(values.notnull(), key))
+
+
+def pair_keypoints(cube: xr.Dataset) -> xr.DataArray:
+    r"""The keypoints of each image pair's target image, over ``(descriptor, PAIR_UNIT)``: the
+    pair's ``n_candidates`` (one number per pair, so the mean over its queries),
+
+    .. math:: k_p = \frac{\sum_{q \in p,\ known} n^{cand}_q}{|\{q \in p : known\}|},
+
+    where a query is known if present (R >= 0) with ``n_candidates >= 0`` (-1 is "unknown");
+    NaN for a pair with no known query."""
+    known = (cube["n_relevant"] >= 0) & (cube["n_candidates"] >= 0)
+    return ratio(
+        group_sum(cube["n_candidates"].where(known, 0), PAIR_UNIT), group_sum(known, PAIR_UNIT)
+    )
 
 
 def partition(values: np.ndarray, sep: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
