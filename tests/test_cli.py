@@ -68,8 +68,8 @@ def test_parser_choices_agree_with_the_library():
     """The values the light parser spells out are the library's."""
     import importlib
 
-    from metricalc import stats
-    from metricalc.cli import compare, experiments
+    from metricalc import cube, stats
+    from metricalc.cli import compare, experiments, keypoints
 
     runs = importlib.import_module("metricalc.experiment.run")
     assert tuple(sorted(runs.BENCHMARKS)) == experiments.BENCHMARK_NAMES
@@ -78,6 +78,7 @@ def test_parser_choices_agree_with_the_library():
     assert compare.PAIR_BY == stats.PAIR_BY
     assert compare.SPLITS == stats.SPLITS
     assert compare.CORRECTIONS == stats.CORRECTIONS
+    assert keypoints.Y0_POLICIES == cube.Y0_POLICIES
 
 
 def test_console_script_runs():

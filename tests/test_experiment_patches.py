@@ -30,12 +30,9 @@ from metricalc import cube as cubes
 from metricalc.cli import main
 from metricalc.errors import InvalidInputError
 from metricalc.experiment import run
-from metricalc.experiment.patch_retrieval import (
-    DEFAULT_CONF,
-    file_table,
-    load_dataset,
-    prepare_benchmarks,
-)
+from metricalc.experiment.patch_data import load_dataset, prepare_benchmarks
+from metricalc.experiment.patch_retrieval import DEFAULT_CONF
+from metricalc.experiment.patch_tables import file_table
 from metricalc.experiment.rundir import RunDir
 from metricalc.patches.compute import DescriptorPool, compute_results, load_descriptor_pool
 from metricalc.patches.describe import describe_patches

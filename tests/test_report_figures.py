@@ -16,9 +16,9 @@ from sklearn.metrics import roc_curve as sk_roc_curve
 
 from metricalc.errors import InvalidInputError
 from metricalc.metrics import matching_accuracy, matching_pr_curve, matching_roc_curve
+from metricalc.plotting.comparisons import comparison_from_frame
 from metricalc.plotting.curve_figures import plot_mma, plot_pr_curves, plot_roc
 from metricalc.plotting.figures import plot_split_scatter, save_figure
-from metricalc.plotting.tables import comparison_from_frame
 from metricalc.report.stats_figures import plot_cd_diagram, plot_forest
 from metricalc.report.summary import cd_groups
 

@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metricalc.errors import InvalidInputError
+from metricalc.plotting.comparisons import comparison_from_frame
 from metricalc.plotting.labels import escape_latex, escape_markdown, format_p
-from metricalc.plotting.tables import Table, comparison_from_frame, row_letter
+from metricalc.plotting.tables import Table, row_letter
 from metricalc.report.summary import (
     cd_groups,
     describe_comparison,

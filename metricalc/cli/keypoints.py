@@ -13,6 +13,9 @@ from metricalc.errors import InvalidInputError
 from metricalc.hpatches import SEQUENCE_SPLITS
 from metricalc.validation import TIE_POLICIES
 
+Y0_POLICIES = ("negative", "ignore")
+"""``metricalc.cube.Y0_POLICIES``, spelled here: the parser loads no xarray."""
+
 if TYPE_CHECKING:
     import xarray as xr
 
@@ -91,7 +94,7 @@ def add_keypoints(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ev.add_argument("--tau", type=float, default=3.0, help="ground-truth tolerance in px")
     ev.add_argument("--border", type=float, default=40.0, help="border exclusion in px")
     ev.add_argument("--tie-policy", choices=TIE_POLICIES, default="expected")
-    ev.add_argument("--y0", choices=("negative", "ignore"), default="negative")
+    ev.add_argument("--y0", choices=Y0_POLICIES, default="negative")
     ev.add_argument("--no-bojanic", action="store_true", help="skip verification / retrieval")
     ev.add_argument(
         "--image-retrieval",

@@ -42,14 +42,7 @@ from metricalc.experiment.benchmark import (
     scalar_summary,
 )
 from metricalc.experiment.config import Config
-from metricalc.experiment.patch_data import (
-    QUICK_FILES,
-    QUICK_MAX_PATCHES,
-    QUICK_PER_SPLIT,
-    dataset_label,
-    load_dataset,
-    prepare_benchmarks,
-)
+from metricalc.experiment.patch_data import dataset_label, prepare_benchmarks
 from metricalc.experiment.patch_predictions import (
     describe_seconds,
     merge_parts,
@@ -58,7 +51,6 @@ from metricalc.experiment.patch_predictions import (
     write_part,
 )
 from metricalc.experiment.patch_tables import (
-    METRIC_SET_KEPT,
     file_summaries,
     file_table,
     group_table,
@@ -78,19 +70,7 @@ from metricalc.plotting.figures import plot_scene_map
 from metricalc.progress import progress_bar
 from metricalc.version import __version__
 
-__all__ = [
-    "DEFAULT_CONF",
-    "METRIC_SET_KEPT",
-    "QUICK_FILES",
-    "QUICK_MAX_PATCHES",
-    "QUICK_PER_SPLIT",
-    "Patches",
-    "dataset_label",
-    "describe_patch_image",
-    "file_table",
-    "load_dataset",
-    "prepare_benchmarks",
-]
+__all__ = ["DEFAULT_CONF", "Patches", "describe_patch_image"]
 
 DEFAULT_CONF: dict[str, Any] = {
     "data": {

@@ -52,8 +52,9 @@ from metricalc.experiment.scheduler import Scheduler
 from metricalc.fileio import json_safe
 from metricalc.plotting.figures import save_figure
 from metricalc.store.database import DEFAULT_DB, open_db
+from metricalc.store.inputs import library_versions
 from metricalc.store.metadata import format_metadata, metadata_for
-from metricalc.store.records import library_versions, record_experiment
+from metricalc.store.records import record_experiment
 
 __all__ = ["BENCHMARKS", "DEFAULT_OUTPUTS", "RunResult", "default_db", "get_benchmark", "run"]
 

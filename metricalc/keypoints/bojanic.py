@@ -46,11 +46,11 @@ from typing import Any
 import numpy as np
 
 from metricalc.core import kernels
+from metricalc.cube import Y0_POLICIES
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import ground_truth, inside
 from metricalc.keypoints.matching import prepare_candidates, prepare_queries, squared_distances
 
-Y0_POLICIES = ("negative", "ignore")
 SCENE_RESULTS = (
     "verification_ap",
     "retrieval_ap",

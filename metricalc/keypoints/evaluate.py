@@ -18,7 +18,7 @@ import xarray as xr
 
 from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
-from metricalc.keypoints.bojanic import SCENE_RESULTS, Y0_POLICIES, distractors, scene_tasks
+from metricalc.keypoints.bojanic import SCENE_RESULTS, distractors, scene_tasks
 from metricalc.keypoints.image_retrieval import descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
 from metricalc.keypoints.sequences import dataset_fingerprint
@@ -172,8 +172,8 @@ def evaluate(
     bojanic: bool = True,
     image_retrieval: bool = False,
     y0: str = "negative",
-    n_distractor_scenes: int = 10,
-    n_distractors: int = 20,
+    n_distractor_scenes: int = cubes.DEFAULT_ATTRS["n_distractor_scenes"],
+    n_distractors: int = cubes.DEFAULT_ATTRS["n_distractors"],
     seed: int = 0,
     dataset: str | None = None,
     dataset_path: str = "",
@@ -229,7 +229,7 @@ def evaluate(
         (descriptor, sequence) (those of a task not run at their sentinels).
     """
     check_choice("tie_policy", tie_policy, TIE_POLICIES)
-    check_choice("y0", y0, Y0_POLICIES)
+    check_choice("y0", y0, cubes.Y0_POLICIES)
     check_protocol(tau=tau, border=border)
     if not sequences:
         raise InvalidInputError("no sequences to evaluate")

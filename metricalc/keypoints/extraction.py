@@ -26,7 +26,10 @@ from metricalc.keypoints.featureset import IMAGES, Features, FeatureSet, Sequenc
 from metricalc.progress import progress_bar
 from metricalc.validation import is_integer, is_real
 
-__all__ = ["BUILTIN_METHODS", "detect_keypoints", "extract", "extract_image"]
+__all__ = ["BUILTIN_METHODS", "MAX_KEYPOINTS", "detect_keypoints", "extract", "extract_image"]
+
+MAX_KEYPOINTS = 2000
+"""Keypoints kept per image by default (the strongest by detector response)."""
 
 
 def _check_methods(
@@ -86,7 +89,7 @@ def extract(
     methods: Iterable[str] | str = BUILTIN_METHODS,
     *,
     locked: str | None = None,
-    max_keypoints: int | None = 2000,
+    max_keypoints: int | None = MAX_KEYPOINTS,
     border: float = 40.0,
     progress: bool = False,
     own: Mapping[str, Mapping[str, Mapping[int, Features]]] | None = None,
@@ -237,7 +240,7 @@ def detect_keypoints(
     sequences: Iterable[SequenceLike],
     detector: str = "sift",
     *,
-    max_keypoints: int | None = 2000,
+    max_keypoints: int | None = MAX_KEYPOINTS,
     border: float = 40.0,
     progress: bool = False,
 ) -> dict[str, dict[int, dict[str, np.ndarray]]]:
@@ -300,7 +303,7 @@ def extract_image(
     methods: Iterable[str] | str = BUILTIN_METHODS,
     *,
     locked: str | None = None,
-    max_keypoints: int | None = 2000,
+    max_keypoints: int | None = MAX_KEYPOINTS,
     border: float = 40.0,
 ) -> dict[str, Features]:
     """Detect and describe one image with built-in methods, exactly as :func:`extract` does.

@@ -18,7 +18,7 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import temporary_path
-from metricalc.keypoints.extraction import detect_keypoints
+from metricalc.keypoints.extraction import MAX_KEYPOINTS, detect_keypoints
 from metricalc.keypoints.featureset import IMAGES, Features, FeatureSet, SequenceLike, _coerce
 from metricalc.validation import is_integer
 
@@ -107,7 +107,7 @@ def export_keypoints(
     out: str | os.PathLike[str],
     *,
     detector: str = "sift",
-    max_keypoints: int | None = 2000,
+    max_keypoints: int | None = MAX_KEYPOINTS,
     border: float = 40.0,
     progress: bool = False,
 ) -> dict[str, dict[int, dict[str, np.ndarray]]]:

@@ -41,13 +41,12 @@ from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.keypoints.evaluate import evaluate
-from metricalc.keypoints.extraction import BUILTIN_METHODS, extract
+from metricalc.keypoints.extraction import BUILTIN_METHODS, MAX_KEYPOINTS, extract
 from metricalc.keypoints.features import FeatureSet, SequenceLike
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.version import __version__
 
 __all__ = [
-    "MAX_KEYPOINTS",
     "EvaluationSettings",
     "cache_key",
     "cached_cube",
@@ -57,8 +56,6 @@ __all__ = [
     "keypoint_mode",
 ]
 
-MAX_KEYPOINTS = 2000
-"""Keypoints kept per image by :func:`metricalc.keypoints.features.extract` (its default)."""
 
 
 def keypoint_mode(locked: str | None) -> str:
@@ -213,8 +210,9 @@ def evaluation_inputs(
         "tie_policy": settings.tie_policy,
         "bojanic": bool(settings.bojanic),
         "y0": settings.y0,
-        "n_distractor_scenes": 10,
-        "n_distractors": 20,
+        # evaluate() keeps its distractor defaults, the cube schema's
+        "n_distractor_scenes": cubes.DEFAULT_ATTRS["n_distractor_scenes"],
+        "n_distractors": cubes.DEFAULT_ATTRS["n_distractors"],
         "seed": int(settings.seed),
         "metricalc": __version__,
         "opencv": cv2.__version__,

@@ -33,7 +33,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.patches.checks import validate
 from metricalc.patches.evaluate import relevance
 from metricalc.patches.files import N_RESULTS, Benchmark, Labels, Results
-from metricalc.retrieval.export import trec_writer
+from metricalc.retrieval.writer import check_token, trec_writer
 
 __all__ = ["PatchExport", "export_trec"]
 
@@ -114,8 +114,7 @@ def export_trec(
     """
     validate(benchmark, labels, results)
     tag = (results.path.stem if results.path is not None else "results") if tag is None else tag
-    if not tag or any(c.isspace() for c in tag):
-        raise InvalidInputError(f"tag {tag!r} must be a non-empty word without whitespace")
+    check_token("tag", tag)
     queries = pd.Series(benchmark.queries)
     repeated = queries.duplicated()
     if repeated.any():

@@ -21,14 +21,12 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.plotting.comparisons import (  # re-exported: metricalc.plotting.tables.X works
+from metricalc.plotting.comparisons import (
     CORRECTION_NAMES,
     PAIR_UNITS,
     READ_VARIABLES,
     TEST_NAMES,
-    comparison_from_frame,
     comparison_pairs,
-    comparison_row,
 )
 from metricalc.plotting.labels import (
     dataset_name,
@@ -40,18 +38,7 @@ from metricalc.plotting.labels import (
 )
 from metricalc.validation import is_integer
 
-__all__ = [
-    "CORRECTION_NAMES",
-    "DEFAULT_COLUMNS",
-    "PAIR_UNITS",
-    "READ_VARIABLES",
-    "TEST_NAMES",
-    "Table",
-    "comparison_from_frame",
-    "comparison_pairs",
-    "comparison_row",
-    "row_letter",
-]
+__all__ = ["DEFAULT_COLUMNS", "Table", "row_letter"]
 
 DEFAULT_COLUMNS = (
     "true_map_micro",

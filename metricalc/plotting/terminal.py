@@ -289,7 +289,8 @@ def _effect(value: float) -> str:
     return f"{value:.2f}" if math.isfinite(value) else "-"
 
 
-def _pvalue(value: float) -> str:
+def pvalue_cell(value: float) -> str:
+    """A p-value in a terminal table: ``-`` when undefined, ``<0.001``, else three decimals."""
     if not math.isfinite(value):
         return "-"
     return "<0.001" if value < 0.001 else f"{value:.3f}"
@@ -351,8 +352,8 @@ def print_comparisons(
             _number(row["mean_baseline"], percent=percent),
             _number(row["mean_diff"], percent=percent, signed=True),
             escape(f"[{low}, {high}]"),
-            _pvalue(row["pvalue"]),
-            _pvalue(row["pvalue_corrected"]),
+            pvalue_cell(row["pvalue"]),
+            pvalue_cell(row["pvalue_corrected"]),
             _marker(row),
             _effect(row["rank_biserial"]),
             _effect(row["cohens_dz"]),

@@ -164,6 +164,8 @@ class RunComparison:
 
     def _print_pvalues(self, console: Any) -> None:
         """The corrected p-value of every run against the baseline per tested measure."""
+        from metricalc.plotting.terminal import pvalue_cell
+
         tested = list(self.comparisons)
         others = [run for run in self.runs if run != self.baseline]
         marked = self.marked()
@@ -173,7 +175,7 @@ class RunComparison:
             for measure in tested:
                 one = marked[measure].sel(descriptor=run, baseline=self.baseline)
                 sign = {1: " >", -1: " <"}.get(int(one["favours"]), "")
-                row.append((_p_text(float(one["pvalue_corrected"])) + sign,
+                row.append((pvalue_cell(float(one["pvalue_corrected"])) + sign,
                             "bold" if sign else ""))
             cells.append(row)
         settings = self.comparisons[tested[0]].attrs
@@ -284,12 +286,6 @@ def _print_blocks(corner: str, rows: list[str], headers: list[str],
 def _pairs(comparison: xr.Dataset) -> list[tuple[str, str]]:
     """The (run, baseline) of every comparison of a :func:`metricalc.stats.compare` Dataset."""
     return [(str(d), str(b)) for d, b in comparison.get_index("comparison")]
-
-
-def _p_text(p: float) -> str:
-    if not np.isfinite(p):
-        return "-"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def _against_all(result: RunComparison, measure: str, comparison: xr.Dataset) -> np.ndarray:

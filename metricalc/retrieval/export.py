@@ -36,10 +36,10 @@ import pyarrow.compute as pc
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval.writer import LineWriter, trec_writer
+from metricalc.retrieval.writer import check_token, trec_writer
 from metricalc.validation import check_choice, is_integer
 
-__all__ = ["EXPORT_POLICIES", "SCORES", "CubeExport", "LineWriter", "export_cube", "trec_writer"]
+__all__ = ["EXPORT_POLICIES", "SCORES", "CubeExport", "export_cube"]
 
 EXPORT_POLICIES = ("optimistic", "pessimistic", "workbench")
 """The tie policies a single run can hold (``expected`` is a mean over orders)."""
@@ -178,7 +178,7 @@ def export_cube(
         raise InvalidInputError(f"depth must be a positive integer or None; got {depth!r}")
     depth = None if depth is None else int(depth)
     tag = descriptor if tag is None else tag
-    _check_token("tag", tag)
+    check_token("tag", tag)
     better, ties, n_relevant, qids = _descriptor_queries(cube, descriptor)
     ranked = n_relevant == 1
     if not ranked.any():
@@ -278,11 +278,6 @@ def _query_ids(cube: xr.Dataset) -> pa.Array:
             "query id names one query (a scene, pair or keypoint set holds '/')"
         )
     return qids
-
-
-def _check_token(what: str, value: str) -> None:
-    if not value or any(c.isspace() for c in value):
-        raise InvalidInputError(f"{what} {value!r} must be a non-empty word without whitespace")
 
 
 def _padded(prefix: str | pa.Array, numbers: np.ndarray, width: int) -> pa.Array:

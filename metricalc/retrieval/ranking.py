@@ -32,7 +32,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.retrieval.order import decode_ids, score_key, trec_order
 from metricalc.retrieval.trec_files import Qrels, Run
 
-__all__ = ["TIES", "Ranked", "TieGroups", "rank_lists", "rank_run", "trec_order"]
+__all__ = ["TIES", "Ranked", "TieGroups", "rank_lists", "rank_run"]
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 NOT_IN_POOL = -1

@@ -16,7 +16,7 @@ import pyarrow.csv as pcsv
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import temporary_path
 
-__all__ = ["LineWriter", "trec_writer"]
+__all__ = ["LineWriter", "check_token", "trec_writer"]
 
 _OPTIONS = pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
 
@@ -66,3 +66,15 @@ class LineWriter:
         """Close the file (nothing written: an empty file)."""
         if self._writer is not None:
             self._writer.close()
+
+
+def check_token(what: str, value: str) -> None:
+    """A field of a TREC line (a run tag): a non-empty word, since whitespace separates fields.
+
+    >>> check_token("tag", "my run")
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: tag 'my run' must be a non-empty word without whitespace
+    """
+    if not value or any(c.isspace() for c in value):
+        raise InvalidInputError(f"{what} {value!r} must be a non-empty word without whitespace")

@@ -20,7 +20,7 @@ from metricalc.stats.sides import direction, disagreement, verdict
 from metricalc.stats.units import unit_values
 from metricalc.validation import check_choice, check_fraction, check_integer
 
-__all__ = ["MIN_UNITS", "compare", "direction", "disagreement", "verdict"]
+__all__ = ["MIN_UNITS", "compare"]
 
 MIN_UNITS = 5
 """A comparison needs at least this many paired units."""

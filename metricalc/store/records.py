@@ -21,11 +21,10 @@ import xarray as xr
 
 from metricalc.store import codec
 from metricalc.store.database import open_db, transaction
-from metricalc.store.inputs import library_versions
 from metricalc.store.rows import ExperimentRow, ResultRow, SceneRow, experiment_row, result_rows
 from metricalc.store.schema import RESULT_COLUMNS, SCENE_COLUMNS, SEED_COLUMNS
 
-__all__ = ["library_versions", "record_experiment", "write_experiment"]
+__all__ = ["record_experiment", "write_experiment"]
 
 
 def _now() -> str:
