@@ -78,6 +78,7 @@ __all__ = [
     "rank_stats",
     "rate_confint",
     "recall",
+    "report",
     "retrieval",
     "roc_auc",
     "roc_curve",
