@@ -8,7 +8,7 @@ from typing import Any
 
 import xarray as xr
 
-from metricalc.fileio import atomic_write, json_safe
+from metricalc.fileio import atomic_write, csv_text, json_safe
 
 
 def metric_set_to_dict(metrics: xr.Dataset) -> dict[str, dict[str, Any]]:
@@ -38,6 +38,6 @@ def write_metric_set(metrics: xr.Dataset, stem: str | Path) -> list[Path]:
     stem = Path(stem)
     table = metrics[[n for n, v in metrics.data_vars.items() if v.dims == ("descriptor",)]]
     csv_path, json_path = stem.with_suffix(".csv"), stem.with_suffix(".json")
-    atomic_write(csv_path, table.to_dataframe().to_csv())
+    atomic_write(csv_path, csv_text(table.to_dataframe(), index=True))
     atomic_write(json_path, json.dumps(metric_set_to_dict(metrics), indent=2, sort_keys=False))
     return [csv_path, json_path]

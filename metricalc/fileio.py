@@ -5,6 +5,7 @@
 - :func:`atomic_write`: text or bytes to a file through a temporary file and a rename;
 - :func:`temporary_path`: a temporary file name to hand to a writer that wants a path (netCDF,
   HDF5, Parquet, a figure), renamed over the target when the block succeeds;
+- :func:`csv_text`: a table as CSV text that a spreadsheet opens as data, never as formulas;
 - :func:`current_umask`: the umask, which sets the mode of every file written here (0644 by
   default), as for any file a program creates;
 - :func:`read_json`, :func:`read_manifest`: JSON side files and the manifests of the generated
@@ -30,13 +31,19 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from metricalc.errors import InvalidInputError
 
-__all__ = ["atomic_write", "current_umask", "json_safe", "temporary_path"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["atomic_write", "csv_text", "current_umask", "json_safe", "temporary_path"]
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection)."""
 
 
 def json_safe(value: Any) -> Any:
@@ -164,6 +171,57 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
         else:
             tmp.write_text(data, encoding="utf-8")
     return Path(path)
+
+
+def _inert(value: Any) -> Any:
+    """``value``, or ``"'" + value`` for text a spreadsheet would run as a formula."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)  # "-0.5" and "+inf" are numbers, not formulas
+    except ValueError:
+        return "'" + value
+    return value
+
+
+def csv_text(frame: pd.DataFrame, *, index: bool = False) -> str:
+    r"""``frame`` as CSV text (``frame.to_csv``) in which no text cell is a formula.
+
+    A text cell, column name or index label that starts with ``=``, ``+``, ``-``, ``@``, a tab
+    or a carriage return and is not a number is written with a leading ``'`` (the OWASP advice
+    against CSV injection): a spreadsheet shows it as text instead of running it. Numbers,
+    including negative ones, are written as they are. Lines end in ``\n``, or in ``\r\n`` when
+    a cell holds a carriage return (so that the cell is quoted and reads back whole).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"descriptor": ["=1+2", "sift", "-x"], "ap": [0.5, -0.25, 1.0]})
+    >>> print(csv_text(frame), end="")
+    descriptor,ap
+    '=1+2,0.5
+    sift,-0.25
+    '-x,1.0
+    """
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
+    if index:  # the index as leading columns, headed by its names ("" where unnamed)
+        names = ["" if n is None else n for n in frame.index.names]
+        frame = frame.reset_index(names=names)
+    frame = frame.rename(columns=_inert)
+    text_columns = [
+        c for c in frame.columns if is_object_dtype(frame[c]) or is_string_dtype(frame[c])
+    ]
+    for column in text_columns:
+        frame[column] = frame[column].map(_inert)
+    # Python 3.11's csv writer quotes a field with a line break only if the break is in the
+    # line terminator: a table holding a carriage return is written with CRLF line ends, so
+    # that every field with "\r" or "\n" is quoted and reads back whole.
+    bare_return = any("\r" in str(c) for c in frame.columns) or any(
+        frame[c].map(lambda v: isinstance(v, str) and "\r" in v).any() for c in text_columns
+    )
+    text: str = frame.to_csv(index=False, lineterminator="\r\n" if bare_return else "\n")
+    return text
 
 
 def read_json(path: Path, what: str) -> Any:

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import atomic_write, current_umask, json_safe, temporary_path
+from metricalc.fileio import atomic_write, csv_text, current_umask, json_safe, temporary_path
 
 
 def _expected(value):
@@ -160,3 +160,59 @@ def test_atomic_write_errors_propagate_and_leave_nothing(tmp_path):
     with pytest.raises(OSError):
         atomic_write(folder, "x")  # cannot rename a file over a folder
     assert os.listdir(folder) == [] and sorted(os.listdir(tmp_path)) == ["file", "folder"]
+
+
+_FORMULA_TEXT = st.text(alphabet="=+-@\t\rab1.,\"' ", max_size=8)
+
+
+@given(st.lists(st.tuples(_FORMULA_TEXT, st.floats(allow_nan=False, width=32)), max_size=6))
+def test_csv_text_writes_no_cell_a_spreadsheet_runs(rows):
+    import csv
+    import io
+
+    import pandas as pd
+
+    frame = pd.DataFrame({"=name": [r[0] for r in rows], "value": [r[1] for r in rows]})
+    read = list(csv.reader(io.StringIO(csv_text(frame), newline="")))
+    assert read[0] == ["'=name", "value"]
+    for (text, value), (cell, number) in zip(rows, read[1:], strict=True):
+        if text.startswith(("=", "+", "-", "@", "\t", "\r")) and not _is_number(text):
+            assert cell == "'" + text
+        else:
+            assert cell == text
+        assert float(number) == pytest.approx(value)  # numbers, negative ones too, unchanged
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_metric_set_and_report_csv_files_neutralise_formulas(tmp_path, make_query_cube):
+    import csv
+
+    from metricalc.export import write_metric_set
+    from metricalc.metrics import metric_set
+    from metricalc.report.builder import build
+    from metricalc.report.study import study_from_dict
+
+    hostile = "=HYPERLINK(\"http://x\",\"y\")"
+    cube = make_query_cube({hostile: 0.8, "-sift": 0.5, "orb": 0.3}, seed=2)
+    files = write_metric_set(metric_set(cube), tmp_path / "metrics")
+    study = study_from_dict(
+        {"data": {"dataset": "synthetic"}, "baseline": "orb", "outputs": ["csv"],
+         "tests": {"n_resamples": 99, "rank": False}, "figures": ["forest"]},
+        source=tmp_path / "s.yaml",
+    )  # fmt: skip
+    report = build(study, cubes={"": cube}, out=tmp_path / "report", progress=False)
+    written = [p for p in [*files, *report.files] if p.suffix == ".csv"]
+    assert {p.name for p in written} >= {"metrics.csv", "table.csv", "comparisons.csv"}
+    for path in written:
+        with path.open(newline="") as handle:
+            cells = [c for row in csv.reader(handle) for c in row]
+        formulas = [c for c in cells if c.startswith(("=", "@", "+", "-")) and not _is_number(c)]
+        assert not formulas, path.name
+        assert "'" + hostile in cells or path.name == "rankings.csv", path.name

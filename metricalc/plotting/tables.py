@@ -21,6 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import csv_text
 from metricalc.plotting.comparisons import (
     CORRECTION_NAMES,
     PAIR_UNITS,
@@ -503,4 +504,4 @@ class Table:
                 record[f"{column}_mark"] = c.mark
                 record[f"{column}_better_than"] = c.letters
             records.append(record)
-        return pd.DataFrame.from_records(records).to_csv(index=False)
+        return csv_text(pd.DataFrame.from_records(records))

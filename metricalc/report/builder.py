@@ -28,7 +28,7 @@ import xarray as xr
 
 from metricalc.cube import PROTOCOL_ATTRS
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import atomic_write
+from metricalc.fileio import atomic_write, csv_text
 from metricalc.plotting.comparisons import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES
 from metricalc.plotting.labels import dataset_name, metric_info
 from metricalc.plotting.tables import Table
@@ -370,10 +370,10 @@ def _write_outputs(
         write("tables.md", table.to_markdown())
     if "csv" in study.outputs:
         write("table.csv", table.to_csv())
-        write("comparisons.csv", _comparisons_frame(report, by_column).to_csv(index=False))
-        write("rankings.csv", _rankings_frame(report).to_csv(index=False))
+        write("comparisons.csv", csv_text(_comparisons_frame(report, by_column)))
+        write("rankings.csv", csv_text(_rankings_frame(report)))
         scalar = [n for n, v in metrics.data_vars.items() if v.dims == ("descriptor",)]
-        write("metrics.csv", metrics[scalar].to_dataframe().to_csv())
+        write("metrics.csv", csv_text(metrics[scalar].to_dataframe(), index=True))
     if "summary" in study.outputs:
         write("summary.txt", _summary_text(study, report.sentences, report.rankings, report.notes))
     if "html" in study.outputs:

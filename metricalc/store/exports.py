@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import atomic_write, json_safe, temporary_path
+from metricalc.fileio import atomic_write, csv_text, json_safe, temporary_path
 from metricalc.store.database import open_db
 from metricalc.store.frames import FRAME_TABLES, read_frame
 
@@ -88,7 +88,7 @@ def _cell(value: Any) -> Any:
 def frame_text(frame: pd.DataFrame, format: str) -> str:
     """The CSV or JSON text of ``frame`` (see the module docstring)."""
     if format == "csv":
-        return frame.to_csv(index=False)
+        return csv_text(frame)
     if format == "json":
         rows = [
             {str(k): _cell(v) for k, v in zip(frame.columns, row, strict=True)}
