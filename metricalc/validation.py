@@ -1,4 +1,5 @@
-"""Input checks shared by every package: choices, integers, numbers, labels, scores, counts.
+"""Input checks shared by every package: choices, integers, numbers, labels, scores, counts,
+and the memory a request needs (:func:`check_memory`).
 
 The one place where an option or an input is checked. Each check raises
 :class:`~metricalc.errors.InvalidInputError` naming the argument, the offending value (and its
@@ -8,6 +9,8 @@ index) and what was expected, before any NumPy routine can fail deep inside.
 from __future__ import annotations
 
 import math
+import os
+import re
 import warnings
 from collections.abc import Sequence
 from typing import Literal, TypeGuard
@@ -20,6 +23,76 @@ ZeroDivision = Literal["nan", "warn"] | int | float
 """The policy for an undefined value: ``"nan"``, ``0``, ``1`` or ``"warn"`` (0 and a warning)."""
 
 TIE_POLICIES = ("optimistic", "pessimistic", "workbench", "expected")
+
+MEMORY_LIMIT_ENV = "METRICALC_MEMORY_LIMIT"
+"""Environment variable holding the memory one request may use, in bytes or with a binary
+suffix (``512M``, ``8G``, ``1.5T``); unset, half of this machine's physical memory."""
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def format_bytes(nbytes: float) -> str:
+    """A byte count for a person to read, in binary units.
+
+    Examples
+    --------
+    >>> format_bytes(512), format_bytes(3 * 2**30), format_bytes(2.4e13)
+    ('512 B', '3.0 GiB', '21.8 TiB')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(nbytes) < 1024 or unit == "TiB":
+            return f"{nbytes:.0f} B" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def memory_limit() -> int:
+    """The bytes one request may use: :data:`MEMORY_LIMIT_ENV` if set, else half the physical
+    memory (:func:`os.sysconf`; 4 GiB where the platform does not tell).
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ[MEMORY_LIMIT_ENV] = "1.5G"
+    >>> memory_limit() == 1.5 * 2**30
+    True
+    >>> del os.environ[MEMORY_LIMIT_ENV]
+    """
+    text = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if text:
+        found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?", text, flags=re.IGNORECASE)
+        if not found or float(found.group(1)) <= 0:
+            raise InvalidInputError(
+                f"{MEMORY_LIMIT_ENV}={text!r}; expected a positive number of bytes, optionally "
+                "with K, M, G or T (e.g. 8G)"
+            )
+        return int(float(found.group(1)) * _UNITS[found.group(2).upper()])
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX platforms
+        return 4 * 2**30
+    return int(physical // 2)
+
+
+def check_memory(request: str, nbytes: float) -> None:
+    """Refuse, before it is attempted, a request that needs more than :func:`memory_limit`.
+
+    ``request`` says what is asked and how the bytes are counted; the error names both sizes.
+
+    Examples
+    --------
+    >>> check_memory("n_resamples=10", 80)
+    >>> check_memory("n_resamples=10**12 (3 comparisons x 10**12 means x 8 bytes)", 2.4e13)
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: n_resamples=10**12 (3 comparisons x 10**12 means x 8 bytes) needs 21.8 TiB of memory; ...
+    """  # noqa: E501
+    limit = memory_limit()
+    if nbytes > limit:
+        raise InvalidInputError(
+            f"{request} needs {format_bytes(nbytes)} of memory; at most {format_bytes(limit)} "
+            f"may be used (half this machine's memory, or {MEMORY_LIMIT_ENV}): ask for less"
+        )
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> str:

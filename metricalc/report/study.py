@@ -17,6 +17,7 @@ import yaml
 
 from metricalc.errors import InvalidInputError
 from metricalc.stats import CORRECTIONS, PAIR_BY, TESTS  # a study's tests.* choices
+from metricalc.stats.bootstrap import check_bootstrap_memory
 from metricalc.validation import TIE_POLICIES, is_integer, is_real
 
 __all__ = [
@@ -348,6 +349,11 @@ def _tests(check: _Checker, raw: Any) -> TestSpec:
             "rank_by",
         ),
     )
+    n_resamples = check.integer(raw.get("n_resamples", 10_000), "tests.n_resamples", low=99)
+    try:  # refused now, not after the evaluation: the bootstrap of one comparison must fit
+        check_bootstrap_memory(1, n_resamples)
+    except InvalidInputError as error:
+        raise check.fail("tests.n_resamples", str(error)) from None
     return TestSpec(
         test=check.choice(raw.get("test", "auto"), "tests.test", TESTS),
         correction=check.choice(raw.get("correction", "holm"), "tests.correction", CORRECTIONS),
@@ -356,7 +362,7 @@ def _tests(check: _Checker, raw: Any) -> TestSpec:
         confidence_level=check.number(
             raw.get("confidence_level", 0.95), "tests.confidence_level", low=0.5, high=0.999
         ),
-        n_resamples=check.integer(raw.get("n_resamples", 10_000), "tests.n_resamples", low=99),
+        n_resamples=n_resamples,
         seed=check.integer(raw.get("seed", 0), "tests.seed", low=0),
         rank=check.boolean(raw.get("rank", True), "tests.rank"),
         rank_by=check.choice(raw.get("rank_by", "scene"), "tests.rank_by", RANK_BY),

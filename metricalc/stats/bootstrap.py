@@ -46,9 +46,15 @@ from scipy.special import ndtr, ndtri
 from metricalc.core.kernels import CHUNK_ELEMENTS
 from metricalc.errors import InvalidInputError
 from metricalc.stats._threads import in_threads
-from metricalc.validation import check_choice, check_fraction, check_integer
+from metricalc.validation import check_choice, check_fraction, check_integer, check_memory
 
-__all__ = ["ENGINES", "MULTINOMIAL_RATIO", "SCIPY_MAX_UNITS", "bca_interval"]
+__all__ = [
+    "ENGINES",
+    "MULTINOMIAL_RATIO",
+    "SCIPY_MAX_UNITS",
+    "bca_interval",
+    "check_bootstrap_memory",
+]
 
 SCIPY_MAX_UNITS = 1_000
 """Rows of at most this many units go to :func:`scipy.stats.bootstrap` (``engine="auto"``)."""
@@ -236,6 +242,21 @@ def _fast_interval(
     return interval[:, 0], interval[:, 1]
 
 
+def check_bootstrap_memory(rows: int, n_resamples: int) -> None:
+    """Refuse ``n_resamples`` whose bootstrap means of ``rows`` rows (8 bytes each, and the
+    sorted copy the quantiles take) exceed :func:`metricalc.validation.memory_limit`.
+
+    Examples
+    --------
+    >>> check_bootstrap_memory(3, 10_000)
+    """
+    check_memory(
+        f"n_resamples={n_resamples} ({rows} row{'' if rows == 1 else 's'} x {n_resamples} "
+        "bootstrap means x 8 bytes, twice)",
+        16.0 * rows * n_resamples,
+    )
+
+
 def bca_interval(
     differences: np.ndarray,
     *,
@@ -269,6 +290,13 @@ def bca_interval(
     -------
     (low, high) : arrays of shape (rows,) (floats for a 1-D input)
 
+    Raises
+    ------
+    InvalidInputError
+        A bad option, non-finite or too few differences, or ``n_resamples`` whose bootstrap
+        means (16 bytes per row and resample) exceed
+        :func:`metricalc.validation.memory_limit`; refused before anything is drawn.
+
     Examples
     --------
     >>> import numpy as np
@@ -288,6 +316,7 @@ def bca_interval(
         raise InvalidInputError(
             f"differences must be a finite (rows, n) array with n >= 2; got shape {D.shape}"
         )
+    check_bootstrap_memory(D.shape[0], n_resamples)
     low, high = D[:, 0].copy(), D[:, 0].copy()  # constant rows: [value, value]
     varied = ~_constant_rows(D)
     if varied.any():

@@ -11,7 +11,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.stats.bootstrap import bca_interval
+from metricalc.stats.bootstrap import bca_interval, check_bootstrap_memory
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.effect import cohens_dz, rank_biserial
 from metricalc.stats.paired import TESTS, default_test, is_binary, paired_test, untestable
@@ -464,6 +464,7 @@ def compare(
     test = _resolved_test(test, metric, pair_by, units, pairs_)
     rows, masks, differences = _paired_rows(units, pairs_, test)
     tested = _tested(rows, pairs_, names)
+    check_bootstrap_memory(len(masks), n_resamples)  # before hours of flips, not after
     flips, resamples = generators(seed)
     if test == "randomization":
         p = np.atleast_1d(

@@ -34,6 +34,10 @@ BLOCK_PERMUTATIONS = 512
 BLOCK_UNITS = 1024
 """Units (columns) of one block of random signs; a multiple of 64 (one random word = 64 signs)."""
 
+SPAWN_BATCH = 256
+"""Blocks whose generators are spawned at once (spawning in batches gives the same generators as
+spawning all of them at once, so the p-values do not depend on it)."""
+
 TOLERANCE = 1e-9
 """A flipped sum counts as extreme when :math:`|T^*| \\ge |T| - 10^{-9} \\sum_i |d_i|`: the
 flipped sums are added in another order than the observed one, and equal sums (frequent with
@@ -94,9 +98,6 @@ def sign_flip_pvalues(
     Dt[:n_units] = D.T
     total = D.sum(axis=1)
     threshold = np.abs(total) - TOLERANCE * np.abs(D).sum(axis=1)
-    sizes = [
-        min(BLOCK_PERMUTATIONS, n_resamples - s) for s in range(0, n_resamples, BLOCK_PERMUTATIONS)
-    ]
 
     def extremes(block: tuple[int, np.random.Generator]) -> np.ndarray:
         rows, generator = block
@@ -110,7 +111,15 @@ def sign_flip_pvalues(
         counts: np.ndarray = (np.abs(2.0 * plus - total) >= threshold).sum(axis=0)
         return counts
 
-    blocks = list(zip(sizes, rng.spawn(len(sizes)), strict=True))
-    extreme = sum(in_threads(extremes, blocks), np.zeros(n_rows, dtype=np.int64))
+    extreme = np.zeros(n_rows, dtype=np.int64)
+    n_blocks = -(-n_resamples // BLOCK_PERMUTATIONS)
+    for first in range(0, n_blocks, SPAWN_BATCH):  # a batch of generators at a time: memory
+        count = min(SPAWN_BATCH, n_blocks - first)  # stays bounded for any n_resamples
+        sizes = [
+            min(BLOCK_PERMUTATIONS, n_resamples - (first + b) * BLOCK_PERMUTATIONS)
+            for b in range(count)
+        ]
+        for counts in in_threads(extremes, list(zip(sizes, rng.spawn(count), strict=True))):
+            extreme += counts
     p = (extreme + 1) / (n_resamples + 1)
     return float(p[0]) if single else p
