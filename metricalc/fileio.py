@@ -5,6 +5,9 @@
 - :func:`atomic_write`: text or bytes to a file through a temporary file and a rename;
 - :func:`temporary_path`: a temporary file name to hand to a writer that wants a path (netCDF,
   HDF5, Parquet, a figure), renamed over the target when the block succeeds;
+- :func:`staged_folder`: a folder of outputs (a report) written beside its target and swapped
+  in whole, so that the target never mixes two runs' outputs (:func:`recover_folder` completes
+  a swap a kill interrupted);
 - :func:`csv_text`: a table as CSV text that a spreadsheet opens as data, never as formulas;
 - :func:`current_umask`: the umask, which sets the mode of every file written here (0644 by
   default), as for any file a program creates;
@@ -24,11 +27,15 @@ codec (``metricalc.store.codec``) refuses values JSON cannot hold instead of pas
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import math
 import os
+import secrets
+import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +47,15 @@ from metricalc.errors import InvalidInputError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["atomic_write", "csv_text", "current_umask", "json_safe", "temporary_path"]
+__all__ = [
+    "atomic_write",
+    "csv_text",
+    "current_umask",
+    "json_safe",
+    "recover_folder",
+    "staged_folder",
+    "temporary_path",
+]
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 """First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection)."""
@@ -222,6 +237,112 @@ def csv_text(frame: pd.DataFrame, *, index: bool = False) -> str:
     )
     text: str = frame.to_csv(index=False, lineterminator="\r\n" if bare_return else "\n")
     return text
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two folders in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); False where
+    the kernel, the C library or the file system cannot."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):  # pragma: no cover - not glibc >= 2.28
+        return False
+    at_cwd = -100
+    done = renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), _RENAME_EXCHANGE)
+    if done == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):  # pragma: no cover - old kernel / fs
+        return False
+    raise OSError(code, os.strerror(code), str(second))  # pragma: no cover
+
+
+def _leftovers(target: Path) -> list[Path]:
+    if not target.parent.is_dir():
+        return []
+    prefix = f".{target.name}.staged-"
+    return sorted(p for p in target.parent.iterdir() if p.name.startswith(prefix) and p.is_dir())
+
+
+def _carry_over(source: Path, target: Path, replaced: Collection[str]) -> None:
+    """Move every entry of ``source`` that is not an output (``replaced``) and that ``target``
+    lacks into ``target`` (caches, the user's own files), then delete ``source``."""
+    for entry in sorted(source.iterdir()):
+        if entry.name not in replaced and not os.path.lexists(target / entry.name):
+            os.rename(entry, target / entry.name)
+    shutil.rmtree(source)
+
+
+def recover_folder(target: str | os.PathLike[str], replaced: Collection[str]) -> None:
+    """Complete the swap of a :func:`staged_folder` that a kill interrupted.
+
+    A staged folder left beside ``target`` (``.<name>.staged-*``) holds either the outputs of a
+    run that did not finish (marked as such: deleted) or the previous folder (put back where
+    ``target`` is missing; else every entry that is not an output, ``replaced``, and that
+    ``target`` lacks is moved into ``target``, and the rest deleted). Nothing but outputs is
+    removed.
+    """
+    target = Path(target)
+    for leftover in _leftovers(target):
+        if (leftover / _STAGING_MARK).exists():  # the outputs of a run that did not finish
+            shutil.rmtree(leftover)
+        elif not os.path.lexists(target):  # the previous folder, moved aside: put it back
+            os.rename(leftover, target)
+        else:  # the previous folder after the swap: keep what is not an output
+            _carry_over(leftover, target, replaced)
+
+
+_STAGING_MARK = ".metricalc-staging"
+
+
+@contextmanager
+def staged_folder(target: str | os.PathLike[str], replaced: Collection[str]) -> Iterator[Path]:
+    """A new folder beside ``target`` to write outputs into, swapped in for ``target`` whole.
+
+    When the block succeeds, the staged folder and ``target`` are exchanged in one atomic step
+    (Linux ``renameat2``; elsewhere two renames), then every entry of the previous ``target``
+    that is not an output (``replaced``: the names the writer may produce) is moved into the
+    new one (a cache, the user's own files) and the previous folder is deleted. So ``target``
+    holds either all the previous outputs or all the new ones, never a mix, and a stale output
+    the new run does not produce disappears with the previous folder. When the block fails,
+    the staged folder is deleted and ``target`` is untouched. A run killed half-way leaves a
+    hidden ``.<name>.staged-*`` folder that :func:`recover_folder` (called first here) settles.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = Path(tmp) / "report"
+    ...     for name in ("old.html", "cache.nc"):
+    ...         _ = atomic_write(out / name, "before")
+    ...     with staged_folder(out, {"old.html", "new.html"}) as stage:
+    ...         _ = atomic_write(stage / "new.html", "after")
+    ...     sorted(p.name for p in out.iterdir()), sorted(p.name for p in Path(tmp).iterdir())
+    (['cache.nc', 'new.html'], ['report'])
+    """
+    target = Path(target)
+    recover_folder(target, replaced)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = target.parent / f".{target.name}.staged-{secrets.token_hex(4)}"
+    stage.mkdir()
+    (stage / _STAGING_MARK).touch()
+    try:
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    (stage / _STAGING_MARK).unlink()
+    if not os.path.lexists(target):
+        os.rename(stage, target)
+        return
+    if not _exchange(stage, target):  # pragma: no cover - no renameat2 here
+        aside = stage.with_name(stage.name + "-previous")
+        os.rename(target, aside)
+        os.rename(stage, target)
+        stage = aside
+    _carry_over(stage, target, replaced)  # stage now holds the previous folder
 
 
 def read_json(path: Path, what: str) -> Any:

@@ -10,7 +10,10 @@ testable column (:mod:`metricalc.report.analysis`), and writes below ``out``:
 - ``metrics.csv``: the full metric set per system; ``summary.txt``: the sentences and notes;
 - ``figures/<name>.png`` and ``.svg``.
 
-Every file is written under a temporary name and renamed. Other parts add sections to the page
+The outputs are written into a staged folder beside ``out`` and swapped in whole
+(:func:`metricalc.fileio.staged_folder`): ``out`` holds all of one run's outputs, never a mix of
+two runs', and a report killed half-way leaves the previous one intact; what else ``out`` holds
+(the cube cache, the benchmark, your own files) is kept. Other parts add sections to the page
 with :func:`~metricalc.report.sections.register_section` (e.g. the detector-or-descriptor
 decomposition).
 """
@@ -28,7 +31,7 @@ import xarray as xr
 
 from metricalc.cube import PROTOCOL_ATTRS
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import atomic_write, csv_text
+from metricalc.fileio import atomic_write, csv_text, recover_folder, staged_folder
 from metricalc.plotting.comparisons import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES
 from metricalc.plotting.labels import dataset_name, metric_info
 from metricalc.plotting.tables import Table
@@ -41,7 +44,31 @@ from metricalc.report.sections import SECTION_HOOKS, SectionHook, register_secti
 from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
 
-__all__ = ["SECTION_HOOKS", "Report", "Section", "SectionHook", "build", "register_section"]
+__all__ = [
+    "REPORT_OUTPUTS",
+    "SECTION_HOOKS",
+    "Report",
+    "Section",
+    "SectionHook",
+    "build",
+    "register_section",
+]
+
+REPORT_OUTPUTS = frozenset(
+    {
+        "report.html",
+        "tables.tex",
+        "tables.md",
+        "table.csv",
+        "comparisons.csv",
+        "rankings.csv",
+        "metrics.csv",
+        "summary.txt",
+        "figures",
+    }
+)
+"""The names a report writes in its folder: replaced whole by every build (a stale one an
+earlier build wrote and this one does not is removed); everything else there is kept."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -413,10 +440,15 @@ def build(
     out = Path(out) if out is not None else study.default_out()
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"--out {out} is a file; expected a folder for the report")
+    recover_folder(out, REPORT_OUTPUTS)  # a report killed while it swapped: finish first
     loaded = (
         dict(cubes) if cubes is not None else load_cubes(study.data, out=out, progress=progress)
     )
     report, by_column = _analyse(study, out, loaded, progress)
-    embedded = _draw_figures(report, progress)
-    _write_outputs(report, by_column, embedded)
+    with staged_folder(out, REPORT_OUTPUTS) as stage:  # swapped in whole: never a mix of runs
+        report.out = stage
+        embedded = _draw_figures(report, progress)
+        _write_outputs(report, by_column, embedded)
+    report.out = out
+    report.files = [out / path.relative_to(stage) for path in report.files]
     return report

@@ -1,0 +1,124 @@
+"""A report folder holds one run's outputs: swapped in whole, intact after a failure or a kill."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from metricalc import cube as qc
+from metricalc.fileio import atomic_write, recover_folder, staged_folder
+from metricalc.report.builder import REPORT_OUTPUTS, build
+
+STUDY = (
+    "data: {cube: cube.nc}\nbaseline: good\nfigures: [forest]\n"
+    "tests: {n_resamples: 99, rank: false}\n"
+)
+
+
+def _study(folder: Path, make_query_cube, outputs: str) -> Path:
+    qc.save(make_query_cube({"good": 0.8, "poor": 0.3}, seed=1), folder / "cube.nc")
+    (folder / "mine.yaml").write_text(STUDY + f"outputs: [{outputs}]\n")
+    return folder / "mine.yaml"
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_a_rebuild_replaces_every_output_and_keeps_everything_else(tmp_path, make_query_cube):
+    spec = _study(tmp_path, make_query_cube, "html, csv, latex, figures")
+    first = build(spec)
+    out = first.out
+    assert out == tmp_path / "mine" and first.html == out / "report.html"
+    assert all(p.is_file() and p.is_relative_to(out) for p in first.files)
+    atomic_write(out / "cache" / "key.nc", "a cache")  # what load_cubes keeps there
+    atomic_write(out / "notes.txt", "my own notes")
+    (tmp_path / "mine.yaml").write_text(STUDY + "outputs: [csv]\n")
+    second = build(spec)
+    names = sorted(p.name for p in out.iterdir())
+    # the html page, tables.tex and figures/ of the first run are gone: not this run's outputs
+    assert names == ["cache", "comparisons.csv", "metrics.csv", "notes.txt", "rankings.csv",
+                     "table.csv"]  # fmt: skip
+    assert (out / "notes.txt").read_text() == "my own notes"
+    assert sorted(p.name for p in second.files) == sorted(n for n in names if n in REPORT_OUTPUTS)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_failing_build_leaves_the_previous_report_as_it_was(
+    tmp_path, make_query_cube, monkeypatch
+):
+    spec = _study(tmp_path, make_query_cube, "html, csv")
+    out = build(spec).out
+    before = _tree(out)
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("metricalc.report.builder._page", broken)
+    with pytest.raises(OSError, match="No space left"):
+        build(spec)
+    assert _tree(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_report_killed_mid_write_leaves_the_previous_one_and_the_next_run_recovers(
+    tmp_path, make_query_cube
+):
+    spec = _study(tmp_path, make_query_cube, "html, csv")
+    out = build(spec).out
+    before = _tree(out)
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from metricalc.report.builder import build, register_section
+
+        def die(report):  # called while the page is written: csv files are staged already
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        register_section(die)
+        build({str(spec)!r})
+        """
+    )
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False)
+    assert killed.returncode == -9
+    assert _tree(out) == before  # the previous report, whole
+    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".mine.staged-")]
+    assert len(leftovers) == 1 and (leftovers[0] / "table.csv").is_file()
+    again = build(spec)
+    assert again.html.is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_recovery_puts_back_or_carries_over_the_previous_folder(tmp_path):
+    target = tmp_path / "out"
+    # killed between the two renames of the fallback: the previous folder is put back
+    aside = tmp_path / ".out.staged-0001"
+    atomic_write(aside / "report.html", "previous")
+    recover_folder(target, {"report.html"})
+    assert (target / "report.html").read_text() == "previous" and not aside.exists()
+    # killed after the swap: the previous folder's cache joins the new outputs
+    atomic_write(aside / "report.html", "previous")
+    atomic_write(aside / "cache" / "k.nc", "cache")
+    atomic_write(target / "report.html", "new")
+    recover_folder(target, {"report.html"})
+    assert (target / "report.html").read_text() == "new"
+    assert (target / "cache" / "k.nc").read_text() == "cache" and not aside.exists()
+
+
+def test_staged_folder_respects_the_umask_and_writes_nowhere_else(tmp_path):
+    old = os.umask(0o027)
+    try:
+        with staged_folder(tmp_path / "out", {"a.txt"}) as stage:
+            atomic_write(stage / "a.txt", "x")
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert oct((tmp_path / "out").stat().st_mode & 0o777) == oct(0o750)
+    assert oct((tmp_path / "out" / "a.txt").stat().st_mode & 0o777) == oct(0o640)
