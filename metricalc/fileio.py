@@ -5,6 +5,8 @@
 - :func:`atomic_write`: text or bytes to a file through a temporary file and a rename;
 - :func:`temporary_path`: a temporary file name to hand to a writer that wants a path (netCDF,
   HDF5, Parquet, a figure), renamed over the target when the block succeeds;
+- :func:`hdf5_target`: where an HDF5 writer (h5py, netCDF-4) writes, so that a full disk is an
+  ``OSError`` and not a crash inside the HDF5 library;
 - :func:`staged_folder`: a folder of outputs (a report) written beside its target and swapped
   in whole, so that the target never mixes two runs' outputs (:func:`recover_folder` completes
   a swap a kill interrupted);
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import io
 import json
 import math
 import os
@@ -43,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+from metricalc.validation import format_bytes, memory_limit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,6 +55,7 @@ __all__ = [
     "atomic_write",
     "csv_text",
     "current_umask",
+    "hdf5_target",
     "json_safe",
     "recover_folder",
     "staged_folder",
@@ -139,7 +144,8 @@ def temporary_path(path: str | os.PathLike[str], *, suffix: str = ".tmp") -> Ite
     empty; renamed over ``path`` when the block ends without an error, removed otherwise.
 
     Missing parent folders are created. ``suffix`` is the temporary name's ending, for writers
-    that choose the format by it (matplotlib's ``savefig``).
+    that choose the format by it (matplotlib's ``savefig``). An ``OSError`` of the block that
+    names no file (a write to a full disk) is raised again naming ``path``.
 
     Examples
     --------
@@ -161,12 +167,60 @@ def temporary_path(path: str | os.PathLike[str], *, suffix: str = ".tmp") -> Ite
         # mkstemp creates the file 0600; the renamed file gets the mode any new file gets
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
+    except OSError as error:
+        if error.filename is None and error.errno is not None:  # a failed write names no file
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
+@contextmanager
+def hdf5_target(path: str | os.PathLike[str], *, estimate: int) -> Iterator[io.BytesIO | Path]:
+    """Where to write an HDF5 file (h5py, or xarray's ``to_netcdf(engine="h5netcdf")``) that
+    becomes ``path`` when the block succeeds, atomically.
+
+    The HDF5 library does not survive a full disk: its failed writes end in a segmentation
+    fault, not an error. So a file whose ``estimate`` (bytes, e.g. the ``nbytes`` of what is
+    written: compression only makes it smaller) is at most an eighth of
+    :func:`~metricalc.validation.memory_limit` is written into memory (a
+    :class:`io.BytesIO`, which h5py and xarray accept) and then to disk by
+    :func:`atomic_write`, where a full disk is an ``OSError`` that leaves the old file. A larger
+    one is written to a temporary file next to ``path`` (:func:`temporary_path`) after a
+    check that the disk has ``estimate`` bytes free (else ``OSError(ENOSPC)`` before writing).
+
+    Examples
+    --------
+    >>> import tempfile, h5py
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     with hdf5_target(Path(tmp) / "a.h5", estimate=80) as target:
+    ...         with h5py.File(target, "w") as handle:
+    ...             _ = handle.create_dataset("x", data=list(range(10)))
+    ...     with h5py.File(Path(tmp) / "a.h5", "r") as handle:
+    ...         type(target).__name__, handle["x"][-1].item()
+    ('BytesIO', 9)
+    """
+    path = Path(path)
+    if estimate <= memory_limit() // 8:
+        buffer = io.BytesIO()
+        yield buffer
+        atomic_write(path, buffer.getbuffer())
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(path.parent).free
+    if free < estimate:
+        raise OSError(
+            errno.ENOSPC,
+            f"No space left on device: writing it needs up to {format_bytes(estimate)}, "
+            f"{format_bytes(free)} free",
+            str(path),
+        )
+    with temporary_path(path) as tmp:
+        yield tmp
+
+
+def atomic_write(path: str | os.PathLike[str], data: str | bytes | memoryview) -> Path:
     r"""Write ``data`` (text as UTF-8, or bytes) to ``path`` through a temporary file next to it
     and a rename; returns ``path`` as a :class:`~pathlib.Path`.
 
@@ -181,7 +235,7 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     '{"ap": null}\n'
     """
     with temporary_path(path) as tmp:
-        if isinstance(data, bytes):
+        if isinstance(data, bytes | memoryview):
             tmp.write_bytes(data)
         else:
             tmp.write_text(data, encoding="utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Hashable, Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ from metricalc.cube.model import (
     sentinel_array,
 )
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import temporary_path
+from metricalc.fileio import hdf5_target
 
 _LATER_SEQUENCE_VARIABLES = ("image_retrieval_ap", "image_retrieval_relevant")
 """Per-sequence variables that joined the schema after the others: :func:`open_cube` adds them
@@ -62,11 +63,13 @@ def _text_back(cube: xr.Dataset, path: Path, names: list[str]) -> xr.Dataset:
     return cube.assign({n: v for n, v in text.items() if n not in coords})
 
 
-def save(cube: xr.Dataset, path: str | os.PathLike[str]) -> None:
+def save(cube: xr.Dataset, path: str | os.PathLike[str] | io.BytesIO) -> None:
     """Write ``cube`` to a netCDF-4 (HDF5) file with the h5netcdf engine, atomically.
 
-    The cube is validated first, written to a temporary file next to ``path`` and renamed over
-    it (:func:`os.replace`), so ``path`` never holds a half-written cube. The string
+    The cube is validated first, written to a temporary file next to ``path`` (or into memory,
+    :func:`metricalc.fileio.hdf5_target`) and renamed over it (:func:`os.replace`), so
+    ``path`` never holds a half-written cube, and a full disk is an ``OSError`` that leaves the
+    old file. ``path`` may also be a :class:`io.BytesIO` to write into. The string
     coordinates over ``query`` (``scene``, ``pair``, ``keypoint_set``, ``split``) are stored as
     gzip-compressed UTF-8 character arrays (netCDF ``char`` with a ``string<N>`` dimension and
     ``_Encoding = "utf-8"``, the CF convention), the other strings as variable-length UTF-8
@@ -84,7 +87,6 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str]) -> None:
     True
     """
     validate(cube)
-    path = Path(path)
     out = cube.copy(deep=False)
     encoding: dict[Hashable, dict[str, Any]] = {}
     for name, variable in out.variables.items():
@@ -102,8 +104,11 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str]) -> None:
             )
             encoding[name] = {"zlib": True, "complevel": 1, "shuffle": True, "chunksizes": chunks}
     out.attrs = plain_attrs(out.attrs)
-    with temporary_path(path) as tmp:
-        out.to_netcdf(tmp, engine="h5netcdf", encoding=encoding)
+    if isinstance(path, io.BytesIO):
+        out.to_netcdf(path, engine="h5netcdf", encoding=encoding)
+        return
+    with hdf5_target(path, estimate=int(out.nbytes)) as target:  # a full disk: an OSError
+        out.to_netcdf(target, engine="h5netcdf", encoding=encoding)
 
 
 def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset:

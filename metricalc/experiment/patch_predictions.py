@@ -33,7 +33,7 @@ from metricalc.experiment.predictions import (
     predictions_writer,
     read_part_file,
 )
-from metricalc.fileio import temporary_path
+from metricalc.fileio import hdf5_target
 
 __all__ = [
     "FORMAT",
@@ -80,7 +80,8 @@ def write_part(path: Path, descriptors: np.ndarray, seconds: float) -> None:
     >>> array.dtype, array.shape, seconds
     (dtype('float32'), (2, 3), 0.5)
     """
-    with temporary_path(path) as tmp, h5py.File(tmp, "w") as handle:
+    estimate = int(np.asarray(descriptors).nbytes)
+    with hdf5_target(path, estimate=estimate) as target, h5py.File(target, "w") as handle:
         _write(handle, "descriptors", descriptors, seconds)
 
 
@@ -94,7 +95,10 @@ def merge_parts(
 ) -> None:
     """Merge the part files (``(sequence, image) -> path``, in the order to write) into
     ``target``, atomically."""
-    with predictions_writer(target, FORMAT, attrs, version=FORMAT_VERSION) as handle:
+    estimate = sum(path.stat().st_size for path in parts.values())
+    with predictions_writer(
+        target, FORMAT, attrs, version=FORMAT_VERSION, estimate=estimate
+    ) as handle:
         for (sequence, image), path in parts.items():
             descriptors, seconds = read_part(path)
             group = handle.require_group(sequence)

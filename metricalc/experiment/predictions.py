@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,7 +35,7 @@ import h5py
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import temporary_path
+from metricalc.fileio import hdf5_target
 
 __all__ = [
     "ARRAYS",
@@ -165,7 +165,10 @@ def _read_group(group: h5py.Group, where: str) -> PairPrediction:
 
 def write_part(path: Path, prediction: PairPrediction) -> None:
     """Write one image pair to its own file, atomically."""
-    with temporary_path(path) as tmp, h5py.File(tmp, "w") as handle:
+    estimate = sum(
+        np.asarray(getattr(prediction, f.name)).nbytes for f in fields(prediction)
+    )
+    with hdf5_target(path, estimate=estimate) as target, h5py.File(target, "w") as handle:
         _write_group(handle.create_group("pair"), prediction)
 
 
@@ -186,12 +189,18 @@ def read_part_file(path: Path, read: Callable[[h5py.File, str], T]) -> T:
 
 @contextmanager
 def predictions_writer(
-    target: Path, marker: str, attrs: Mapping[str, Any], *, version: int = FORMAT_VERSION
+    target: Path,
+    marker: str,
+    attrs: Mapping[str, Any],
+    *,
+    version: int = FORMAT_VERSION,
+    estimate: int,
 ) -> Iterator[h5py.File]:
     """A new ``predictions.h5`` open for writing, its root attrs set (format ``marker``, format
     version ``version`` and ``attrs``); renamed over ``target`` when the block ends without
-    error."""
-    with temporary_path(target) as tmp, h5py.File(tmp, "w") as handle:
+    error. ``estimate``: about how many bytes it will hold (where it is written meanwhile,
+    :func:`metricalc.fileio.hdf5_target`)."""
+    with hdf5_target(target, estimate=estimate) as where, h5py.File(where, "w") as handle:
         handle.attrs.update(format=marker, format_version=version, **attrs)
         yield handle
 
@@ -204,7 +213,8 @@ def merge_parts(
     ``parts`` maps (scene, pair) -> part file, in the order to write. Image 1 of a scene is
     stored once (hard links) when every pair of the scene holds the same image-1 arrays.
     """
-    with predictions_writer(target, FORMAT, attrs) as handle:
+    estimate = sum(path.stat().st_size for path in parts.values())
+    with predictions_writer(target, FORMAT, attrs, estimate=estimate) as handle:
         first: dict[str, h5py.Group] = {}
         for (scene, pair), path in parts.items():
             prediction = read_part(path)

@@ -29,7 +29,7 @@ import xarray as xr
 
 from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import temporary_path
+from metricalc.fileio import hdf5_target
 
 __all__ = ["PAIRS_GROUP", "open_pairs", "write_results_h5"]
 
@@ -50,8 +50,8 @@ def write_results_h5(
 ) -> None:
     """Write a run's ``results.h5``: the cube (root group) and the per-unit metrics (group
     ``group``), atomically."""
-    with temporary_path(path) as tmp:
-        cubes.save(cube, tmp)
+    with hdf5_target(path, estimate=int(cube.nbytes + pairs.nbytes)) as target:
+        cubes.save(cube, target)
         out = pairs.copy(deep=False)
         encoding: dict[Hashable, dict[str, Any]] = {}
         for name, variable in out.variables.items():
@@ -59,7 +59,9 @@ def write_results_h5(
             if variable.dtype.kind in "UO":
                 encoding[name] = {"dtype": str}
         out.attrs = {k: _plain(v) for k, v in out.attrs.items()}
-        out.to_netcdf(tmp, mode="a", group=group, engine="h5netcdf", encoding=encoding)
+        if not isinstance(target, Path):
+            target.seek(0)  # append the group to the file in memory
+        out.to_netcdf(target, mode="a", group=group, engine="h5netcdf", encoding=encoding)
 
 
 def open_pairs(path: Path, *, group: str = PAIRS_GROUP) -> xr.Dataset:

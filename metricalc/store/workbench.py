@@ -55,7 +55,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.fileio import temporary_path
+from metricalc.fileio import hdf5_target
 from metricalc.metrics import SPLIT_LETTERS
 from metricalc.store.workbench_check import (
     CHECKS,
@@ -291,8 +291,8 @@ def write_cube(cube: xr.Dataset, path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     if target.is_dir():
         raise InvalidInputError(f"cube path {target} is a directory; expected a file name (.nc)")
-    with temporary_path(target) as tmp:
-        cube.to_netcdf(tmp, engine="h5netcdf")
+    with hdf5_target(target, estimate=int(cube.nbytes)) as where:  # a full disk: an OSError
+        cube.to_netcdf(where, engine="h5netcdf")
     return target
 
 
