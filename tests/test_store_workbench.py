@@ -302,6 +302,29 @@ HEADER = "experiment_id,descriptor_type,true_map_macro,metadata\n"
             HEADER + f"1,sift,0.5,{SCENE.replace('i_a_true_map=0.500000', 'i_a_true_map=high')}\n",
             r"metadata key i_a_true_map='high'; expected a number",
         ),
+        (
+            HEADER + f"{'1' * 40},sift,0.5,{SCENE}\n",
+            r"column 'experiment_id': 1{40} is outside the 64-bit integers",
+        ),
+        (HEADER + f"9223372036854775808,sift,0.5,{SCENE}\n", "outside the 64-bit integers"),
+        (
+            HEADER + f"1,sift,1e308,{SCENE}\n",
+            r"column 'true_map_macro': '1e308'; expected a fraction in \[0, 1\]",
+        ),
+        (HEADER + f"1,sift,-0.1,{SCENE}\n", r"'-0.1'; expected a fraction in \[0, 1\]"),
+        (HEADER + f"1,sift,inf,{SCENE}\n", r"'inf'; expected a fraction"),
+        (
+            HEADER.replace("metadata", "total_matches,metadata") + f"1,sift,0.5,1e308,{SCENE}\n",
+            r"column 'total_matches': '1e308'; expected a count, 0 .. 2\*\*53",
+        ),
+        (
+            HEADER.replace("metadata", "total_matches,metadata") + f"1,sift,0.5,2.5,{SCENE}\n",
+            r"'2.5'; expected a count",
+        ),
+        (
+            HEADER.replace("metadata", "processing_time_ms,metadata") + f"1,sift,0.5,-3,{SCENE}\n",
+            r"column 'processing_time_ms': '-3'; expected a finite number >= 0",
+        ),
     ],
 )
 def test_malformed_files(tmp_path, text, message):
@@ -313,6 +336,21 @@ def test_malformed_files(tmp_path, text, message):
     with pytest.raises(InvalidInputError, match=message):
         import_workbench(path, db=db)
     assert not db.exists()
+
+
+def test_result_columns_the_file_lacks_are_named(tmp_path, export, capsys):
+    from metricalc.cli import main
+    from metricalc.store.workbench_file import METRIC_COLUMNS
+
+    assert export.absent_columns == []  # the performance export has every result column
+    path = small(tmp_path, HEADER + f"1,sift,0.5,{SCENE}\n")
+    lacking = read_workbench(path).absent_columns
+    assert lacking == [c for c in METRIC_COLUMNS if c != "true_map_macro"]
+    assert main(["db", "import-workbench", str(path), "--db", str(tmp_path / "r.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert f"not in the file, stored as NULL: {', '.join(lacking)}" in out
+    summary = read_workbench(real(SUMMARY)).absent_columns  # processing_time_s counts
+    assert "processing_time_ms" not in summary and "total_matches" in summary
 
 
 def test_unreadable_files(tmp_path):

@@ -127,6 +127,7 @@ def _db_import_workbench(args: argparse.Namespace) -> int:
             "checked_rows": export.checked_rows,
             "tolerance": export.tolerance,
             "tags": list(export.tags),
+            "absent_columns": export.absent_columns,
             "mismatches": export.mismatches.to_dict(orient="records"),
         }
         print(json.dumps(payload, indent=1))

@@ -122,6 +122,8 @@ def print_import(export: WorkbenchExport, db: str, *, console: Console | None = 
     tags = export.tags
     span = f"{tags[0]} .. {tags[-1]}" if len(tags) > 1 else (tags[0] if tags else "-")
     _say(console, f"imported {len(export.rows)} row(s) of {export.path} into {db} ({span})")
+    if export.absent_columns:
+        _say(console, f"not in the file, stored as NULL: {', '.join(export.absent_columns)}")
     if export.checked_rows == 0:
         _say(console, "no per-scene metadata in this file: nothing to recompute")
         return

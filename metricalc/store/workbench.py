@@ -66,7 +66,7 @@ from metricalc.store.workbench_check import (
     row_status,
 )
 from metricalc.store.workbench_cube import HIT_RATES, WORKBENCH_FORMAT
-from metricalc.store.workbench_file import WorkbenchRow, read_rows
+from metricalc.store.workbench_file import METRIC_COLUMNS, WorkbenchRow, read_rows
 from metricalc.store.workbench_store import WORKBENCH_BENCHMARK, store_rows
 from metricalc.validation import check_number, is_real
 
@@ -122,6 +122,15 @@ class WorkbenchExport:
     def mismatches(self) -> pd.DataFrame:
         """The failed checks (rows of :attr:`checks` with ``ok`` false)."""
         return self.checks[~self.checks["ok"]].reset_index(drop=True)
+
+    @property
+    def absent_columns(self) -> list[str]:
+        """The result columns of :data:`~metricalc.store.workbench_file.METRIC_COLUMNS` the
+        file does not have: stored as NULL, and said so by ``db import-workbench``."""
+        present = set(self.rows[0].values) if self.rows else set()
+        if "processing_time_s" in present:  # the summary export's form of processing_time_ms
+            present.add("processing_time_ms")
+        return [column for column in METRIC_COLUMNS if column not in present]
 
     @property
     def checked_rows(self) -> int:

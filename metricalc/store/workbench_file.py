@@ -47,6 +47,15 @@ extra metrics (under the metric set's name where there is one). ``processing_tim
 summary export) is stored as ``processing_time_ms``. Every other column except ``metadata`` is
 configuration."""
 
+COUNT_COLUMNS = frozenset({"total_matches", "total_keypoints"})
+"""Numeric columns that are counts: whole numbers in [0, 2**53] (exact as floats)."""
+
+NONNEGATIVE_COLUMNS = COUNT_COLUMNS | {"processing_time_ms", "processing_time_s", "map_per_second"}
+"""Numeric columns that are counts, times or rates (finite, >= 0); every other numeric column
+is a fraction in [0, 1]."""
+
+_INT64 = (-(2**63), 2**63 - 1)  # DescriptorWorkbench's ids are SQLite INTEGERs
+
 _SUFFIXES = tuple(f"_{key}" for key in sorted(SCENE_KEYS, key=len, reverse=True))
 _INTEGER = re.compile(r"-?[0-9]+")
 
@@ -75,15 +84,29 @@ def where(path: Path, line: int, column: str | None = None) -> str:
     return f"{path} line {line}" + (f", column {column!r}" if column else "")
 
 
-def _float(text: str, where: str, *, required: bool) -> float | None:
+def _float(text: str, where: str, *, required: bool, column: str) -> float | None:
+    """The number of a cell: a fraction in [0, 1], a count (:data:`COUNT_COLUMNS`) or a finite
+    number >= 0 (:data:`NONNEGATIVE_COLUMNS`); NaN (DescriptorWorkbench's "not computed") is
+    kept."""
     if text.strip() == "":
         if required:
             raise InvalidInputError(f"{where}: empty; expected a number")
         return None
     try:
-        return float(text)
+        number = float(text)
     except ValueError:
         raise InvalidInputError(f"{where}: {text!r} is not a number") from None
+    if math.isnan(number):
+        return number
+    if column in COUNT_COLUMNS:
+        if not (0 <= number <= 2**53 and number.is_integer()):
+            raise InvalidInputError(f"{where}: {text!r}; expected a count, 0 .. 2**53")
+    elif column in NONNEGATIVE_COLUMNS:
+        if not (math.isfinite(number) and number >= 0):
+            raise InvalidInputError(f"{where}: {text!r}; expected a finite number >= 0")
+    elif not 0 <= number <= 1:
+        raise InvalidInputError(f"{where}: {text!r}; expected a fraction in [0, 1]")
+    return number
 
 
 def _scenes(meta: Mapping[str, object], at: str) -> dict[str, SceneValues]:
@@ -145,6 +168,11 @@ def _parse_row(path: Path, line: int, cells: dict[str, str], header: list[str]) 
         raise InvalidInputError(
             f"{where(path, line, 'experiment_id')}: {text!r} is not an integer"
         )
+    if not _INT64[0] <= int(text) <= _INT64[1]:
+        raise InvalidInputError(
+            f"{where(path, line, 'experiment_id')}: {text} is outside the 64-bit integers "
+            "DescriptorWorkbench's ids are"
+        )
     descriptor = cells["descriptor_type"].strip()
     if not descriptor:
         raise InvalidInputError(f"{where(path, line, 'descriptor_type')}: empty")
@@ -152,7 +180,9 @@ def _parse_row(path: Path, line: int, cells: dict[str, str], header: list[str]) 
     for column in header:
         if column in METRIC_COLUMNS or column == "processing_time_s":
             required = column in REQUIRED_COLUMNS
-            values[column] = _float(cells[column], where(path, line, column), required=required)
+            values[column] = _float(
+                cells[column], where(path, line, column), required=required, column=column
+            )
     config = {c: cells[c] for c in header if c not in values and c != "metadata" and c != ""}
     metadata = cells.get("metadata")
     meta: dict[str, object] = {}
