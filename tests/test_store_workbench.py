@@ -381,3 +381,14 @@ def test_import_is_one_transaction(tmp_path, monkeypatch, export):
     with sqlite3.connect(db) as connection:
         assert connection.execute("SELECT COUNT(*) FROM experiments").fetchone() == (0,)
         assert connection.execute("SELECT COUNT(*) FROM scenes").fetchone() == (0,)
+
+
+def test_names_with_control_characters_are_printed_escaped(tmp_path, capsys):
+    from metricalc.cli import main
+
+    hostile = tmp_path / "evil\x1b[2J\rname.csv"
+    hostile.write_text(HEADER + f"1,sift,0.5,{SCENE}\n")
+    assert main(["db", "import-workbench", str(hostile), "--db", str(tmp_path / "r.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out
+    assert "evil\\x1b[2J\\x0dname.csv" in out

@@ -206,6 +206,18 @@ def print_table(table: Table, *, console: Console | None = None, keys: int = 1) 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+def visible(value: object) -> str:
+    r"""``value`` as plain text (printed without markup) with its control characters (the ESC
+    of a terminal escape sequence, a newline, a carriage return) shown as ``\xNN``.
+
+    Examples
+    --------
+    >>> visible("a\x1b[2Jb\nc")
+    'a\\x1b[2Jb\\x0ac'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+
+
 def printable(value: object) -> str:
     r"""``value`` as a table cell or title that the terminal shows as written: rich markup in it
     (``[red]``, ``[/]``) is escaped, never parsed, and control characters (the ESC of a terminal
@@ -218,7 +230,7 @@ def printable(value: object) -> str:
     >>> printable("a\x1b[31mb")   # shown as a, \x1b, [31mb: no colour switched on
     'a\\x1b[31mb'
     """
-    return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value)))
+    return escape(visible(value))
 
 
 def _cell(name: str, value: float) -> str:

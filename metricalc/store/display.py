@@ -15,6 +15,7 @@ from metricalc.plotting.terminal import (
     print_table,
     printable,
     terminal_console,
+    visible,
 )
 from metricalc.store.reading import Experiment
 from metricalc.store.workbench import WorkbenchExport
@@ -33,8 +34,8 @@ RESULT_TABLE = (
 
 def _say(console: Console, text: str) -> None:
     """One line of plain text (no rich markup: configs hold brackets), never wrapped, so that
-    it can be piped and searched."""
-    console.print(text, soft_wrap=True, highlight=False, markup=False)
+    it can be piped and searched; control characters in names are shown as ``\\xNN``."""
+    console.print(visible(text), soft_wrap=True, highlight=False, markup=False)
 
 
 def _cell(value: Any, percent: bool) -> str:
