@@ -11,6 +11,8 @@
   in whole, so that the target never mixes two runs' outputs (:func:`recover_folder` completes
   a swap a kill interrupted);
 - :func:`csv_text`: a table as CSV text that a spreadsheet opens as data, never as formulas;
+- :func:`path_inside`: a path a configuration file names for writing, kept inside the folder
+  the configuration belongs to;
 - :func:`current_umask`: the umask, which sets the mode of every file written here (0644 by
   default), as for any file a program creates;
 - :func:`read_json`, :func:`read_manifest`: JSON side files and the manifests of the generated
@@ -57,6 +59,7 @@ __all__ = [
     "current_umask",
     "hdf5_target",
     "json_safe",
+    "path_inside",
     "recover_folder",
     "staged_folder",
     "temporary_path",
@@ -397,6 +400,37 @@ def staged_folder(target: str | os.PathLike[str], replaced: Collection[str]) -> 
         os.rename(stage, target)
         stage = aside
     _carry_over(stage, target, replaced)  # stage now holds the previous folder
+
+
+def path_inside(base: str | os.PathLike[str], value: str, what: str) -> Path:
+    """``base / value`` for a path a configuration names for writing, refused unless it stays
+    inside ``base`` (the configuration's folder): an absolute path, ``..`` out of ``base`` or a
+    symbolic link that leads out raise :class:`~metricalc.errors.InvalidInputError` naming
+    ``what`` (e.g. ``"reports/x.yaml: data.root"``). A folder outside is for the command line
+    to name, not a file that may come from someone else.
+
+    Examples
+    --------
+    >>> path_inside("reports", "bench/synthetic", "x.yaml: data.root").as_posix()
+    'reports/bench/synthetic'
+    >>> path_inside("reports", "../../etc", "x.yaml: data.root")
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: x.yaml: data.root: '../../etc' leads outside reports; ...
+    """
+    base = Path(base)
+    if Path(value).is_absolute():
+        raise InvalidInputError(
+            f"{what}: {value!r} is an absolute path; a configuration writes only below its own "
+            f"folder ({base}): give a relative path, or name the folder on the command line"
+        )
+    target = base / value
+    if not target.resolve().is_relative_to(base.resolve()):
+        raise InvalidInputError(
+            f"{what}: {value!r} leads outside {base}; a configuration writes only below its own "
+            "folder: give a path inside it, or name the folder on the command line"
+        )
+    return target
 
 
 def read_json(path: Path, what: str) -> Any:

@@ -492,6 +492,9 @@ def test_the_release_benchmark_files_are_selected_and_run(tmp_path, outputs):
     _, stems = _given_stems(conf)
     assert len(stems) == 15 and all(s.startswith("train_") for s in stems)
     assert _given_stems({**conf, "quick": True})[1] == ["train_easy_5s_00", "train_easy_5s_01"]
+    for stem in ("../..", "..", "a/../train_example", "/etc/passwd", "x\\y"):
+        with pytest.raises(InvalidInputError, match=r"data.files: .* is not a file stem"):
+            _given_stems({**conf, "files": [stem]})
     benchmark = mp.read_benchmark(RELEASE / "train_example.benchmark")
     labels = mp.read_labels(RELEASE / "train_example.labels")
     counts: dict[str, int] = {}

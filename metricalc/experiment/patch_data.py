@@ -116,6 +116,11 @@ def _given_stems(data: Mapping[str, Any]) -> tuple[Path, list[str]]:
     if data["files"] is not None:
         stems = list(dict.fromkeys(data["files"]))
         for stem in stems:
+            if stem in ("", ".", "..") or Path(stem).name != stem or "\\" in stem:
+                raise InvalidInputError(
+                    f"data.files: {stem!r} is not a file stem; expected the name of a .benchmark "
+                    f"file in {folder}, without folder parts (results are written by that name)"
+                )
             for suffix in (".benchmark", ".labels"):
                 if not (folder / f"{stem}{suffix}").is_file():
                     raise InvalidInputError(

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from metricalc.errors import InvalidInputError
+from metricalc.fileio import path_inside
 from metricalc.stats import CORRECTIONS, PAIR_BY, TESTS  # a study's tests.* choices
 from metricalc.stats.bootstrap import check_bootstrap_memory
 from metricalc.validation import TIE_POLICIES, is_integer, is_real
@@ -300,7 +301,11 @@ def _dataset_data(check: _Checker, raw: dict[str, Any], base: Path) -> DataSpec:
     return DataSpec(
         kind="dataset",
         dataset=dataset,
-        root=base / check.string(root, "data.root") if root is not None else None,
+        root=(
+            path_inside(base, check.string(root, "data.root"), f"{check.source}: data.root")
+            if root is not None
+            else None
+        ),
         scenes=check.strings(raw["scenes"], "data.scenes") if "scenes" in raw else None,
         descriptors=descriptors,
         keypoints=modes,
