@@ -14,9 +14,7 @@ on first use (the figures load matplotlib and seaborn):
 
 from __future__ import annotations
 
-from typing import Any
-
-from metricalc.lazy import lazy_attribute
+from metricalc.lazy import lazy_getattr
 
 _EXPORTS = {
     "summarize": "summary",
@@ -38,7 +36,4 @@ __all__ = sorted(_EXPORTS)
 
 _WHERE = {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
 
-
-def __getattr__(name: str) -> Any:
-    """Import the module that defines ``name`` on first use."""
-    return lazy_attribute(__name__, _WHERE, name)
+__getattr__ = lazy_getattr(__name__, _WHERE)
