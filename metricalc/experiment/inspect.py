@@ -47,6 +47,7 @@ from metricalc.experiment.inspection import (
 from metricalc.experiment.run import DEFAULT_OUTPUTS
 from metricalc.experiment.terminal import SUMMARY_COLUMNS, _cell
 from metricalc.fileio import atomic_write, json_safe
+from metricalc.plotting.pages import page_environment
 
 __all__ = [
     "COLORS",
@@ -265,13 +266,7 @@ def _run_columns(
 
 
 def _environment() -> jinja2.Environment:
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("metricalc.experiment", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    environment = page_environment("metricalc.experiment")
     # strict JSON (no NaN / Infinity tokens): the script parses it with JSON.parse
     environment.policies["json.dumps_kwargs"] = {"sort_keys": False, "allow_nan": False}
     return environment
