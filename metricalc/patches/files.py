@@ -68,14 +68,9 @@ __all__ = [
 class Benchmark:
     """A ``.benchmark`` file: the pool (line 1) and one query per following line.
 
-    Attributes
-    ----------
-    pool : tuple of str
-        Patch-image names ``seq.img``.
-    queries : tuple of str
-        Query signatures; query ``i`` (0-based) is on line ``i + 2`` of the file.
-    path : Path or None
-        The file it was read from; error messages name it (``<benchmark>`` when None).
+    ``pool`` holds the patch-image names ``seq.img``; ``queries`` the query signatures, query
+    ``i`` (0-based) on line ``i + 2`` of the file; ``path`` the file it was read from, which
+    error messages name (``<benchmark>`` when None).
     """
 
     pool: tuple[str, ...]
