@@ -3,8 +3,6 @@
 The public API is re-exported here; see ``docs/`` for the metric definitions.
 """
 
-from typing import Any
-
 from metricalc import cube
 from metricalc.core.confusion import (
     accuracy,
@@ -30,7 +28,7 @@ from metricalc.core.ranking import (
     rank_stats,
 )
 from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricWarning
-from metricalc.lazy import lazy_attribute
+from metricalc.lazy import lazy_getattr
 from metricalc.metrics import (
     matching_accuracy,
     matching_counts,
@@ -115,9 +113,7 @@ _LAZY_FUNCTIONS = {
 
 
 _LAZY = {**{name: f"metricalc.{name}" for name in _LAZY_SUBPACKAGES}, **_LAZY_FUNCTIONS}
+"""A subpackage of :data:`_LAZY_SUBPACKAGES` or the module of a function of
+:data:`_LAZY_FUNCTIONS`, imported on first use (no import-time cost)."""
 
-
-def __getattr__(name: str) -> Any:
-    """Import a subpackage of :data:`_LAZY_SUBPACKAGES` or the module of a function of
-    :data:`_LAZY_FUNCTIONS` on first use (no import-time cost)."""
-    return lazy_attribute(__name__, _LAZY, name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

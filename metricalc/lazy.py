@@ -1,8 +1,9 @@
 """Names a package offers but imports on first use (a module ``__getattr__``, PEP 562).
 
 A package whose names load heavy libraries (OpenCV, matplotlib, dask, SQLite) lists them with the
-module that defines each, and delegates its ``__getattr__`` here, so that importing the package
-costs nothing until a name is used.
+module that defines each, and delegates its ``__getattr__`` here (``__getattr__ =
+lazy_getattr(__name__, where)``), so that importing the package costs nothing until a name is
+used.
 
 >>> import metricalc.datasets
 >>> lazy_attribute("metricalc.datasets", {"example_cube": "metricalc.datasets.example"},
@@ -12,7 +13,7 @@ costs nothing until a name is used.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
 
@@ -41,3 +42,21 @@ def lazy_attribute(package: str, where: Mapping[str, str], name: str) -> Any:
     if module == f"{package}.{name}":
         return import_module(module)
     return getattr(import_module(module), name)
+
+
+def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
+    """The module ``__getattr__`` (PEP 562) of ``package``: :func:`lazy_attribute` over ``where``.
+
+    Examples
+    --------
+    >>> __getattr__ = lazy_getattr("metricalc.datasets",
+    ...                            {"example_cube": "metricalc.datasets.example"})
+    >>> __getattr__("example_cube").__name__
+    'example_cube'
+    """
+
+    def attribute(name: str) -> Any:
+        """Import the module that defines ``name`` on first use."""
+        return lazy_attribute(package, where, name)
+
+    return attribute

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import h5py
@@ -38,7 +39,13 @@ from metricalc.patches.compute import DescriptorPool, compute_results, load_desc
 from metricalc.patches.describe import describe_patches
 from metricalc.store import get_experiment, record_experiment
 from tests.data_files import HPATCHES_RETRIEVAL
-from tests.experiment_helpers import EVERY_RERUN, assert_refused_with_the_difference, datasets
+from tests.experiment_helpers import (
+    assert_needs_overwrite_eval,
+    datasets,
+    refused_config_test,
+    rerun_and_check,
+    stamp,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASE = HPATCHES_RETRIEVAL
@@ -70,11 +77,6 @@ def base(outputs):
 
 def _run(outputs, tag, *extra, **flags):
     return run("patches", "sift", tag=tag, overrides=[*QUICK, *extra], outputs=outputs, **flags)
-
-
-def _stamp(path):
-    stat = path.stat()
-    return stat.st_ino, stat.st_mtime_ns
 
 
 def _copy(base, outputs, tag):
@@ -313,10 +315,10 @@ def test_same_config_reads_everything_from_the_cache(base, outputs):
     rundir = RunDir(outputs, "patches", "base")
     watched = [rundir.predictions, rundir.results, rundir.summaries,
                rundir.path / "retrieval" / "base" / f"{FILES[0]}.results"]  # fmt: skip
-    before = [_stamp(p) for p in watched]
+    before = [stamp(p) for p in watched]
     again = _run(outputs, "base")
     assert again.status == "ok" and not again.exported and not again.evaluated
-    assert [_stamp(p) for p in watched] == before
+    assert [stamp(p) for p in watched] == before
     assert again.summaries == base.summaries
     xr.testing.assert_identical(again.metric_set, base.metric_set)
     xr.testing.assert_identical(again.scene_metrics, base.scene_metrics)
@@ -325,38 +327,27 @@ def test_same_config_reads_everything_from_the_cache(base, outputs):
 
 def test_overwrite_eval_redoes_the_evaluation_only(base, outputs):
     rundir = _copy(base, outputs, "ov_eval")
-    predictions, results = _stamp(rundir.predictions), _stamp(rundir.results)
-    result = _run(outputs, "ov_eval", overwrite_eval=True)
-    assert result.status == "ok" and result.evaluated and not result.exported
-    assert _stamp(rundir.predictions) == predictions and _stamp(rundir.results) != results
+    rerun = partial(_run, outputs, "ov_eval", overwrite_eval=True)
+    result = rerun_and_check(rundir, rerun, exported=False)
     assert _without_time(result.summaries) == _without_time(base.summaries)
 
 
 def test_overwrite_redoes_export_and_evaluation(base, outputs):
     rundir = _copy(base, outputs, "ov_all")
-    predictions = _stamp(rundir.predictions)
-    result = _run(outputs, "ov_all", overwrite=True)
-    assert result.status == "ok" and result.exported and result.evaluated
-    assert _stamp(rundir.predictions) != predictions
+    rerun = partial(_run, outputs, "ov_all", overwrite=True)
+    result = rerun_and_check(rundir, rerun, exported=True)
     assert_same_patch_run(result, base)
 
 
-@EVERY_RERUN
-@pytest.mark.parametrize(
-    ("override", "line"),
+test_a_changed_data_or_model_config_is_refused_with_the_difference = refused_config_test(
+    _copy,
+    _run,
     [
         ("data.benchmark_seeds=[1]", "data.benchmark_seeds: [0] -> [1]"),
         ("model.distance=l1", "model.distance: 'l2' -> 'l1'"),
         ("model.descriptor=raw", "model.descriptor: 'sift' -> 'raw'"),
     ],
 )
-def test_a_changed_data_or_model_config_is_refused_with_the_difference(
-    base, outputs, override, line, flags
-):
-    rundir = _copy(base, outputs, "conflict")
-    assert_refused_with_the_difference(
-        rundir, lambda: _run(outputs, "conflict", override, **flags), line
-    )
 
 
 def test_a_changed_model_config_with_overwrite_is_redone(base, outputs):
@@ -385,15 +376,8 @@ def test_a_changed_model_config_with_overwrite_is_redone(base, outputs):
 
 def test_a_changed_eval_config_needs_overwrite_eval(base, outputs, direct):
     rundir = _copy(base, outputs, "eval_change")
-    with pytest.raises(InvalidInputError) as info:
-        _run(outputs, "eval_change", "eval.ap_method=trapezoid")
-    message = str(info.value)
-    assert "eval configuration differs" in message
-    assert "eval.ap_method: 'vlfeat' -> 'trapezoid'" in message and "--overwrite_eval" in message
-    predictions = _stamp(rundir.predictions)
-    result = _run(outputs, "eval_change", "eval.ap_method=trapezoid", overwrite_eval=True)
-    assert result.status == "ok" and result.evaluated and not result.exported
-    assert _stamp(rundir.predictions) == predictions
+    rerun = partial(_run, outputs, "eval_change", "eval.ap_method=trapezoid")
+    result = assert_needs_overwrite_eval(rundir, rerun, "eval.ap_method: 'vlfeat' -> 'trapezoid'")
     root, _ = direct
     reference = mp.evaluate_folders(root / "bench", [root / "sift"], ap_method="trapezoid")
     np.testing.assert_array_equal(result.open_cube().ap.values, reference.cube.ap.values)
@@ -418,10 +402,7 @@ def test_missing_predictions_are_exported_again(base, outputs):
 def test_missing_results_are_evaluated_again(base, outputs, missing):
     rundir = _copy(base, outputs, f"no_{missing}")
     getattr(rundir, missing).unlink()
-    predictions = _stamp(rundir.predictions)
-    result = _run(outputs, f"no_{missing}")
-    assert result.status == "ok" and result.evaluated and not result.exported
-    assert _stamp(rundir.predictions) == predictions
+    result = rerun_and_check(rundir, partial(_run, outputs, f"no_{missing}"), exported=False)
     assert _without_time(result.summaries) == _without_time(base.summaries)
 
 

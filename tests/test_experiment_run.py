@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import partial
 
 import h5py
 import numpy as np
@@ -22,7 +23,12 @@ from metricalc.keypoints import evaluate
 from metricalc.keypoints import homography as hg
 from metricalc.keypoints.features import Features, extract_image
 from metricalc.keypoints.matching import nn_matches
-from tests.experiment_helpers import EVERY_RERUN, assert_refused_with_the_difference
+from tests.experiment_helpers import (
+    assert_needs_overwrite_eval,
+    refused_config_test,
+    rerun_and_check,
+    stamp,
+)
 
 SMALL = ["data.scenes=[camera]", "data.size=256", "model.max_keypoints=150"]
 """Two scenes (i_camera, v_camera), 10 image pairs: a run takes a few seconds."""
@@ -41,11 +47,6 @@ def base(outputs):
 
 def _run(outputs, tag, *extra, **flags):
     return run("hpatches", "sift", tag=tag, overrides=[*SMALL, *extra], outputs=outputs, **flags)
-
-
-def _stamp(path):
-    stat = path.stat()
-    return stat.st_ino, stat.st_mtime_ns
 
 
 def _copy(base, outputs, tag):
@@ -193,10 +194,10 @@ def test_run_result_holds_what_a_database_records(base, outputs):
 
 def test_same_config_reads_everything_from_the_cache(base, outputs):
     rundir = RunDir(outputs, "hpatches", "base")
-    before = [_stamp(p) for p in (rundir.predictions, rundir.results, rundir.summaries)]
+    before = [stamp(p) for p in (rundir.predictions, rundir.results, rundir.summaries)]
     again = _run(outputs, "base")
     assert again.status == "ok" and not again.exported and not again.evaluated
-    assert [_stamp(p) for p in (rundir.predictions, rundir.results, rundir.summaries)] == before
+    assert [stamp(p) for p in (rundir.predictions, rundir.results, rundir.summaries)] == before
     assert again.summaries == json.loads(rundir.summaries.read_text())
     xr.testing.assert_identical(again.metric_set, base.metric_set)
     assert again.timings["export"] == base.timings["export"]  # kept from the run that did it
@@ -204,38 +205,26 @@ def test_same_config_reads_everything_from_the_cache(base, outputs):
 
 def test_overwrite_eval_with_the_same_config_redoes_the_evaluation_only(base, outputs):
     rundir = _copy(base, outputs, "ov_eval")
-    predictions, results = _stamp(rundir.predictions), _stamp(rundir.results)
-    result = _run(outputs, "ov_eval", overwrite_eval=True)
-    assert result.status == "ok" and result.evaluated and not result.exported
-    assert _stamp(rundir.predictions) == predictions
-    assert _stamp(rundir.results) != results
+    rerun = partial(_run, outputs, "ov_eval", overwrite_eval=True)
+    result = rerun_and_check(rundir, rerun, exported=False)
     assert result.summaries["true_map_micro"] == base.summaries["true_map_micro"]
 
 
 def test_overwrite_redoes_export_and_evaluation(base, outputs):
     rundir = _copy(base, outputs, "ov_all")
-    predictions = _stamp(rundir.predictions)
-    result = _run(outputs, "ov_all", overwrite=True)
-    assert result.status == "ok" and result.exported and result.evaluated
-    assert _stamp(rundir.predictions) != predictions
+    rerun = partial(_run, outputs, "ov_all", overwrite=True)
+    result = rerun_and_check(rundir, rerun, exported=True)
     assert result.summaries["H_error_ransac@3px"] == base.summaries["H_error_ransac@3px"]
 
 
-@EVERY_RERUN
-@pytest.mark.parametrize(
-    ("override", "line"),
+test_a_changed_data_or_model_config_is_refused_with_the_difference = refused_config_test(
+    _copy,
+    _run,
     [
         ("data.border=30", "data.border: 40.0 -> 30"),
         ("model.matcher.ratio=0.8", "model.matcher.ratio: None -> 0.8"),
     ],
 )
-def test_a_changed_data_or_model_config_is_refused_with_the_difference(
-    base, outputs, override, line, flags
-):
-    rundir = _copy(base, outputs, "conflict")
-    assert_refused_with_the_difference(
-        rundir, lambda: _run(outputs, "conflict", override, **flags), line
-    )
 
 
 def test_a_changed_model_config_with_overwrite_is_redone(base, outputs):
@@ -249,15 +238,8 @@ def test_a_changed_model_config_with_overwrite_is_redone(base, outputs):
 
 def test_a_changed_eval_config_needs_overwrite_eval(base, outputs):
     rundir = _copy(base, outputs, "eval_change")
-    with pytest.raises(InvalidInputError) as info:
-        _run(outputs, "eval_change", "eval.ransac_th=[1, 3]")
-    message = str(info.value)
-    assert "eval configuration differs" in message
-    assert "eval.ransac_th: 3.0 -> [1, 3]" in message and "--overwrite_eval" in message
-    predictions = _stamp(rundir.predictions)
-    result = _run(outputs, "eval_change", "eval.ransac_th=[1, 3]", overwrite_eval=True)
-    assert result.status == "ok" and result.evaluated and not result.exported
-    assert _stamp(rundir.predictions) == predictions
+    rerun = partial(_run, outputs, "eval_change", "eval.ransac_th=[1, 3]")
+    result = assert_needs_overwrite_eval(rundir, rerun, "eval.ransac_th: 3.0 -> [1, 3]")
     sweep = result.summaries["ransac_sweep"]
     assert list(sweep) == ["1", "3"]
     best = max(sweep, key=lambda t: sweep[t]["H_error_ransac_mAA"])
@@ -321,10 +303,7 @@ def test_missing_predictions_are_exported_again(base, outputs):
 def test_missing_results_are_evaluated_again(base, outputs, missing):
     rundir = _copy(base, outputs, f"no_{missing}")
     getattr(rundir, missing).unlink()
-    predictions = _stamp(rundir.predictions)
-    result = _run(outputs, f"no_{missing}")
-    assert result.status == "ok" and result.evaluated and not result.exported
-    assert _stamp(rundir.predictions) == predictions
+    rerun_and_check(rundir, partial(_run, outputs, f"no_{missing}"), exported=False)
 
 
 def test_a_folder_without_conf_yaml_is_not_trusted(base, outputs):

@@ -343,25 +343,15 @@ def test_at_k_queries_not_last_dim(stats):
 @pytest.fixture
 def rows():
     """Five lists (query dim) with 1, 2, 3, 5 and 6 distinct scores."""
-    y_score = np.array(
-        [
-            [0.5, 0.5, 0.5, 0.5, 0.5, 0.5],
-            [1.0, 0.0, 1.0, 0.0, 1.0, 1.0],
-            [0.1, 0.2, 0.3, 0.3, 0.2, 0.1],
-            [5.0, 4.0, 3.0, 2.0, 1.0, 1.0],
-            [0.6, 0.1, 0.4, 0.3, 0.2, 0.5],
-        ]
-    )
-    y_true = np.array(
-        [
-            [1, 0, 1, 0, 0, 0],
-            [1, 0, 0, 1, 1, 0],
-            [0, 0, 0, 0, 0, 0],
-            [1, 1, 1, 1, 1, 1],
-            [0, 1, 1, 0, 1, 0],
-        ],
-        dtype=bool,
-    )
+    lists = [  # (scores, labels)
+        ([0.5, 0.5, 0.5, 0.5, 0.5, 0.5], [1, 0, 1, 0, 0, 0]),
+        ([1.0, 0.0, 1.0, 0.0, 1.0, 1.0], [1, 0, 0, 1, 1, 0]),
+        ([0.1, 0.2, 0.3, 0.3, 0.2, 0.1], [0, 0, 0, 0, 0, 0]),
+        ([5.0, 4.0, 3.0, 2.0, 1.0, 1.0], [1, 1, 1, 1, 1, 1]),
+        ([0.6, 0.1, 0.4, 0.3, 0.2, 0.5], [0, 1, 1, 0, 1, 0]),
+    ]
+    y_score = np.array([scores for scores, _ in lists])
+    y_true = np.array([labels for _, labels in lists], dtype=bool)
     c = {"query": QUERIES, "candidate": np.arange(6)}
     return (
         xr.DataArray(y_true, dims=("query", "candidate"), coords=c),

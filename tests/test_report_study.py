@@ -63,54 +63,61 @@ def test_defaults_and_paths_relative_to_the_file(tmp_path):
 
 SYNTHETIC = "data: {dataset: synthetic}\n"
 
+DATA_ERRORS = [
+    ("title: x\n", "data: missing"),
+    ("data: {dataset: synthetic, cube: a.nc}\n", "data: give exactly one of cube"),
+    ("data: {cube: nowhere.nc}\n", "data.cube: cube file"),
+    ("data: {cubes: {}}\n", "data.cubes: expected at least one label"),
+    ("data: {cubes: {'a (b)': x.nc}}\n", "data.cubes.a (b): a label must be non-empty"),
+    ("data: {dataset: no_such_folder}\n", "data.dataset: expected 'synthetic'"),
+    ("data: {dataset: synthetic, keypoints: sift}\n", "data.keypoints: expected 'native'"),
+    (
+        "data: {dataset: synthetic, keypoints: {a: native, b: 'locked:'}}\n",
+        "data.keypoints.b: expected 'native' or 'locked:<detector>'",
+    ),
+    (
+        "data: {dataset: synthetic, descriptors: [sift, surf]}\n",
+        "data.descriptors[1]: expected one of sift, rootsift, orb, brief; got 'surf'",
+    ),
+    ("data: {dataset: synthetic, descriptors: [orb, orb]}\n", "data.descriptors: names repeat"),
+    ("data: {dataset: synthetic, tau: 0}\n", "data.tau: expected a number in (0, 1e+06]"),
+    ("data: {dataset: synthetic, tie_policy: random}\n", "data.tie_policy: expected one of"),
+    ("data: {dataset: synthetic, seed: -1}\n", "data.seed: expected an integer >= 0"),
+    ("data: {dataset: synthetic, bojanic: 'yes'}\n", "data.bojanic: expected true or false"),
+    ("data: {dataset: synthetic, colour: red}\n", "data.colour: unknown key"),
+    ("data: {experiment: ''}\n", "data.experiment[0]: expected a non-empty string"),
+    ("data: {experiment: [a, a]}\n", "data.experiment: names repeat"),
+    ("data: {experiment: a, tag: b}\n", "data.tag: unknown key"),
+    ("data: {dataset: synthetic, root: ../../x}\n", "data.root: '../../x' leads outside"),
+    ("data: {dataset: synthetic, root: /tmp/x}\n", "data.root: '/tmp/x' is an absolute path"),
+    ("- data\n", "(top level): expected a mapping of keys; got list"),
+    ("data: {dataset: synthetic\ntitle: [\n", "line "),
+]
+"""Errors in ``data`` and in the file as a whole."""
+
+KEY_ERRORS = [
+    ("tabel: 1\n", "tabel: unknown key; expected one of title"),
+    ("tests: {test: anova}\n", "tests.test: expected one of auto, randomization"),
+    ("tests: {alpha: 2}\n", "tests.alpha: expected a number in (0, 0.5]; got 2"),
+    ("tests: {pair_by: image}\n", "tests.pair_by: expected one of query, pair"),
+    ("tests: {correction: sidak}\n", "tests.correction: expected one of holm"),
+    ("tests: {n_resamples: 5}\n", "tests.n_resamples: expected an integer >= 99"),
+    ("tests: {n_resamples: 1000000000000}\n", "tests.n_resamples: n_resamples="),
+    ("tests: {ranks: true}\n", "tests.ranks: unknown key"),
+    ("tests: [wilcoxon]\n", "tests: expected a mapping"),
+    ("figures: [roc, pie]\n", "figures[1]: expected one of map_by_split"),
+    ("outputs: []\n", "outputs: expected a non-empty list"),
+    ("decimals: 7\n", "decimals: expected an integer <= 6"),
+    ("names: {sift: 3}\n", "names.sift: expected a non-empty string; got 3"),
+    ("baseline: ''\n", "baseline: expected a non-empty string"),
+    ("metrics: [true_map_micro, 5]\n", "metrics[1]: expected a non-empty string"),
+]
+"""Errors in the keys beside ``data``, each after a valid ``data`` (:data:`SYNTHETIC`)."""
+
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [
-        ("title: x\n", "data: missing"),
-        (SYNTHETIC + "tabel: 1\n", "tabel: unknown key; expected one of title"),
-        ("data: {dataset: synthetic, cube: a.nc}\n", "data: give exactly one of cube"),
-        ("data: {cube: nowhere.nc}\n", "data.cube: cube file"),
-        ("data: {cubes: {}}\n", "data.cubes: expected at least one label"),
-        ("data: {cubes: {'a (b)': x.nc}}\n", "data.cubes.a (b): a label must be non-empty"),
-        ("data: {dataset: no_such_folder}\n", "data.dataset: expected 'synthetic'"),
-        ("data: {dataset: synthetic, keypoints: sift}\n", "data.keypoints: expected 'native'"),
-        (
-            "data: {dataset: synthetic, keypoints: {a: native, b: 'locked:'}}\n",
-            "data.keypoints.b: expected 'native' or 'locked:<detector>'",
-        ),
-        (
-            "data: {dataset: synthetic, descriptors: [sift, surf]}\n",
-            "data.descriptors[1]: expected one of sift, rootsift, orb, brief; got 'surf'",
-        ),
-        ("data: {dataset: synthetic, descriptors: [orb, orb]}\n", "data.descriptors: names repeat"),
-        ("data: {dataset: synthetic, tau: 0}\n", "data.tau: expected a number in (0, 1e+06]"),
-        ("data: {dataset: synthetic, tie_policy: random}\n", "data.tie_policy: expected one of"),
-        ("data: {dataset: synthetic, seed: -1}\n", "data.seed: expected an integer >= 0"),
-        ("data: {dataset: synthetic, bojanic: 'yes'}\n", "data.bojanic: expected true or false"),
-        ("data: {dataset: synthetic, colour: red}\n", "data.colour: unknown key"),
-        ("data: {experiment: ''}\n", "data.experiment[0]: expected a non-empty string"),
-        ("data: {experiment: [a, a]}\n", "data.experiment: names repeat"),
-        ("data: {experiment: a, tag: b}\n", "data.tag: unknown key"),
-        (SYNTHETIC + "tests: {test: anova}\n", "tests.test: expected one of auto, randomization"),
-        (SYNTHETIC + "tests: {alpha: 2}\n", "tests.alpha: expected a number in (0, 0.5]; got 2"),
-        (SYNTHETIC + "tests: {pair_by: image}\n", "tests.pair_by: expected one of query, pair"),
-        (SYNTHETIC + "tests: {correction: sidak}\n", "tests.correction: expected one of holm"),
-        (SYNTHETIC + "tests: {n_resamples: 5}\n", "tests.n_resamples: expected an integer >= 99"),
-        (SYNTHETIC + "tests: {ranks: true}\n", "tests.ranks: unknown key"),
-        (SYNTHETIC + "tests: [wilcoxon]\n", "tests: expected a mapping"),
-        (SYNTHETIC + "figures: [roc, pie]\n", "figures[1]: expected one of map_by_split"),
-        (SYNTHETIC + "outputs: []\n", "outputs: expected a non-empty list"),
-        (SYNTHETIC + "decimals: 7\n", "decimals: expected an integer <= 6"),
-        (SYNTHETIC + "names: {sift: 3}\n", "names.sift: expected a non-empty string; got 3"),
-        (SYNTHETIC + "baseline: ''\n", "baseline: expected a non-empty string"),
-        (SYNTHETIC + "metrics: [true_map_micro, 5]\n", "metrics[1]: expected a non-empty string"),
-        ("data: {dataset: synthetic, root: ../../x}\n", "data.root: '../../x' leads outside"),
-        ("data: {dataset: synthetic, root: /tmp/x}\n", "data.root: '/tmp/x' is an absolute path"),
-        (SYNTHETIC + "tests: {n_resamples: 1000000000000}\n", "tests.n_resamples: n_resamples="),
-        ("- data\n", "(top level): expected a mapping of keys; got list"),
-        ("data: {dataset: synthetic\ntitle: [\n", "line "),
-    ],
+    [*DATA_ERRORS, *((SYNTHETIC + text, message) for text, message in KEY_ERRORS)],
 )
 def test_spec_errors_name_the_file_and_the_key(tmp_path, text, message):
     path = tmp_path / "study.yaml"

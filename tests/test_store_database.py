@@ -32,23 +32,13 @@ from metricalc.store import (
 from metricalc.store import database as database_module
 from metricalc.store import records as records_module
 from metricalc.store import rows as rows_module
-from metricalc.store.schema import MIGRATIONS, RESULT_COLUMNS, SCENE_COLUMNS, SEED_COLUMNS
-
-EXPERIMENT_COLUMNS = [
-    "id",
-    "benchmark",
-    "tag",
-    "status",
-    "error",
-    "config_hash",
-    "config",
-    "metricalc_version",
-    "versions",
-    "timings",
-    "created_at",
-    "updated_at",
-    "protocol",
-]
+from metricalc.store.schema import (
+    EXPERIMENT_COLUMNS,
+    MIGRATIONS,
+    RESULT_COLUMNS,
+    SCENE_COLUMNS,
+    SEED_COLUMNS,
+)
 
 
 def columns(db: Path, table: str) -> list[str]:
@@ -81,7 +71,8 @@ def example(db: Path, tag: str = "run", *, sets: tuple | None = None, **kwargs) 
 def test_schema_and_pragmas(tmp_path):
     db = tmp_path / "sub" / "r.sqlite"  # the folder is created
     example(db)
-    assert columns(db, "experiments") == EXPERIMENT_COLUMNS
+    version_1 = [name for name in EXPERIMENT_COLUMNS if name != "protocol"]
+    assert columns(db, "experiments") == ["id", *version_1, "protocol"]  # added by version 2
     assert columns(db, "results") == [
         "id",
         "experiment_id",

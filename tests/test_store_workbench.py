@@ -30,6 +30,15 @@ from metricalc.store import (
 
 PAIR = re.compile(r"([^=;]+)=([^;]*);")
 SCENE_KEY = re.compile(r"(.+)_(true_map_with_zeros|true_map|query_count|excluded_count)$")
+SAME_NAME = (
+    "true_map_macro",
+    "true_map_micro",
+    "mean_average_precision",
+    "precision_at_1",
+    "processing_time_ms",
+    "metadata",
+)
+"""The columns of the export stored as they are under the same name."""
 
 
 def scenes_by_regex(metadata: str) -> pd.DataFrame:
@@ -143,12 +152,8 @@ def test_import_stores_every_row(tmp_path, export, performance):
     for row in performance.itertuples():
         stored = results.loc[f"dw-{row.experiment_id}"]
         assert stored.descriptor == row.descriptor_type
-        assert stored.true_map_macro == row.true_map_macro
-        assert stored.true_map_micro == row.true_map_micro
-        assert stored.mean_average_precision == row.mean_average_precision
-        assert stored.precision_at_1 == row.precision_at_1
-        assert stored.processing_time_ms == row.processing_time_ms
-        assert stored.metadata == row.metadata  # verbatim
+        for column in SAME_NAME:  # the metadata string verbatim
+            assert stored[column] == getattr(row, column), column
         assert stored.true_map_macro_by_scene_including_zeros == row.true_map_macro_with_zeros
         assert stored.mean_precision == row.legacy_mean_precision
         assert stored.total_matches == row.total_matches

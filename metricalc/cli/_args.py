@@ -8,6 +8,7 @@ no traceback).
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def names(text: str) -> list[str]:
@@ -19,6 +20,18 @@ def names(text: str) -> list[str]:
     ['sift', 'orb', 'brief']
     """
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def passed(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The values of the options ``names``, to pass on as the library's keyword arguments of the
+    same names (``f(**passed(args, "seed", "tag"))`` for ``f(seed=args.seed, tag=args.tag)``).
+
+    Examples
+    --------
+    >>> passed(argparse.Namespace(seed=1, tag="a", out="x"), "seed", "tag")
+    {'seed': 1, 'tag': 'a'}
+    """
+    return {name: getattr(args, name) for name in names}
 
 
 def cutoffs(text: str) -> tuple[int, ...]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from metricalc.cli._args import thresholds
+from metricalc.cli._args import passed, thresholds
 from metricalc.core.ranking import AP_METHODS
 
 
@@ -65,8 +65,7 @@ def _decompose_detection(args: argparse.Namespace) -> int:
     result = decompose_detection(
         gt,
         dt,
-        iou_type=args.iou_type,
-        convention=args.convention,
+        **passed(args, "iou_type", "convention"),
         iou_thresholds=args.iou,
         mask_iou_threshold=args.mask_iou,
         method=args.ap_method,

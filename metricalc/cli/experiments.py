@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from metricalc.cli._args import passed
 from metricalc.errors import MetricalcError
 
 BENCHMARK_NAMES = ("hpatches", "patches")
@@ -94,6 +95,18 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_RUN_OPTIONS = (
+    "tag",
+    "overrides",
+    "overwrite",
+    "overwrite_eval",
+    "scheduler",
+    "workers",
+    "outputs",
+)
+"""The options of ``eval`` that :func:`metricalc.experiment.run` takes as they are."""
+
+
 def _eval(args: argparse.Namespace) -> int:
     from metricalc.experiment import run
     from metricalc.experiment.terminal import print_summaries
@@ -101,13 +114,7 @@ def _eval(args: argparse.Namespace) -> int:
     result = run(
         args.benchmark,
         args.conf,
-        tag=args.tag,
-        overrides=args.overrides,
-        overwrite=args.overwrite,
-        overwrite_eval=args.overwrite_eval,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        outputs=args.outputs,
+        **passed(args, *_RUN_OPTIONS),
         db=args.db if args.db is not None else True,
         progress=not args.no_progress,
     )

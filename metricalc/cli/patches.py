@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from metricalc.cli._args import names
+from metricalc.cli._args import names, passed
 from metricalc.core.ranking import AP_METHODS
 from metricalc.errors import InvalidInputError
 
@@ -138,11 +138,8 @@ def _patches_make_benchmark(args: argparse.Namespace) -> int:
     paths = make_benchmark(
         args.patches,
         args.out,
-        split=args.split,
         n_sequences=args.sequences,
-        seed=args.seed,
-        difficulty=args.difficulty,
-        queries_per_sequence=args.queries_per_sequence,
+        **passed(args, "split", "seed", "difficulty", "queries_per_sequence"),
     )
     print(f"wrote {paths[0]} and {paths[1].name}")
     return 0

@@ -39,6 +39,9 @@ _Key = TypeVar("_Key", bound=Hashable)
 
 _I8, _I64, _F64 = np.dtype(np.int8), np.dtype(np.int64), np.dtype(np.float64)
 _NAN = float("nan")
+_FLOAT = Field(_F64, _NAN)  # a float, NaN where missing
+_INT = Field(_I64, -1)  # an integer (count, index), -1 where missing
+_FLAG = Field(_I8, -1)  # 0 or 1, -1 where missing
 
 QUERY_COORDS: Mapping[str, Field] = MappingProxyType(
     {
@@ -46,9 +49,9 @@ QUERY_COORDS: Mapping[str, Field] = MappingProxyType(
         "split": Field(STR, "other"),
         "pair": Field(STR, ""),
         "keypoint_set": Field(STR, ""),
-        "query_keypoint": Field(_I64, -1),
-        "x": Field(_F64, _NAN),
-        "y": Field(_F64, _NAN),
+        "query_keypoint": _INT,
+        "x": _FLOAT,
+        "y": _FLOAT,
     }
 )
 """Coordinates on the ``query`` dim, with their dtype (and the default of the optional ones)."""
@@ -58,24 +61,24 @@ QUERY_IDENTITY = ("scene", "pair", "keypoint_set", "query_keypoint")
 
 QUERY_VARIABLES: Mapping[str, Field] = MappingProxyType(
     {
-        "better": Field(_I64, -1),
-        "ties": Field(_I64, -1),
-        "n_relevant": Field(_I8, -1),
-        "ap": Field(_F64, _NAN),
-        "nn_correct": Field(_I8, -1),
-        "gt_distance": Field(_F64, _NAN),
-        "nn_distance": Field(_F64, _NAN),
-        "nn2_distance": Field(_F64, _NAN),
-        "nn_error": Field(_F64, _NAN),
-        "nn_mutual": Field(_I8, -1),
-        "n_candidates": Field(_I64, -1),
+        "better": _INT,
+        "ties": _INT,
+        "n_relevant": _FLAG,
+        "ap": _FLOAT,
+        "nn_correct": _FLAG,
+        "gt_distance": _FLOAT,
+        "nn_distance": _FLOAT,
+        "nn2_distance": _FLOAT,
+        "nn_error": _FLOAT,
+        "nn_mutual": _FLAG,
+        "n_candidates": _INT,
     }
 )
 """Data variables on ``(descriptor, query)``: dtype and the sentinel of a missing value."""
 
 DESCRIPTOR_VARIABLES: Mapping[str, Field] = MappingProxyType(
     {
-        "processing_time_ms": Field(_F64, _NAN),
+        "processing_time_ms": _FLOAT,
         "status": Field(STR, "ok"),
         "error": Field(STR, ""),
     }
@@ -84,15 +87,15 @@ DESCRIPTOR_VARIABLES: Mapping[str, Field] = MappingProxyType(
 
 SEQUENCE_VARIABLES: Mapping[str, Field] = MappingProxyType(
     {
-        "verification_ap": Field(_F64, _NAN),
-        "retrieval_ap": Field(_F64, _NAN),
-        "verification_ap_per_keypoint": Field(_F64, _NAN),
-        "retrieval_ap_per_keypoint": Field(_F64, _NAN),
-        "retrieval_num_true_positives": Field(_I64, -1),
-        "retrieval_num_hard_negatives": Field(_I64, -1),
-        "retrieval_num_distractors": Field(_I64, -1),
-        "image_retrieval_ap": Field(_F64, _NAN),
-        "image_retrieval_relevant": Field(_I64, -1),
+        "verification_ap": _FLOAT,
+        "retrieval_ap": _FLOAT,
+        "verification_ap_per_keypoint": _FLOAT,
+        "retrieval_ap_per_keypoint": _FLOAT,
+        "retrieval_num_true_positives": _INT,
+        "retrieval_num_hard_negatives": _INT,
+        "retrieval_num_distractors": _INT,
+        "image_retrieval_ap": _FLOAT,
+        "image_retrieval_relevant": _INT,
     }
 )
 """Data variables on ``(descriptor, sequence)`` (Bojanic tasks, image retrieval): dtype and

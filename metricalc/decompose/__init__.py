@@ -36,7 +36,7 @@ from metricalc.decompose.whatif import (
     what_if,
     what_if_table,
 )
-from metricalc.lazy import lazy_attribute
+from metricalc.lazy import lazy_getattr
 
 __all__ = [
     "DEFAULT_STAGES",
@@ -73,8 +73,6 @@ _LAZY = {
     name: "metricalc.decompose.detection"
     for name in ("decompose_detection", "detection_chains", "DetectionDecomposition")
 }
+"""The detection instance, loaded on first use (it imports the detection package)."""
 
-
-def __getattr__(name: str) -> object:
-    """The detection instance loads on first use (it imports the detection package)."""
-    return lazy_attribute(__name__, _LAZY, name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

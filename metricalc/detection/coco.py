@@ -300,11 +300,10 @@ def load_ground_truth(data: str | os.PathLike[str] | Mapping[str, Any]) -> CocoG
     boxes = _boxes(source, [a.get("bbox") for a in annotations], where, ann_ids)
     areas = _floats(source, [a.get("area") for a in annotations], where, "area", ann_ids, minimum=0)
     flags = [a.get("iscrowd", 0) for a in annotations]
-    crowd = np.array([f in (0, 1) and type(f) is not float for f in flags], bool)
-    if not crowd.all():
-        i = int(np.flatnonzero(~crowd)[0])
+    valid = np.array([f in (0, 1) and type(f) is not float for f in flags], bool)
+    if not valid.all():
+        i = int(np.flatnonzero(~valid)[0])
         raise _fail(source, _entry(where, i, ann_ids), f"iscrowd must be 0 or 1; got {flags[i]!r}")
-    crowd = np.array(flags, dtype=bool).reshape(len(flags))
     segmentations = [a.get("segmentation") for a in annotations]
     image_index = _index_of(source, "annotations", sorted_images, image_of, "image_id")
     category_index = _index_of(source, "annotations", sorted_categories, category_of, "category_id")
@@ -320,7 +319,7 @@ def load_ground_truth(data: str | os.PathLike[str] | Mapping[str, Any]) -> CocoG
         category=category_index,
         bbox=boxes,
         area=areas,
-        iscrowd=crowd,
+        iscrowd=np.array(flags, dtype=bool).reshape(len(flags)),
         segmentation=segmentations,
     )
 

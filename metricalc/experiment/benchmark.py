@@ -17,12 +17,25 @@ from typing import Any, Protocol
 import xarray as xr
 from matplotlib.axes import Axes
 
+from metricalc.datasets.sequences import DEFAULT_SIZE
 from metricalc.experiment.config import Config
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
 from metricalc.validation import is_integer
 
-__all__ = ["Benchmark", "Context", "Evaluation", "Values", "check_dataset_keys", "scalar_summary"]
+__all__ = [
+    "DATASET_DEFAULTS",
+    "Benchmark",
+    "Context",
+    "Evaluation",
+    "Values",
+    "check_dataset_keys",
+    "scalar_summary",
+]
+
+DATASET_DEFAULTS: dict[str, Any] = {"quick": False, "scenes": None, "seed": 0, "size": DEFAULT_SIZE}
+"""The defaults of the data keys every benchmark has (:func:`check_dataset_keys`): all scenes
+of the synthetic dataset of seed 0 and the default image size."""
 
 
 @dataclass

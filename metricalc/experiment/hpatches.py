@@ -24,8 +24,9 @@ import xarray as xr
 from dask.delayed import delayed
 
 from metricalc.cube import split_of
-from metricalc.datasets.sequences import DEFAULT_SIZE, QUICK_SCENES, make_synthetic_dataset
+from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.experiment.benchmark import (
+    DATASET_DEFAULTS,
     Context,
     Evaluation,
     Values,
@@ -68,10 +69,7 @@ __all__ = ["DEFAULT_CONF", "DETECTORS", "HPatches"]
 DEFAULT_CONF: dict[str, Any] = {
     "data": {
         "root": None,
-        "quick": False,
-        "scenes": None,
-        "seed": 0,
-        "size": DEFAULT_SIZE,
+        **DATASET_DEFAULTS,
         "border": 40.0,
     },
     "model": {

@@ -47,6 +47,7 @@ from metricalc.experiment.inspection import (
 from metricalc.experiment.run import DEFAULT_OUTPUTS
 from metricalc.experiment.terminal import SUMMARY_COLUMNS, _cell
 from metricalc.fileio import atomic_write, json_safe
+from metricalc.plotting.pages import page_environment
 
 __all__ = [
     "COLORS",
@@ -165,15 +166,14 @@ def page_data(inspection: Inspection, *, page_dir: str | os.PathLike[str]) -> di
     coords, variables, per_run = _units_of_runs(inspection, labels)
     order = sorted(coords)
     labels_of = setting_labels(inspection)
-    experiments = [
-        {
-            "tag": tag,
-            "label": labels_of[tag],
-            "color": COLORS[k % len(COLORS)],
-            **_run_columns(inspection, tag, order, variables, per_run[tag], page_dir),
-        }
-        for k, tag in enumerate(inspection.tags)
-    ]
+    experiments = []
+    for k, tag in enumerate(inspection.tags):
+        rows, columns = _run_columns(per_run[tag], order, variables)
+        images = _run_images(inspection, tag, rows, len(order), page_dir)
+        color = COLORS[k % len(COLORS)]
+        experiments.append(
+            {"tag": tag, "label": labels_of[tag], "color": color, **columns, "images": images}
+        )
     names = list(variables)
     axes = [
         axis if axis in variables else names[min(i, len(names) - 1)]
@@ -224,16 +224,11 @@ def _units_of_runs(
 
 
 def _run_columns(
-    inspection: Inspection,
-    tag: str,
-    order: list[str],
-    variables: dict[str, None],
-    run: _RunUnits,
-    page_dir: Path,
-) -> dict[str, Any]:
-    """``present``, ``missing``, ``values`` and ``images`` of one run over the units ``order``."""
+    run: _RunUnits, order: list[str], variables: dict[str, None]
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The rows of one run's units among the units ``order``, and its ``present``, ``missing``
+    and ``values`` over them."""
     names, values = run
-    pairs = inspection.pairs[tag]
     index = {name: i for i, name in enumerate(order)}
     rows = np.array([index[n] for n in names], dtype=np.int64)
     present = np.zeros(len(order), bool)
@@ -245,18 +240,26 @@ def _run_columns(
             for row, value in zip(rows.tolist(), values[name].tolist(), strict=True):
                 column[row] = _number(value)
         columns[name] = column
-    images: list[str | None] = [None] * len(order)
+    return rows, {
+        "present": present.tolist(),
+        "missing": int(len(order) - present.sum()),
+        "values": columns,
+    }
+
+
+def _run_images(
+    inspection: Inspection, tag: str, rows: np.ndarray, size: int, page_dir: Path
+) -> list[str | None]:
+    """The match pictures of run ``tag`` at the ``rows`` of its units among ``size``: their URLs
+    from ``page_dir``, None where the run has none."""
+    images: list[str | None] = [None] * size
+    pairs = inspection.pairs[tag]
     if inspection.units.pictures and "match_image" in pairs:
         for row, relative in zip(rows.tolist(), pairs["match_image"].values, strict=True):
             target = inspection.directories[tag] / _label(relative)
             if target.is_file():
                 images[row] = _url(target, page_dir)
-    return {
-        "present": present.tolist(),
-        "missing": int(len(order) - present.sum()),
-        "values": columns,
-        "images": images,
-    }
+    return images
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,13 +268,7 @@ def _run_columns(
 
 
 def _environment() -> jinja2.Environment:
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("metricalc.experiment", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    environment = page_environment("metricalc.experiment")
     # strict JSON (no NaN / Infinity tokens): the script parses it with JSON.parse
     environment.policies["json.dumps_kwargs"] = {"sort_keys": False, "allow_nan": False}
     return environment

@@ -32,9 +32,9 @@ from dask.delayed import delayed
 
 from metricalc.core.ranking import AP_METHODS
 from metricalc.datasets.patches import MAX_PATCHES
-from metricalc.datasets.sequences import DEFAULT_SIZE
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.benchmark import (
+    DATASET_DEFAULTS,
     Context,
     Evaluation,
     Values,
@@ -75,10 +75,7 @@ __all__ = ["DEFAULT_CONF", "Patches", "describe_patch_image"]
 DEFAULT_CONF: dict[str, Any] = {
     "data": {
         "patches": None,
-        "quick": False,
-        "scenes": None,
-        "seed": 0,
-        "size": DEFAULT_SIZE,
+        **DATASET_DEFAULTS,
         "max_patches": MAX_PATCHES,
         "benchmarks": None,
         "files": None,

@@ -23,7 +23,6 @@ from metricalc.metrics.reductions import (
     group_max,
     group_sum,
     nanmean,
-    ok_mask,
     pair_keypoints,
     prepare_cube,
     ratio,
@@ -196,7 +195,7 @@ def matching_accuracy(
             "nearest neighbours use convention='matched_pairs' (mutual=False)"
         )
     needed = (*QUERY_VARS, "nn_error", *(("nn_mutual",) if mutual else ()))
-    cube = prepare_cube(cube, needed, "matching_accuracy")
+    cube, ok = prepare_cube(cube, needed, "matching_accuracy")
     attrs = {**cube.attrs, "convention": convention, "mutual": int(mutual)}
     cube, member, n_pairs, attrs["sequences"] = _pair_set(cube, sequences, "matching_accuracy")
     error = cube["nn_error"]
@@ -211,7 +210,7 @@ def matching_accuracy(
         pairs = xr.DataArray(n_pairs, dims="split", coords={"split": list(MMA_SPLITS)})
     else:
         pairs = xr.dot(per_pair.notnull().astype(np.int64), members, dim=PAIR_UNIT)
-    mma = ratio(total, pairs).where(ok_mask(cube))
+    mma = ratio(total, pairs).where(ok)
     mma = mma.transpose("descriptor", "split", "threshold").rename("mma")
     return _split_result(mma, n_pairs, by_split, attrs)
 
@@ -246,9 +245,8 @@ def matching_counts(
     >>> counts.keypoints_mean.sel(descriptor="sift").item()   # images 1 and 2: (3 + 4) / 2
     3.5
     """
-    cube = prepare_cube(cube, (*QUERY_VARS, "nn_mutual", "n_candidates"), "matching_counts")
+    cube, ok = prepare_cube(cube, (*QUERY_VARS, "nn_mutual", "n_candidates"), "matching_counts")
     cube, member, n_pairs, label = _pair_set(cube, sequences, "matching_counts")
-    ok = ok_mask(cube)
     matches = group_sum(cube["nn_mutual"] == 1, PAIR_UNIT)
     members = member(matches[PAIR_UNIT].values.astype(str))
     pairs = xr.DataArray(n_pairs, dims="split", coords={"split": list(MMA_SPLITS)})

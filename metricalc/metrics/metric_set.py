@@ -24,7 +24,6 @@ from metricalc.metrics.reductions import (
     group_nanmean,
     group_sum,
     nanmean,
-    ok_mask,
     pair_keypoints,
     prepare_cube,
     ratio,
@@ -242,9 +241,8 @@ def metric_set(
     """
     ks = check_k(k)
     policy_zero = check_zero_division(zero_division)
-    cube = prepare_cube(cube, (*QUERY_VARS, "nn_correct"), "metric_set")
+    cube, ok = prepare_cube(cube, (*QUERY_VARS, "nn_correct"), "metric_set")
     policy = tie_policy(cube)
-    ok = ok_mask(cube)
     r1 = cube["n_relevant"] == 1
     metrics, n1, n0 = _map_metrics(cube, policy_zero)
     better = cube["better"].where(r1, -1)

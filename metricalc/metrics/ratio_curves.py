@@ -17,7 +17,7 @@ import xarray as xr
 from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr, youden_j
 from metricalc.core.curves import with_start_point
 from metricalc.errors import InvalidInputError
-from metricalc.metrics.reductions import QUERY_VARS, ok_mask, prepare_cube, ratio
+from metricalc.metrics.reductions import QUERY_VARS, prepare_cube, ratio
 
 __all__ = ["matching_pr_curve", "matching_roc_curve", "ratio_score"]
 
@@ -85,8 +85,7 @@ def _ratio_test_counts(
     cube's attrs.
     """
     needed = (*QUERY_VARS, "nn_correct", "nn_distance", "nn2_distance")
-    cube = prepare_cube(cube, needed, what)
-    ok = ok_mask(cube)
+    cube, ok = prepare_cube(cube, needed, what)
     present = np.asarray((cube["n_relevant"] >= 0).values)
     curves = _descriptor_counts(cube["nn_correct"] == 1, ratio_score(cube), present)
     length = max((c.sizes["threshold"] for c in curves if c is not None), default=0)

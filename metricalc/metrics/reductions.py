@@ -72,9 +72,10 @@ def _check_schema(cube: object, needed: Iterable[str], what: str) -> xr.Dataset:
     return cube
 
 
-def prepare_cube(cube: object, needed: Iterable[str], what: str) -> xr.Dataset:
+def prepare_cube(cube: object, needed: Iterable[str], what: str) -> tuple[xr.Dataset, xr.DataArray]:
     """Check the parts of the QueryCube schema ``what`` uses; return the cube with its grouping
-    coordinates loaded (NumPy strings) and the image-pair key :data:`PAIR_UNIT` added."""
+    coordinates loaded (NumPy strings) and the image-pair key :data:`PAIR_UNIT` added, and its
+    :func:`ok_mask`."""
     cube = _check_schema(cube, needed, what)
     coords = {}
     for name in _GROUP_COORDS:
@@ -88,7 +89,8 @@ def prepare_cube(cube: object, needed: Iterable[str], what: str) -> xr.Dataset:
         coords[name] = ("query", np.asarray(cube[name].values).astype(str))
     unit = np.char.add(np.char.add(coords["scene"][1], "/"), coords["pair"][1])
     coords[PAIR_UNIT] = ("query", unit)
-    return cube.assign_coords(coords)
+    cube = cube.assign_coords(coords)
+    return cube, ok_mask(cube)
 
 
 def tie_policy(cube: xr.Dataset) -> str:

@@ -18,7 +18,6 @@ from metricalc.metrics.reductions import (
     group_nanmean,
     group_sum,
     nanmean,
-    ok_mask,
     partition,
     prepare_cube,
     ratio,
@@ -132,8 +131,7 @@ def scene_metrics(cube: xr.Dataset) -> xr.Dataset:
     >>> int(s.query_count), int(s.excluded_count), int(s.image_count), float(s.true_map)
     (2, 1, 2, 0.75)
     """
-    cube = prepare_cube(cube, (*QUERY_VARS, "nn_correct"), "scene_metrics")
-    ok = ok_mask(cube)
+    cube, ok = prepare_cube(cube, (*QUERY_VARS, "nn_correct"), "scene_metrics")
     ap_sum, n1, n0 = scene_sums(cube)
     by_pair = pair_precision(cube)
     scene_precision = group_nanmean(by_pair, "_unit_scene").rename(_unit_scene="scene")

@@ -20,9 +20,7 @@ The rest of the offline pipeline is imported on first use (it loads OpenCV):
 'i_chestnuts.ref'
 """
 
-from typing import Any
-
-from metricalc.lazy import lazy_attribute
+from metricalc.lazy import lazy_getattr
 from metricalc.patches.checks import validate
 from metricalc.patches.evaluate import REPEAT_POLICIES, evaluate_files, evaluate_results, relevance
 from metricalc.patches.files import (
@@ -72,8 +70,6 @@ _LAZY = {
     "describe_dataset": "metricalc.patches.describe",
     "evaluate_folders": "metricalc.patches.querycube",
 }
+"""The dataset, generator, descriptor and cube functions, imported on first use."""
 
-
-def __getattr__(name: str) -> Any:
-    """Import the dataset, generator, descriptor and cube functions on first use."""
-    return lazy_attribute(__name__, _LAZY, name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -68,14 +68,9 @@ __all__ = [
 class Benchmark:
     """A ``.benchmark`` file: the pool (line 1) and one query per following line.
 
-    Attributes
-    ----------
-    pool : tuple of str
-        Patch-image names ``seq.img``.
-    queries : tuple of str
-        Query signatures; query ``i`` (0-based) is on line ``i + 2`` of the file.
-    path : Path or None
-        The file it was read from; error messages name it (``<benchmark>`` when None).
+    ``pool`` holds the patch-image names ``seq.img``; ``queries`` the query signatures, query
+    ``i`` (0-based) on line ``i + 2`` of the file; ``path`` the file it was read from, which
+    error messages name (``<benchmark>`` when None).
     """
 
     pool: tuple[str, ...]
@@ -92,12 +87,8 @@ class Benchmark:
 class Labels:
     """A ``.labels`` file: the pool and, per query, its cluster (the query included).
 
-    Attributes
-    ----------
-    pool : tuple of str
-    clusters : tuple of tuple of str
-        ``clusters[i]`` is on line ``i + 2`` and belongs to query ``i`` of the benchmark.
-    path : Path or None
+    ``clusters[i]`` is on line ``i + 2`` and belongs to query ``i`` of the benchmark; ``pool``
+    and ``path`` are as in :class:`Benchmark`.
     """
 
     pool: tuple[str, ...]
@@ -109,13 +100,9 @@ class Labels:
 class Results:
     """A ``.results`` file: the pool and, per query, its ranked result signatures.
 
-    Attributes
-    ----------
-    pool : tuple of str
-    results : tuple of tuple of str
-        ``results[i]`` is on line ``i + 2``: the best matches of query ``i`` by decreasing
-        similarity, the query first, :data:`N_RESULTS` of them in a valid file.
-    path : Path or None
+    ``results[i]`` is on line ``i + 2``: the best matches of query ``i`` by decreasing
+    similarity, the query first, :data:`N_RESULTS` of them in a valid file; ``pool`` and
+    ``path`` are as in :class:`Benchmark`.
     """
 
     pool: tuple[str, ...]
@@ -216,8 +203,7 @@ def read_labels(path: str | os.PathLike[str]) -> Labels:
     >>> import tempfile
     >>> from pathlib import Path
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = Path(tmp) / "tiny.labels"
-    ...     _ = path.write_text("a.ref,a.e1\\na.ref.0,a.e1.0\\n")
+    ...     path = write_atomic(Path(tmp) / "tiny.labels", b"a.ref,a.e1\\na.ref.0,a.e1.0\\n")
     ...     read_labels(path).clusters
     (('a.ref.0', 'a.e1.0'),)
     """
@@ -288,23 +274,17 @@ def write_ranked_results(
     results: Sequence[Sequence[str]],
 ) -> Path:
     """Check that every line holds the query and its 50 neighbours, then write the ``.results``
-    file with :func:`write_results` (atomic: temporary file, then rename).
+    file with :func:`write_results` (atomic: temporary file, then rename) and return ``path``.
 
     Line 1 is ``pool_header`` joined by commas (the ``.benchmark`` header), then one line of 51
     comma-separated signatures per query (the query first), as
     :func:`~metricalc.patches.compute.compute_results` returns.
 
-    Returns
-    -------
-    Path
-        ``path``.
-
     Raises
     ------
     InvalidInputError
         On a results line of other than 51 signatures (naming the results index and the file
-        line it would have been), or a malformed pool entry or signature (from
-        :func:`write_results`); nothing is written then.
+        line it would have been), or as :func:`write_results` does; nothing is written then.
 
     Examples
     --------

@@ -15,27 +15,23 @@ The names below are imported on first use (the figures load matplotlib and seabo
 
 from __future__ import annotations
 
-from typing import Any
+from metricalc.lazy import lazy_getattr
 
-from metricalc.lazy import lazy_attribute
-
-_EXPORTS = {
-    "Table": "tables",
-    "plot_map_by_split": "figures",
-    "plot_split_scatter": "figures",
-    "plot_scene_map": "figures",
-    "plot_rank_histogram": "figures",
-    "save_figure": "figures",
-    "plot_pr_curves": "curve_figures",
-    "plot_roc": "curve_figures",
-    "plot_mma": "curve_figures",
+_MODULES = {
+    "tables": ("Table",),
+    "figures": (
+        "plot_map_by_split",
+        "plot_split_scatter",
+        "plot_scene_map",
+        "plot_rank_histogram",
+        "save_figure",
+    ),
+    "curve_figures": ("plot_pr_curves", "plot_roc", "plot_mma"),
 }
+"""The names each module of the package offers here."""
 
-__all__ = sorted(_EXPORTS)
+_WHERE = {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names}
 
-_WHERE = {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
+__all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    """Import the module that defines ``name`` on first use."""
-    return lazy_attribute(__name__, _WHERE, name)
+__getattr__ = lazy_getattr(__name__, _WHERE)

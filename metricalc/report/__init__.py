@@ -14,31 +14,19 @@ on first use (the figures load matplotlib and seaborn):
 
 from __future__ import annotations
 
-from typing import Any
+from metricalc.lazy import lazy_getattr
 
-from metricalc.lazy import lazy_attribute
-
-_EXPORTS = {
-    "summarize": "summary",
-    "describe_comparison": "summary",
-    "describe_ranking": "summary",
-    "cd_groups": "summary",
-    "build": "builder",
-    "Report": "builder",
-    "register_section": "builder",
-    "Study": "study",
-    "load_study": "study",
-    "demo_study": "study",
-    "register_data_loader": "data",
-    "plot_forest": "stats_figures",
-    "plot_cd_diagram": "stats_figures",
+_MODULES = {
+    "summary": ("summarize", "describe_comparison", "describe_ranking", "cd_groups"),
+    "builder": ("build", "Report", "register_section"),
+    "study": ("Study", "load_study", "demo_study"),
+    "data": ("register_data_loader",),
+    "stats_figures": ("plot_forest", "plot_cd_diagram"),
 }
+"""The names each module of the package offers here."""
 
-__all__ = sorted(_EXPORTS)
+_WHERE = {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names}
 
-_WHERE = {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
+__all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    """Import the module that defines ``name`` on first use."""
-    return lazy_attribute(__name__, _WHERE, name)
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -73,6 +73,11 @@ def _dataset_sequences(spec: DataSpec, out: Path, progress: bool) -> tuple[list[
     return load_sequences(spec.dataset, scenes=spec.scenes), Path(spec.dataset)
 
 
+_PROTOCOL = ("tau", "border", "tie_policy", "bojanic", "seed")
+"""The protocol settings of a ``dataset`` study, passed on to
+:class:`~metricalc.keypoints.pipeline.EvaluationSettings` under the same names."""
+
+
 def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dataset]:
     """Each label's cube of the dataset, evaluated now or, when ``<out>/cache/<key>.nc`` (or a
     ``<out>/cube_<mode>.nc`` of ``metricalc demo``) holds the cube of the same inputs
@@ -83,17 +88,14 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
     sequences, root = _dataset_sequences(spec, out, progress)
     fingerprint = dataset_fingerprint(sequences)  # hashed once: cache keys and cubes
     demo_cubes = sorted(out.glob("cube_*.nc"))  # `metricalc demo` in the same folder
+    protocol = {name: getattr(spec, name) for name in _PROTOCOL}  # the same for every label
     result = {}
     for label, mode in spec.keypoints.items():
         settings = EvaluationSettings(
             tuple(spec.descriptors),
             mode,
-            tau=spec.tau,
-            border=spec.border,
-            tie_policy=spec.tie_policy,
-            bojanic=spec.bojanic,
-            seed=spec.seed,
             image_retrieval=False,  # in the key, as in the demo's: its cube is this entry
+            **protocol,
         )
         result[label], _ = cached_evaluation(
             sequences,

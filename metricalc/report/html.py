@@ -16,6 +16,8 @@ from typing import Any
 
 import jinja2
 
+from metricalc.plotting.pages import page_environment
+
 __all__ = ["EmbeddedFigure", "data_uri", "png_data_uri", "render_report"]
 
 
@@ -43,13 +45,7 @@ def png_data_uri(ax: Any) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("metricalc.report", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return page_environment("metricalc.report")
 
 
 def render_report(context: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from metricalc.errors import InvalidInputError
 from metricalc.store import codec
-from metricalc.store.schema import SCENE_COLUMNS, SEED_COLUMNS
+from metricalc.store.schema import EXPERIMENT_COLUMNS, SCENE_COLUMNS, SEED_COLUMNS
 from metricalc.validation import is_integer, is_real
 
 __all__ = ["FRAME_TABLES", "read_frame"]
@@ -33,21 +33,7 @@ __all__ = ["FRAME_TABLES", "read_frame"]
 FRAME_TABLES = ("experiments", "results", "scenes")
 """The tables :func:`read_frame` reads."""
 
-_EXPERIMENT_COLUMNS = (
-    "id",
-    "benchmark",
-    "tag",
-    "status",
-    "error",
-    "config_hash",
-    "config",
-    "metricalc_version",
-    "versions",
-    "timings",
-    "protocol",
-    "created_at",
-    "updated_at",
-)
+_EXPERIMENT_COLUMNS = ("id", *EXPERIMENT_COLUMNS)
 _KEYS = ("benchmark", "tag", "descriptor")
 
 

@@ -22,7 +22,7 @@ import xarray as xr
 from metricalc.store import codec
 from metricalc.store.database import open_db, transaction
 from metricalc.store.rows import ExperimentRow, ResultRow, SceneRow, experiment_row, result_rows
-from metricalc.store.schema import RESULT_COLUMNS, SCENE_COLUMNS, SEED_COLUMNS
+from metricalc.store.schema import EXPERIMENT_COLUMNS, RESULT_COLUMNS, SCENE_COLUMNS, SEED_COLUMNS
 
 __all__ = ["record_experiment", "write_experiment"]
 
@@ -38,9 +38,8 @@ def write_experiment(
     caller's transaction. Returns the experiment id."""
     now = _now()
     (experiment_id,) = connection.execute(
-        "INSERT INTO experiments (benchmark, tag, status, error, config_hash, config, "
-        "metricalc_version, versions, timings, protocol, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        f"INSERT INTO experiments ({', '.join(EXPERIMENT_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(EXPERIMENT_COLUMNS))}) "
         "ON CONFLICT (benchmark, tag) DO UPDATE SET status = excluded.status, "
         "error = excluded.error, config_hash = excluded.config_hash, config = excluded.config, "
         "metricalc_version = excluded.metricalc_version, versions = excluded.versions, "

@@ -20,6 +20,7 @@ from metricalc.store import codec
 from metricalc.store.metadata import parse_metadata
 
 __all__ = [
+    "EXPERIMENT_COLUMNS",
     "MIGRATIONS",
     "RESULT_COLUMNS",
     "SCENE_COLUMNS",
@@ -42,6 +43,24 @@ SEED_COLUMNS = (
 )
 """The REAL columns of the DescriptorWorkbench results table (seed 000, schema v3.3), in its
 order; its ``metadata`` TEXT column follows them."""
+
+EXPERIMENT_COLUMNS = (
+    "benchmark",
+    "tag",
+    "status",
+    "error",
+    "config_hash",
+    "config",
+    "metricalc_version",
+    "versions",
+    "timings",
+    "protocol",
+    "created_at",
+    "updated_at",
+)
+"""The columns of ``experiments`` a row is written with (besides its id), in the order of
+:func:`metricalc.store.to_dataframe`'s frame (the table has ``protocol`` last: version 2 added
+it)."""
 
 RESULT_COLUMNS = ("descriptor", "status", "error", *SEED_COLUMNS, "metadata", "extra")
 """The columns of ``results`` a row is written with (besides its ids)."""
