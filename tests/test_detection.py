@@ -367,6 +367,9 @@ def broken(path: str, value) -> dict:
         ("annotations.0.iscrowd", 2, "iscrowd must be 0 or 1"),
         ("images.0.height", 0, "height and width must be positive"),
         ("images", "nope", "images: expected a list of objects"),
+        ("annotations.0.id", 10**40, r"annotations\[0\]: id must be a 64-bit integer; got 10{40}"),
+        ("images.0.id", -(2**63) - 1, "id must be a 64-bit integer"),
+        ("annotations.0.area", "16", r"area must be a finite number >= 0; got '16'"),
     ],
 )
 def test_bad_ground_truth_is_named(path, value, message):
@@ -383,6 +386,11 @@ def test_duplicate_ids_and_bad_json(tmp_path):
     path.write_text("{not json")
     with pytest.raises(mc.InvalidInputError, match=r"gt.json: not valid JSON \(line 1"):
         load_ground_truth(path)
+    path.write_bytes(json.dumps(GOOD_GT).encode("utf-16"))
+    with pytest.raises(mc.InvalidInputError, match=r"gt.json: not UTF-8 text \(byte 0: b'\\xff'\)"):
+        load_ground_truth(path)
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(GOOD_GT).encode())  # a UTF-8 BOM is fine
+    assert len(load_ground_truth(path).ann_ids) == len(GOOD_GT["annotations"])
 
 
 @pytest.mark.parametrize(
@@ -391,6 +399,10 @@ def test_duplicate_ids_and_bad_json(tmp_path):
         ({"image_id": 2, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 1},
          r"image_id 2 is not in the ground truth's images$"),
         ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "score": "x"}, "score must"),
+        ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "score": "0.9"},
+         r"score must be a finite number; got '0.9'"),
+        ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "score": True}, "score must"),
+        ({"image_id": 1, "category_id": 1, "bbox": ["0", 0, 1, 1], "score": 1}, "bbox must"),
         ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1], "score": 1}, "bbox must"),
         ({"image_id": 1, "category_id": 3, "bbox": [0, 0, 1, 1], "score": 1},
          r"category_id 3 is not in the ground truth's categories$"),

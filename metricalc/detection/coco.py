@@ -96,9 +96,17 @@ def _read_json(data: Any, what: str) -> tuple[Any, str]:
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         try:
-            text = path.read_text()
+            raw = path.read_bytes()
         except OSError as error:
             raise InvalidInputError(f"{what}: cannot read {path}: {error.strerror}") from None
+        try:
+            text = raw.decode("utf-8-sig")  # JSON is UTF-8 (RFC 8259); a BOM is tolerated
+        except UnicodeDecodeError as error:
+            bad = raw[error.start : error.start + 1]
+            raise InvalidInputError(
+                f"{path}: not UTF-8 text (byte {error.start}: {bad!r}); expected a COCO JSON "
+                "file in UTF-8"
+            ) from None
         try:
             return json.loads(text), str(path)
         except json.JSONDecodeError as error:
@@ -108,12 +116,20 @@ def _read_json(data: Any, what: str) -> tuple[Any, str]:
     return data, what
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def _fail(source: str, where: str, message: str) -> InvalidInputError:
     return InvalidInputError(f"{source}: {where}: {message}")
 
 
+def _numeric(value: Any) -> bool:
+    """Whether ``value`` is a number (JSON's integers and reals; bools and text are not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return _numeric(value) and math.isfinite(value)
 
 
 def _integer(value: Any) -> TypeGuard[int]:
@@ -128,11 +144,13 @@ def _entry(where: str, i: int, ids: np.ndarray | None) -> str:
 def _integers(
     source: str, values: list[Any], where: str, what: str, ids: np.ndarray | None = None
 ) -> np.ndarray:
-    """Integers of one field of every entry, vectorized; the first bad entry is named."""
-    if all(type(v) is int for v in values):
+    """Integers of one field of every entry (64-bit, as pycocotools' NumPy arrays hold them),
+    vectorized; the first bad entry is named."""
+    if all(type(v) is int and _INT64[0] <= v <= _INT64[1] for v in values):
         return np.array(values, dtype=np.int64).reshape(len(values))
-    i = next(i for i, v in enumerate(values) if not _integer(v))
-    raise _fail(source, _entry(where, i, ids), f"{what} must be an integer; got {values[i]!r}")
+    i = next(i for i, v in enumerate(values) if not _integer(v) or not _INT64[0] <= v <= _INT64[1])
+    expected = "an integer" if not _integer(values[i]) else "a 64-bit integer"
+    raise _fail(source, _entry(where, i, ids), f"{what} must be {expected}; got {values[i]!r}")
 
 
 def _floats(
@@ -146,7 +164,7 @@ def _floats(
 ) -> np.ndarray:
     """Finite numbers (>= ``minimum``) of one field of every entry; the first bad one is named."""
     array = None
-    if not any(type(v) is bool for v in values):
+    if all(_numeric(v) for v in values):  # "0.9" is text, not a score
         try:
             array = np.array(values, dtype=np.float64).reshape(len(values))
         except (TypeError, ValueError):
@@ -172,7 +190,9 @@ def _boxes(source: str, values: list[Any], where: str, ids: np.ndarray | None = 
         return np.zeros((0, 4))
     try:
         array = np.array(values, dtype=np.float64)
-        ok = array.shape == (len(values), 4) and not any(type(v) is not list for v in values)
+        ok = array.shape == (len(values), 4) and all(
+            isinstance(v, (list, tuple)) and all(_numeric(x) for x in v) for v in values
+        )  # ["0", 0, 1, 1] is text, not a box
     except (TypeError, ValueError):
         ok = False
     if ok:
@@ -204,8 +224,9 @@ def _unique_ids(source: str, items: list[dict[str, Any]], key: str) -> np.ndarra
     ids = []
     for i, item in enumerate(items):
         value = item.get("id")
-        if not _integer(value):
-            raise _fail(source, f"{key}[{i}]", f"id must be an integer; got {value!r}")
+        if not _integer(value) or not _INT64[0] <= value <= _INT64[1]:
+            expected = "a 64-bit integer" if _integer(value) else "an integer"
+            raise _fail(source, f"{key}[{i}]", f"id must be {expected}; got {value!r}")
         ids.append(value)
     array = np.asarray(ids, dtype=np.int64)
     values, counts = np.unique(array, return_counts=True)
