@@ -63,3 +63,44 @@ def test_show_and_export_agree(db, capsys, tag):
         if own and row.get("total_queries_processed") is not None:
             assert row["total_queries_processed"] == sum(s["query_count"] for s in own)
             assert row["total_queries_excluded"] == sum(s["excluded_count"] for s in own)
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value", "verb", "message"),
+    [
+        ("experiments", "config", "{bad json", "show", "column config: not valid JSON"),
+        ("experiments", "timings", b"\xff\x00", "show", "column timings: not UTF-8 text"),
+        ("experiments", "protocol", "[1,", "show", "column protocol: not valid JSON"),
+        ("results", "extra", "[1,", "export", "column extra: not valid JSON"),
+        ("results", "true_map_micro", "abc", "export", "column true_map_micro, row of "),
+        ("scenes", "query_count", "many", "scenes", "'many' is not an integer"),
+        ("scenes", "true_map", b"\x01", "scenes", "is not a number"),
+    ],
+)
+def test_a_damaged_database_is_named_not_a_traceback(
+    db, tmp_path, capsys, table, column, value, verb, message
+):
+    import shutil
+    import sqlite3
+
+    damaged = tmp_path / "damaged.sqlite"
+    shutil.copy(db, damaged)
+    with sqlite3.connect(damaged) as connection:
+        tag, experiment = connection.execute(
+            "SELECT tag, id FROM experiments ORDER BY id LIMIT 1"
+        ).fetchone()
+        target = {
+            "experiments": ("id = ?", experiment),
+            "results": ("experiment_id = ?", experiment),
+            "scenes": ("result_id IN (SELECT id FROM results WHERE experiment_id = ?)", experiment),
+        }[table]
+        connection.execute(f"UPDATE {table} SET {column} = ? WHERE {target[0]}", (value, target[1]))
+    argv = {
+        "show": ["db", "show", tag, "--db", str(damaged)],
+        "export": ["db", "export", "--db", str(damaged), "--format", "json"],
+        "scenes": ["db", "export", "--db", str(damaged), "--table", "scenes", "--format", "csv"],
+    }[verb]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(damaged.name) in err and message in err, err

@@ -60,9 +60,35 @@ def dumps(value: Any, where: str, *, sort_keys: bool = True) -> str:
     )
 
 
-def loads(text: str | None) -> Any:
-    """The value of a JSON column (``{}`` for NULL or an empty string)."""
-    return json.loads(text) if text else {}
+def loads(text: str | bytes | None, where: str) -> Any:
+    """The value of a JSON column (``{}`` for NULL or an empty string).
+
+    A value that is not JSON text (a damaged database, a BLOB in a text column) raises
+    :class:`~metricalc.errors.InvalidInputError` naming ``where`` (the database, table, row and
+    column).
+
+    Examples
+    --------
+    >>> loads('{"a":1}', "x"), loads(None, "x")
+    ({'a': 1}, {})
+    >>> loads("{bad", "db.sqlite: experiments row dw-1, column config")
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: db.sqlite: experiments row dw-1, column config: not valid JSON (...
+    """  # noqa: E501
+    if not text:
+        return {}
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return json.loads(text)
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(f"{where}: not UTF-8 text ({error.reason})") from None
+    except json.JSONDecodeError as error:
+        raise InvalidInputError(
+            f"{where}: not valid JSON ({error.msg} at character {error.pos}); the database "
+            "was changed outside metricalc or is damaged"
+        ) from None
 
 
 def sha256(text: str) -> str:

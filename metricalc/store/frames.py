@@ -37,6 +37,12 @@ _EXPERIMENT_COLUMNS = ("id", *EXPERIMENT_COLUMNS)
 _KEYS = ("benchmark", "tag", "descriptor")
 
 
+def database_file(connection: sqlite3.Connection) -> str:
+    """The file of ``connection``'s main database, to name it in messages."""
+    row = connection.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row and row[2] else "the database"
+
+
 def _where(benchmark: str | None, tags: Sequence[str] | None) -> tuple[str, list[Any]]:
     """A WHERE clause on the experiments alias ``e``, with its parameters."""
     clauses: list[str] = []
@@ -52,6 +58,23 @@ def _where(benchmark: str | None, tags: Sequence[str] | None) -> tuple[str, list
 
 def _floats(values: list[Any]) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def _check_numbers(
+    values: list[Any], where: str, tags: Sequence[Any], *, integer: bool = False
+) -> list[Any]:
+    """``values`` of a numeric column; a value of another type (text written into the column
+    outside metricalc) raises an error naming ``where`` (database, table, column), the row's
+    tag and the value."""
+    check = is_integer if integer else is_real
+    for value, tag in zip(values, tags, strict=True):
+        if value is not None and not check(value):
+            kind = "an integer" if integer else "a number"
+            raise InvalidInputError(
+                f"{where}, row of {tag}: {value!r} is not {kind}; the database was changed "
+                "outside metricalc or is damaged"
+            )
+    return values
 
 
 def _column(values: list[Any]) -> Any:
@@ -89,11 +112,26 @@ def _results(
     header = ("benchmark", "tag", *names)
     columns = dict(zip(header, zip(*rows, strict=True), strict=True)) if rows else {}
     data: dict[str, Any] = {}
+    tags = list(columns.get("tag", ()))
     for name in header[:-1]:
         values = list(columns.get(name, ()))
-        data[name] = _floats(values) if name in SEED_COLUMNS else values
+        if name in SEED_COLUMNS:
+            where_column = f"{database_file(connection)}: table results, column {name}"
+            data[name] = _floats(_check_numbers(values, where_column, tags))
+        else:
+            data[name] = values
     if extra:
-        parsed = [codec.loads(text) for text in columns.get("extra", ())]
+        database = database_file(connection)
+        parsed = [
+            codec.loads(text, f"{database}: results row of {b}/{t} ({d!r}), column extra")
+            for text, b, t, d in zip(
+                columns.get("extra", ()),
+                columns.get("benchmark", ()),
+                columns.get("tag", ()),
+                columns.get("descriptor", ()),
+                strict=True,
+            )
+        ]
         for key in dict.fromkeys(k for one in parsed for k in one):  # first-seen order
             data[key] = _column([one.get(key) for one in parsed])
     return pd.DataFrame(data)
@@ -112,14 +150,19 @@ def _scenes(connection: sqlite3.Connection, where: str, params: list[Any]) -> pd
     header = (*_KEYS, *names)
     columns = dict(zip(header, zip(*rows, strict=True), strict=True)) if rows else {}
     data: dict[str, Any] = {}
+    tags = list(columns.get("tag", ()))
     for name in header:
         values = list(columns.get(name, ()))
+        where_column = f"{database_file(connection)}: table scenes, column {name}"
         if name in ("true_map", "true_map_with_zeros", "mean_precision"):
-            data[name] = _floats(values)
+            data[name] = _floats(_check_numbers(values, where_column, tags))
         elif name in ("query_count", "excluded_count"):
-            data[name] = np.array(values, dtype=np.int64)
+            if None in values:
+                raise InvalidInputError(f"{where_column}: NULL where a count is required")
+            checked = _check_numbers(values, where_column, tags, integer=True)
+            data[name] = np.array(checked, dtype=np.int64)
         elif name == "image_count":
-            data[name] = pd.array(values, dtype="Int64")
+            data[name] = pd.array(_check_numbers(values, where_column, tags, integer=True), "Int64")
         else:
             data[name] = values
     return pd.DataFrame(data)

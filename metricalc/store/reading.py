@@ -179,18 +179,19 @@ def get_experiment(
             scenes = read_frame(connection, "scenes", **chosen)
         finally:
             connection.execute("COMMIT")
+    located = f"{db}: experiments row {row['benchmark']}/{tag}"
     return Experiment(
         id=int(row["id"]),
         benchmark=str(row["benchmark"]),
         tag=str(row["tag"]),
         status=str(row["status"]),
         error=str(row["error"]),
-        config=codec.loads(row["config"]),
+        config=codec.loads(row["config"], f"{located}, column config"),
         config_hash=str(row["config_hash"]),
         metricalc_version=str(row["metricalc_version"]),
-        versions=codec.loads(row["versions"]),
-        timings=codec.loads(row["timings"]),
-        protocol=codec.loads(row["protocol"]),
+        versions=codec.loads(row["versions"], f"{located}, column versions"),
+        timings=codec.loads(row["timings"], f"{located}, column timings"),
+        protocol=codec.loads(row["protocol"], f"{located}, column protocol"),
         created_at=str(row["created_at"]),
         updated_at=str(row["updated_at"]),
         results=results.drop(columns=["benchmark", "tag"]).reset_index(drop=True),
