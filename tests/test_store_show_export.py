@@ -104,3 +104,42 @@ def test_a_damaged_database_is_named_not_a_traceback(
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(damaged.name) in err and message in err, err
+
+
+def test_an_import_killed_mid_transaction_leaves_the_database_as_it_was(db, tmp_path):
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    from metricalc.store import to_dataframe
+
+    copy = tmp_path / "copy.sqlite"
+    shutil.copy(db, copy)
+    before = {t: to_dataframe(copy, t) for t in ("experiments", "results", "scenes")}
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from metricalc.store import workbench_store
+        from metricalc.cli import main
+
+        real = workbench_store.write_experiment
+        calls = []
+
+        def dying(*args, **kwargs):  # killed after 5 of the 42 rows are written, uncommitted
+            calls.append(1)
+            if len(calls) > 5:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(*args, **kwargs)
+
+        workbench_store.write_experiment = dying
+        main(["db", "import-workbench", {str(real(PERFORMANCE))!r}, "--db", {str(copy)!r},
+              "--tag-prefix", "killed-"])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    for table, frame in before.items():  # SQLite's journal rolls the open transaction back
+        after = to_dataframe(copy, table)
+        assert after.equals(frame), table
