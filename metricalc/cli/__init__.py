@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except MetricalcError as error:
-        print(f"metricalc: error: {error}", file=sys.stderr)
+        print(f"metricalc: error: {one_line(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("metricalc: interrupted", file=sys.stderr)
@@ -94,8 +94,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return stdout_closed()
     except OSError as error:  # a file the verb reads or writes: a folder, no permission, full disk
         where = f" {error.filename}" if error.filename else ""
-        print(f"metricalc: error: cannot use{where}: {error.strerror or error}", file=sys.stderr)
+        reason = one_line(f"cannot use{where}: {error.strerror or error}")
+        print(f"metricalc: error: {reason}", file=sys.stderr)
         return 2
+
+
+def one_line(message: str) -> str:
+    r"""``message`` as one line that the terminal shows as written: its lines joined by spaces
+    and any other control character (the ESC of a terminal escape sequence) shown as ``\xNN``.
+
+    Examples
+    --------
+    >>> one_line("x.yaml: not valid YAML: bad character\n  in '<unicode string>', position 0")
+    "x.yaml: not valid YAML: bad character in '<unicode string>', position 0"
+    >>> one_line("name 'a\x1b[31mb' unknown")
+    "name 'a\\x1b[31mb' unknown"
+    """
+    from metricalc.plotting.terminal import visible
+
+    return visible(" ".join(part.strip() for part in message.splitlines() if part.strip()))
 
 
 SIGPIPE_EXIT = 141

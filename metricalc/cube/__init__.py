@@ -29,7 +29,7 @@ The package has one module per job: :mod:`~metricalc.cube.model` (the schema),
 from metricalc.cube.build import error_record, new_cube
 from metricalc.cube.checks import validate
 from metricalc.cube.frame import from_dataframe
-from metricalc.cube.io import open_cube, save
+from metricalc.cube.io import READ_ERRORS, open_cube, save
 from metricalc.cube.model import (
     DEFAULT_ATTRS,
     DESCRIPTOR,
@@ -67,6 +67,7 @@ __all__ = [
     "QUERY_COORDS",
     "QUERY_IDENTITY",
     "QUERY_VARIABLES",
+    "READ_ERRORS",
     "SEQUENCE",
     "SEQUENCE_VARIABLES",
     "SPLITS",

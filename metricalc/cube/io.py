@@ -30,7 +30,25 @@ _STORAGE_CHUNKS = {DESCRIPTOR: 1, QUERY: 10_000}
 """HDF5 chunk shape of the numeric variables: one descriptor by 10,000 queries. Lazy opening is
 fastest (and quiet) when ``chunks=`` along ``query`` is a multiple of 10,000."""
 
-_READ_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, IndexError)
+READ_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, IndexError)
+"""What h5py / h5netcdf / xarray raise on a file that is not a readable netCDF-4 file (a
+damaged HDF5 file raises KeyError or RuntimeError deep inside the library)."""
+
+
+def hdf5_error(path: str | os.PathLike[str]) -> Exception | None:
+    """Why ``path`` is not a readable HDF5 file (None when its root group reads).
+
+    Checked with h5py before xarray opens the file: h5netcdf's ``File`` leaves a half-built
+    object behind on a damaged file, whose clean-up prints a second traceback."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as handle:
+            dict(handle.attrs)
+            list(handle.keys())
+    except READ_ERRORS as error:
+        return error
+    return None
 
 
 def _unicode(variables: Mapping[Hashable, xr.DataArray]) -> dict[Hashable, xr.DataArray]:
@@ -143,10 +161,16 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
         raise InvalidInputError(f"cube file {path} does not exist")
     if not path.is_file():
         raise InvalidInputError(f"cube file {path} is not a file")
+    damaged = hdf5_error(path)
+    if damaged is not None:
+        raise InvalidInputError(
+            f"cube file {path} is not a readable netCDF-4/HDF5 file: {type(damaged).__name__}: "
+            f"{damaged}"
+        )
     try:
         apart = _text_apart(path, chunks)
         cube = xr.open_dataset(path, engine="h5netcdf", chunks=chunks, drop_variables=apart)
-    except _READ_ERRORS as error:
+    except READ_ERRORS as error:
         raise InvalidInputError(
             f"cube file {path} is not a readable netCDF-4/HDF5 file: {type(error).__name__}: "
             f"{error}"
@@ -170,7 +194,7 @@ def _load_all(cube: xr.Dataset, path: Path) -> xr.Dataset:
     """``cube`` read into memory, its file closed."""
     try:
         cube.load()
-    except _READ_ERRORS as error:
+    except READ_ERRORS as error:
         raise _unreadable(path, error) from error
     finally:
         cube.close()
@@ -189,14 +213,14 @@ def _load_small(cube: xr.Dataset, path: Path, apart: list[str]) -> xr.Dataset:
     ]
     try:
         loaded = {name: cube[name].compute() for name in small}
-    except _READ_ERRORS as error:
+    except READ_ERRORS as error:
         cube.close()
         raise _unreadable(path, error) from error
     cube = cube.assign_coords({n: v for n, v in loaded.items() if n in cube.coords})
     cube = cube.assign({n: v for n, v in loaded.items() if n not in cube.coords})
     try:
         return _text_back(cube, path, apart)
-    except _READ_ERRORS as error:
+    except READ_ERRORS as error:
         cube.close()
         raise _unreadable(path, error) from error
 

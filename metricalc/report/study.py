@@ -455,7 +455,8 @@ def load_study(path: str | Path) -> Study:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
         raise InvalidInputError(f"{path}: {where}: not valid YAML: {error.problem}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise InvalidInputError(f"{path}: not valid YAML: {error}") from None
+        reason = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        raise InvalidInputError(f"{path}: not valid YAML: {reason}") from None
     return study_from_dict(raw, source=path)
 
 

@@ -74,12 +74,14 @@ def open_workbench_cube(path: str | os.PathLike[str]) -> xr.Dataset | None:
     InvalidInputError
         A file marked as a DescriptorWorkbench cube that lacks one of its scene variables.
     """
+    if qc.io.hdf5_error(path) is not None:  # not HDF5: open_cube says what is wrong with it
+        return None
     try:
         with xr.open_dataset(Path(path), engine="h5netcdf") as data:
             if not is_workbench_cube(data):
                 return None
             cube = data.load()
-    except (OSError, ValueError, TypeError):
+    except qc.READ_ERRORS:  # not a netCDF file: open_cube says what is wrong with it
         return None
     missing = [
         name
