@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import skimage.data
 from scipy.ndimage import map_coordinates
+from scipy.spatial.transform import Rotation
 
-from metricalc.datasets import scenes
+from metricalc.datasets import photometric, scenes, viewpoint
 from metricalc.datasets import sequences as synthetic
 from metricalc.datasets.sequences import (
     MANIFEST_NAME,
@@ -117,22 +118,49 @@ def test_illumination_scenes_change_more_with_k(dataset: tuple[Path, dict]) -> N
         assert mad[0] > 1 and np.all(np.diff(mad) > 0), (name, mad)
 
 
-def test_every_photometric_effect_is_applied_and_grows() -> None:
+def test_every_photometric_step_is_applied_and_grows() -> None:
+    rng = np.random.default_rng(3)
+    shape = (60, 80)
+    # relighting: a flat relief has upright normals
+    flat = photometric._normals(np.full(shape, 0.5, np.float32), np.random.default_rng(0))
+    np.testing.assert_allclose(flat, np.broadcast_to([0, 0, 1], (*shape, 3)), atol=1e-6)
+    # cast shadows: darker inside the ellipse, untouched far outside, deeper with t
+    shadow = photometric._Shadow(
+        centre=np.array([40.0, 30.0]),
+        axes=np.array([15.0, 10.0]),
+        angle=0.3,
+        drift=np.zeros(2),
+        depth=0.5,
+        edge=3.0,
+    )
+    factors = [photometric._shadow_factor([shadow], t, shape) for t in (0.2, 0.6, 1.0)]
+    centre = 1 / (1 + np.exp(-10 / 3))  # the soft mask at r = 0: steepness = short axis / edge
+    expected = [1 - 0.5 * t * centre for t in (0.2, 0.6, 1.0)]
+    np.testing.assert_allclose([f[30, 40] for f in factors], expected, rtol=1e-5)
+    assert all(abs(float(f[0, 0]) - 1) < 1e-4 for f in factors)
+    # smooth fields: in [-1, 1], reaching 1, and smooth (neighbours close)
+    field = photometric.smooth_field(rng, shape, 3)
+    assert float(np.abs(field).max()) == 1.0 and np.abs(np.diff(field, axis=1)).max() < 0.1
+    # the tone curve: monotone at t = 0.2, not at t = 1 (A > 1)
+    values = {"exposure": 0.0, "gamma": 0.3, "tone": 1.3, "tone_frequency": 2.0}
+    ramp = np.linspace(0, 1, 1001, dtype=np.float32)
+    mild = photometric._tone(ramp, 0.2, 1.0, {**values, "tone_phase": 0.0})
+    hard = photometric._tone(ramp, 1.0, 1.0, {**values, "tone_phase": 0.0})
+    assert np.diff(mild).min() > 0 and np.diff(hard).min() < 0
+    # sensor noise: signal-dependent
+    spread = photometric._noise_spread(
+        np.array([0.0, 0.5, 1.0]), {"shot_noise": 1e-3, "read_noise": 0.01}
+    )
+    np.testing.assert_allclose(spread, np.sqrt([1e-4, 6e-4, 11e-4]), rtol=1e-6)
+
+
+def test_photometric_change_grows_on_a_flat_field() -> None:
     flat = np.full((60, 80, 3), 128, np.uint8)
     changed = [x.astype(float) for x in photometric_change(flat, np.random.default_rng(3))]
     for before, after in itertools.pairwise(changed):
-        # gain, offset and gamma move the mean away from 128
-        assert abs(after.mean() - 128) > abs(before.mean() - 128)
-
-        # vignetting: the centre-to-corner contrast grows
-        def falloff(x: np.ndarray) -> float:
-            return abs(x[25:35, 35:45].mean() - x[:8, :8].mean())
-
-        assert falloff(after) > falloff(before)
+        assert np.abs(after - 128).mean() > np.abs(before - 128).mean()
         # colour shift: the channel means drift apart
         assert np.ptp(after.mean(axis=(0, 1))) > np.ptp(before.mean(axis=(0, 1)))
-        # sensor noise: residual after removing the smooth part grows
-        assert np.std(np.diff(after, axis=1)) > np.std(np.diff(before, axis=1))
     # blur: a step edge gets wider with k
     step = np.zeros((20, 40), np.uint8)
     step[:, 20:] = 200
@@ -141,9 +169,60 @@ def test_every_photometric_effect_is_applied_and_grows() -> None:
     assert widths[-1] > widths[0]
 
 
+def test_jpeg_is_deterministic_and_lossy_by_quality() -> None:
+    image = load_photograph("astronaut", size=96)
+    good, bad = photometric.jpeg(image, 95), photometric.jpeg(image, 30)
+    assert good.shape == image.shape and good.dtype == np.uint8
+    np.testing.assert_array_equal(good, photometric.jpeg(image, 95))
+    error = [np.abs(x.astype(int) - image).mean() for x in (good, bad)]
+    assert 0 < error[0] < error[1]
+    with pytest.raises(InvalidInputError, match="JPEG quality must be in"):
+        photometric.jpeg(image, 101)
+
+
 def test_gray_input_gets_no_colour_channels() -> None:
     changed = photometric_change(np.full((20, 30), 90, np.uint8), np.random.default_rng(0))
     assert all(x.shape == (20, 30) and x.dtype == np.uint8 for x in changed)
+
+
+def _jacobian(H: np.ndarray, x: float, y: float) -> np.ndarray:
+    p = H @ [x, y, 1.0]
+    return (H[:2, :2] * p[2] - np.outer(p[:2], H[2, :2])) / p[2] ** 2
+
+
+def test_plane_homography_is_the_plane_seen_by_the_second_camera() -> None:
+    shape = (120, 160)
+    centre = (79.5, 59.5)
+    assert np.allclose(
+        viewpoint.plane_homography(shape, focal=1, tilt=0, azimuth=0, roll=0, zoom=1), np.eye(3)
+    )
+    # roll only: a rotation about the centre; zoom only: a scaling about the centre
+    H = viewpoint.plane_homography(shape, focal=1, tilt=0, azimuth=0, roll=0.5, zoom=1.5)
+    J = _jacobian(H, *centre)
+    np.testing.assert_allclose(
+        J, 1.5 * np.array([[np.cos(0.5), -np.sin(0.5)], [np.sin(0.5), np.cos(0.5)]]), atol=1e-12
+    )
+    # tilt by phi about the x axis: the centre stays, y shrinks by cos(phi), x is kept
+    H = viewpoint.plane_homography(shape, focal=1, tilt=1.0, azimuth=0, roll=0, zoom=1)
+    np.testing.assert_allclose(H @ [*centre, 1] / (H @ [*centre, 1])[2], [*centre, 1], atol=1e-9)
+    np.testing.assert_allclose(np.linalg.svd(_jacobian(H, *centre))[1], [1, np.cos(1.0)], atol=1e-9)
+    # against an explicit projection of 3-D plane points by both cameras
+    rng = np.random.default_rng(0)
+    f, azimuth, tilt, roll, zoom, offset = 1.1 * 160, 0.7, 0.9, -0.4, 0.6, (0.1, -0.05)
+    H = viewpoint.plane_homography(
+        shape, focal=1.1, tilt=tilt, azimuth=azimuth, roll=roll, zoom=zoom, offset=offset
+    )
+    K = np.array([[f, 0, 79.5], [0, f, 59.5], [0, 0, 1]])
+    axis = np.array([np.cos(azimuth), np.sin(azimuth), 0.0])
+    T = Rotation.from_rotvec(tilt * axis).as_matrix()
+    R = Rotation.from_rotvec([0, 0, roll]).as_matrix() @ T.T
+    camera = np.array([*offset, 1.0]) - T[:, 2] / zoom
+    points = np.c_[rng.uniform(-0.4, 0.4, (50, 2)), np.ones(50)]  # on the plane Z = 1
+    seen_1, seen_2 = points @ K.T, (points - camera) @ R.T @ K.T
+    mapped = seen_1 @ H.T
+    np.testing.assert_allclose(
+        mapped[:, :2] / mapped[:, 2:], seen_2[:, :2] / seen_2[:, 2:], atol=1e-8
+    )
 
 
 def test_viewpoint_changes_grow_and_stay_in_frame() -> None:
@@ -155,16 +234,33 @@ def test_viewpoint_changes_grow_and_stay_in_frame() -> None:
                 [[0, 0, 1], [width - 1, 0, 1], [width - 1, height - 1, 1], [0, height - 1, 1]],
                 float,
             ).T
-            moved = []
+            moved, foreshortening, rolled = [], [], []
             for H in Hs:
                 p = H @ corners
                 assert (p[2] > 0).all()
                 moved.append(np.abs(p[:2] / p[2] - corners[:2]).mean())
-                visible, filled = scenes._coverage(H, shape)
-                assert visible >= 0.7 and filled >= 0.6
-                # rotation, scale/shear and projective terms are all present
-                assert abs(H[1, 0]) > 1e-3 and abs(H[2, :2]).max() > 1e-6
-            assert np.all(np.diff(moved) > 0), (seed, shape, moved)
+                visible, filled = viewpoint.coverage(H, shape)
+                assert visible >= viewpoint.MIN_VISIBLE and filled >= viewpoint.MIN_FILLED
+                assert viewpoint.in_front(H, shape)  # no horizon: the warp is the plane's
+                U, singular, Vt = np.linalg.svd(_jacobian(H, (width - 1) / 2, (height - 1) / 2))
+                foreshortening.append(singular[1] / singular[0])
+                rotation = U @ Vt
+                rolled.append(abs(np.arctan2(rotation[1, 0], rotation[0, 0])))
+                assert abs(H[2, :2]).max() > 1e-6  # perspective
+            assert moved[-1] > moved[0], (seed, shape, moved)
+            assert np.all(np.diff(foreshortening) < 0), (seed, shape, foreshortening)
+            assert rolled[-1] > np.radians(10), (seed, shape, rolled)
+
+
+def test_viewpoint_changes_reach_strong_tilt_and_scale() -> None:
+    scales, tilts = [], []
+    for seed in range(25):
+        H = viewpoint_homographies((480, 640), np.random.default_rng(seed))[-1]
+        singular = np.linalg.svd(_jacobian(H, 319.5, 239.5))[1]
+        scales.append(np.sqrt(singular.prod()))
+        tilts.append(singular[1] / singular[0])
+    assert max(scales) > 1.4 and min(scales) < 0.6  # zoom in and out, up to about 2x
+    assert min(tilts) < 0.7  # strong foreshortening (a tilt of more than 45 degrees)
 
 
 def test_viewpoint_reference_is_the_mirrored_photograph(dataset: tuple[Path, dict]) -> None:
@@ -178,36 +274,41 @@ def test_viewpoint_reference_is_the_mirrored_photograph(dataset: tuple[Path, dic
 def test_written_homography_is_the_one_used_to_warp(dataset: tuple[Path, dict]) -> None:
     """The H_1_k read back from the text file is the warp that made image k.
 
-    Forward: image k at the projection H_1_k p matches image 1 at p (up to interpolating an
-    interpolated image) much better than at a projection two pixels off. Backward, exactly what
-    cv2.warpPerspective computes: image k at an integer pixel q equals image 1 bilinearly
-    sampled at H_1_k^-1 q within 1.5 grey levels (uint8 rounding, OpenCV's 1/32 px grid).
+    Exactly: redoing the scene's draws with the read-back homographies reproduces every image
+    byte for byte. Up to the added blur and noise: image k at the projection H_1_k p matches
+    image 1 at p much better than at a projection two pixels off, and image k is close to image
+    1 warped by H_1_k.
     """
     root, _ = dataset
     rng = np.random.default_rng(0)
     for seq in load_sequences(root, scenes=["v_astronaut", "v_brick", "v_camera"]):
         height, width = seq.shape(1)
+        draws = scenes._scene_rng(0, seq.name)
+        assert np.array_equal(viewpoint_homographies((height, width), draws), seq.homographies)
+        read_back = [seq.homography(k) for k in range(2, 7)]
+        redone = viewpoint.second_photographs(seq.image(1), read_back, draws)
         for k in range(2, 7):
+            np.testing.assert_array_equal(redone[k - 2], seq.image(k))
             H = seq.homography(k)
+            warped = viewpoint.warp(seq.image(1), H).astype(float)
+            inside = viewpoint.warp(np.full((height, width), 255, np.uint8), H) == 255
+            moved = np.array([[1, 0, 2], [0, 1, 2], [0, 0, 1]]) @ H  # two pixels off
+            off = viewpoint.warp(seq.image(1), moved)
+            inside &= viewpoint.warp(np.full((height, width), 255, np.uint8), moved) == 255
+            difference = np.abs(warped - seq.image(k))[inside].mean()
+            shifted = np.abs(off.astype(float) - seq.image(k))[inside].mean()
+            assert difference < 0.8 * shifted, (seq.name, k, difference, shifted)
             for channel in range(seq.image(1).shape[2] if seq.image(1).ndim == 3 else 1):
                 reference = np.atleast_3d(seq.image(1))[..., channel].astype(float)
                 image = np.atleast_3d(seq.image(k))[..., channel].astype(float)
-
                 source = np.c_[rng.integers(4, width - 4, 400), rng.integers(4, height - 4, 400)]
                 target = _apply(H, source)
                 ok = (target > 1).all(axis=1) & (target < [width - 2, height - 2]).all(axis=1)
-                assert ok.sum() > 150
+                assert ok.sum() > 60
                 at_source = reference[source[ok, 1], source[ok, 0]]
                 error = np.abs(_sample(image, target[ok]) - at_source)
                 shifted = np.abs(_sample(image, target[ok] + 2) - at_source)
-                assert error.mean() < 0.6 * shifted.mean(), (seq.name, k, channel)
-
-                pixels = np.c_[rng.integers(0, width, 400), rng.integers(0, height, 400)]
-                back = _apply(np.linalg.inv(H), pixels)
-                ok = (back > 0).all(axis=1) & (back < [width - 1, height - 1]).all(axis=1)
-                assert ok.sum() > 150
-                error = np.abs(image[pixels[ok, 1], pixels[ok, 0]] - _sample(reference, back[ok]))
-                assert error.max() <= 1.5, (seq.name, k, channel, error.max())
+                assert error.mean() < 0.8 * shifted.mean(), (seq.name, k, channel)
 
 
 def _apply(H: np.ndarray, points: np.ndarray) -> np.ndarray:

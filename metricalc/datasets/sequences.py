@@ -2,7 +2,8 @@
 
 For every photograph of :data:`PHOTOGRAPHS` two scenes, ``i_<name>`` (illumination) and
 ``v_<name>`` (viewpoint), made by :mod:`metricalc.datasets.scenes` (the changes and their
-formulas), are written in the layout of :mod:`metricalc.keypoints.sequences`. A manifest
+formulas: :mod:`~metricalc.datasets.photometric` and :mod:`~metricalc.datasets.viewpoint`), are
+written in the layout of :mod:`metricalc.keypoints.sequences`. A manifest
 (:data:`MANIFEST_NAME`) in the root records the generator version, seed, size and, per scene, the
 size and SHA-256 of every file; see :func:`make_synthetic_dataset` for the caching rules.
 """
@@ -20,15 +21,15 @@ from typing import Any
 import cv2
 import numpy as np
 
+from metricalc.datasets.photometric import photometric_change
 from metricalc.datasets.scenes import (
     DEFAULT_SIZE,
     PHOTOGRAPHS,
     _check_size,
     generate_scene,
     load_photograph,
-    photometric_change,
-    viewpoint_homographies,
 )
+from metricalc.datasets.viewpoint import viewpoint_homographies
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write, read_manifest
 from metricalc.keypoints.sequences import Sequence, load_sequences
@@ -47,7 +48,7 @@ __all__ = [
     "viewpoint_homographies",
 ]
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 """Bumped whenever the generated pixels or homographies change; a different version regenerates."""
 GENERATOR = "metricalc.keypoints.synthetic"
 """The manifest's ``generator``: the module's name when the format was fixed."""
