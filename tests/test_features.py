@@ -260,7 +260,11 @@ def test_progress_bar_runs(sequences, capsys):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"methods": ("sift", "surf")}, "unknown method 'surf'.*sift, rootsift, dspsift, orb, brief, brisk, akaze, kaze, raw_patch"),
+        (
+            {"methods": ("sift", "surf")},
+            "unknown method 'surf'.*sift, rootsift, dspsift, orb, brief, brisk, akaze, kaze, "
+            "raw_patch",
+        ),
         ({"methods": ()}, "methods is empty"),
         ({"methods": ("orb", "orb")}, "twice"),
         ({"locked": "harris"}, "locked='harris' is not a built-in detector.*sift, rootsift"),

@@ -138,7 +138,26 @@ def _compute_tagged(
     dims, dtype = DIMENSIONS[method]
     index = np.array([k.class_id for k in described], dtype=np.int64)
     order = np.argsort(index, kind="stable")
+    order = order[index[order] >= 0]  # class_id -1: the SIFT sentinel below
     return index[order], np.ascontiguousarray(rows[order], dtype=dtype).reshape(-1, dims)
+
+
+def _compute_sift(
+    sift: Any, gray: np.ndarray, tagged: list[cv2.KeyPoint]
+) -> tuple[np.ndarray, np.ndarray]:
+    """SIFT ``compute`` on the pyramid its detector builds, whatever keypoints it is given.
+
+    OpenCV's SIFT starts the pyramid of ``compute()`` at the lowest octave among the keypoints
+    it gets: at octave -1 (the image upsampled twice, as for detection) only if one of them is
+    there, else at octave 0 (a different Gaussian pyramid, so slightly different rows). One
+    sentinel keypoint of octave -1 (``class_id`` -1, its row dropped) makes every call start
+    at octave -1, so a keypoint's row does not depend on the other keypoints of the call.
+    """
+    if not tagged:
+        return _empty("sift")
+    first = tagged[0]
+    sentinel = cv2.KeyPoint(first.pt[0], first.pt[1], 1.0, 0.0, 0.0, sift_octave(1.0, (2, 2)), -1)
+    return _compute_tagged(sift, gray, [*tagged, sentinel], "sift")
 
 
 class ImageDescriber:
@@ -187,7 +206,7 @@ class ImageDescriber:
         if detector not in self._sift:
             level = None if detector == "sift" else (lambda k: sift_octave(k.size, self.shape))
             tagged = _tagged(keypoints, level)
-            self._sift[detector] = _compute_tagged(self.get("sift"), self.gray, tagged, "sift")
+            self._sift[detector] = _compute_sift(self.get("sift"), self.gray, tagged)
         return self._sift[detector]
 
     def _dspsift(
@@ -199,7 +218,7 @@ class ImageDescriber:
         larger = [c for f in DSP_SCALES[1:] for c in scaled_copies(keypoints, f, self.shape)]
         for j, k in enumerate(larger):
             k.class_id = j  # index in the concatenated list: scale s, keypoint i -> s * n + i
-        more_index, more = _compute_tagged(self.get("sift"), self.gray, larger, "sift")
+        more_index, more = _compute_sift(self.get("sift"), self.gray, larger)
         if len(more_index) != len(larger) or len(index) != n:
             raise MetricalcError("OpenCV SIFT dropped keypoints; DSP-SIFT needs every scale")
         per_scale = [first, *np.split(more, len(DSP_SCALES) - 1)]
