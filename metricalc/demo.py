@@ -1,7 +1,9 @@
 """The main job: the built-in benchmark, the built-in descriptors, the metric set, figures.
 
-``metricalc demo`` builds the synthetic HPatches-style benchmark, extracts SIFT, RootSIFT, ORB
-and BRIEF twice (locked on SIFT keypoints, and native), evaluates both into QueryCubes (with
+``metricalc demo`` builds the synthetic HPatches-style benchmark, extracts the built-in methods
+twice (:data:`~metricalc.report.study.DEMO_LOCKED` on SIFT keypoints,
+:data:`~metricalc.report.study.DEMO_NATIVE` on their own detectors' keypoints; AKAZE only when
+this OpenCV has it), evaluates both into QueryCubes (with
 ``image_retrieval=True`` the locked one with DescriptorWorkbench's image retrieval,
 ``image_retrieval_map``), prints the metric tables and writes cubes, metric sets (CSV and JSON)
 and figures to the output folder.
@@ -19,6 +21,7 @@ import xarray as xr
 
 from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.export import write_metric_set
+from metricalc.keypoints.detectors import available_methods
 from metricalc.keypoints.pipeline import EvaluationSettings, cached_evaluation, keypoint_mode
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.metrics import metric_set, scene_metrics
@@ -30,7 +33,7 @@ from metricalc.plotting.figures import (
 )
 from metricalc.plotting.terminal import print_metric_table
 from metricalc.report.builder import build
-from metricalc.report.study import demo_study
+from metricalc.report.study import DEMO_LOCKED, DEMO_NATIVE, demo_study
 
 LOCKED_DETECTOR = "sift"
 
@@ -85,8 +88,13 @@ def run_demo(
     )
     result = DemoResult(cubes={}, metrics={})
     fingerprint = dataset_fingerprint(sequences)  # hashed once: the cache key and both cubes
-    for mode, locked in (("locked", LOCKED_DETECTOR), ("native", None)):
+    native = tuple(m for m in DEMO_NATIVE if m in available_methods())
+    for mode, locked, methods in (
+        ("locked", LOCKED_DETECTOR, DEMO_LOCKED),
+        ("native", None, native),
+    ):
         settings = EvaluationSettings(
+            descriptors=methods,
             keypoints=keypoint_mode(locked),
             image_retrieval=image_retrieval and locked is not None,  # the report's cube
             seed=seed,

@@ -80,7 +80,9 @@ def test_defaults_alone_and_the_defaults_are_not_modified():
     assert DEFAULT_CONF["eval"]["tau"] == 3.0
 
 
-@pytest.mark.parametrize("name", ["sift", "rootsift", "orb", "brief"])
+@pytest.mark.parametrize(
+    "name", ["sift", "rootsift", "dspsift", "orb", "brief", "brisk", "akaze", "kaze", "raw_patch"]
+)
 def test_shipped_configs_are_named_after_the_descriptors(name):
     assert name in cfg.list_configs()
     conf = _load(name)
@@ -169,7 +171,10 @@ def test_malformed_config_files_name_the_file_and_key(tmp_path, text, message):
 
 
 def test_unknown_config_name_lists_the_shipped_ones():
-    shipped = "shipped configs: brief, gluefactory, orb, raw, rootsift, sift"
+    shipped = (
+        "shipped configs: akaze, brief, brisk, dspsift, gluefactory, kaze, orb, raw, raw_patch, "
+        "rootsift, sift"
+    )
     with pytest.raises(InvalidInputError, match=shipped):
         _load("superpoint")
 
@@ -203,8 +208,11 @@ def test_malformed_overrides(override, message):
         ("data.size=16", "an integer >= 32"),
         ("data.border=-5", "a finite number >= 0"),
         ("data.border=.nan", "a finite number >= 0"),
-        ("model.descriptor=superpoint", "one of sift, rootsift, orb, brief"),
-        ("model.detector=harris", "one of sift, orb, fast or null"),
+        (
+            "model.descriptor=superpoint",
+            "one of sift, rootsift, dspsift, orb, brief, brisk, akaze, kaze, raw_patch",
+        ),
+        ("model.detector=harris", "one of sift, orb, fast, brisk, akaze, kaze or null"),
         ("model.max_keypoints=0", "an integer >= 1 or null"),
         ("model.max_keypoints=1.5", "an integer >= 1 or null"),
         ("model.matcher.mutual=1", "true or false"),

@@ -15,7 +15,7 @@ from skimage import data
 
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.features import (
-    BUILTIN_METHODS,
+    DEFAULT_METHODS,
     Features,
     extract,
     load_features,
@@ -102,7 +102,7 @@ EXPECTED = {
 @pytest.mark.parametrize("mode", ["native", "locked"])
 def test_layout_dtypes_and_shapes(mode, native, locked, sequences):
     fs = native if mode == "native" else locked
-    assert list(fs) == list(BUILTIN_METHODS)
+    assert list(fs) == list(DEFAULT_METHODS)
     for scenes in fs.values():
         assert list(scenes) == [s.name for s in sequences]
         for images in scenes.values():
@@ -136,7 +136,7 @@ def test_locked_keypoints_are_identical_for_every_descriptor(detector, locked, s
         for k in range(1, 7):
             reference = fs[detector][s.name][k].keypoints
             assert len(reference) >= 50
-            for method in BUILTIN_METHODS:
+            for method in DEFAULT_METHODS:
                 np.testing.assert_array_equal(fs[method][s.name][k].keypoints, reference)
 
 
@@ -181,7 +181,7 @@ def test_keypoints_a_describer_cannot_describe_are_dropped_for_every_method(sequ
         assert len(points) < len(nat["sift"]["i_camera"][k])  # SIFT alone keeps edge keypoints
         assert not inside(nat["sift"]["i_camera"][k].keypoints, seq[0].shape(k), 24.0).all()
         assert inside(nat["brief"]["i_camera"][k].keypoints, seq[0].shape(k), 23.0).all()
-        for method in BUILTIN_METHODS:
+        for method in DEFAULT_METHODS:
             np.testing.assert_array_equal(lk[method]["i_camera"][k].keypoints, points)
 
 
@@ -260,7 +260,11 @@ def test_progress_bar_runs(sequences, capsys):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"methods": ("sift", "surf")}, "unknown method 'surf'.*sift, rootsift, orb, brief"),
+        (
+            {"methods": ("sift", "surf")},
+            "unknown method 'surf'.*sift, rootsift, dspsift, orb, brief, brisk, akaze, kaze, "
+            "raw_patch",
+        ),
         ({"methods": ()}, "methods is empty"),
         ({"methods": ("orb", "orb")}, "twice"),
         ({"locked": "harris"}, "locked='harris' is not a built-in detector.*sift, rootsift"),

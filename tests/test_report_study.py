@@ -77,7 +77,8 @@ DATA_ERRORS = [
     ),
     (
         "data: {dataset: synthetic, descriptors: [sift, surf]}\n",
-        "data.descriptors[1]: expected one of sift, rootsift, orb, brief; got 'surf'",
+        "data.descriptors[1]: expected one of sift, rootsift, dspsift, orb, brief, brisk, "
+        "akaze, kaze, raw_patch; got 'surf'",
     ),
     ("data: {dataset: synthetic, descriptors: [orb, orb]}\n", "data.descriptors: names repeat"),
     ("data: {dataset: synthetic, tau: 0}\n", "data.tau: expected a number in (0, 1e+06]"),

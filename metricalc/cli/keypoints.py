@@ -77,7 +77,11 @@ def add_keypoints(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="evaluate these HPatches sequences only, all of which must be in --data: d2net = "
         "D2-Net's 108 (the 8 with images over 1600x1200 left out), full = all 116",
     )
-    ev.add_argument("--descriptors", help="comma-separated names (default: all built-in)")
+    ev.add_argument(
+        "--descriptors",
+        help="comma-separated built-in methods (default: sift, rootsift, orb, brief; also "
+        "dspsift, brisk, akaze, kaze, raw_patch)",
+    )
     ev.add_argument("--locked", help="detector whose keypoints every descriptor describes")
     ev.add_argument(
         "--features",
@@ -207,14 +211,14 @@ def _own_features(
 def _eval_settings(args: argparse.Namespace) -> tuple[EvaluationSettings, FeatureSet | None]:
     """The settings of ``keypoints eval`` and your own features: ``external`` keypoints when
     your features come alone (no built-in descriptor and no ``--locked``)."""
-    from metricalc.keypoints.features import BUILTIN_METHODS
+    from metricalc.keypoints.features import DEFAULT_METHODS
     from metricalc.keypoints.pipeline import EvaluationSettings, keypoint_mode
 
     descriptors = names(args.descriptors) if args.descriptors else None
     own = None
     if args.features:
         own, descriptors = _own_features(args, descriptors)
-    builtins = tuple(BUILTIN_METHODS if descriptors is None else descriptors)
+    builtins = tuple(DEFAULT_METHODS if descriptors is None else descriptors)
     external = own is not None and not args.locked and not builtins
     settings = EvaluationSettings(
         descriptors=builtins,

@@ -93,7 +93,14 @@ DEFAULT_CONF: dict[str, Any] = {
 }
 """Defaults of every key (docs/experiments.md describes each)."""
 
-DETECTORS: Mapping[str, str] = {"sift": "sift", "orb": "orb", "fast": "brief"}
+DETECTORS: Mapping[str, str] = {
+    "sift": "sift",
+    "orb": "orb",
+    "fast": "brief",
+    "brisk": "brisk",
+    "akaze": "akaze",
+    "kaze": "kaze",
+}
 """``model.detector`` -> the built-in method whose detector it is (``extract(locked=...)``)."""
 
 QUICK_PER_SPLIT = 2

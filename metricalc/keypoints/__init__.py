@@ -11,10 +11,12 @@ from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.features import (
     BUILTIN_METHODS,
     Features,
+    available_methods,
     detect_keypoints,
     export_keypoints,
     extract,
     load_features,
+    sample_patches,
     save_features,
 )
 from metricalc.keypoints.sequences import Sequence, dataset_fingerprint, load_sequences
@@ -23,6 +25,7 @@ __all__ = [
     "BUILTIN_METHODS",
     "Features",
     "Sequence",
+    "available_methods",
     "dataset_fingerprint",
     "detect_keypoints",
     "evaluate",
@@ -30,5 +33,6 @@ __all__ = [
     "extract",
     "load_features",
     "load_sequences",
+    "sample_patches",
     "save_features",
 ]

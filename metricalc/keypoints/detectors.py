@@ -1,9 +1,15 @@
-"""The built-in detectors and descriptors on one image (OpenCV and scikit-image).
+"""The built-in methods on one image: their detectors, keypoint selection and the extraction step.
 
-:class:`Toolkit` holds the detector and descriptor objects of one extraction (created once);
-:func:`describe_image` detects, selects and describes one uint8 gray image with every method,
-native or locked to one detector (the steps of :func:`metricalc.keypoints.features.extract`).
-SIFT and ORB describe the keypoints of another detector on the pyramid level of their size.
+:data:`BUILTIN_METHODS` names every built-in method and :data:`DETECTORS` its detector;
+:class:`Toolkit` holds the OpenCV detector objects of one extraction (created on first use);
+:func:`select` keeps the strongest keypoints inside the border; :func:`describe_image` detects,
+selects and describes one uint8 gray image with every method, native or locked to one detector
+(the steps of :func:`metricalc.keypoints.features.extract`). The describers themselves are in
+:mod:`metricalc.keypoints.describers`.
+
+BRISK, AKAZE and KAZE are in OpenCV's main module up to 4.x and in the contrib module
+(``opencv-contrib-python-headless``, ``cv2.xfeatures2d``) from 5.0 on; :func:`opencv_feature`
+finds them in either place, and :func:`available_methods` lists the methods this OpenCV has.
 """
 
 from __future__ import annotations
@@ -13,58 +19,135 @@ from typing import Any
 
 import cv2
 import numpy as np
-from skimage.feature import BRIEF
-from skimage.util import img_as_float
 
+from metricalc.errors import InvalidInputError
+from metricalc.keypoints.describers import ImageDescriber
 from metricalc.keypoints.featureset import Features, check_own_keypoints
 from metricalc.keypoints.geometry import inside
 
-__all__ = ["BUILTIN_METHODS", "DETECTORS", "Toolkit", "describe_image", "select"]
+__all__ = [
+    "BUILTIN_METHODS",
+    "CONTRIB_METHODS",
+    "DEFAULT_METHODS",
+    "DETECTORS",
+    "Toolkit",
+    "available_methods",
+    "describe_image",
+    "opencv_feature",
+    "select",
+]
 
-BUILTIN_METHODS: tuple[str, ...] = ("sift", "rootsift", "orb", "brief")
-"""Names of the built-in methods, in their default order."""
+BUILTIN_METHODS: tuple[str, ...] = (
+    "sift",
+    "rootsift",
+    "dspsift",
+    "orb",
+    "brief",
+    "brisk",
+    "akaze",
+    "kaze",
+    "raw_patch",
+)
+"""Names of every built-in method, in their default order (docs/features.md describes each)."""
 
-DETECTORS: dict[str, str] = {"sift": "sift", "rootsift": "sift", "orb": "orb", "brief": "fast"}
+DEFAULT_METHODS: tuple[str, ...] = ("sift", "rootsift", "orb", "brief")
+"""The methods :func:`~metricalc.keypoints.features.extract` runs when none are named."""
+
+CONTRIB_METHODS: tuple[str, ...] = ("brisk", "akaze", "kaze")
+"""Methods that need OpenCV's BRISK / AKAZE / KAZE (in ``cv2.xfeatures2d`` from OpenCV 5)."""
+
+DETECTORS: dict[str, str] = {
+    "sift": "sift",
+    "rootsift": "sift",
+    "dspsift": "sift",
+    "orb": "orb",
+    "brief": "fast",
+    "brisk": "brisk",
+    "akaze": "akaze",
+    "kaze": "kaze",
+    "raw_patch": "sift",
+}
 """The detector of each built-in method (``locked=<method>`` locks to this detector)."""
 
-SIFT_DIMS = 128
-BINARY_BYTES = 32  # ORB and BRIEF: 256 bits
 ORB_LEVELS = 8
 ORB_SCALE = 1.2
-ORB_PATCH = 31
 FAST_THRESHOLD = 20
-BRIEF_PATCH = 49
-ROOTSIFT_EPS = 1e-12
-_SIFT_SIGMA = 1.6
-_SIFT_LAYERS = 3
+_CONTRIB_CLASSES = {"brisk": "BRISK", "akaze": "AKAZE", "kaze": "KAZE"}
+
+
+def opencv_feature(method: str) -> Any:
+    """OpenCV's BRISK / AKAZE / KAZE class for ``method``, from ``cv2`` or ``cv2.xfeatures2d``.
+
+    Raises
+    ------
+    InvalidInputError
+        When this OpenCV has neither (``opencv-python-headless`` 5.x without contrib).
+    """
+    name = _CONTRIB_CLASSES[method]
+    for module in (cv2, getattr(cv2, "xfeatures2d", None)):
+        found = getattr(module, name, None) if module is not None else None
+        if found is not None:
+            return found
+    raise InvalidInputError(
+        f"method {method!r} needs OpenCV's {name}, which OpenCV {cv2.__version__} here does not "
+        "have (OpenCV 5 moved it to contrib): install opencv-contrib-python-headless instead "
+        "of opencv-python-headless, or leave out " + ", ".join(CONTRIB_METHODS)
+    )
+
+
+def available_methods() -> tuple[str, ...]:
+    """The built-in methods this OpenCV provides, in :data:`BUILTIN_METHODS` order.
+
+    Examples
+    --------
+    >>> {"sift", "rootsift", "dspsift", "orb", "brief", "raw_patch"} <= set(available_methods())
+    True
+    """
+    missing = set()
+    for method in CONTRIB_METHODS:
+        try:
+            opencv_feature(method)
+        except InvalidInputError:
+            missing.add(method)
+    return tuple(m for m in BUILTIN_METHODS if m not in missing)
 
 
 class Toolkit:
-    """The OpenCV / scikit-image objects of one :func:`extract` call (created once)."""
+    """The OpenCV detector and descriptor objects of one extraction (each made on first use)."""
 
     def __init__(self, max_keypoints: int | None) -> None:
-        self.sift = cv2.SIFT.create()
-        # ORB keeps its best `nfeatures` per pyramid level quota; ask for plenty, then keep the
-        # strongest max_keypoints after border filtering like every other detector.
-        orb_features = 100_000 if max_keypoints is None else max(4 * max_keypoints, 5000)
-        self.orb_detector = cv2.ORB.create(
-            nfeatures=orb_features, scaleFactor=ORB_SCALE, nlevels=ORB_LEVELS
-        )
-        self.orb = cv2.ORB.create(scaleFactor=ORB_SCALE, nlevels=ORB_LEVELS)
-        self.fast = cv2.FastFeatureDetector.create(
-            threshold=FAST_THRESHOLD,
-            nonmaxSuppression=True,
-            type=cv2.FAST_FEATURE_DETECTOR_TYPE_9_16,
-        )
+        self.max_keypoints = max_keypoints
+        self._objects: dict[str, Any] = {}
+
+    def get(self, name: str) -> Any:
+        """The object ``name`` (sift, orb, orb_detector, fast, brisk, akaze, kaze), made once."""
+        if name not in self._objects:
+            self._objects[name] = self._make(name)
+        return self._objects[name]
+
+    def _make(self, name: str) -> Any:
+        if name == "sift":
+            return cv2.SIFT.create()
+        if name == "orb_detector":
+            # ORB keeps its best `nfeatures` per pyramid level quota; ask for plenty, then keep
+            # the strongest max_keypoints after border filtering like every other detector.
+            limit = self.max_keypoints
+            features = 100_000 if limit is None else max(4 * limit, 5000)
+            return cv2.ORB.create(nfeatures=features, scaleFactor=ORB_SCALE, nlevels=ORB_LEVELS)
+        if name == "orb":
+            return cv2.ORB.create(scaleFactor=ORB_SCALE, nlevels=ORB_LEVELS)
+        if name == "fast":
+            return cv2.FastFeatureDetector.create(
+                threshold=FAST_THRESHOLD,
+                nonmaxSuppression=True,
+                type=cv2.FAST_FEATURE_DETECTOR_TYPE_9_16,
+            )
+        return opencv_feature(name).create()  # brisk, akaze, kaze: OpenCV's defaults
 
     def detect(self, detector: str, gray: np.ndarray) -> list[cv2.KeyPoint]:
-        if detector == "sift":
-            found = self.sift.detect(gray, None)
-        elif detector == "orb":
-            found = self.orb_detector.detect(gray, None)
-        else:
-            found = self.fast.detect(gray, None)
-        return list(found)
+        """Every keypoint of ``detector`` (sift, orb, fast, brisk, akaze, kaze) in ``gray``."""
+        name = "orb_detector" if detector == "orb" else detector
+        return list(self.get(name).detect(gray, None))
 
 
 def select(
@@ -72,8 +155,9 @@ def select(
 ) -> list[cv2.KeyPoint]:
     """Keypoints inside the border, strongest response first (ties: x, y, size, angle), capped.
 
-    The kept keypoints are sorted deterministically and tagged with ``class_id`` = their index,
-    which survives OpenCV's ``compute()`` and so identifies the keypoints it could describe.
+    The kept keypoints are copies with every field of the detector's (``octave`` and
+    ``class_id`` included: AKAZE and KAZE describe their own keypoints on the scale-space
+    level they store there).
     """
     if not keypoints:
         return []
@@ -93,118 +177,10 @@ def select(
             float(keypoints[i].angle),
             float(keypoints[i].response),
             int(keypoints[i].octave),
-            j,
+            int(keypoints[i].class_id),
         )
-        for j, i in enumerate(chosen)
+        for i in chosen
     ]
-
-
-def _sift_octave(size: float, shape: tuple[int, int]) -> int:
-    r"""OpenCV's packed SIFT ``octave`` field for a keypoint of another detector.
-
-    SIFT reports :math:`\mathrm{size} = 2\sigma\,2^{o + (l + \xi)/3}` (original image pixels,
-    :math:`\sigma = 1.6`, layer :math:`l \in \{1, 2, 3\}`, offset :math:`\xi \in [-1/2, 1/2]`);
-    this inverts it so SIFT describes the keypoint on the matching pyramid level. The descriptor
-    window itself always follows ``size``.
-    """
-    t = float(np.log2(max(size, 1e-3) / (2 * _SIFT_SIGMA)))
-    total = round(_SIFT_LAYERS * t)
-    octave = (total - 1) // _SIFT_LAYERS
-    layer = total - _SIFT_LAYERS * octave
-    offset = _SIFT_LAYERS * t - total
-    top = max(round(np.log2(min(shape))) - 3, -1)  # the deepest octave SIFT detects on
-    if octave < -1:
-        octave, layer, offset = -1, 1, -0.5
-    elif octave > top:
-        octave, layer, offset = top, _SIFT_LAYERS, 0.5
-    code = round((min(max(offset, -0.5), 0.5) + 0.5) * 255)
-    return (octave & 255) | (layer << 8) | (code << 16)
-
-
-def _orb_level(size: float) -> int:
-    """ORB pyramid level whose patch (31 px times 1.2**level) is closest to ``size``."""
-    level = round(float(np.log(max(size, 1e-3) / ORB_PATCH) / np.log(ORB_SCALE)))
-    return min(max(level, 0), ORB_LEVELS - 1)
-
-
-def _for_method(
-    keypoints: list[cv2.KeyPoint], detector: str, family: str, shape: tuple[int, int]
-) -> list[cv2.KeyPoint]:
-    """Copies of the keypoints with the ``octave`` field (and angle) the describer expects.
-
-    Keypoints of the describer's own detector are passed unchanged; others get the pyramid level
-    that matches their size, and an angle of 0 where the detector has no orientation (-1).
-    """
-    if family == detector:
-        return keypoints
-    out = []
-    for k in keypoints:
-        octave = _sift_octave(k.size, shape) if family == "sift" else _orb_level(k.size)
-        angle = k.angle if k.angle >= 0 else 0.0
-        out.append(cv2.KeyPoint(k.pt[0], k.pt[1], k.size, angle, k.response, octave, k.class_id))
-    return out
-
-
-def _opencv_describe(
-    extractor: Any, gray: np.ndarray, keypoints: list[cv2.KeyPoint], dims: int, dtype: type
-) -> tuple[np.ndarray, np.ndarray]:
-    """Run ``extractor.compute``; return the described indices (ascending) and their rows."""
-    if not keypoints:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dims), dtype=dtype)
-    described, rows = extractor.compute(gray, keypoints)
-    if rows is None or not described:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dims), dtype=dtype)
-    index = np.array([k.class_id for k in described], dtype=np.int64)
-    order = np.argsort(index, kind="stable")
-    return index[order], np.ascontiguousarray(rows[order], dtype=dtype)
-
-
-def _rootsift(sift: np.ndarray) -> np.ndarray:
-    r"""RootSIFT: :math:`\sqrt{d / \lVert d \rVert_1}` (SIFT entries are nonnegative)."""
-    l1 = np.abs(sift).sum(axis=1, keepdims=True, dtype=np.float64)
-    root: np.ndarray = np.sqrt(np.abs(sift) / np.maximum(l1, ROOTSIFT_EPS)).astype(np.float32)
-    return root
-
-
-class _ImageDescriber:
-    """Describes keypoints of one image with any built-in method (SIFT computed once)."""
-
-    def __init__(self, tools: Toolkit, gray: np.ndarray) -> None:
-        self.tools = tools
-        self.gray = gray
-        self.shape = (int(gray.shape[0]), int(gray.shape[1]))
-        self._sift: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # by detector
-        self._float: np.ndarray | None = None
-
-    def describe(
-        self, method: str, keypoints: list[cv2.KeyPoint], detector: str
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if method in ("sift", "rootsift"):
-            # one keypoint list per detector and image: sift and rootsift share the computation
-            if detector not in self._sift:
-                prepared = _for_method(keypoints, detector, "sift", self.shape)
-                self._sift[detector] = _opencv_describe(
-                    self.tools.sift, self.gray, prepared, SIFT_DIMS, np.float32
-                )
-            index, rows = self._sift[detector]
-            return (index, _rootsift(rows)) if method == "rootsift" else (index, rows)
-        if method == "orb":
-            prepared = _for_method(keypoints, detector, "orb", self.shape)
-            return _opencv_describe(self.tools.orb, self.gray, prepared, BINARY_BYTES, np.uint8)
-        return self._brief(keypoints)
-
-    def _brief(self, keypoints: list[cv2.KeyPoint]) -> tuple[np.ndarray, np.ndarray]:
-        if not keypoints:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, BINARY_BYTES), dtype=np.uint8)
-        if self._float is None:
-            self._float = img_as_float(self.gray)  # type: ignore[no-untyped-call]
-        rows_cols = np.array([(k.pt[1], k.pt[0]) for k in keypoints], dtype=np.float64)
-        brief = BRIEF(descriptor_size=256, patch_size=BRIEF_PATCH, mode="normal")  # type: ignore[no-untyped-call]
-        brief.extract(self._float, rows_cols)  # type: ignore[no-untyped-call]
-        # BRIEF drops keypoints whose patch leaves the image; mask marks the ones it described
-        index = np.flatnonzero(np.asarray(brief.mask)).astype(np.int64)
-        rows = np.packbits(np.asarray(brief.descriptors, dtype=bool), axis=1)
-        return index, np.ascontiguousarray(rows, dtype=np.uint8)
 
 
 def _positions(keypoints: list[cv2.KeyPoint], index: np.ndarray) -> np.ndarray:
@@ -228,7 +204,7 @@ def describe_image(
     must be the kept keypoints of the locked detector (:func:`check_own_keypoints`; ``where``,
     e.g. ``"scene 'v_camera' image 3"``, names the image in the error).
     """
-    describer = _ImageDescriber(tools, gray)
+    describer = ImageDescriber(tools.get, gray)
     result: dict[str, Features] = {}
     if locked is None:
         detected: dict[str, list[cv2.KeyPoint]] = {}

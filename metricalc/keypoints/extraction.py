@@ -17,16 +17,26 @@ import numpy as np
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.detectors import (
     BUILTIN_METHODS,
+    CONTRIB_METHODS,
+    DEFAULT_METHODS,
     DETECTORS,
     Toolkit,
     describe_image,
+    opencv_feature,
     select,
 )
 from metricalc.keypoints.featureset import IMAGES, Features, FeatureSet, SequenceLike
 from metricalc.progress import progress_bar
 from metricalc.validation import is_integer, is_real
 
-__all__ = ["BUILTIN_METHODS", "MAX_KEYPOINTS", "detect_keypoints", "extract", "extract_image"]
+__all__ = [
+    "BUILTIN_METHODS",
+    "DEFAULT_METHODS",
+    "MAX_KEYPOINTS",
+    "detect_keypoints",
+    "extract",
+    "extract_image",
+]
 
 MAX_KEYPOINTS = 2000
 """Keypoints kept per image by default (the strongest by detector response)."""
@@ -52,7 +62,15 @@ def _check_methods(
             f"locked={locked!r} is not a built-in detector; expected None (native keypoints) "
             f"or one of {available}"
         )
+    _check_opencv(names if locked is None else (*names, DETECTORS[locked]))
     return names
+
+
+def _check_opencv(methods: Iterable[str]) -> None:
+    """BRISK, AKAZE and KAZE need them in this OpenCV (a clear error before any work)."""
+    for method in methods:
+        if method in CONTRIB_METHODS:
+            opencv_feature(method)
 
 
 def _check_gray(sequence: SequenceLike, k: int) -> np.ndarray:
@@ -86,7 +104,7 @@ def _check_options(max_keypoints: Any, border: Any) -> tuple[int | None, float]:
 
 def extract(
     sequences: Iterable[SequenceLike],
-    methods: Iterable[str] | str = BUILTIN_METHODS,
+    methods: Iterable[str] | str = DEFAULT_METHODS,
     *,
     locked: str | None = None,
     max_keypoints: int | None = MAX_KEYPOINTS,
@@ -103,18 +121,26 @@ def extract(
        :math:`b \le x \le W - 1 - b` and :math:`b \le y \le H - 1 - b` are kept
        (:func:`metricalc.keypoints.geometry.inside`);
     3. keep the ``max_keypoints`` strongest by detector response (SIFT: DoG contrast, ORB: Harris
-       score, FAST: corner score), ordered by decreasing response, ties by x then y;
+       score, FAST: corner score, BRISK: FAST score, AKAZE / KAZE: Hessian determinant), ordered
+       by decreasing response, ties by x then y;
     4. describe them with each method's ``compute``; keypoints a describer cannot describe
-       (OpenCV ORB and BRIEF drop those whose patch leaves the image) are removed. In locked mode
-       a keypoint any method fails to describe is removed for every method, so all descriptors
-       get identical keypoint arrays.
+       (OpenCV ORB, BRISK and BRIEF drop those whose patch leaves the image) are removed. In
+       locked mode a keypoint any method fails to describe is removed for every method, so all
+       descriptors get identical keypoint arrays.
 
     RootSIFT is :math:`\sqrt{d / \lVert d \rVert_1}` of the SIFT descriptor :math:`d`, so each
-    row has unit L2 norm. BRIEF is scikit-image's (256 bits, 49 px patch, Gaussian sampling,
-    fixed seed) packed with ``np.packbits`` into 32 bytes; it uses positions only (no scale or
-    orientation). In locked mode SIFT and ORB describe foreign keypoints at the detector's size
-    and angle (an angle of -1, as FAST reports, is described upright) on the pyramid level that
-    matches the size. The result is deterministic: equal inputs give identical arrays.
+    row has unit L2 norm. DSP-SIFT is the mean of the SIFT rows at sizes x 1, 1.5, 2, L2
+    normalised (DescriptorWorkbench's; :func:`~metricalc.keypoints.sift_family.pool_domain_sizes`).
+    ``raw_patch`` is the SIFT window resampled to 8 x 8, zero mean, unit norm (the HPatches
+    "Resz" baseline; :func:`~metricalc.keypoints.sift_family.raw_patch`). BRIEF is
+    scikit-image's (256 bits, 49 px patch, Gaussian sampling, fixed seed) packed with
+    ``np.packbits`` into 32 bytes; it uses positions only (no scale or orientation). BRISK
+    (512 bits), AKAZE (MLDB, 486 bits in 61 bytes) and KAZE (64 floats) are OpenCV's with
+    their default settings. In locked mode every method describes foreign keypoints at the
+    detector's position, size and angle (an angle of -1, as FAST reports, is described upright)
+    on the pyramid or scale-space level that matches the size
+    (:mod:`metricalc.keypoints.describers`); BRISK and KAZE compute their own orientation.
+    The result is deterministic: equal inputs give identical arrays.
 
     Parameters
     ----------
@@ -122,7 +148,9 @@ def extract(
         Objects with ``name``, ``gray(k)`` (uint8 HxW) and ``shape(k)``
         (:class:`metricalc.keypoints.sequences.Sequence`); names must be unique.
     methods : iterable of str or str
-        Built-in methods, a subset of :data:`BUILTIN_METHODS`.
+        Built-in methods, a subset of :data:`BUILTIN_METHODS` (default :data:`DEFAULT_METHODS`:
+        sift, rootsift, orb, brief). brisk, akaze and kaze need OpenCV's BRISK / AKAZE / KAZE
+        (``opencv-contrib-python-headless`` with OpenCV 5).
     locked : str, optional
         None for native keypoints; a built-in method name to describe that method's detector's
         keypoints with every method (``"sift"`` and ``"rootsift"`` both lock to SIFT keypoints).
@@ -274,6 +302,7 @@ def detect_keypoints(
             f"detector {detector!r} is not a built-in method; expected one of "
             f"{', '.join(BUILTIN_METHODS)} (the method's detector finds the keypoints)"
         )
+    _check_opencv([DETECTORS[detector]])
     limit, border = _check_options(max_keypoints, border)
     scenes = _unique_scenes(sequences)
     tools = Toolkit(limit)
@@ -300,7 +329,7 @@ def detect_keypoints(
 
 def extract_image(
     gray: np.ndarray,
-    methods: Iterable[str] | str = BUILTIN_METHODS,
+    methods: Iterable[str] | str = DEFAULT_METHODS,
     *,
     locked: str | None = None,
     max_keypoints: int | None = MAX_KEYPOINTS,

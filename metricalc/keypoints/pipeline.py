@@ -41,7 +41,7 @@ from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.keypoints.evaluate import evaluate
-from metricalc.keypoints.extraction import BUILTIN_METHODS, MAX_KEYPOINTS, extract
+from metricalc.keypoints.extraction import DEFAULT_METHODS, MAX_KEYPOINTS, extract
 from metricalc.keypoints.features import FeatureSet, SequenceLike
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.version import __version__
@@ -76,7 +76,9 @@ class EvaluationSettings:
     Attributes
     ----------
     descriptors : tuple of str
-        The built-in methods to extract (:data:`~metricalc.keypoints.features.BUILTIN_METHODS`).
+        The built-in methods to extract (a subset of
+        :data:`~metricalc.keypoints.features.BUILTIN_METHODS`; default
+        :data:`~metricalc.keypoints.features.DEFAULT_METHODS`).
     keypoints : str
         ``"native"``, ``"locked:<detector>"`` (:func:`keypoint_mode`), or ``"external"``: your
         own features only, nothing extracted.
@@ -95,7 +97,7 @@ class EvaluationSettings:
     ('sift', 2000, None)
     """
 
-    descriptors: tuple[str, ...] = BUILTIN_METHODS
+    descriptors: tuple[str, ...] = DEFAULT_METHODS
     keypoints: str = "native"
     max_keypoints: int | None = MAX_KEYPOINTS
     tau: float = 3.0

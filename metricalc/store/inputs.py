@@ -39,6 +39,7 @@ _LIBRARIES = (
     "xarray",
     "scikit-learn",
     "opencv-python-headless",
+    "opencv-contrib-python-headless",
     "scikit-image",
     "h5py",
     "h5netcdf",
