@@ -300,6 +300,31 @@ def test_bad_sequences(sequences):
         extract([bad], ("orb",))
 
 
+def test_images_too_small_for_any_keypoint_are_refused_not_empty():
+    from metricalc.keypoints.features import extract_image
+
+    tiny = np.full((3, 3), 128, np.uint8)
+    with pytest.raises(InvalidInputError, match=r"is 3 x 3 px; expected at least 81 px per side"):
+        extract_image(tiny, ("sift",))
+    with pytest.raises(InvalidInputError, match=r"3 x 3 px; expected at least 16 px per side"):
+        extract_image(tiny, ("sift",), border=0)
+    small = np.ascontiguousarray(data.camera()[150:214, 200:296])  # the cameraman: texture
+    with pytest.raises(InvalidInputError, match=r"96 x 64 px; .* lower --border"):
+        extract_image(small, ("sift",))  # 40 px of border on both sides leave nothing
+    kept = extract_image(small, ("sift",), border=8)["sift"]
+    assert len(kept) > 0
+
+    class Tiny(StandIn):
+        def gray(self, k):
+            return np.full((3, 3), 50, np.uint8)
+
+        def shape(self, k):
+            return (3, 3)
+
+    with pytest.raises(InvalidInputError, match=r"scene 'i_tiny' image 1 is 3 x 3 px"):
+        extract([Tiny("i_tiny", data.camera(), warp=False)], ("orb",))
+
+
 # ------------------------------------------------------------------------------------------
 # Features
 # ------------------------------------------------------------------------------------------

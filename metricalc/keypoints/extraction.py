@@ -73,7 +73,22 @@ def _check_opencv(methods: Iterable[str]) -> None:
             opencv_feature(method)
 
 
-def _check_gray(sequence: SequenceLike, k: int) -> np.ndarray:
+MIN_IMAGE_SIDE = 16
+"""The smallest image side in pixels a keypoint can be described in (SIFT's 4 x 4 cells)."""
+
+
+def _check_size(shape: tuple[int, ...], border: float, where: str) -> None:
+    """An image too small for any keypoint to be kept is an error, not an empty result."""
+    needed = max(MIN_IMAGE_SIDE, int(2 * border) + 1)
+    if min(shape) < needed:
+        raise InvalidInputError(
+            f"{where} is {shape[1]} x {shape[0]} px; expected at least {needed} px per side "
+            f"(a keypoint is kept {border:g} px from the border and described in a window of "
+            f"at least {MIN_IMAGE_SIDE} px): lower --border, or use larger images"
+        )
+
+
+def _check_gray(sequence: SequenceLike, k: int, border: float) -> np.ndarray:
     gray = np.asarray(sequence.gray(k))
     if gray.ndim != 2 or gray.dtype != np.uint8:
         raise InvalidInputError(
@@ -86,6 +101,7 @@ def _check_gray(sequence: SequenceLike, k: int) -> np.ndarray:
             f"scene {sequence.name!r} image {k}: shape() is {shape} but gray() has shape "
             f"{gray.shape}"
         )
+    _check_size(gray.shape, border, f"scene {sequence.name!r} image {k}")
     return np.ascontiguousarray(gray)
 
 
@@ -210,7 +226,7 @@ def extract(
             for k in IMAGES:
                 described = describe_image(
                     tools,
-                    _check_gray(sequence, k),
+                    _check_gray(sequence, k, border),
                     names,
                     locked,
                     border,
@@ -310,7 +326,7 @@ def detect_keypoints(
     with progress_bar("keypoints", total=len(scenes) * len(IMAGES), enabled=progress) as advance:
         for sequence in scenes:
             for k in IMAGES:
-                gray = _check_gray(sequence, k)
+                gray = _check_gray(sequence, k, border)
                 shape = (int(gray.shape[0]), int(gray.shape[1]))
                 kept = select(tools.detect(DETECTORS[detector], gray), shape, border, limit)
                 table = np.array(
@@ -363,4 +379,5 @@ def extract_image(
             f"extract_image: gray is a {image.dtype} array of shape {image.shape}; expected uint8 "
             "HxW"
         )
+    _check_size(image.shape, border, "extract_image: gray")
     return describe_image(Toolkit(limit), np.ascontiguousarray(image), names, locked, border, limit)
