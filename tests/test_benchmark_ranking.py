@@ -5,7 +5,7 @@ few seconds) is evaluated with every method of the demo's locked run on SIFT key
 order the real anchors and the HPatches paper agree on is pinned, so that a change to the
 scene generators or the describers cannot undo it silently. The two claims that do not hold on
 the illumination scenes (ORB and BRIEF against SIFT: an upright descriptor pays nothing for
-orientation on identity homographies, docs/synthetic.md) are pinned on the viewpoint scenes.
+orientation on identity homographies, docs/synthetic.md) are expected failures there.
 """
 
 from __future__ import annotations
@@ -36,11 +36,29 @@ def _score(metrics, descriptor: str, name: str) -> float:
     return float(metrics[name].sel(descriptor=descriptor))
 
 
-@pytest.mark.parametrize("claim", PUBLISHED_ORDER, ids=str)
-@pytest.mark.parametrize("split", ["viewpoint", "illumination"])
+EXCEPTION = pytest.mark.xfail(
+    strict=True, reason="upright BRIEF and ORB on identity homographies: see docs/synthetic.md"
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "split"),
+    [
+        pytest.param(
+            claim,
+            split,
+            id=f"{claim} on {split}",
+            marks=[EXCEPTION]
+            if split == "illumination" and (claim.better, claim.worse) in ILLUMINATION_EXCEPTIONS
+            else [],
+        )
+        for claim in PUBLISHED_ORDER
+        for split in ("viewpoint", "illumination")
+    ],
+)
 def test_the_published_order_holds(metrics, claim, split):
-    if split == "illumination" and (claim.better, claim.worse) in ILLUMINATION_EXCEPTIONS:
-        pytest.skip("upright BRIEF and ORB on identity homographies: see docs/synthetic.md")
+    """Every claim on both splits; the two known exceptions are strict xfails, so the day they
+    hold the test says so and docs/synthetic.md is due an update."""
     better = _score(metrics, claim.better, f"{split}_map")
     worse = _score(metrics, claim.worse, f"{split}_map")
     assert claim.holds(better, worse), f"{claim} on {split}: {better:.3f} vs {worse:.3f}"
