@@ -253,12 +253,14 @@ def _pair_column(df: pd.DataFrame) -> np.ndarray:
     if "pair" not in df.columns:
         return np.full(len(df), "", dtype="<U1")
     pairs = _string_column(df, "pair", allow_empty=True)
-    for i, pair in enumerate(pairs):
-        if pair and not _PAIR.match(pair):
-            raise InvalidInputError(
-                f"column 'pair', {_row(df, i)}: expected '1-k' (image 1 against image k); "
-                f"got {_show(pair)}"
-            )
+    distinct, first = np.unique(pairs, return_index=True)  # a few pairs, millions of rows
+    bad = [i for pair, i in zip(distinct, first, strict=True) if pair and not _PAIR.match(pair)]
+    if bad:
+        i = min(bad)
+        raise InvalidInputError(
+            f"column 'pair', {_row(df, i)}: expected '1-k' (image 1 against image k); "
+            f"got {_show(pairs[i])}"
+        )
     return pairs
 
 
