@@ -961,3 +961,40 @@ def test_zero_division_fills_empty_means_only() -> None:
     assert value(warned, "true_map_micro", "beta") == 0.0
     with pytest.raises(InvalidInputError, match="zero_division"):
         metric_set(cube, zero_division=0.5)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_group_sum_equals_xarray_groupby(seed):
+    """The bincount group sum against ``groupby(key).sum()`` on random labels, dtypes, NaN and
+    extra dims, eager and dask-backed."""
+    from metricalc.metrics.reductions import group_sum
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    labels = np.array(["v_b", "i_a", "v_a", "i_c/1-2", ""])[rng.integers(0, 5, n)]
+    shape = (int(rng.integers(1, 4)), int(rng.integers(1, 3)), n)
+    kind = ["float", "float32", "int", "bool"][seed % 4]
+    data = {
+        "float": rng.normal(size=shape),
+        "float32": rng.normal(size=shape).astype(np.float32),
+        "int": rng.integers(-5, 100, shape),
+        "bool": rng.random(shape) < 0.4,
+    }[kind]
+    if kind.startswith("float"):
+        data[rng.random(shape) < 0.2] = np.nan
+    values = xr.DataArray(
+        data,
+        dims=("descriptor", "other", "query"),
+        coords={"descriptor": [f"d{i}" for i in range(shape[0])], "scene": ("query", labels),
+                "x": ("query", rng.random(n))},
+    )  # fmt: skip
+    expected = values.groupby("scene").sum()
+    got = group_sum(values, "scene")
+    assert got.dims == expected.dims and got.dtype == expected.dtype
+    assert got["scene"].values.tolist() == expected["scene"].values.tolist()
+    np.testing.assert_allclose(got.values, expected.values, rtol=1e-6)
+    import dask.array as da
+
+    lazy = values.copy(data=da.from_array(values.values, chunks=(1, 1, 50)))  # labels in memory
+    assert lazy.chunks is not None
+    xr.testing.assert_allclose(group_sum(lazy, "scene").load(), expected)
