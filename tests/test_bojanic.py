@@ -163,18 +163,32 @@ def test_scene_without_correspondence_or_keypoints():
     assert empty["retrieval_num_true_positives"] == empty["retrieval_num_distractors"] == 0
 
 
+def _descriptors(rng, n, binary):
+    """Small-valued float rows (many tied distances) or 2-byte binary rows (Hamming 0..16)."""
+    if binary:
+        return rng.integers(0, 256, (n, 2), dtype=np.uint8)
+    return rng.integers(0, 4, (n, 3)).astype(np.float32)
+
+
+def _distances(candidates, query):
+    if candidates.dtype == np.uint8:  # Hamming distance
+        return np.unpackbits(candidates ^ query, axis=1).sum(1).astype(np.float64)
+    return ((candidates - query) ** 2).sum(1)
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["float", "binary"])
 @pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic"])
-def test_verification_ap_equals_the_ap_of_the_explicit_pooled_list(policy, monkeypatch):
+def test_verification_ap_equals_the_ap_of_the_explicit_pooled_list(policy, binary, monkeypatch):
     monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 200)  # many chunks of references
     rng = np.random.default_rng(4)
     base = rng.uniform(45, 155, (25, 2))
-    images = {1: Feat(base, rng.integers(0, 4, (25, 3)).astype(np.float32))}
+    images = {1: Feat(base, _descriptors(rng, 25, binary))}
     for k in range(2, 7):  # a jittered subset of the reference points plus new ones
         keep = rng.random(25) < 0.7
         points = np.vstack([base[keep] + rng.normal(0, 1.0, (keep.sum(), 2)),
                             rng.uniform(45, 155, (5, 2))])  # fmt: skip
-        images[k] = Feat(points, rng.integers(0, 4, (len(points), 3)).astype(np.float32))
-    distractor = rng.integers(0, 4, (7, 3)).astype(np.float32)
+        images[k] = Feat(points, _descriptors(rng, len(points), binary))
+    distractor = _descriptors(rng, 7, binary)
     result = scene_tasks(
         Scene(), images, distractor, tau=3.0, border=40.0, tie_policy=policy, y0="negative"
     )
@@ -184,11 +198,11 @@ def test_verification_ap_equals_the_ap_of_the_explicit_pooled_list(policy, monke
            for k in range(2, 7)}  # fmt: skip
     for i in range(len(base)):
         for k in range(2, 7):
-            d = ((images[k].descriptors - images[1].descriptors[i]) ** 2).sum(1)
+            d = _distances(images[k].descriptors, images[1].descriptors[i])
             labels.append(np.arange(len(d)) == rel[k][i])
             scores.append(-d)
         labels.append(np.zeros(len(distractor), bool))
-        scores.append(-((distractor - images[1].descriptors[i]) ** 2).sum(1))
+        scores.append(-_distances(distractor, images[1].descriptors[i]))
     expected = mc.average_precision(
         np.concatenate(labels), np.concatenate(scores), method="ir", ties=policy
     )

@@ -140,8 +140,20 @@ def _pooled_ap(
     return float(weights.sum() / positives.size)
 
 
-def _below_and_equal(values: np.ndarray, distinct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each of ``distinct``, the number of ``values`` below it and equal to it."""
+def _below_and_equal(
+    values: np.ndarray, distinct: np.ndarray, bits: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``distinct``, the number of ``values`` below it and equal to it.
+
+    ``bits``: the values are Hamming distances of binary descriptors, whole numbers 0 .. bits
+    (or inf): counted by a histogram (``np.bincount``, linear) instead of a sort.
+    """
+    if bits is not None:
+        whole = np.rint(np.where(np.isfinite(values), values, bits + 1)).astype(np.int64)
+        histogram = np.bincount(whole.ravel(), minlength=bits + 2)
+        below = np.concatenate([[0], np.cumsum(histogram)])
+        index = np.rint(distinct).astype(np.int64)
+        return below[index], histogram[index]
     values = np.sort(values, axis=None)
     left = np.searchsorted(values, distinct, side="left")
     return left, np.searchsorted(values, distinct, side="right") - left
@@ -252,6 +264,8 @@ def scene_tasks(
         positive_values.append(distance[r, s[r, t]])
     positives = np.concatenate(positive_values)
     distinct = np.unique(positives)
+    # binary descriptors: squared distances of unpacked bits are Hamming distances, exact
+    bits = 8 * ref_desc.shape[1] if ref_desc.dtype == np.uint8 else None
     # pass 2 (the same products again): the pooled negatives below / equal to each distinct
     # positive distance, hard negatives and distractors apart (y0="ignore" drops the former)
     counts = np.zeros((4, distinct.size), dtype=np.int64)
@@ -259,8 +273,8 @@ def scene_tasks(
         distance, s = squared_distances(queries[rows], prepared), slot[rows]
         r, t = np.nonzero(s >= 0)
         distance[r, s[r, t]] = np.inf  # every pair but the positives remains
-        counts[:2] += _below_and_equal(distance[:, hard], distinct)
-        counts[2:] += _below_and_equal(distance[:, n_hard:], distinct)
+        counts[:2] += _below_and_equal(distance[:, hard], distinct, bits)
+        counts[2:] += _below_and_equal(distance[:, n_hard:], distinct, bits)
     less, equal = counts[0] + counts[2], counts[1] + counts[3]
     result["verification_ap"] = _pooled_ap(positives, less, equal, tie_policy)
     result["retrieval_ap"] = (
