@@ -33,6 +33,7 @@ __all__ = [
     "PhotoTourPairs",
     "bitmap_name",
     "check_pairs",
+    "describe_phototour",
     "patch_location",
     "read_info",
     "read_pairs",
@@ -247,3 +248,27 @@ def read_patches(folder: str | Path, patch_ids: np.ndarray | list[int]) -> np.nd
         chosen = np.flatnonzero(bitmap == index)
         out[chosen] = grid[row[chosen], :, column[chosen], :]
     return out
+
+
+def describe_phototour(folder: str | Path, *, method: str = "sift") -> np.ndarray:
+    """Descriptors of every patch of a dataset folder (``info.txt`` gives the count), one row per
+    patch id: :func:`~metricalc.patches.describe.describe_patches` on the 64 x 64 patches padded to
+    its 65 x 65 by repeating the last row and column.
+
+    Parameters
+    ----------
+    folder : str or Path
+        Holds ``info.txt`` and the bitmaps.
+    method : {"sift", "raw"}
+
+    Returns
+    -------
+    ndarray of float32, shape (N, D)
+    """
+    from metricalc.patches.describe import describe_patches
+
+    folder = Path(folder)
+    n = len(read_info(folder / "info.txt"))
+    patches = read_patches(folder, np.arange(n))
+    padded = np.pad(patches, ((0, 0), (0, 1), (0, 1)), mode="edge")
+    return describe_patches(padded, method=method)
