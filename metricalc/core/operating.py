@@ -94,7 +94,7 @@ def fpr_at_recall(
     in every reference), the variants are:
 
     ``"hardnet"`` (default; HardNet's ``ErrorRateAt95Recall``, ``code/EvalMetrics.py`` of
-    DagnyT/hardnet, the definition most descriptor papers since 2017 report)
+    DagnyT/hardnet, the most common definition: many later repositories copy it)
         .. math:: \mathrm{FPR}_r = FP_k / N,
 
         :math:`FP_k` the negatives ranked before the :math:`k`-th positive. Tied scores keep their
