@@ -93,30 +93,32 @@ def fpr_at_recall(
     positives, :math:`N` negatives and :math:`k = \lceil r P \rceil` (the product in float64, as
     in every reference), the variants are:
 
-    ``"hardnet"`` (default; HardNet's ``ErrorRateAt95Recall``, ``code/EvalMetrics.py`` of
-    DagnyT/hardnet, the most common definition: many later repositories copy it)
-        .. math:: \mathrm{FPR}_r = FP_k / N,
+    - ``"hardnet"`` (the default): HardNet's ``ErrorRateAt95Recall`` (``code/EvalMetrics.py`` of
+      DagnyT/hardnet, the most common definition: many later repositories copy it),
 
-        :math:`FP_k` the negatives ranked before the :math:`k`-th positive. Tied scores keep their
-        input order (a stable sort); HardNet's ``np.argsort`` leaves the order of ties to the
-        NumPy build, so on tied scores its value is not reproducible and this one is.
-        K. Simonyan's ``script_ROC_desc.m`` (``TPR >= 0.95`` on a stable MATLAB sort) gives the
-        same value.
-    ``"matchnet"`` (MatchNet's ``ErrorRateAt95Recall``, ``eval_metrics.py`` of hanxf/matchnet)
-        .. math:: FP_k / (FP_k + k),
+      .. math:: \mathrm{FPR}_r = FP_k / N,
 
-        the same stopping point and tie order, but the share of false matches among the accepted
-        pairs (a false discovery rate), which papers reusing that code reported as the "error
-        rate at 95 % recall".
-    ``"threshold"`` (a threshold on the score, as Brown et al. sweep it; scikit-learn's
-        ``roc_curve(drop_intermediate=False)``)
-        .. math:: FP(c^*) / N, \qquad c^* = \max\{c : TP(c) / P \ge r\},
+      :math:`FP_k` the negatives ranked before the :math:`k`-th positive. Tied scores keep their
+      input order (a stable sort); HardNet's ``np.argsort`` leaves the order of ties to the NumPy
+      build, so on tied scores its value is not reproducible and this one is. K. Simonyan's
+      ``script_ROC_desc.m`` (``TPR >= 0.95`` on a stable MATLAB sort) gives the same value.
+    - ``"matchnet"``: MatchNet's ``ErrorRateAt95Recall`` (``eval_metrics.py`` of hanxf/matchnet),
 
-        the counts of :func:`~metricalc.counts_at_thresholds`: a tie group is accepted whole.
-    ``"sklearn"`` (``fpr[argmax(tpr >= r)]`` of scikit-learn's default
-        ``roc_curve(drop_intermediate=True)``)
-        as ``"threshold"`` but over the ROC points scikit-learn keeps (the bends), so a point
-        inside a straight run of tie groups moves to the run's end.
+      .. math:: FP_k / (FP_k + k),
+
+      the same stopping point and tie order, but the share of false matches among the accepted
+      pairs (a false discovery rate), which MatchNet's ``evaluate_matchnet.py`` prints as the
+      "error rate at 95% recall".
+    - ``"threshold"``: a threshold on the score, as Brown et al. sweep it (scikit-learn's
+      ``roc_curve(drop_intermediate=False)`` read at the first ``tpr >= r``),
+
+      .. math:: FP(c^*) / N, \qquad c^* = \max\{c : TP(c) / P \ge r\},
+
+      the counts of :func:`~metricalc.counts_at_thresholds`: a tie group is accepted whole.
+    - ``"sklearn"``: ``fpr[argmax(tpr >= r)]`` of scikit-learn's default
+      ``roc_curve(drop_intermediate=True)``: as ``"threshold"`` but over the ROC points
+      scikit-learn keeps (the bends), so a point inside a straight run of tie groups moves to the
+      run's end.
 
     Without ties ``"hardnet"`` and ``"threshold"`` agree; ``"sklearn"`` agrees with them too.
 
