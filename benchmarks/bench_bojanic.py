@@ -12,12 +12,11 @@ scene with the bits unpacked to 0/1 floats: the same squared distances (Hamming 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 
 import numpy as np
-from timing import best_time
+from timing import best_time, integer_options
 
 from metricalc.keypoints.bojanic import scene_tasks
 
@@ -39,10 +38,7 @@ class _Scene:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keypoints", type=int, default=2000)
-    parser.add_argument("--bytes", type=int, default=32)
-    args = parser.parse_args(argv)
+    args = integer_options(__doc__ or "", argv, keypoints=2000, bytes=32)
     rng = np.random.default_rng(0)
     base = rng.uniform(50, 590, (args.keypoints, 2))
     reference = rng.integers(0, 256, (args.keypoints, args.bytes), dtype=np.uint8)

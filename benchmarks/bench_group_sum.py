@@ -9,21 +9,17 @@ two results are checked equal first. Prints the time of each and their ratio.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 import xarray as xr
-from timing import best_time
+from timing import best_time, integer_options
 
 from metricalc.metrics.reductions import group_sum
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=1_000_000)
-    parser.add_argument("--descriptors", type=int, default=4)
-    args = parser.parse_args(argv)
+    args = integer_options(__doc__ or "", argv, queries=1_000_000, descriptors=4)
     rng = np.random.default_rng(0)
     scenes = np.array([f"v_scene{i:03d}" for i in range(100)])
     scene = scenes[np.sort(rng.integers(0, len(scenes), args.queries))]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 def best_time(fn: Callable[[], object], repeat: int = 5) -> float:
@@ -26,3 +27,14 @@ def peak_bytes(fn: Callable[[], object]) -> int:
     finally:
         tracemalloc.stop()
     return peak
+
+
+def integer_options(
+    doc: str, argv: Sequence[str] | None = None, **defaults: int
+) -> argparse.Namespace:
+    """The ``--name N`` options of a benchmark script (``defaults``: name -> default), its
+    description the first line of ``doc``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    for name, default in defaults.items():
+        parser.add_argument(f"--{name}", type=int, default=default)
+    return parser.parse_args(argv)

@@ -13,6 +13,20 @@ A dataset folder holds (the layout torchvision's ``PhotoTour`` and MatchNet's
   when its two 3D point ids are equal.
 
 Every reader names the file and line of bad input.
+
+Examples
+--------
+Four patches of two 3D points (``info.txt``) and two pairs, the first of one point:
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     folder = Path(tmp)
+...     _ = (folder / "info.txt").write_text("7 0\n7 0\n8 0\n9 0\n")
+...     _ = (folder / "m50_2_2_0.txt").write_text("0 7 0 1 7 0\n2 8 0 3 9 0\n")
+...     pairs, point_ids = read_pairs(folder / "m50_2_2_0.txt"), read_info(folder / "info.txt")
+>>> point_ids.tolist(), pairs.patch2.tolist(), pairs.labels.tolist()
+([7, 7, 8, 9], [1, 3], [True, False])
+>>> check_pairs(pairs, point_ids)  # every patch exists and carries its pair's point id
 """
 
 from __future__ import annotations
@@ -33,6 +47,7 @@ __all__ = [
     "PhotoTourPairs",
     "bitmap_name",
     "check_pairs",
+    "check_patch_ids",
     "describe_phototour",
     "patch_location",
     "read_info",
@@ -111,16 +126,7 @@ def read_pairs(path: str | Path) -> PhotoTourPairs:
     InvalidInputError
         Naming the file and line of a line that is not six integers, or of a negative patch id.
 
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = Path(tmp) / "m50_2_2_0.txt"
-    ...     _ = path.write_text("0 7 0 1 7 0\\n2 8 0 3 9 0\\n")
-    ...     pairs = read_pairs(path)
-    >>> pairs.patch2.tolist(), pairs.labels.tolist()
-    ([1, 3], [True, False])
+    See the module docstring for an example.
     """
     path = Path(path)
     what = "six integers: patchID1 3DpointID1 unused1 patchID2 3DpointID2 unused2"
@@ -149,17 +155,21 @@ def read_info(path: str | Path) -> np.ndarray:
     InvalidInputError
         Naming the file and line of a line that does not start with two integers.
 
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = Path(tmp) / "info.txt"
-    ...     _ = path.write_text("0 0\\n0 0\\n1 0\\n")
-    ...     read_info(path).tolist()
-    [0, 0, 1]
+    See the module docstring for an example.
     """
     return _integer_rows(Path(path), 2, "two integers: 3DpointID unused", exact=False)[:, 0]
+
+
+def check_patch_ids(pairs: PhotoTourPairs, n: int, problem: str) -> None:
+    """Raise, naming the pair file's line and ``problem``, at the first patch id ``>= n``
+    (side 1 of every pair before side 2)."""
+    for side, patch in ((1, pairs.patch1), (2, pairs.patch2)):
+        outside = np.flatnonzero(patch >= n)
+        if outside.size:
+            raise InvalidInputError(
+                f"{pairs.path}, line {int(outside[0]) + 1}: patchID{side} "
+                f"{int(patch[outside[0]])} {problem}"
+            )
 
 
 def check_pairs(pairs: PhotoTourPairs, point_ids: np.ndarray, *, source: str = "info.txt") -> None:
@@ -171,14 +181,8 @@ def check_pairs(pairs: PhotoTourPairs, point_ids: np.ndarray, *, source: str = "
         Naming the pair file's line of the first pair that disagrees.
     """
     n = len(point_ids)
+    check_patch_ids(pairs, n, f"is beyond the {n} patches of {source}")
     for side, patch, point in ((1, pairs.patch1, pairs.point1), (2, pairs.patch2, pairs.point2)):
-        outside = patch >= n
-        if outside.any():
-            line = int(np.flatnonzero(outside)[0]) + 1
-            raise InvalidInputError(
-                f"{pairs.path}, line {line}: patchID{side} {patch[line - 1]} is beyond the "
-                f"{n} patches of {source}"
-            )
         wrong = point_ids[patch] != point
         if wrong.any():
             line = int(np.flatnonzero(wrong)[0]) + 1

@@ -18,7 +18,7 @@ import pandas as pd
 
 from metricalc.core.operating import fpr_at_recall
 from metricalc.errors import InvalidInputError
-from metricalc.patches.phototour import PhotoTourPairs
+from metricalc.patches.phototour import PhotoTourPairs, check_patch_ids
 from metricalc.validation import check_choice
 
 __all__ = [
@@ -144,14 +144,7 @@ def pair_distances(
     """
     distance = check_choice("distance", distance, DISTANCES)
     n = len(descriptors)
-    for side, patch in ((1, pairs.patch1), (2, pairs.patch2)):
-        outside = patch >= n
-        if outside.any():
-            line = int(np.flatnonzero(outside)[0]) + 1
-            raise InvalidInputError(
-                f"{pairs.path}, line {line}: patchID{side} {patch[line - 1]} has no descriptor "
-                f"(the descriptors have {n} rows, one per patch id)"
-            )
+    check_patch_ids(pairs, n, f"has no descriptor (the descriptors have {n} rows, one per id)")
     order = 2 if distance == "l2" else 1
     out = np.empty(len(pairs), dtype=np.float64)
     for start in range(0, len(pairs), _CHUNK_PAIRS):  # bounded temporaries, not one per pair
@@ -173,17 +166,6 @@ def read_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     ------
     InvalidInputError
         Naming the file and line of a row that is not a number and a 0/1 label.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = Path(tmp) / "scores.csv"
-    ...     _ = path.write_text("distance,label\\n0.5,1\\n1.25,0\\n")
-    ...     d, y = read_scores(path)
-    >>> d.tolist(), y.tolist()
-    ([0.5, 1.25], [True, False])
     """
     path = Path(path)
     try:
