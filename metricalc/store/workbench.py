@@ -83,40 +83,32 @@ __all__ = [
 
 @dataclass(frozen=True)
 class WorkbenchExport:
-    """A DescriptorWorkbench export read by :func:`read_workbench`.
-
-    Attributes
-    ----------
-    path : Path
-    rows : list
-        The parsed rows (internal form).
-    checks : pandas.DataFrame
-        One row per (file row, check): ``line``, ``experiment_id``, ``descriptor``, ``check``
-        (a name of :data:`~metricalc.store.workbench_check.CHECKS`), ``file`` (the file's
-        value), ``recomputed`` (from the scenes), ``difference`` (file - recomputed),
-        ``tolerance`` (:data:`MAP_TOLERANCE`, 0 for counts), ``n_scenes``, ``ok``. Empty
-        without metadata.
-    cube : xarray.Dataset or None
-        Over ``(descriptor, scene)`` (None when no row has per-scene metadata): ``true_map``,
-        ``true_map_with_zeros`` (NaN where a row lacks the scene), ``query_count``,
-        ``excluded_count`` (0 there); over ``descriptor``: each checked mAP as in the file and
-        as ``<name>_recomputed``, ``status`` (``ok`` | ``mismatch`` | ``error``); coordinates
-        ``experiment_id``, ``line`` (descriptor) and ``split`` (scene). A ``descriptor_type``
-        found on several rows is labelled ``<descriptor_type>#<experiment_id>``.
-    tags : tuple of str
-        The tags the rows were stored under (set by :func:`import_workbench`).
-    recomputed : dict
-        Per file line, the values recomputed from the row's scenes (the checks and the split
-        mAPs of :data:`SPLIT_MAPS` stored with the import).
-    """
+    """A DescriptorWorkbench export read by :func:`read_workbench`; each field is described
+    where it is declared."""
 
     path: Path
+    """The CSV file."""
     rows: list[WorkbenchRow]
+    """The parsed rows (internal form)."""
     checks: pd.DataFrame
+    """One row per (file row, check): ``line``, ``experiment_id``, ``descriptor``, ``check`` (a
+    name of :data:`~metricalc.store.workbench_check.CHECKS`), ``file`` (the file's value),
+    ``recomputed`` (from the scenes), ``difference`` (file - recomputed), ``tolerance``
+    (:data:`MAP_TOLERANCE`, 0 for counts), ``n_scenes``, ``ok``. Empty without metadata."""
     cube: xr.Dataset | None
+    """Over ``(descriptor, scene)`` (None when no row has per-scene metadata): ``true_map``,
+    ``true_map_with_zeros`` (NaN where a row lacks the scene), ``query_count``,
+    ``excluded_count`` (0 there); over ``descriptor``: each checked mAP as in the file and as
+    ``<name>_recomputed``, ``status`` (``ok`` | ``mismatch`` | ``error``); coordinates
+    ``experiment_id``, ``line`` (descriptor) and ``split`` (scene). A ``descriptor_type`` found
+    on several rows is labelled ``<descriptor_type>#<experiment_id>``."""
     tolerance: float = MAP_TOLERANCE
+    """The largest accepted difference of an mAP (:func:`read_workbench`'s ``tolerance``)."""
     tags: tuple[str, ...] = field(default=())
+    """The tags the rows were stored under (set by :func:`import_workbench`)."""
     recomputed: dict[int, dict[str, float]] = field(default_factory=dict, repr=False)
+    """Per file line, the values recomputed from the row's scenes (the checks and the split
+    mAPs of :data:`SPLIT_MAPS` stored with the import)."""
 
     @property
     def mismatches(self) -> pd.DataFrame:
