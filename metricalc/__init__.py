@@ -101,6 +101,7 @@ _LAZY_SUBPACKAGES = (
     "detection",
     "experiment",
     "retrieval",
+    "pose",
 )
 """Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
 
