@@ -57,9 +57,9 @@ class PoseSettings:
     """Every setting of :func:`estimate_relative_pose`, recorded in a result's attrs.
 
     Defaults: Glue Factory's OpenCV estimator (``ransac``, confidence 0.99999, its threshold
-    normalisation) with the 1 px threshold of SuperGlue's ``match_pairs.py`` and of Glue
-    Factory's MegaDepth-1500 configuration; OpenCV's ``maxIters`` default of 1000 (neither
-    reference sets it); seed 0.
+    normalisation) with the 1 px threshold of SuperGlue's ``match_pairs.py`` (Glue Factory's
+    estimator defaults to 0.5 px, and its MegaDepth-1500 evaluation sweeps 0.5 to 3 px and keeps
+    the best); OpenCV's ``maxIters`` default of 1000 (neither reference sets it); seed 0.
     """
 
     estimator: str = "ransac"
