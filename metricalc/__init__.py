@@ -69,6 +69,7 @@ __all__ = [
     "parse_metadata",
     "patches",
     "plotting",
+    "pose",
     "pr_curve",
     "precision",
     "precision_at_k",

@@ -105,3 +105,28 @@ def test_same_files_from_same_seed(dataset: Path, tmp_path: Path) -> None:
     assert (tmp_path / "pairs.txt").read_bytes() == (dataset / "pairs.txt").read_bytes()
     assert (tmp_path / "images" / "2_1.png").read_bytes() == (
         dataset / "images" / "2_1.png").read_bytes()
+
+
+def test_sweep_keeps_each_methods_best_threshold(dataset: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from metricalc.keypoints.homography import best_threshold
+    from metricalc.pose.accuracy import pose_auc
+    from metricalc.pose.evaluate import SWEEP_THRESHOLDS, builtin_source, evaluate_pairs, summarize
+    from metricalc.pose.pairs import read_pairs
+
+    pairs = read_pairs(dataset / "pairs.txt")
+    swept = evaluate_pairs(pairs, builtin_source(dataset / "images"), ["orb"],
+                           thresholds=SWEEP_THRESHOLDS)
+    assert swept.attrs["pose_threshold"] == "sweep"
+    assert swept["pose_error"].dims == ("descriptor", "threshold", "pair")
+    per_threshold = [pose_auc(swept["pose_error"].sel(descriptor="orb", threshold=t).values)
+                     for t in SWEEP_THRESHOLDS]
+    best = SWEEP_THRESHOLDS[best_threshold(per_threshold, "gluefactory")]
+    summary = summarize(swept)
+    assert float(summary["threshold"].sel(descriptor="orb")) == best
+    at_best = summarize(swept.sel(threshold=best, drop=True))
+    assert float(summary["auc@10"][0]) == float(at_best["auc@10"][0])
+    result = _eval(capsys, "--pairs", str(dataset / "pairs.txt"), "--images",
+                   str(dataset / "images"), "--method", "orb", "--sweep")
+    assert result["summary"]["orb"]["threshold"] == best
+    assert result["settings"]["pose_threshold"] == "sweep"

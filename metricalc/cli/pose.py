@@ -49,6 +49,10 @@ def add_pose(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                           help="cv2.findEssentialMat's RANSAC or USAC_MAGSAC")
     evaluate.add_argument("--threshold", type=float, default=DEFAULTS["threshold"], metavar="PX",
                           help="inlier threshold in pixels (divided by the mean focal length)")
+    evaluate.add_argument("--sweep", action="store_true",
+                          help="Glue Factory's ransac_th -1: estimate at 0.5, 1.0, ..., 3.0 px and "
+                          "report each method at the threshold with the best mean AUC (rounded "
+                          "to 4 decimals, as Glue Factory); replaces --threshold")
     evaluate.add_argument("--confidence", type=float, default=DEFAULTS["confidence"])
     evaluate.add_argument("--max-iters", type=int, default=DEFAULTS["max_iters"])
     evaluate.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="cv2.setRNGSeed")
@@ -75,7 +79,13 @@ def add_pose(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _eval(args: argparse.Namespace) -> int:
     from metricalc.fileio import json_safe, temporary_path
     from metricalc.pose.estimation import PoseSettings
-    from metricalc.pose.evaluate import builtin_source, evaluate_pairs, npz_source, summarize
+    from metricalc.pose.evaluate import (
+        SWEEP_THRESHOLDS,
+        builtin_source,
+        evaluate_pairs,
+        npz_source,
+        summarize,
+    )
     from metricalc.pose.pairs import read_pairs
 
     settings = PoseSettings(estimator=args.estimator, threshold=args.threshold,
@@ -84,7 +94,9 @@ def _eval(args: argparse.Namespace) -> int:
     pairs = read_pairs(args.pairs)
     source = (builtin_source(args.images, max_keypoints=args.max_keypoints)
               if args.images is not None else npz_source(args.features))
-    results = evaluate_pairs(pairs, source, args.method, settings=settings, ratio=args.ratio)
+    sweep = SWEEP_THRESHOLDS if args.sweep else None
+    results = evaluate_pairs(pairs, source, args.method, settings=settings, ratio=args.ratio,
+                             thresholds=sweep)
     if args.out is not None:
         with temporary_path(args.out) as path:
             results.to_netcdf(path, engine="h5netcdf")
@@ -102,7 +114,8 @@ def _eval(args: argparse.Namespace) -> int:
     print("descriptor  " + "  ".join(f"{k:>8}" for k in keys))
     for name, row in table.items():
         print(f"{name:<10}  " + "  ".join(f"{row[k]:>8.4g}" for k in keys))
-    settings_text = ", ".join(f"{k}={v}" for k, v in settings.attrs().items())
+    settings_text = ", ".join(f"{k}={v}" for k, v in summary.attrs.items()
+                              if k.startswith("pose_"))
     print(f"{len(pairs)} pairs; {settings_text}")
     return 0
 

@@ -13,6 +13,7 @@ per descriptor.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,11 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.keypoints.estimators import DEFAULT_RANSAC_THRESHOLDS
 from metricalc.keypoints.extraction import MAX_KEYPOINTS, extract_image
 from metricalc.keypoints.feature_files import load_image_features
 from metricalc.keypoints.featureset import Features
+from metricalc.keypoints.homography import best_threshold
 from metricalc.keypoints.matching import nn_matches
 from metricalc.pose.accuracy import POSE_AUC_THRESHOLDS, imc_maa, pose_auc
 from metricalc.pose.angular import pose_error, relative_pose_error
@@ -33,6 +36,7 @@ from metricalc.version import __version__
 
 __all__ = [
     "RESULT_VARIABLES",
+    "SWEEP_THRESHOLDS",
     "builtin_source",
     "evaluate_pairs",
     "npz_source",
@@ -45,6 +49,9 @@ RESULT_VARIABLES: tuple[str, ...] = (
 )
 """The per-pair variables of :func:`evaluate_pairs`: errors in degrees (inf on failure),
 inlier and match counts, whether an estimate was found."""
+
+SWEEP_THRESHOLDS: tuple[float, ...] = DEFAULT_RANSAC_THRESHOLDS
+"""Glue Factory's sweep of pixel thresholds (0.5, 1.0, ..., 3.0) for ``ransac_th: -1``."""
 
 FeatureSource = Callable[[str, str], Features]
 """``source(method, image_name) -> Features`` of one image."""
@@ -115,8 +122,14 @@ def evaluate_pairs(
     *,
     settings: PoseSettings | None = None,
     ratio: float | None = None,
+    thresholds: Sequence[float] | None = None,
 ) -> xr.Dataset:
     """Every method on every pair: the per-pair variables over ``descriptor x pair``.
+
+    With ``thresholds``, every pair is estimated at each pixel threshold of the sweep (the
+    matches computed once) and the variables are over ``descriptor x threshold x pair``
+    (Glue Factory's ``ransac_th: -1`` runs :data:`SWEEP_THRESHOLDS`); :func:`summarize` then
+    keeps each descriptor's best threshold.
 
     Parameters
     ----------
@@ -131,6 +144,9 @@ def evaluate_pairs(
         The estimator's settings (recorded in the attrs).
     ratio : float, optional
         Lowe's ratio test on top of mutual nearest neighbours (recorded; None: none).
+    thresholds : sequence of float, optional
+        A sweep of pixel thresholds (replacing ``settings.threshold``; attr
+        ``pose_threshold = "sweep"``, coordinate ``threshold``).
 
     Returns
     -------
@@ -153,45 +169,72 @@ def evaluate_pairs(
     names = list(dict.fromkeys(methods))
     if not names or not pairs:
         raise InvalidInputError("evaluate_pairs needs at least one method and one pair")
-    rows = {name: _evaluate_method(pairs, source, name, settings, ratio) for name in names}
-    data = {
-        key: (("descriptor", "pair"), np.array([[r[key] for r in rows[n]] for n in names]))
-        for key in RESULT_VARIABLES
-    }
-    coords = {
+    sweep = [settings] if thresholds is None else [
+        replace(settings, threshold=float(t)) for t in _sweep(thresholds)
+    ]
+    rows = {name: _evaluate_method(pairs, source, name, sweep, ratio) for name in names}
+    dims: tuple[str, ...] = ("descriptor", "threshold", "pair")
+    data = {key: (dims, np.array([[[r[key] for r in per] for per in rows[n]] for n in names]))
+            for key in RESULT_VARIABLES}
+    coords: dict[str, Any] = {
         "descriptor": names,
+        "threshold": [s.threshold for s in sweep],
         "pair": [p.name for p in pairs],
         "name0": ("pair", [p.name0 for p in pairs]),
         "name1": ("pair", [p.name1 for p in pairs]),
     }
     attrs = {**settings.attrs(), "matcher": "mutual_nn", "ratio": "none" if ratio is None
              else float(ratio), "metricalc_version": __version__}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    results = xr.Dataset(data, coords=coords, attrs=attrs)
+    if thresholds is None:
+        return results.isel(threshold=0, drop=True)
+    results.attrs["pose_threshold"] = "sweep"
+    return results
+
+
+def _sweep(thresholds: Sequence[float]) -> list[float]:
+    values = [float(t) for t in thresholds]
+    if not values or len(set(values)) != len(values):
+        raise InvalidInputError(
+            f"thresholds {values!r}; expected one or more distinct pixel thresholds"
+        )
+    return values
 
 
 def _evaluate_method(
-    pairs: Sequence[PosePair], source: FeatureSource, method: str, settings: PoseSettings,
-    ratio: float | None,
-) -> list[dict[str, float]]:
+    pairs: Sequence[PosePair], source: FeatureSource, method: str,
+    sweep: Sequence[PoseSettings], ratio: float | None,
+) -> list[list[dict[str, float]]]:
+    """Per setting of the sweep, the results of every pair (matches computed once)."""
     cache: dict[str, Features] = {}
-    results = []
-    for pair in pairs:  # one estimation per pair: the estimator is sequential RANSAC anyway
+    results: list[list[dict[str, float]]] = [[] for _ in sweep]
+    for pair in pairs:  # one estimation per pair and setting: RANSAC is sequential anyway
         for name in (pair.name0, pair.name1):
             if name not in cache:
                 cache[name] = source(method, name)
         first, second = cache[pair.name0], cache[pair.name1]
         matches, _ = nn_matches(first.descriptors, second.descriptors, mutual=True, ratio=ratio)
         keep = matches >= 0
-        results.append(pair_result(pair, first.keypoints[keep], second.keypoints[matches[keep]],
-                                   settings))
+        points0, points1 = first.keypoints[keep], second.keypoints[matches[keep]]
+        for row, settings in zip(results, sweep, strict=True):
+            row.append(pair_result(pair, points0, points1, settings))
     return results
 
 
 def summarize(
-    results: xr.Dataset, thresholds: Iterable[float] = POSE_AUC_THRESHOLDS
+    results: xr.Dataset,
+    thresholds: Iterable[float] = POSE_AUC_THRESHOLDS,
+    *,
+    selection: str = "gluefactory",
 ) -> xr.Dataset:
     """Per descriptor: ``auc@<t>`` (SuperGlue's pose AUC, unrounded), ``mAA@10`` (IMC),
     ``failures`` (pairs without an estimate) and ``n_pairs``; the results' attrs.
+
+    Results of a threshold sweep (a ``threshold`` dimension) are summarised at each
+    descriptor's best threshold, reported as the variable ``threshold``: the one with the
+    highest mean of its AUCs, by :func:`metricalc.keypoints.homography.best_threshold`'s
+    ``selection`` rule (``"gluefactory"``, the default: the AUCs rounded to 4 decimals first, as
+    Glue Factory's ``eval_poses``; the first of equal scores wins).
 
     Examples
     --------
@@ -204,6 +247,8 @@ def summarize(
     (0.5, 0.5333, 1)
     """
     taus = [float(t) for t in thresholds]
+    if "threshold" in results.dims:
+        results = _best_thresholds(results, taus, selection)
     errors = np.asarray(results["pose_error"].values, dtype=np.float64)
     aucs = np.array([pose_auc(row, taus) for row in errors])  # one row per descriptor
     data: dict[str, Any] = {
@@ -212,5 +257,15 @@ def summarize(
     data["mAA@10"] = ("descriptor", [imc_maa(row) for row in errors])
     data["failures"] = ("descriptor", (results["success"].values == 0).sum(axis=1))
     data["n_pairs"] = ("descriptor", np.full(len(errors), errors.shape[1]))
+    if "threshold" in results.coords:
+        data["threshold"] = ("descriptor", np.asarray(results["threshold"].values, float))
     return xr.Dataset(data, coords={"descriptor": results["descriptor"].values},
                       attrs=dict(results.attrs))
+
+
+def _best_thresholds(results: xr.Dataset, taus: list[float], selection: str) -> xr.Dataset:
+    """Each descriptor's results at its best threshold of the sweep."""
+    errors = results["pose_error"].transpose("descriptor", "threshold", "pair").values
+    best = [best_threshold([pose_auc(row, taus) for row in per], selection) for per in errors]
+    picked = xr.DataArray(best, dims="descriptor")
+    return results.isel(threshold=picked)
