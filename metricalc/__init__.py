@@ -69,6 +69,7 @@ __all__ = [
     "parse_metadata",
     "patches",
     "plotting",
+    "pose",
     "pr_curve",
     "precision",
     "precision_at_k",
@@ -101,6 +102,7 @@ _LAZY_SUBPACKAGES = (
     "detection",
     "experiment",
     "retrieval",
+    "pose",
 )
 """Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
 

@@ -20,7 +20,7 @@ LAYERS: list[list[str]] = [
     ["core"],
     ["cube"],
     ["metrics", "export"],
-    ["keypoints", "retrieval", "detection", "patches"],
+    ["keypoints", "retrieval", "detection", "patches", "pose"],
     ["datasets"],
     ["stats"],
     ["plotting", "decompose"],

@@ -6,6 +6,7 @@ sub-verbs) to the sub-command parsers and set ``run``, the function the verb cal
 - :mod:`~metricalc.cli.keypoints`: ``demo``, ``keypoints make-dataset | eval``, ``metrics``;
 - :mod:`~metricalc.cli.patches`: ``patches eval | compute | make-dataset | make-benchmark |
   describe``;
+- :mod:`~metricalc.cli.pose`: ``pose eval | make-dataset``;
 - :mod:`~metricalc.cli.experiments`: ``eval hpatches | patches``, ``inspect``;
 - :mod:`~metricalc.cli.db`: ``db list | show | export | import-workbench``;
 - :mod:`~metricalc.cli.decompose`: ``decompose detection | keypoints``;
@@ -33,6 +34,7 @@ from metricalc.cli import (
     experiments,
     keypoints,
     patches,
+    pose,
     report,
     trec,
     trec_export,
@@ -45,6 +47,7 @@ VERBS = (
     keypoints.add_demo,
     keypoints.add_keypoints,
     patches.add_patches,
+    pose.add_pose,
     experiments.add_eval,
     experiments.add_inspect,
     keypoints.add_metrics,

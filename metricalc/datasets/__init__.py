@@ -4,6 +4,8 @@
   sequences with exact homographies, made from the photographs bundled with scikit-image;
 - :func:`make_patch_dataset` (:mod:`~metricalc.datasets.patches`): an HPatches-style patch dataset
   cut from those sequences;
+- :func:`make_twoview_dataset` (:mod:`~metricalc.datasets.twoview`): image pairs of textured
+  planes with exact relative poses and their pair list, for :mod:`metricalc.pose`;
 - :func:`make_coco_dataset` (:mod:`~metricalc.datasets.coco`): COCO-style ground truth and
   detections for decomposition studies;
 - :func:`example_cube` (:mod:`~metricalc.datasets.example`): a three-query QueryCube for examples.
@@ -26,6 +28,7 @@ __all__ = [
     "make_coco_dataset",
     "make_patch_dataset",
     "make_synthetic_dataset",
+    "make_twoview_dataset",
 ]
 
 _LAZY = {
@@ -34,6 +37,7 @@ _LAZY = {
     "make_synthetic_dataset": "metricalc.datasets.sequences",
     "make_patch_dataset": "metricalc.datasets.patches",
     "make_coco_dataset": "metricalc.datasets.coco",
+    "make_twoview_dataset": "metricalc.datasets.twoview",
     "example_cube": "metricalc.datasets.example",
 }
 

@@ -1,0 +1,128 @@
+"""``metricalc pose eval | make-dataset``: two-view relative pose AUC and mAA.
+
+Building the parser must not import :mod:`metricalc.pose.estimation` (OpenCV), so the estimator
+names, the focal conventions and the defaults are spelled here; ``tests/test_pose_cli.py``
+checks that they agree with the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ESTIMATORS = ("ransac", "magsac")
+"""``metricalc.pose.estimation.ESTIMATORS``."""
+FOCAL_CONVENTIONS = ("gluefactory", "superglue")
+"""``metricalc.pose.estimation.FOCAL_CONVENTIONS``."""
+MAX_KEYPOINTS = 2000
+"""``metricalc.keypoints.extraction.MAX_KEYPOINTS``."""
+DEFAULTS = {"threshold": 1.0, "confidence": 0.99999, "max_iters": 1000, "seed": 0}
+"""The defaults of ``metricalc.pose.estimation.PoseSettings``."""
+
+
+def add_pose(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``metricalc pose eval ...`` and ``metricalc pose make-dataset ...``."""
+    pose = verbs.add_parser("pose", help="two-view relative pose: AUC at 5/10/20 degrees, mAA")
+    kinds = pose.add_subparsers(dest="pose_verb", metavar="VERB", required=True)
+    evaluate = kinds.add_parser(
+        "eval",
+        help="pose errors of image pairs with known intrinsics and poses, and their summary",
+        description=(
+            "Match every pair of a pair list (MegaDepth-1500 / Glue Factory / SuperGlue format) "
+            "by mutual nearest neighbours, estimate the relative pose with OpenCV's essential "
+            "matrix (RANSAC or MAGSAC, then the cheirality test) and report SuperGlue's pose AUC "
+            "at 5 / 10 / 20 degrees and the Image Matching Challenge's mAA at 10 degrees."
+        ),
+    )
+    evaluate.add_argument("--pairs", type=Path, required=True, metavar="FILE", help="pair list")
+    source = evaluate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--images", type=Path, metavar="DIR",
+                        help="the images, named as in the pair list (built-in methods)")
+    source.add_argument("--features", type=Path, metavar="DIR",
+                        help="your own features: DIR/<method>/<image name>.npz (keypoints, "
+                        "descriptors)")
+    evaluate.add_argument("--method", action="append", required=True, metavar="NAME",
+                          help="a built-in method (sift, orb, ...) or a feature subfolder; "
+                          "repeat for several")
+    evaluate.add_argument("--estimator", choices=ESTIMATORS, default="ransac",
+                          help="cv2.findEssentialMat's RANSAC or USAC_MAGSAC")
+    evaluate.add_argument("--threshold", type=float, default=DEFAULTS["threshold"], metavar="PX",
+                          help="inlier threshold in pixels (divided by the mean focal length)")
+    evaluate.add_argument("--sweep", action="store_true",
+                          help="Glue Factory's ransac_th -1: estimate at 0.5, 1.0, ..., 3.0 px and "
+                          "report each method at the threshold with the best mean AUC (rounded "
+                          "to 4 decimals, as Glue Factory); replaces --threshold")
+    evaluate.add_argument("--confidence", type=float, default=DEFAULTS["confidence"])
+    evaluate.add_argument("--max-iters", type=int, default=DEFAULTS["max_iters"])
+    evaluate.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="cv2.setRNGSeed")
+    evaluate.add_argument("--focal", choices=FOCAL_CONVENTIONS, default="gluefactory",
+                          help="whose mean focal length normalises the threshold")
+    evaluate.add_argument("--max-keypoints", type=int, default=MAX_KEYPOINTS,
+                          help="keypoints per image of a built-in method")
+    evaluate.add_argument("--ratio", type=float, help="Lowe's ratio test on top of mutual NN")
+    evaluate.add_argument("--out", type=Path, metavar="FILE",
+                          help="write the per-pair results (netCDF, descriptor x pair)")
+    evaluate.add_argument("--json", action="store_true",
+                          help="print descriptor -> {auc@5, auc@10, auc@20, mAA@10, ...}")
+    evaluate.set_defaults(run=_eval)
+    make = kinds.add_parser(
+        "make-dataset",
+        help="write the synthetic two-view benchmark (rendered planes, exact poses)",
+    )
+    make.add_argument("root", type=Path, metavar="DIR", help="folder to write")
+    make.add_argument("--n-pairs", type=int, default=8, help="number of image pairs")
+    make.add_argument("--seed", type=int, default=0)
+    make.set_defaults(run=_make_dataset)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from metricalc.fileio import json_safe, temporary_path
+    from metricalc.pose.estimation import PoseSettings
+    from metricalc.pose.evaluate import (
+        SWEEP_THRESHOLDS,
+        builtin_source,
+        evaluate_pairs,
+        npz_source,
+        summarize,
+    )
+    from metricalc.pose.pairs import read_pairs
+
+    settings = PoseSettings(estimator=args.estimator, threshold=args.threshold,
+                            confidence=args.confidence, max_iters=args.max_iters,
+                            seed=args.seed, focal=args.focal)
+    pairs = read_pairs(args.pairs)
+    source = (builtin_source(args.images, max_keypoints=args.max_keypoints)
+              if args.images is not None else npz_source(args.features))
+    sweep = SWEEP_THRESHOLDS if args.sweep else None
+    results = evaluate_pairs(pairs, source, args.method, settings=settings, ratio=args.ratio,
+                             thresholds=sweep)
+    if args.out is not None:
+        with temporary_path(args.out) as path:
+            results.to_netcdf(path, engine="h5netcdf")
+    summary = summarize(results)
+    table = {
+        str(name): {key: json_safe(summary[key].sel(descriptor=name).item())
+                    for key in summary.data_vars}
+        for name in summary["descriptor"].values
+    }
+    if args.json:
+        print(json.dumps({"summary": table, "settings": json_safe(dict(summary.attrs))},
+                         indent=2))
+        return 0
+    keys = list(summary.data_vars)
+    print("descriptor  " + "  ".join(f"{k:>8}" for k in keys))
+    for name, row in table.items():
+        print(f"{name:<10}  " + "  ".join(f"{row[k]:>8.4g}" for k in keys))
+    settings_text = ", ".join(f"{k}={v}" for k, v in summary.attrs.items()
+                              if k.startswith("pose_"))
+    print(f"{len(pairs)} pairs; {settings_text}")
+    return 0
+
+
+def _make_dataset(args: argparse.Namespace) -> int:
+    from metricalc.datasets.twoview import make_twoview_dataset
+
+    path = make_twoview_dataset(args.root, n_pairs=args.n_pairs, seed=args.seed)
+    print(f"wrote {path} and {args.root / 'images'}")
+    return 0

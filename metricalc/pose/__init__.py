@@ -1,0 +1,67 @@
+"""Two-view relative pose: angular errors, pose AUC and mAA, OpenCV estimation, pair lists.
+
+- :mod:`~metricalc.pose.angular`: rotation and translation angular errors (SuperGlue, Glue
+  Factory);
+- :mod:`~metricalc.pose.accuracy`: SuperGlue's pose AUC and the Image Matching Challenge's mAA;
+- :mod:`~metricalc.pose.estimation`: essential matrix by RANSAC or MAGSAC, then the cheirality
+  test, as SuperGlue and Glue Factory estimate a pose (OpenCV, loaded on first use);
+- :mod:`~metricalc.pose.pairs`: MegaDepth-1500 / Glue Factory / SuperGlue pair lists;
+- :mod:`~metricalc.pose.evaluate`: images and pairs to per-pair errors and their summary.
+
+The synthetic benchmark with exact poses is :func:`metricalc.datasets.twoview.make_twoview_dataset`.
+
+>>> from metricalc.pose import pose_auc
+>>> pose_auc([1.0, 3.0], [5.0]).round(3).tolist()
+[0.75]
+"""
+
+from typing import Any
+
+from metricalc.lazy import lazy_attribute
+from metricalc.pose.accuracy import (
+    IMC_THRESHOLDS,
+    POSE_AUC_THRESHOLDS,
+    imc_accuracies,
+    imc_maa,
+    pose_auc,
+)
+from metricalc.pose.angular import (
+    pose_error,
+    relative_pose_error,
+    rotation_error,
+    translation_error,
+)
+from metricalc.pose.pairs import PosePair, read_pairs, write_pairs
+
+__all__ = [
+    "IMC_THRESHOLDS",
+    "POSE_AUC_THRESHOLDS",
+    "PosePair",
+    "PoseSettings",
+    "RelativePose",
+    "estimate_relative_pose",
+    "evaluate_pairs",
+    "imc_accuracies",
+    "imc_maa",
+    "pose_auc",
+    "pose_error",
+    "read_pairs",
+    "relative_pose_error",
+    "rotation_error",
+    "summarize",
+    "translation_error",
+    "write_pairs",
+]
+
+_LAZY = {
+    "PoseSettings": "metricalc.pose.estimation",
+    "RelativePose": "metricalc.pose.estimation",
+    "estimate_relative_pose": "metricalc.pose.estimation",
+    "evaluate_pairs": "metricalc.pose.evaluate",
+    "summarize": "metricalc.pose.evaluate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the OpenCV-backed names on first use."""
+    return lazy_attribute(__name__, _LAZY, name)

@@ -1,0 +1,132 @@
+"""`metricalc pose make-dataset | eval` in-process, on the synthetic two-view benchmark, and
+the end-to-end pipeline (built-in detectors, mutual NN, OpenCV) against its exact poses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from metricalc.cli import main
+from metricalc.cli import pose as pose_cli
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("twoview")
+    assert main(["pose", "make-dataset", str(root), "--n-pairs", "3", "--seed", "1"]) == 0
+    return root
+
+
+def _eval(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, dict[str, float]]:
+    assert main(["pose", "eval", *argv, "--json"]) == 0
+    result: dict[str, dict[str, float]] = json.loads(capsys.readouterr().out)
+    return result
+
+
+def test_eval_json_and_cube(dataset: Path, tmp_path: Path,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "results.nc"
+    result = _eval(capsys, "--pairs", str(dataset / "pairs.txt"), "--images",
+                   str(dataset / "images"), "--method", "sift", "--estimator", "magsac",
+                   "--threshold", "0.75", "--out", str(out))
+    sift = result["summary"]["sift"]
+    assert set(sift) == {"auc@5", "auc@10", "auc@20", "mAA@10", "failures", "n_pairs"}
+    assert sift["n_pairs"] == 3 and sift["failures"] == 0
+    # exact poses: SIFT on rendered planes recovers them to a few degrees
+    assert sift["auc@20"] > 0.8 and sift["auc@5"] <= sift["auc@10"] <= sift["auc@20"]
+    assert result["settings"]["pose_estimator"] == "magsac"
+    assert result["settings"]["pose_threshold"] == 0.75
+    with xr.open_dataset(out, engine="h5netcdf") as cube:
+        assert cube.sizes == {"descriptor": 1, "pair": 3}
+        assert float(cube["pose_error"].max()) < 10
+        assert (cube["pose_error"] == np.maximum(cube["R_error"], cube["t_error"])).all()
+
+
+def test_own_features_equal_builtin(dataset: Path, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import cv2
+
+    from metricalc.keypoints.extraction import extract_image
+
+    for image in sorted((dataset / "images").glob("*.png")):
+        features = extract_image(cv2.imread(str(image), cv2.IMREAD_GRAYSCALE), "orb",
+                                 border=0.0)["orb"]
+        (tmp_path / "mine").mkdir(exist_ok=True)
+        np.savez(tmp_path / "mine" / f"{image.name}.npz", keypoints=features.keypoints,
+                 descriptors=features.descriptors)
+    pairs = ["--pairs", str(dataset / "pairs.txt")]
+    own = _eval(capsys, *pairs, "--features", str(tmp_path), "--method", "mine")
+    builtin = _eval(capsys, *pairs, "--images", str(dataset / "images"), "--method", "orb")
+    assert own["summary"]["mine"] == builtin["summary"]["orb"]
+
+
+def test_terminal_table(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["pose", "eval", "--pairs", str(dataset / "pairs.txt"), "--images",
+                 str(dataset / "images"), "--method", "orb"]) == 0
+    out = capsys.readouterr().out
+    assert "auc@5" in out and "pose_estimator=ransac" in out and out.count("\n") == 3
+
+
+def test_missing_image(dataset: Path, tmp_path: Path,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["pose", "eval", "--pairs", str(dataset / "pairs.txt"), "--images",
+                 str(tmp_path), "--method", "orb"]) == 2
+    err = capsys.readouterr().err
+    assert "0_0.png does not exist" in err and err.count("\n") == 1
+
+
+def test_bad_pair_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pairs.txt"
+    path.write_text("a.png b.png 1 2 3\n")
+    assert main(["pose", "eval", "--pairs", str(path), "--images", str(tmp_path),
+                 "--method", "orb"]) == 2
+    assert f"{path}:1: 5 fields" in capsys.readouterr().err
+
+
+def test_parser_constants_agree_with_library() -> None:
+    from metricalc.keypoints.extraction import MAX_KEYPOINTS
+    from metricalc.pose.estimation import ESTIMATORS, FOCAL_CONVENTIONS, PoseSettings
+
+    settings = PoseSettings()
+    assert tuple(ESTIMATORS) == pose_cli.ESTIMATORS
+    assert pose_cli.FOCAL_CONVENTIONS == FOCAL_CONVENTIONS
+    defaults = {"threshold": settings.threshold, "confidence": settings.confidence,
+                "max_iters": settings.max_iters, "seed": settings.seed}
+    assert defaults == pose_cli.DEFAULTS
+    assert pose_cli.MAX_KEYPOINTS == MAX_KEYPOINTS
+
+
+def test_same_files_from_same_seed(dataset: Path, tmp_path: Path) -> None:
+    assert main(["pose", "make-dataset", str(tmp_path), "--n-pairs", "3", "--seed", "1"]) == 0
+    assert (tmp_path / "pairs.txt").read_bytes() == (dataset / "pairs.txt").read_bytes()
+    assert (tmp_path / "images" / "2_1.png").read_bytes() == (
+        dataset / "images" / "2_1.png").read_bytes()
+
+
+def test_sweep_keeps_each_methods_best_threshold(dataset: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from metricalc.keypoints.homography import best_threshold
+    from metricalc.pose.accuracy import pose_auc
+    from metricalc.pose.evaluate import SWEEP_THRESHOLDS, builtin_source, evaluate_pairs, summarize
+    from metricalc.pose.pairs import read_pairs
+
+    pairs = read_pairs(dataset / "pairs.txt")
+    swept = evaluate_pairs(pairs, builtin_source(dataset / "images"), ["orb"],
+                           thresholds=SWEEP_THRESHOLDS)
+    assert swept.attrs["pose_threshold"] == "sweep"
+    assert swept["pose_error"].dims == ("descriptor", "threshold", "pair")
+    per_threshold = [pose_auc(swept["pose_error"].sel(descriptor="orb", threshold=t).values)
+                     for t in SWEEP_THRESHOLDS]
+    best = SWEEP_THRESHOLDS[best_threshold(per_threshold, "gluefactory")]
+    summary = summarize(swept)
+    assert float(summary["threshold"].sel(descriptor="orb")) == best
+    at_best = summarize(swept.sel(threshold=best, drop=True))
+    assert float(summary["auc@10"][0]) == float(at_best["auc@10"][0])
+    result = _eval(capsys, "--pairs", str(dataset / "pairs.txt"), "--images",
+                   str(dataset / "images"), "--method", "orb", "--sweep")
+    assert result["summary"]["orb"]["threshold"] == best
+    assert result["settings"]["pose_threshold"] == "sweep"
