@@ -216,16 +216,22 @@ def matching(descriptors: Descriptors, test: Sequence[str]) -> dict[str, object]
     return {**means, "mean": float(np.mean(list(means.values()))), "per_pair": per_pair}
 
 
-def _closer(q: np.ndarray, dis: np.ndarray, nb: np.ndarray, pos_d: np.ndarray) -> np.ndarray:
-    """Per query row and positive, which distractors are strictly closer (exactly decided)."""
-    g, tol = _gram(q, dis, nb)
+def _closer_count(
+    g: np.ndarray, tol: np.ndarray, q: np.ndarray, dis: np.ndarray, pos_d: np.ndarray
+) -> np.ndarray:
+    """Per query and distractor, how many of the (sorted) positives it is strictly closer than.
+
+    ``g`` are the screened squared distances, ``tol`` a bound on their error per query; the
+    comparisons within the bound are redone with exact distances.
+    """
     p2 = pos_d**2
-    closer: np.ndarray = g[:, None, :] < p2[:, :, None] - tol[:, None, :]
-    unsure = np.abs(g[:, None, :] - p2[:, :, None]) <= tol[:, None, :]
+    closer = g[:, None, :] < (p2 - tol[:, None])[:, :, None]
+    unsure = (g[:, None, :] <= (p2 + tol[:, None])[:, :, None]) & ~closer
     if unsure.any():
         r, j, c = np.nonzero(unsure)
         closer[r, j, c] = _exact(q[r], dis[c]) < pos_d[r, j]
-    return closer
+    count: np.ndarray = closer.sum(axis=1, dtype=np.int64)
+    return count
 
 
 def _positive_distances(
@@ -238,13 +244,19 @@ def _positive_distances(
     return d.reshape(-1, 5)
 
 
-def _pool_ranks(closer: np.ndarray, first_pool: np.ndarray, n_pools: int) -> np.ndarray:
-    """1-based ranks (queries x pools x 5) of the sorted positives in each pool prefix."""
-    rows = closer.shape[0]
-    flat = np.arange(rows * 5).reshape(rows, 5, 1) * (n_pools + 1) + first_pool[:, None, :]
-    counts = np.bincount(flat[closer], minlength=rows * 5 * (n_pools + 1))
-    counts = np.cumsum(counts.reshape(rows, 5, n_pools + 1)[..., :n_pools], axis=2)
-    return np.moveaxis(np.arange(1, 6)[None, :, None] + counts, 1, 2)
+def _pool_ranks(count: np.ndarray, first_pool: np.ndarray, n_pools: int) -> np.ndarray:
+    """1-based ranks (queries x pools x 5) of the sorted positives in each pool prefix.
+
+    A distractor closer than ``k`` of the sorted positives is closer than positives
+    ``5 - k .. 4``; its pool bin is the first pool holding it (``n_pools``: none).
+    """
+    rows = count.shape[0]
+    flat = (np.arange(rows)[:, None] * (n_pools + 1) + first_pool) * 6 + count
+    hist = np.bincount(flat.ravel(), minlength=rows * (n_pools + 1) * 6)
+    hist = hist.reshape(rows, n_pools + 1, 6)[:, :n_pools, :]
+    # closer than positive j (0-based) <=> k >= 5 - j: reverse cumulative sums over k
+    before = np.cumsum(hist[:, :, :0:-1], axis=2)  # k = 5, 4..1 -> positives 0..4
+    return np.arange(1, 6) + np.cumsum(before, axis=1)
 
 
 def retrieval_ap(
@@ -282,14 +294,17 @@ def retrieval_ap(
     for start in range(0, q_rows.size, chunk):
         sl = slice(start, start + chunk)
         q = m[q_rows[sl]].astype(np.float64)
+        na = np.einsum("ij,ij->i", q, q)
+        g = na[:, None] + nb[None, :] - 2.0 * (q @ dis.T)
+        tol = SCREEN_TOLERANCE * (na + (nb.max() if nb.size else 0.0)) + 1e-300
         keep = d_code[None, :] != q_code[sl, None]
         first_pool = np.searchsorted(cut, np.cumsum(keep, axis=1) - 1, side="right")
         first_pool[~keep] = cut.size
         for li in range(len(LEVELS)):
             seqs, idx = task.queries_seq[sl], task.queries_idx[sl]
             pos_d = np.sort(_positive_distances(descriptors, q, seqs, idx, li), axis=1)
-            ranks = _pool_ranks(_closer(q, dis, nb, pos_d), first_pool, cut.size)
-            out[sl, li, :] = ap_from_ranks(ranks, 5)
+            count = _closer_count(g, tol, q, dis, pos_d)
+            out[sl, li, :] = ap_from_ranks(_pool_ranks(count, first_pool, cut.size), 5)
     return out
 
 
