@@ -1,4 +1,5 @@
-"""``metricalc patches eval | compute | make-dataset | make-benchmark | describe``."""
+"""``metricalc patches eval | compute | make-dataset | make-benchmark | describe |
+hpatches-eval``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from metricalc.cli._args import names, passed
 from metricalc.core.ranking import AP_METHODS
@@ -58,6 +60,71 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     pdsc.add_argument("--format", choices=("npy", "csv"), default="npy")
     pdsc.add_argument("--no-progress", action="store_true", help="no progress bar")
     pdsc.set_defaults(run=_patches_describe)
+    ph = patch_verbs.add_parser(
+        "hpatches-eval", help="the HPatches CVPR'17 tasks (hpatches-benchmark's Python evaluation)"
+    )
+    ph.add_argument("descr_dir", type=Path, metavar="DESCR_DIR", help="DESCR_DIR/<seq>/<img>.csv")
+    ph.add_argument("--task", choices=(*HPATCHES17_TASKS, "all"), default="all")
+    ph.add_argument("--split", default="a", help="a, b, c, illum, view or full (default a)")
+    ph.add_argument("--tasks", type=Path, help="a folder in hpatches-benchmark's tasks/ format")
+    ph.add_argument("--pairs", type=int, default=1_000_000,
+                    help="verification pairs per generated file (1000000)")  # fmt: skip
+    ph.add_argument("--json", action="store_true", help="print the results as JSON (fractions)")
+    ph.set_defaults(run=_patches_hpatches_eval)
+
+
+HPATCHES17_TASKS = ("verification", "matching", "retrieval")
+"""The tasks of ``hpatches-eval`` (``metricalc.patches.cvpr17_eval.TASKS17``, spelled here so that
+the parser does not import NumPy code)."""
+
+
+SIDES = ("inter", "intra")
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def _print_hpatches17(result: dict[str, Any], split: str) -> None:
+    import pandas as pd
+
+    from metricalc.plotting.terminal import print_frame
+
+    if "verification" in result:
+        rows = [
+            {"noise": level, **{f"{b} {k}": _percent(v[b][k]) for b in v for k in SIDES}}
+            for level, v in result["verification"][split].items()
+        ]  # fmt: skip
+        print_frame(pd.DataFrame(rows), title=f"verification, split {split} (AUC / AP, %)")
+        imbalanced = [v["imbalanced"][k] for v in result["verification"][split].values()
+                      for k in ("inter", "intra")]  # fmt: skip
+        print(f"verification: mean imbalanced AP {_percent(sum(imbalanced) / len(imbalanced))} "
+              f"({result['pairs_source']})")  # fmt: skip
+    if "matching" in result:
+        row = {k: _percent(v) for k, v in result["matching"][split].items()}
+        print_frame(pd.DataFrame([row]), title=f"matching, split {split} (mAP, %)")
+    if "retrieval" in result:
+        rows = [{"noise": level, **{p: _percent(v) for p, v in pools.items()}}
+                for level, pools in result["retrieval"][split].items()]  # fmt: skip
+        print_frame(pd.DataFrame(rows), title=f"retrieval, split {split} (mAP by pool size, %)")
+        mean = result["retrieval"][split]["mean"]
+        print(f"retrieval: mean mAP {_percent(sum(mean.values()) / len(mean))}")
+
+
+def _patches_hpatches_eval(args: argparse.Namespace) -> int:
+    from metricalc.patches.cvpr17_eval import evaluate_hpatches17
+
+    tasks = HPATCHES17_TASKS if args.task == "all" else (args.task,)
+    result = evaluate_hpatches17(
+        args.descr_dir, tasks=tasks, split=args.split, task_dir=args.tasks, n_pairs=args.pairs
+    )
+    if args.json:
+        if "pairs_source" in result:
+            print(f"metricalc: verification pairs {result['pairs_source']}", file=sys.stderr)
+        print(json.dumps({task: result[task] for task in tasks}, indent=2))
+    else:
+        _print_hpatches17(result, args.split)
+    return 0
 
 
 def _patches_eval(args: argparse.Namespace) -> int:

@@ -4,6 +4,8 @@
   sequences with exact homographies, made from the photographs bundled with scikit-image;
 - :func:`make_patch_dataset` (:mod:`~metricalc.datasets.patches`): an HPatches-style patch dataset
   cut from those sequences;
+- :func:`make_hpatches17_set` (:mod:`~metricalc.datasets.hpatches17`): descriptors and task files
+  of that patch dataset in hpatches-benchmark's layout, for the CVPR'17 tasks;
 - :func:`make_coco_dataset` (:mod:`~metricalc.datasets.coco`): COCO-style ground truth and
   detections for decomposition studies;
 - :func:`example_cube` (:mod:`~metricalc.datasets.example`): a three-query QueryCube for examples.
@@ -24,6 +26,7 @@ __all__ = [
     "QUICK_SCENES",
     "example_cube",
     "make_coco_dataset",
+    "make_hpatches17_set",
     "make_patch_dataset",
     "make_synthetic_dataset",
 ]
@@ -34,6 +37,7 @@ _LAZY = {
     "make_synthetic_dataset": "metricalc.datasets.sequences",
     "make_patch_dataset": "metricalc.datasets.patches",
     "make_coco_dataset": "metricalc.datasets.coco",
+    "make_hpatches17_set": "metricalc.datasets.hpatches17",
     "example_cube": "metricalc.datasets.example",
 }
 
