@@ -60,7 +60,7 @@ def test_cli_tables_and_single_task(synthetic, capsys) -> None:
 
 
 def test_cli_errors_name_the_file(synthetic, tmp_path, capsys) -> None:
-    descriptors, tasks = synthetic
+    descriptors, _ = synthetic
     seq = sorted(p.name for p in descriptors.iterdir())[0]
     bad = tmp_path / "descr"
     for image in cf.IMAGES17:
