@@ -221,16 +221,20 @@ def _closer_count(
 ) -> np.ndarray:
     """Per query and distractor, how many of the (sorted) positives it is strictly closer than.
 
-    ``g`` are the screened squared distances, ``tol`` a bound on their error per query; the
-    comparisons within the bound are redone with exact distances.
+    ``g`` are the screened squared distances, ``tol`` a bound on their error per query: the
+    count is certain where the counts with the bounds subtracted and added agree; elsewhere it
+    is redone with the exact distance.
     """
     p2 = pos_d**2
-    closer = g[:, None, :] < (p2 - tol[:, None])[:, :, None]
-    unsure = (g[:, None, :] <= (p2 + tol[:, None])[:, :, None]) & ~closer
-    if unsure.any():
-        r, j, c = np.nonzero(unsure)
-        closer[r, j, c] = _exact(q[r], dis[c]) < pos_d[r, j]
-    count: np.ndarray = closer.sum(axis=1, dtype=np.int64)
+    count = np.zeros(g.shape, dtype=np.uint8)
+    upper = np.zeros(g.shape, dtype=np.uint8)
+    for j in range(pos_d.shape[1]):
+        count += g < (p2[:, j] - tol)[:, None]
+        upper += g <= (p2[:, j] + tol)[:, None]
+    r, c = np.nonzero(count != upper)
+    if r.size:
+        exact = _exact(q[r], dis[c])
+        count[r, c] = (exact[:, None] < pos_d[r]).sum(axis=1)
     return count
 
 
@@ -244,15 +248,15 @@ def _positive_distances(
     return d.reshape(-1, 5)
 
 
-def _pool_ranks(count: np.ndarray, first_pool: np.ndarray, n_pools: int) -> np.ndarray:
+def _pool_ranks(count: np.ndarray, bins: np.ndarray, n_pools: int) -> np.ndarray:
     """1-based ranks (queries x pools x 5) of the sorted positives in each pool prefix.
 
     A distractor closer than ``k`` of the sorted positives is closer than positives
-    ``5 - k .. 4``; its pool bin is the first pool holding it (``n_pools``: none).
+    ``5 - k .. 4``; ``bins`` is ``6 (row (n_pools + 1) + first pool holding it)`` (first pool
+    ``n_pools``: none).
     """
     rows = count.shape[0]
-    flat = (np.arange(rows)[:, None] * (n_pools + 1) + first_pool) * 6 + count
-    hist = np.bincount(flat.ravel(), minlength=rows * (n_pools + 1) * 6)
+    hist = np.bincount((bins + count).ravel(), minlength=rows * (n_pools + 1) * 6)
     hist = hist.reshape(rows, n_pools + 1, 6)[:, :n_pools, :]
     # closer than positive j (0-based) <=> k >= 5 - j: reverse cumulative sums over k
     before = np.cumsum(hist[:, :, :0:-1], axis=2)  # k = 5, 4..1 -> positives 0..4
@@ -300,11 +304,12 @@ def retrieval_ap(
         keep = d_code[None, :] != q_code[sl, None]
         first_pool = np.searchsorted(cut, np.cumsum(keep, axis=1) - 1, side="right")
         first_pool[~keep] = cut.size
+        bins = (np.arange(q.shape[0])[:, None] * (cut.size + 1) + first_pool) * 6
         for li in range(len(LEVELS)):
             seqs, idx = task.queries_seq[sl], task.queries_idx[sl]
             pos_d = np.sort(_positive_distances(descriptors, q, seqs, idx, li), axis=1)
             count = _closer_count(g, tol, q, dis, pos_d)
-            out[sl, li, :] = ap_from_ranks(_pool_ranks(count, first_pool, cut.size), 5)
+            out[sl, li, :] = ap_from_ranks(_pool_ranks(count, bins, cut.size), 5)
     return out
 
 
