@@ -104,3 +104,31 @@ def test_retrieval_generator_equals_the_port() -> None:
     assert got.queries_idx.tolist() == df_q["idx"].tolist()
     assert got.distractors_seq.tolist() == df_d["s"].tolist()
     assert got.distractors_idx.tolist() == df_d["idx"].tolist()
+
+
+def test_cli_cube_feeds_compare(synthetic, tmp_path, capsys) -> None:
+    descriptors, tasks = synthetic
+    other = tmp_path / "noisy"
+    rng = np.random.default_rng(0)
+    for path in descriptors.rglob("*.csv"):
+        values = np.loadtxt(path, delimiter=",", ndmin=2)
+        target = other / path.relative_to(descriptors)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        np.savetxt(target, values + rng.normal(scale=0.05, size=values.shape), delimiter=",")
+    cubes = []
+    for folder in (descriptors, other):
+        out = tmp_path / f"{folder.name}.nc"
+        argv = ["patches", "hpatches-eval", str(folder), "--tasks", str(tasks), "--split", "full"]
+        assert main([*argv, "--task", "retrieval", "--out", str(out), "--pool", "100"]) == 0
+        cubes.append(out)
+    capsys.readouterr()
+    from metricalc import cube as qc
+
+    cube = qc.open_cube(cubes[0])
+    direct = ev.evaluate_hpatches17(descriptors, tasks=["retrieval"], split="full", task_dir=tasks)
+    ap = direct["units"]["retrieval"][:, :, 0]  # pool 100
+    assert cube.sizes["query"] == ap.size
+    assert float(cube.ap.mean()) == pytest.approx(ap.mean())
+    assert cube.attrs["ap_method"] == "trapezoid"
+    assert main(["compare", *map(str, cubes), "--n-resamples", "200"]) == 0
+    assert "noisy" in capsys.readouterr().out

@@ -70,6 +70,11 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     ph.add_argument("--pairs", type=int, default=1_000_000,
                     help="verification pairs per generated file (1000000)")  # fmt: skip
     ph.add_argument("--json", action="store_true", help="print the results as JSON (fractions)")
+    ph.add_argument(
+        "--out", type=Path, help="write the per-query retrieval APs as a QueryCube (.nc)"
+    )
+    ph.add_argument("--name", help="descriptor name in the cube (default: DESCR_DIR's name)")
+    ph.add_argument("--pool", type=int, default=20000, help="pool size of the cube's AP (20000)")
     ph.set_defaults(run=_patches_hpatches_eval)
 
 
@@ -115,9 +120,22 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
     from metricalc.patches.cvpr17_eval import evaluate_hpatches17
 
     tasks = HPATCHES17_TASKS if args.task == "all" else (args.task,)
+    if args.out is not None and "retrieval" not in tasks:
+        raise InvalidInputError("--out writes the retrieval APs: give --task retrieval or all")
+    if args.out is not None and args.out.is_dir():
+        raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
     result = evaluate_hpatches17(
         args.descr_dir, tasks=tasks, split=args.split, task_dir=args.tasks, n_pairs=args.pairs
     )
+    if args.out is not None:
+        from metricalc import cube as cubes
+        from metricalc.patches.cvpr17_cube import retrieval_cube
+
+        name = args.name or args.descr_dir.resolve().name
+        units = result["units"]
+        cube = retrieval_cube(units["retrieval"], units["retrieval_queries"], descriptor=name,
+                              split=args.split, pool_size=args.pool)  # fmt: skip
+        cubes.save(cube, args.out)
     if args.json:
         if "pairs_source" in result:
             print(f"metricalc: verification pairs {result['pairs_source']}", file=sys.stderr)

@@ -383,7 +383,9 @@ def evaluate_hpatches17(
         result["units"]["matching"] = done.pop("per_pair")
         result["matching"] = {split: done}
     if "retrieval" in tasks:
-        done = retrieval(descriptors, read_retrieval_task(split, task_dir), test)
+        retrieval_task = read_retrieval_task(split, task_dir)
+        done = retrieval(descriptors, retrieval_task, test)
         result["units"]["retrieval"] = done.pop("per_query")
+        result["units"]["retrieval_queries"] = retrieval_task.queries_seq
         result["retrieval"] = {split: done}
     return result
