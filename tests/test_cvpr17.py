@@ -312,3 +312,25 @@ def test_shipped_task_files() -> None:
     assert shipped.startswith(subset)
     digest = hashlib.sha1(b"blob %d\0" % len(shipped) + shipped).hexdigest()
     assert digest == "02c1941eeb64229e0a9c6fd1eee13d9ab6dcee32"  # the repository's git blob id
+
+
+def test_constant_descriptors_all_ties_equal_slow_port(tmp_path: Path) -> None:
+    seqs = ["i_a", "v_b", "v_c"]
+    descr = {s: {img: np.full((n, 3), 2.0, np.float32) for img in cf.IMAGES17}
+             for s, n in zip(seqs, (40, 50, 60), strict=True)}  # fmt: skip
+    write_folder(tmp_path / "descr", descr)
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "splits.json").write_text(json.dumps({"z": {"test": seqs}}))
+    pool = [(s, i) for s in seqs for i in range(40)]
+    for name, rows in (("queries", pool[::7]), ("distractors", [p for p in pool if p[1] % 7])):
+        text = "s,idx\n" + "".join(f"{s},{i}\n" for s, i in rows)
+        (tasks / f"retr_{name}_split-z.csv").write_text(text)
+    got = ev.evaluate_hpatches17(tmp_path / "descr", split="z", task_dir=tasks, n_pairs=100)
+    counts = {s: descr[s]["ref"].shape[0] for s in seqs}
+    assert_close(
+        got["verification"]["z"], ref_verification(descr, ref_gen_verif(counts, seqs, 100))
+    )
+    assert_close(got["matching"]["z"], ref_matching(descr, seqs))
+    queries, distractors = load_ref_task(tasks, "z")
+    assert_close(got["retrieval"]["z"], ref_retrieval(descr, queries, distractors, seqs))

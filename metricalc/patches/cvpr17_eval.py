@@ -106,13 +106,15 @@ def sorted_labels_auc(labels: np.ndarray) -> float:
     return float(before.sum(dtype=np.float64) / max(p, _EPS) / max(n, _EPS))
 
 
-def _exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise exact Euclidean distances in float64, chunked."""
-    out = np.empty(a.shape[0], dtype=np.float64)
+def _exact(a: np.ndarray, ia: np.ndarray, b: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """Exact Euclidean distances in float64 of rows ``a[ia]`` and ``b[ib]``, gathered in chunks
+    (so a flood of candidates never materialises whole)."""
+    out = np.empty(ia.size, dtype=np.float64)
     step = max(1, _CHUNK // max(a.shape[1], 1))
-    for start in range(0, a.shape[0], step):
-        diff = a[start : start + step].astype(np.float64) - b[start : start + step]
-        out[start : start + step] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    for start in range(0, ia.size, step):
+        sl = slice(start, start + step)
+        diff = a[ia[sl]].astype(np.float64) - b[ib[sl]]
+        out[sl] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     return out
 
 
@@ -135,13 +137,7 @@ def _pair_distances(
     s1, t1, i1, s2, t2, i2 = pairs
     rows1 = descriptors.rows(s1, image_index(level, t1), i1)
     rows2 = descriptors.rows(s2, image_index(level, t2), i2)
-    m = descriptors.matrix
-    out = np.empty(rows1.size, dtype=np.float64)
-    step = max(1, _CHUNK // max(m.shape[1], 1))
-    for start in range(0, rows1.size, step):
-        stop = start + step
-        out[start:stop] = _exact(m[rows1[start:stop]], m[rows2[start:stop]].astype(np.float64))
-    return out
+    return _exact(descriptors.matrix, rows1, descriptors.matrix, rows2)
 
 
 def verification(
@@ -183,7 +179,7 @@ def _nearest(ref: np.ndarray, image: np.ndarray) -> tuple[np.ndarray, np.ndarray
         g, tol = _gram(ref[start : start + step], image64, nb)
         upper = (g + tol).min(axis=1)
         rows, cols = np.nonzero(g - tol <= upper[:, None])
-        exact = _exact(ref[start + rows], image64[cols])
+        exact = _exact(ref, start + rows, image64, cols)
         order = np.lexsort((cols, exact, rows))
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
         idx[start + rows[first]] = cols[first]
@@ -233,7 +229,7 @@ def _closer_count(
         upper += g <= (p2[:, j] + tol)[:, None]
     r, c = np.nonzero(count != upper)
     if r.size:
-        exact = _exact(q[r], dis[c])
+        exact = _exact(q, r, dis, c)
         count[r, c] = (exact[:, None] < pos_d[r]).sum(axis=1)
     return count
 
@@ -244,7 +240,7 @@ def _positive_distances(
     """Exact distances of each query to its patch in images 1..5 of a level (queries x 5)."""
     images = 1 + 5 * level + np.arange(5)
     rows = descriptors.rows(np.repeat(seqs, 5), np.tile(images, len(seqs)), np.repeat(idx, 5))
-    d = _exact(np.repeat(q, 5, axis=0), descriptors.matrix[rows].astype(np.float64))
+    d = _exact(q, np.repeat(np.arange(len(q)), 5), descriptors.matrix, rows)
     return d.reshape(-1, 5)
 
 
