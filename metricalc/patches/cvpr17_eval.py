@@ -207,8 +207,10 @@ def matching(descriptors: Descriptors, test: Sequence[str]) -> dict[str, object]
                 per_pair[sequence, level, k] = matching_ap(
                     ref, descriptors.image(sequence, f"{level}{k}")
                 )
-    means = {LEVEL_NAMES[lv]: float(np.mean([v for key, v in per_pair.items() if key[1] == lv]))
-             for lv in LEVELS}  # fmt: skip
+    means = {
+        LEVEL_NAMES[lv]: float(np.mean([v for key, v in per_pair.items() if key[1] == lv]))
+        for lv in LEVELS
+    }
     return {**means, "mean": float(np.mean(list(means.values()))), "per_pair": per_pair}
 
 

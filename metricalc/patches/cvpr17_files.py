@@ -87,11 +87,13 @@ class Descriptors:
     counts: Mapping[str, int]
     root: Path
 
-    def rows(self, sequences: Sequence[str] | np.ndarray, image: np.ndarray | int,
-             index: np.ndarray) -> np.ndarray:  # fmt: skip
+    def rows(
+        self, sequences: Sequence[str] | np.ndarray, image: np.ndarray | int, index: np.ndarray
+    ) -> np.ndarray:
         """Matrix rows of patches ``index`` of images ``image`` of ``sequences`` (vectorized)."""
-        names, inverse = np.unique(np.asarray(sequences, dtype=object).astype(str),
-                                   return_inverse=True)  # fmt: skip
+        names, inverse = np.unique(
+            np.asarray(sequences, dtype=object).astype(str), return_inverse=True
+        )
         missing = [n for n in names if n not in self.offsets]
         if missing:
             raise InvalidInputError(f"{self.root}: no descriptors of sequence {missing[0]!r}")
@@ -110,15 +112,16 @@ class Descriptors:
 
     def image(self, sequence: str, image: str) -> np.ndarray:
         """The (N, D) descriptors of one image of a sequence."""
-        n, start = self.counts[sequence], self.offsets[sequence] + IMAGES17.index(image) * \
-            self.counts[sequence]  # fmt: skip
+        n = self.counts[sequence]
+        start = self.offsets[sequence] + IMAGES17.index(image) * n
         return self.matrix[start : start + n]
 
 
 def _read_csv(path: Path) -> np.ndarray:
     if not path.is_file():
-        raise InvalidInputError(f"{path}: missing descriptor file (expected one per image of "
-                                f"{', '.join(IMAGES17)})")  # fmt: skip
+        raise InvalidInputError(
+            f"{path}: missing descriptor file (expected one per image of {', '.join(IMAGES17)})"
+        )
     try:
         values = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError as error:
@@ -157,8 +160,10 @@ def read_descriptors(root: str | os.PathLike[str], sequences: Sequence[str]) -> 
         ref = _read_csv(root / sequence / "ref.csv")
         n, dim = ref.shape[0], dim or ref.shape[1]
         if ref.shape[1] != dim:
-            raise InvalidInputError(f"{root / sequence / 'ref.csv'}: {ref.shape[1]} values per "
-                                    f"row, expected {dim} as in the other sequences")  # fmt: skip
+            raise InvalidInputError(
+                f"{root / sequence / 'ref.csv'}: {ref.shape[1]} values per "
+                f"row, expected {dim} as in the other sequences"
+            )
         blocks.append(ref)
         for image in IMAGES17[1:]:
             values = _read_csv(root / sequence / f"{image}.csv")
@@ -202,8 +207,10 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> list[np.ndarray]:
     rows = [line.split(",") for line in lines[1:] if line.strip()]
     ragged = [k for k, row in enumerate(rows) if len(row) != len(columns)]
     if ragged:
-        raise InvalidInputError(f"{path}: line {ragged[0] + 2} has {len(rows[ragged[0]])} "
-                                f"fields, expected {len(columns)}")  # fmt: skip
+        raise InvalidInputError(
+            f"{path}: line {ragged[0] + 2} has {len(rows[ragged[0]])} "
+            f"fields, expected {len(columns)}"
+        )
     table = np.array(rows, dtype=object).reshape(len(rows), len(columns)).T
     out = []
     for name, column in zip(columns, table, strict=True):
