@@ -61,14 +61,18 @@ def ref_image(descr, seq, t, level):
     return descr[seq]["ref" if t == 0 else f"{level}{t}"]
 
 
-def ref_verification(descr, pairs):
+PAIR_DIST = {"l2": distance.euclidean, "l1": distance.cityblock}
+CDIST = {"l2": "euclidean", "l1": "cityblock"}
+
+
+def ref_verification(descr, pairs, dist="l2"):
     out = {}
     for level in "eht":
         d = {}
         for kind, rows in pairs.items():
             d[kind] = np.array([
-                distance.euclidean(ref_image(descr, s1, t1, level)[i1],
-                                   ref_image(descr, s2, t2, level)[i2])
+                PAIR_DIST[dist](ref_image(descr, s1, t1, level)[i1],
+                                ref_image(descr, s2, t2, level)[i2])
                 for s1, t1, i1, s2, t2, i2 in zip(*rows, strict=True)
             ])  # fmt: skip
         labels = np.hstack((np.zeros(len(d["pos"])), np.ones(len(d["pos"]))))
@@ -82,7 +86,7 @@ def ref_verification(descr, pairs):
     return out
 
 
-def ref_matching(descr, test):
+def ref_matching(descr, test, dist="l2"):
     total = {"e": 0.0, "h": 0.0, "t": 0.0}
     count = 0
     for seq in test:
@@ -90,7 +94,7 @@ def ref_matching(descr, test):
         gt = np.arange(d_ref.shape[0])
         for level in "eht":
             for i in range(1, 6):
-                D = distance.cdist(d_ref, descr[seq][f"{level}{i}"], "euclidean")
+                D = distance.cdist(d_ref, descr[seq][f"{level}{i}"], CDIST[dist])
                 idx = np.argmin(D, axis=1)
                 m_l = np.equal(idx, gt)
                 total[level] += ref_pr(-D[gt, idx], m_l, numpos=m_l.shape[0])
@@ -101,16 +105,17 @@ def ref_matching(descr, test):
     return res
 
 
-def ref_retrieval(descr, queries, distractors, test):
+def ref_retrieval(descr, queries, distractors, test, dist="l2"):
     desc_q = np.array([descr[s]["ref"][i] for s, i in queries], dtype=np.float32)
     desc_d = np.array([descr[s]["ref"][i] for s, i in distractors], dtype=np.float32)
     masks = {seq: np.array([s != seq for s, _ in distractors]) for seq in test}
-    D = distance.cdist(desc_q, desc_d, "euclidean")
+    D = distance.cdist(desc_q, desc_d, CDIST[dist])
     sums = {k: dict.fromkeys(POOLS, 0.0) for k in "eht"}
     for i, (seq, idx) in enumerate(queries):
         for level in "eht":
             intra = np.array([
-                distance.cdist(desc_q[i][None], descr[seq][f"{level}{k}"][idx][None])[0, 0]
+                distance.cdist(desc_q[i][None], descr[seq][f"{level}{k}"][idx][None],
+                               CDIST[dist])[0, 0]
                 for k in range(1, 6)
             ])  # fmt: skip
             row = np.hstack((intra, D[i][masks[seq]]))
@@ -218,18 +223,25 @@ def test_kernels_equal_reference_metrics(seed: int) -> None:
     assert got == pytest.approx(ref_pr(-d, labels, numpos=60), abs=1e-12)
 
 
-@pytest.mark.parametrize(("seed", "integer"), [(0, False), (1, True), (2, True), (3, False)])
-def test_all_tasks_equal_slow_port(tmp_path: Path, seed: int, integer: bool) -> None:
+@pytest.mark.parametrize(
+    ("seed", "integer", "dist"),
+    [(0, False, "l2"), (1, True, "l2"), (2, True, "l2"), (3, False, "l2"), (4, False, "l1"),
+     (5, True, "l1")],
+)  # fmt: skip
+def test_all_tasks_equal_slow_port(tmp_path: Path, seed: int, integer: bool, dist: str) -> None:
     descr, tasks, splits = make_set(tmp_path, seed, integer=integer)
     for split in splits:
         test = splits[split]["test"]
         counts = {s: descr[s]["ref"].shape[0] for s in test}
-        got = ev.evaluate_hpatches17(tmp_path / "descr", split=split, task_dir=tasks, n_pairs=150)
+        got = ev.evaluate_hpatches17(
+            tmp_path / "descr", split=split, task_dir=tasks, n_pairs=150, distance=dist
+        )
         want_pairs = ref_gen_verif(counts, test, 150)
-        assert_close(got["verification"][split], ref_verification(descr, want_pairs))
-        assert_close(got["matching"][split], ref_matching(descr, test))
+        assert_close(got["verification"][split], ref_verification(descr, want_pairs, dist))
+        assert_close(got["matching"][split], ref_matching(descr, test, dist))
         queries, distractors = load_ref_task(tasks, split)
-        assert_close(got["retrieval"][split], ref_retrieval(descr, queries, distractors, test))
+        want = ref_retrieval(descr, queries, distractors, test, dist)
+        assert_close(got["retrieval"][split], want)
         assert got["units"]["retrieval"].shape == (20, 3, 7)
         assert "generated" in got["pairs_source"]
 

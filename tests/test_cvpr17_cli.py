@@ -57,6 +57,11 @@ def test_cli_tables_and_single_task(synthetic, capsys) -> None:
     assert main([*argv, "--task", "matching"]) == 0
     out = capsys.readouterr().out
     assert "matching, split view" in out and "verification" not in out
+    assert main([*argv, "--task", "matching", "--distance", "l1", "--json"]) == 0
+    l1 = json.loads(capsys.readouterr().out)["matching"]["view"]
+    direct = ev.matching(cf.read_descriptors(descriptors, cf.read_splits(tasks)["view"]),
+                         cf.read_splits(tasks)["view"], distance="l1")  # fmt: skip
+    assert l1["mean"] == direct["mean"]
 
 
 def test_cli_errors_name_the_file(synthetic, tmp_path, capsys) -> None:

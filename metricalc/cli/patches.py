@@ -69,6 +69,7 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     ph.add_argument("--tasks", type=Path, help="a folder in hpatches-benchmark's tasks/ format")
     ph.add_argument("--pairs", type=int, default=1_000_000,
                     help="verification pairs per generated file (1000000)")  # fmt: skip
+    ph.add_argument("--distance", choices=("l2", "l1"), default="l2", help="the reference's --dist")
     ph.add_argument("--json", action="store_true", help="print the results as JSON (fractions)")
     ph.add_argument(
         "--out", type=Path, help="write the per-query retrieval APs as a QueryCube (.nc)"
@@ -125,7 +126,12 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
     if args.out is not None and args.out.is_dir():
         raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
     result = evaluate_hpatches17(
-        args.descr_dir, tasks=tasks, split=args.split, task_dir=args.tasks, n_pairs=args.pairs
+        args.descr_dir,
+        tasks=tasks,
+        split=args.split,
+        task_dir=args.tasks,
+        n_pairs=args.pairs,
+        distance=args.distance,
     )
     if args.out is not None:
         from metricalc import cube as cubes
@@ -134,7 +140,8 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
         name = args.name or args.descr_dir.resolve().name
         units = result["units"]
         cube = retrieval_cube(units["retrieval"], units["retrieval_queries"], descriptor=name,
-                              split=args.split, pool_size=args.pool)  # fmt: skip
+                              split=args.split, pool_size=args.pool,
+                              distance=args.distance)  # fmt: skip
         cubes.save(cube, args.out)
     if args.json:
         if "pairs_source" in result:

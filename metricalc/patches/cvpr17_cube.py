@@ -7,7 +7,8 @@ One query of the cube per (retrieval query, noise level): ``scene`` the query's 
 therefore have the same queries, so the paired tests of ``metricalc compare`` pair them query by
 query. The attrs say how the AP was made: ``ap_method="trapezoid"`` (``metrics.pr``),
 ``tie_policy="optimistic"`` (the positives come first in the list and a stable sort keeps them
-ahead of tied distractors), ``distance="l2"``, ``dataset`` naming the split and pool size.
+ahead of tied distractors), ``distance`` (``"l2"`` or ``"l1"``), ``dataset`` naming the split
+and pool size.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def retrieval_cube(
     descriptor: str,
     split: str,
     pool_size: int = 20000,
+    distance: str = "l2",
 ) -> xr.Dataset:
     """A QueryCube of the retrieval APs ``ap`` (queries x 3 levels x :data:`POOL_SIZES`)."""
     if pool_size not in POOL_SIZES:
@@ -50,7 +52,7 @@ def retrieval_cube(
     attrs = {
         "ap_method": "trapezoid",
         "tie_policy": "optimistic",
-        "distance": "l2",
+        "distance": distance,
         "dataset": f"hpatches-cvpr17 retrieval, split {split}, pool {pool_size}",
     }
     return qc.from_dataframe(frame, attrs=attrs)

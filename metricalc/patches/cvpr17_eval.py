@@ -20,20 +20,23 @@ the counts after :math:`r` items and :math:`\epsilon = 10^{-10}`,
 :math:`\frac{1}{p\,n} \sum_{\text{negative}} tp_{\text{before it}}`: a tie counts 0 or 1 by input
 order, not 1/2.
 
-Distances are Euclidean (L2) in float64 of the float32 descriptors. Large distance matrices use
+Distances (:data:`DISTANCES`: L2, or L1 as the reference's ``--dist L1``) are computed in
+float64 from the float32 descriptors. Large L2 matrices use
 :math:`\|a\|^2 + \|b\|^2 - 2 a \cdot b` (BLAS) to screen, and every comparison that the screen
 cannot decide (within :data:`SCREEN_TOLERANCE` relative) is redone with the exact
-:math:`\sqrt{\sum (a - b)^2}`, so exact ties are ties.
+:math:`\sqrt{\sum (a - b)^2}`, so exact ties are ties; L1 matrices come from ``cdist``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.spatial.distance import cdist
 
 from metricalc.errors import InvalidInputError
 from metricalc.patches.cvpr17_files import (
@@ -50,6 +53,7 @@ from metricalc.patches.cvpr17_files import (
 )
 
 __all__ = [
+    "DISTANCES",
     "LEVEL_NAMES",
     "POOL_SIZES",
     "SCREEN_TOLERANCE",
@@ -106,24 +110,55 @@ def sorted_labels_auc(labels: np.ndarray) -> float:
     return float(before.sum(dtype=np.float64) / max(p, _EPS) / max(n, _EPS))
 
 
-def _exact(a: np.ndarray, ia: np.ndarray, b: np.ndarray, ib: np.ndarray) -> np.ndarray:
-    """Exact Euclidean distances in float64 of rows ``a[ia]`` and ``b[ib]``, gathered in chunks
-    (so a flood of candidates never materialises whole)."""
-    out = np.empty(ia.size, dtype=np.float64)
-    step = max(1, _CHUNK // max(a.shape[1], 1))
-    for start in range(0, ia.size, step):
-        sl = slice(start, start + step)
-        diff = a[ia[sl]].astype(np.float64) - b[ib[sl]]
-        out[sl] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-    return out
+@dataclass(frozen=True)
+class _Distance:
+    """A distance of the reference: exact values, and a fast screen of whole matrices.
+
+    ``screen(a, b)`` returns values comparable to ``key(exact)`` (squared distances for L2, from
+    BLAS; the distances themselves for L1, from ``cdist``) and a bound per row of ``a`` on
+    their error.
+    """
+
+    name: str
+
+    def exact(self, a: np.ndarray, ia: np.ndarray, b: np.ndarray, ib: np.ndarray) -> np.ndarray:
+        """Exact distances in float64 of rows ``a[ia]`` and ``b[ib]``, gathered in chunks
+        (so a flood of candidates never materialises whole)."""
+        out = np.empty(ia.size, dtype=np.float64)
+        step = max(1, _CHUNK // max(a.shape[1], 1))
+        for start in range(0, ia.size, step):
+            sl = slice(start, start + step)
+            diff = a[ia[sl]].astype(np.float64) - b[ib[sl]]
+            if self.name == "l1":
+                out[sl] = np.abs(diff).sum(axis=1)
+            else:
+                out[sl] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        return out
+
+    def key(self, d: np.ndarray) -> np.ndarray:
+        """The exact distances mapped to the scale of :meth:`screen`."""
+        return d if self.name == "l1" else d**2
+
+    def screen(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Screened values of every row of ``a`` against every row of ``b`` (float64) and a
+        per-row error bound (0 for the exact L1 ``cdist``)."""
+        a = a.astype(np.float64)
+        if self.name == "l1":
+            return cdist(a, b, "cityblock"), np.zeros(a.shape[0])
+        na = np.einsum("ij,ij->i", a, a)
+        nb = np.einsum("ij,ij->i", b, b)
+        g = na[:, None] + nb[None, :] - 2.0 * (a @ b.T)
+        return g, SCREEN_TOLERANCE * (na + (nb.max() if nb.size else 0.0)) + 1e-300
 
 
-def _gram(a: np.ndarray, b: np.ndarray, nb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Screened squared distances of rows of ``a`` to rows of ``b`` and their error bounds."""
-    a = a.astype(np.float64)
-    na = np.einsum("ij,ij->i", a, a)
-    g = na[:, None] + nb[None, :] - 2.0 * (a @ b.T)
-    return g, SCREEN_TOLERANCE * (na[:, None] + nb[None, :]) + 1e-300
+DISTANCES: tuple[str, ...] = ("l2", "l1")
+"""The distances of the reference's ``--dist`` (``L2``, ``L1``); ``masked_L1`` is not offered."""
+
+
+def _distance(name: str) -> _Distance:
+    if name not in DISTANCES:
+        raise InvalidInputError(f"distance: expected one of {DISTANCES}, got {name!r}")
+    return _Distance(name)
 
 
 def _ranked_ap(distances: np.ndarray, labels: np.ndarray, numpos: int | None = None) -> float:
@@ -132,28 +167,29 @@ def _ranked_ap(distances: np.ndarray, labels: np.ndarray, numpos: int | None = N
 
 
 def _pair_distances(
-    descriptors: Descriptors, pairs: tuple[np.ndarray, ...], level: str
+    descriptors: Descriptors, pairs: tuple[np.ndarray, ...], level: str, distance: _Distance
 ) -> np.ndarray:
     s1, t1, i1, s2, t2, i2 = pairs
     rows1 = descriptors.rows(s1, image_index(level, t1), i1)
     rows2 = descriptors.rows(s2, image_index(level, t2), i2)
-    return _exact(descriptors.matrix, rows1, descriptors.matrix, rows2)
+    return distance.exact(descriptors.matrix, rows1, descriptors.matrix, rows2)
 
 
 def verification(
-    descriptors: Descriptors, pairs: PairSet
+    descriptors: Descriptors, pairs: PairSet, *, distance: str = "l2"
 ) -> dict[str, dict[str, dict[str, float]]]:
     """``eval_verification`` summarised: ``{level: {balanced|imbalanced: {inter, intra}}}``.
 
     Per level the list is (negatives, positives), so a tied negative ranks first. Balanced: ROC
     AUC over all of it; imbalanced: AP over its first ``n_pos + int(n_pos * 0.2)`` items.
     """
+    metric = _distance(distance)
     result: dict[str, dict[str, dict[str, float]]] = {}
     for level in LEVELS:
-        pos = _pair_distances(descriptors, pairs.pairs["pos"], level)
+        pos = _pair_distances(descriptors, pairs.pairs["pos"], level, metric)
         entry: dict[str, dict[str, float]] = {"balanced": {}, "imbalanced": {}}
         for kind in ("inter", "intra"):
-            neg = _pair_distances(descriptors, pairs.pairs[f"neg_{kind}"], level)
+            neg = _pair_distances(descriptors, pairs.pairs[f"neg_{kind}"], level, metric)
             d = np.concatenate([neg, pos])
             labels = np.concatenate([np.zeros(neg.size, bool), np.ones(pos.size, bool)])
             entry["balanced"][kind] = sorted_labels_auc(labels[np.argsort(d, kind="stable")])
@@ -163,7 +199,9 @@ def verification(
     return result
 
 
-def _nearest(ref: np.ndarray, image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _nearest(
+    ref: np.ndarray, image: np.ndarray, distance: _Distance
+) -> tuple[np.ndarray, np.ndarray]:
     """First nearest neighbour in ``image`` of every row of ``ref`` and its exact distance.
 
     A column is a candidate unless its screened distance minus its error bound exceeds the
@@ -171,15 +209,14 @@ def _nearest(ref: np.ndarray, image: np.ndarray) -> tuple[np.ndarray, np.ndarray
     first (lowest column) of the exact minima wins, as ``np.argmin`` of the reference.
     """
     image64 = image.astype(np.float64)
-    nb = np.einsum("ij,ij->i", image64, image64)
     idx = np.empty(ref.shape[0], dtype=np.int64)
     dist = np.empty(ref.shape[0], dtype=np.float64)
     step = max(1, _CHUNK // max(image.shape[0], 1))
     for start in range(0, ref.shape[0], step):
-        g, tol = _gram(ref[start : start + step], image64, nb)
-        upper = (g + tol).min(axis=1)
-        rows, cols = np.nonzero(g - tol <= upper[:, None])
-        exact = _exact(ref, start + rows, image64, cols)
+        g, tol = distance.screen(ref[start : start + step], image64)
+        upper = (g + tol[:, None]).min(axis=1)
+        rows, cols = np.nonzero(g - tol[:, None] <= upper[:, None])
+        exact = distance.exact(ref, start + rows, image64, cols)
         order = np.lexsort((cols, exact, rows))
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
         idx[start + rows[first]] = cols[first]
@@ -187,14 +224,16 @@ def _nearest(ref: np.ndarray, image: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return idx, dist
 
 
-def matching_ap(ref: np.ndarray, image: np.ndarray) -> float:
+def matching_ap(ref: np.ndarray, image: np.ndarray, *, distance: str = "l2") -> float:
     """``eval_matching`` for one image: AP of the nearest-neighbour distances, ``numpos = N``."""
-    idx, dist = _nearest(ref, image)
+    idx, dist = _nearest(ref, image, _distance(distance))
     correct = idx == np.arange(ref.shape[0])
     return _ranked_ap(dist, correct, numpos=ref.shape[0])
 
 
-def matching(descriptors: Descriptors, test: Sequence[str]) -> dict[str, object]:
+def matching(
+    descriptors: Descriptors, test: Sequence[str], *, distance: str = "l2"
+) -> dict[str, object]:
     """``results_matching``: per level the mean AP over (sequence, image 1..5); ``mean`` of levels.
 
     Also returns ``per_pair``: ``{(sequence, level, k): AP}``.
@@ -205,7 +244,7 @@ def matching(descriptors: Descriptors, test: Sequence[str]) -> dict[str, object]
         for level in LEVELS:
             for k in range(1, 6):
                 per_pair[sequence, level, k] = matching_ap(
-                    ref, descriptors.image(sequence, f"{level}{k}")
+                    ref, descriptors.image(sequence, f"{level}{k}"), distance=distance
                 )
     means = {
         LEVEL_NAMES[lv]: float(np.mean([v for key, v in per_pair.items() if key[1] == lv]))
@@ -215,15 +254,20 @@ def matching(descriptors: Descriptors, test: Sequence[str]) -> dict[str, object]
 
 
 def _closer_count(
-    g: np.ndarray, tol: np.ndarray, q: np.ndarray, dis: np.ndarray, pos_d: np.ndarray
+    screened: tuple[np.ndarray, np.ndarray],
+    q: np.ndarray,
+    dis: np.ndarray,
+    pos_d: np.ndarray,
+    distance: _Distance,
 ) -> np.ndarray:
     """Per query and distractor, how many of the (sorted) positives it is strictly closer than.
 
-    ``g`` are the screened squared distances, ``tol`` a bound on their error per query: the
-    count is certain where the counts with the bounds subtracted and added agree; elsewhere it
-    is redone with the exact distance.
+    ``screened`` are the screened values and a bound on their error per query: the count is
+    certain where the counts with the bounds subtracted and added agree; elsewhere it is redone
+    with the exact distance.
     """
-    p2 = pos_d**2
+    g, tol = screened
+    p2 = distance.key(pos_d)
     count = np.zeros(g.shape, dtype=np.uint8)
     upper = np.zeros(g.shape, dtype=np.uint8)
     for j in range(pos_d.shape[1]):
@@ -231,18 +275,23 @@ def _closer_count(
         upper += g <= (p2[:, j] + tol)[:, None]
     r, c = np.nonzero(count != upper)
     if r.size:
-        exact = _exact(q, r, dis, c)
+        exact = distance.exact(q, r, dis, c)
         count[r, c] = (exact[:, None] < pos_d[r]).sum(axis=1)
     return count
 
 
 def _positive_distances(
-    descriptors: Descriptors, q: np.ndarray, seqs: np.ndarray, idx: np.ndarray, level: int
+    descriptors: Descriptors,
+    q: np.ndarray,
+    queries: tuple[np.ndarray, np.ndarray],
+    level: int,
+    distance: _Distance,
 ) -> np.ndarray:
     """Exact distances of each query to its patch in images 1..5 of a level (queries x 5)."""
+    seqs, idx = queries
     images = 1 + 5 * level + np.arange(5)
     rows = descriptors.rows(np.repeat(seqs, 5), np.tile(images, len(seqs)), np.repeat(idx, 5))
-    d = _exact(q, np.repeat(np.arange(len(q)), 5), descriptors.matrix, rows)
+    d = distance.exact(q, np.repeat(np.arange(len(q)), 5), descriptors.matrix, rows)
     return d.reshape(-1, 5)
 
 
@@ -267,6 +316,7 @@ def retrieval_ap(
     test: Sequence[str],
     *,
     pool_sizes: Sequence[int] = POOL_SIZES,
+    distance: str = "l2",
     chunk: int = 128,
 ) -> np.ndarray:
     """Per query, level and pool size the AP of ``eval_retrieval`` (queries x 3 x pools).
@@ -285,10 +335,10 @@ def retrieval_ap(
     cut = np.asarray(pool_sizes, dtype=np.int64) - 5
     if cut.ndim != 1 or (cut < 0).any() or (np.diff(cut) <= 0).any():
         raise InvalidInputError(f"pool_sizes: expected increasing sizes >= 5, got {pool_sizes}")
+    metric = _distance(distance)
     m = descriptors.matrix
     q_rows = descriptors.rows(task.queries_seq, 0, task.queries_idx)
     dis = m[descriptors.rows(task.distractors_seq, 0, task.distractors_idx)].astype(np.float64)
-    nb = np.einsum("ij,ij->i", dis, dis)
     names = np.concatenate([task.queries_seq, task.distractors_seq])
     codes = np.unique(names, return_inverse=True)[1]
     q_code, d_code = codes[: q_rows.size], codes[q_rows.size :]
@@ -296,27 +346,25 @@ def retrieval_ap(
     for start in range(0, q_rows.size, chunk):
         sl = slice(start, start + chunk)
         q = m[q_rows[sl]].astype(np.float64)
-        na = np.einsum("ij,ij->i", q, q)
-        g = na[:, None] + nb[None, :] - 2.0 * (q @ dis.T)
-        tol = SCREEN_TOLERANCE * (na + (nb.max() if nb.size else 0.0)) + 1e-300
+        screened = metric.screen(q, dis)
         keep = d_code[None, :] != q_code[sl, None]
         first_pool = np.searchsorted(cut, np.cumsum(keep, axis=1) - 1, side="right")
         first_pool[~keep] = cut.size
         bins = (np.arange(q.shape[0])[:, None] * (cut.size + 1) + first_pool) * 6
         for li in range(len(LEVELS)):
-            seqs, idx = task.queries_seq[sl], task.queries_idx[sl]
-            pos_d = np.sort(_positive_distances(descriptors, q, seqs, idx, li), axis=1)
-            count = _closer_count(g, tol, q, dis, pos_d)
+            queries = (task.queries_seq[sl], task.queries_idx[sl])
+            pos_d = np.sort(_positive_distances(descriptors, q, queries, li, metric), axis=1)
+            count = _closer_count(screened, q, dis, pos_d, metric)
             out[sl, li, :] = ap_from_ranks(_pool_ranks(count, bins, cut.size), 5)
     return out
 
 
 def retrieval(
-    descriptors: Descriptors, task: RetrievalTask, test: Sequence[str]
+    descriptors: Descriptors, task: RetrievalTask, test: Sequence[str], *, distance: str = "l2"
 ) -> dict[str, object]:
     """``results_retrieval``: per level and pool size the mean AP over the queries, and ``mean``
     over the levels; also ``per_query`` (queries x 3 x pools)."""
-    ap = retrieval_ap(descriptors, task, test)
+    ap = retrieval_ap(descriptors, task, test, distance=distance)
     result: dict[str, object] = {}
     means = ap.mean(axis=0)
     for li, level in enumerate(LEVELS):
@@ -339,6 +387,7 @@ def evaluate_hpatches17(
     split: str = "a",
     task_dir: str | os.PathLike[str] | None = None,
     n_pairs: int = 1_000_000,
+    distance: str = "l2",
 ) -> dict[str, Any]:
     """Run hpatches-benchmark's tasks on a descriptor folder ``DESCR_DIR/<seq>/<image>.csv``.
 
@@ -352,6 +401,8 @@ def evaluate_hpatches17(
         ``splits/splits.json``, ``retr_*`` and ``verif_*`` files). Default: the splits and
         retrieval files shipped with metricalc, and verification pairs generated by
         ``gen_verif``'s rule from the folder's patch counts (``n_pairs`` per file).
+    distance : {"l2", "l1"}
+        The reference's ``--dist L2`` (default) or ``L1``.
 
     Returns
     -------
@@ -360,6 +411,7 @@ def evaluate_hpatches17(
         ``"pairs_source"`` (where the verification pairs came from) and ``"units"``: the
         per-image-pair matching APs and the per-query retrieval APs.
     """
+    _distance(distance)
     for task in tasks:
         if task not in TASKS17:
             raise InvalidInputError(f"task: expected one of {TASKS17}, got {task!r}")
@@ -374,15 +426,15 @@ def evaluate_hpatches17(
             pairs = read_verification_pairs(split, task_dir)
         else:
             pairs = generate_verification_pairs(test, descriptors.counts, n_pairs=n_pairs)
-        result["verification"] = {split: verification(descriptors, pairs)}
+        result["verification"] = {split: verification(descriptors, pairs, distance=distance)}
         result["pairs_source"] = pairs.source
     if "matching" in tasks:
-        done = matching(descriptors, test)
+        done = matching(descriptors, test, distance=distance)
         result["units"]["matching"] = done.pop("per_pair")
         result["matching"] = {split: done}
     if "retrieval" in tasks:
         retrieval_task = read_retrieval_task(split, task_dir)
-        done = retrieval(descriptors, retrieval_task, test)
+        done = retrieval(descriptors, retrieval_task, test, distance=distance)
         result["units"]["retrieval"] = done.pop("per_query")
         result["units"]["retrieval_queries"] = retrieval_task.queries_seq
         result["retrieval"] = {split: done}
