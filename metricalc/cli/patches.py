@@ -1,5 +1,5 @@
 """``metricalc patches eval | compute | make-dataset | make-benchmark | describe | fpr95 |
-make-phototour | describe-phototour``."""
+make-phototour | describe-phototour | hpatches-eval``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from metricalc.cli._args import names, passed
 from metricalc.core.operating import FPR_AT_RECALL_VARIANTS
@@ -60,6 +61,23 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     pdsc.add_argument("--format", choices=("npy", "csv"), default="npy")
     pdsc.add_argument("--no-progress", action="store_true", help="no progress bar")
     pdsc.set_defaults(run=_patches_describe)
+    ph = patch_verbs.add_parser(
+        "hpatches-eval", help="the HPatches CVPR'17 tasks (hpatches-benchmark's Python evaluation)"
+    )
+    ph.add_argument("descr_dir", type=Path, metavar="DESCR_DIR", help="DESCR_DIR/<seq>/<img>.csv")
+    ph.add_argument("--task", choices=(*HPATCHES17_TASKS, "all"), default="all")
+    ph.add_argument("--split", default="a", help="a, b, c, illum, view or full (default a)")
+    ph.add_argument("--tasks", type=Path, help="a folder in hpatches-benchmark's tasks/ format")
+    ph.add_argument("--pairs", type=int, default=1_000_000,
+                    help="verification pairs per generated file (1000000)")  # fmt: skip
+    ph.add_argument("--distance", choices=("l2", "l1"), default="l2", help="the reference's --dist")
+    ph.add_argument("--json", action="store_true", help="print the results as JSON (fractions)")
+    ph.add_argument(
+        "--out", type=Path, help="write the per-query retrieval APs as a QueryCube (.nc)"
+    )
+    ph.add_argument("--name", help="descriptor name in the cube (default: DESCR_DIR's name)")
+    ph.add_argument("--pool", type=int, default=20000, help="pool size of the cube's AP (20000)")
+    ph.set_defaults(run=_patches_hpatches_eval)
     _add_fpr95(patch_verbs)
 
 
@@ -92,6 +110,79 @@ def _add_fpr95(patch_verbs: argparse._SubParsersAction[argparse.ArgumentParser])
     pdp.add_argument("--method", choices=("sift", "raw"), required=True)
     pdp.add_argument("--out", type=Path, required=True, help=".npy file, one row per patch id")
     pdp.set_defaults(run=_patches_describe_phototour)
+
+
+HPATCHES17_TASKS = ("verification", "matching", "retrieval")
+"""The tasks of ``hpatches-eval`` (``metricalc.patches.cvpr17_eval.TASKS17``, spelled here so that
+the parser does not import NumPy code)."""
+
+
+SIDES = ("inter", "intra")
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def _print_hpatches17(result: dict[str, Any], split: str) -> None:
+    import pandas as pd
+
+    from metricalc.plotting.terminal import print_frame
+
+    if "verification" in result:
+        rows = [
+            {"noise": level, **{f"{b} {k}": _percent(v[b][k]) for b in v for k in SIDES}}
+            for level, v in result["verification"][split].items()
+        ]  # fmt: skip
+        print_frame(pd.DataFrame(rows), title=f"verification, split {split} (AUC / AP, %)")
+        imbalanced = [v["imbalanced"][k] for v in result["verification"][split].values()
+                      for k in ("inter", "intra")]  # fmt: skip
+        print(f"verification: mean imbalanced AP {_percent(sum(imbalanced) / len(imbalanced))} "
+              f"({result['pairs_source']})")  # fmt: skip
+    if "matching" in result:
+        row = {k: _percent(v) for k, v in result["matching"][split].items()}
+        print_frame(pd.DataFrame([row]), title=f"matching, split {split} (mAP, %)")
+    if "retrieval" in result:
+        rows = [{"noise": level, **{p: _percent(v) for p, v in pools.items()}}
+                for level, pools in result["retrieval"][split].items()]  # fmt: skip
+        print_frame(pd.DataFrame(rows), title=f"retrieval, split {split} (mAP by pool size, %)")
+        mean = result["retrieval"][split]["mean"]
+        print(f"retrieval: mean mAP {_percent(sum(mean.values()) / len(mean))}")
+
+
+def _patches_hpatches_eval(args: argparse.Namespace) -> int:
+    from metricalc.patches.cvpr17_eval import evaluate_hpatches17
+
+    tasks = HPATCHES17_TASKS if args.task == "all" else (args.task,)
+    if args.out is not None and "retrieval" not in tasks:
+        raise InvalidInputError("--out writes the retrieval APs: give --task retrieval or all")
+    if args.out is not None and args.out.is_dir():
+        raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
+    result = evaluate_hpatches17(
+        args.descr_dir,
+        tasks=tasks,
+        split=args.split,
+        task_dir=args.tasks,
+        n_pairs=args.pairs,
+        distance=args.distance,
+    )
+    if args.out is not None:
+        from metricalc import cube as cubes
+        from metricalc.patches.cvpr17_cube import retrieval_cube
+
+        name = args.name or args.descr_dir.resolve().name
+        units = result["units"]
+        cube = retrieval_cube(units["retrieval"], units["retrieval_queries"], descriptor=name,
+                              split=args.split, pool_size=args.pool,
+                              distance=args.distance)  # fmt: skip
+        cubes.save(cube, args.out)
+    if args.json:
+        if "pairs_source" in result:
+            print(f"metricalc: verification pairs {result['pairs_source']}", file=sys.stderr)
+        print(json.dumps({task: result[task] for task in tasks}, indent=2))
+    else:
+        _print_hpatches17(result, args.split)
+    return 0
 
 
 def _patches_eval(args: argparse.Namespace) -> int:

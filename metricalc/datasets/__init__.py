@@ -6,6 +6,8 @@
   cut from those sequences;
 - :func:`make_twoview_dataset` (:mod:`~metricalc.datasets.twoview`): image pairs of textured
   planes with exact relative poses and their pair list, for :mod:`metricalc.pose`;
+- :func:`make_hpatches17_set` (:mod:`~metricalc.datasets.hpatches17`): descriptors and task files
+  of that patch dataset in hpatches-benchmark's layout, for the CVPR'17 tasks;
 - :func:`make_coco_dataset` (:mod:`~metricalc.datasets.coco`): COCO-style ground truth and
   detections for decomposition studies;
 - :func:`example_cube` (:mod:`~metricalc.datasets.example`): a three-query QueryCube for examples.
@@ -26,6 +28,7 @@ __all__ = [
     "QUICK_SCENES",
     "example_cube",
     "make_coco_dataset",
+    "make_hpatches17_set",
     "make_patch_dataset",
     "make_synthetic_dataset",
     "make_twoview_dataset",
@@ -38,6 +41,7 @@ _LAZY = {
     "make_patch_dataset": "metricalc.datasets.patches",
     "make_coco_dataset": "metricalc.datasets.coco",
     "make_twoview_dataset": "metricalc.datasets.twoview",
+    "make_hpatches17_set": "metricalc.datasets.hpatches17",
     "example_cube": "metricalc.datasets.example",
 }
 
