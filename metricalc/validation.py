@@ -256,6 +256,26 @@ def as_scores(name: str, values: object) -> np.ndarray:
     return arr
 
 
+def as_points(name: str, values: object) -> np.ndarray:
+    """Image points as a finite float64 ``N x 2`` array of ``(x, y)``.
+
+    Examples
+    --------
+    >>> as_points("points0", [[1, 2], [3, 4]]).dtype
+    dtype('float64')
+    >>> as_points("points0", [1, 2])
+    Traceback (most recent call last):
+    ...
+    metricalc.errors.InvalidInputError: points0 has shape (2,); expected N x 2 (x, y)
+    """
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] != 2:
+        raise InvalidInputError(f"{name} has shape {array.shape}; expected N x 2 (x, y)")
+    if not np.isfinite(array).all():
+        raise InvalidInputError(f"{name} contains non-finite values")
+    return array
+
+
 def as_numbers(name: str, values: object) -> np.ndarray:
     """Convert to a float64 array (NaN allowed), refusing non-numeric input."""
     arr = np.asarray(values)

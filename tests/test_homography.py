@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from auc_ports import recall_auc_port
 from skimage.transform import ProjectiveTransform
 
 from metricalc.errors import InvalidInputError
@@ -301,27 +302,11 @@ def test_summary_refuses_a_sweep_of_the_wrong_width():
 # --------------------------------------------------------------------------------------------
 
 
-def _gf_cal_error_auc(errors, thresholds):
-    """Port of Glue Factory's ``utils.tools.cal_error_auc`` (np.trapz is np.trapezoid)."""
-    sort_idx = np.argsort(errors)
-    errors = np.array(list(errors))[sort_idx]
-    recall = (np.arange(len(errors)) + 1) / len(errors)
-    errors = np.r_[0.0, errors]
-    recall = np.r_[0.0, recall]
-    aucs = []
-    for t in thresholds:
-        last_index = np.searchsorted(errors, t)
-        r = np.r_[recall[:last_index], recall[last_index - 1]]
-        e = np.r_[errors[:last_index], t]
-        aucs.append(np.round((np.trapezoid(r, x=e) / t), 4))
-    return aucs
-
-
 def _gf_best_th(errors_by_threshold):
     """Port of Glue Factory's ``eval.utils.eval_poses`` threshold choice."""
     pose_aucs = {}
     for th, errors in errors_by_threshold.items():
-        pose_aucs[th] = _gf_cal_error_auc(errors, [1, 3, 5])
+        pose_aucs[th] = recall_auc_port(errors, [1, 3, 5], decimals=4)  # Glue Factory's
     mAAs = {k: np.mean(v) for k, v in pose_aucs.items()}
     return max(mAAs, key=mAAs.get)
 

@@ -5,25 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from auc_ports import recall_auc_port
 
 from metricalc.errors import InvalidInputError
 from metricalc.pose.accuracy import imc_accuracies, imc_maa, pose_auc
-
-
-def superglue_pose_auc(errors: np.ndarray, thresholds: list[float]) -> list[float]:
-    """SuperGlue models/utils.py pose_auc, line by line (np.trapezoid for np.trapz)."""
-    sort_idx = np.argsort(errors)
-    errors = np.array(errors.copy())[sort_idx]
-    recall = (np.arange(len(errors)) + 1) / len(errors)
-    errors = np.r_[0.0, errors]
-    recall = np.r_[0.0, recall]
-    aucs = []
-    for t in thresholds:
-        last_index = np.searchsorted(errors, t)
-        r = np.r_[recall[:last_index], recall[last_index - 1]]
-        e = np.r_[errors[:last_index], t]
-        aucs.append(float(np.trapezoid(r, x=e) / t))
-    return aucs
 
 
 def obvious_pose_auc(errors: np.ndarray, t: float, steps: int = 200_001) -> float:
@@ -75,7 +60,7 @@ def test_pose_auc_equals_superglue_port(seed: int) -> None:
     rng = np.random.default_rng(seed)
     errors = _random_errors(rng)
     thresholds = [5.0, 10.0, 20.0, float(rng.uniform(0.5, 30))]
-    expected = superglue_pose_auc(errors, thresholds)
+    expected = recall_auc_port(errors, thresholds)  # SuperGlue's pose_auc
     assert pose_auc(errors, thresholds) == pytest.approx(expected, abs=1e-12)
     assert pose_auc(errors, thresholds, decimals=4) == pytest.approx(
         np.round(expected, 4), abs=1e-4 + 1e-12

@@ -19,9 +19,7 @@ The generators load OpenCV, so each is imported on first use.
 3
 """
 
-from typing import Any
-
-from metricalc.lazy import lazy_attribute
+from metricalc.lazy import lazy_getattr
 
 __all__ = [
     "PHOTOGRAPHS",
@@ -46,6 +44,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a generator's module on first use."""
-    return lazy_attribute(__name__, _LAZY, name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -65,12 +65,12 @@ from metricalc.keypoints.homography_errors import (
     AUC_THRESHOLDS,
     PRECISION_THRESHOLDS,
     _homography,
-    _points,
     corner_error,
     error_auc,
     image_corners,
     symmetric_error,
 )
+from metricalc.validation import as_points
 
 __all__ = [
     "AUC_THRESHOLDS",
@@ -160,7 +160,7 @@ def pair_homography_metrics(
     >>> m["prec@1px"], m["num_matches"], round(m["H_error_dlt"], 9), m["H_error_ransac"].round(9)
     (1.0, 5, 0.0, array([0.]))
     """
-    k0, k1 = _points(keypoints0, "keypoints0"), _points(keypoints1, "keypoints1")
+    k0, k1 = as_points("keypoints0", keypoints0), as_points("keypoints1", keypoints1)
     m0 = np.asarray(matches0).reshape(-1)
     if m0.shape != (len(k0),) or not np.issubdtype(m0.dtype, np.integer):
         raise InvalidInputError(

@@ -15,6 +15,7 @@ import numpy as np
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import project
 from metricalc.keypoints.sequences import _check_homography
+from metricalc.validation import as_points
 
 __all__ = [
     "AUC_THRESHOLDS",
@@ -32,17 +33,8 @@ PRECISION_THRESHOLDS: tuple[float, ...] = (1.0, 3.0)
 _MIN_DET = 1e-12  # |det| of a normalized estimate below this counts as a failed estimate
 
 
-def _points(points: Any, name: str) -> np.ndarray:
-    array = np.asarray(points, dtype=np.float64)
-    if array.ndim != 2 or array.shape[1] != 2:
-        raise InvalidInputError(f"{name} has shape {array.shape}; expected N x 2 (x, y)")
-    if not np.isfinite(array).all():
-        raise InvalidInputError(f"{name} contains non-finite values")
-    return array
-
-
 def _pair(points0: Any, points1: Any) -> tuple[np.ndarray, np.ndarray]:
-    p0, p1 = _points(points0, "points0"), _points(points1, "points1")
+    p0, p1 = as_points("points0", points0), as_points("points1", points1)
     if len(p0) != len(p1):
         raise InvalidInputError(
             f"points0 has {len(p0)} rows and points1 {len(p1)}; expected one row per match"

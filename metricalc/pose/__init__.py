@@ -15,9 +15,7 @@ The synthetic benchmark with exact poses is :func:`metricalc.datasets.twoview.ma
 [0.75]
 """
 
-from typing import Any
-
-from metricalc.lazy import lazy_attribute
+from metricalc.lazy import lazy_getattr
 from metricalc.pose.accuracy import (
     IMC_THRESHOLDS,
     POSE_AUC_THRESHOLDS,
@@ -62,6 +60,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import the OpenCV-backed names on first use."""
-    return lazy_attribute(__name__, _LAZY, name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

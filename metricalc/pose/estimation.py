@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.validation import check_choice, check_integer, check_number
+from metricalc.validation import as_points, check_choice, check_integer, check_number
 
 __all__ = [
     "ESTIMATORS",
@@ -111,15 +111,6 @@ def _intrinsics(K: Any, name: str) -> np.ndarray:
     return matrix
 
 
-def _points(points: Any, name: str) -> np.ndarray:
-    array = np.asarray(points, dtype=np.float64)
-    if array.ndim != 2 or array.shape[1] != 2:
-        raise InvalidInputError(f"{name} has shape {array.shape}; expected N x 2 (x, y)")
-    if not np.isfinite(array).all():
-        raise InvalidInputError(f"{name} contains non-finite values")
-    return array
-
-
 def normalize_points(points: Any, K: Any) -> np.ndarray:
     r"""Pixel points in normalised camera coordinates, :math:`((x - c_x)/f_x, (y - c_y)/f_y)`
     (the skew of ``K`` ignored, as both references do).
@@ -131,7 +122,7 @@ def normalize_points(points: Any, K: Any) -> np.ndarray:
     [[1.0, 1.0]]
     """
     matrix = _intrinsics(K, "K")
-    array = _points(points, "points")
+    array = as_points("points", points)
     return np.asarray((array - matrix[[0, 1], [2, 2]]) / matrix[[0, 1], [0, 1]])
 
 
@@ -190,7 +181,7 @@ def estimate_relative_pose(
     True
     """
     settings = settings or PoseSettings()
-    p0, p1 = _points(points0, "points0"), _points(points1, "points1")
+    p0, p1 = as_points("points0", points0), as_points("points1", points1)
     if len(p0) != len(p1):
         raise InvalidInputError(
             f"points0 has {len(p0)} rows and points1 {len(p1)}; expected one row per match"
