@@ -11,6 +11,7 @@ Examples are derandomized, so CI runs the same few hundred cases every time.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -282,3 +283,18 @@ def test_damaged_cube_and_database_files_never_crash(tmp_path, make_query_cube):
     assert len(outcomes) == len(cases)
     bad = [o for o in outcomes if not o[2]]
     assert not bad, bad
+
+
+@pytest.mark.parametrize(
+    ("qrels", "run", "message"),
+    [
+        (b"1 0 d0 1\n3 0 d0 \n", RUN, r"qrels line 2: expected 4 fields"),  # an empty rel field
+        (QRELS, b"1 Q0 d0 1  mine\n", r"run line 1: expected 6 fields"),  # an empty score field
+    ],
+)
+def test_an_empty_trec_field_is_named_not_cast(tmp_path, qrels, run, message):
+    (tmp_path / "qrels").write_bytes(qrels)
+    (tmp_path / "run").write_bytes(run)
+    result = run_cli("trec-eval", tmp_path / "qrels", tmp_path / "run")
+    assert result.returncode == 2
+    assert re.search(message, result.stderr), result.stderr

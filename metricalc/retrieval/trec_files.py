@@ -183,7 +183,7 @@ def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType]) -> 
     column_types = {name: pa.binary() for name in names} | types
     keep = [name for name in names if name in ("qid", "docno", "rel", "score", "tag")]
     try:
-        return pcsv.read_csv(
+        table = pcsv.read_csv(
             path,
             read_options=pcsv.ReadOptions(column_names=names),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False),
@@ -191,6 +191,9 @@ def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType]) -> 
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
+    if any(table[name].null_count for name in types):  # an empty field: the line is named there
+        return None
+    return table
 
 
 def _has_other_whitespace(path: Path, delimiter: str) -> bool:
