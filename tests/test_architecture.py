@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "metricalc"
 
 LAYERS: list[list[str]] = [
-    ["errors", "validation", "fileio", "progress", "version", "hpatches", "lazy"],
+    ["errors", "validation", "fileio", "progress", "version", "hpatches", "presets", "lazy"],
     ["core"],
     ["cube"],
     ["metrics", "export"],

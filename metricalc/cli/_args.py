@@ -8,7 +8,11 @@ no traceback).
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Mapping
 from typing import Any
+
+from metricalc.presets import Preset, preset_attrs, preset_for
 
 
 def names(text: str) -> list[str]:
@@ -123,3 +127,42 @@ def max_keypoints(text: str) -> int | None:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a count >= 0 (0: all); got {text!r}")
     return value or None
+
+
+def with_preset(
+    args: argparse.Namespace, defaults: Mapping[str, Any], verb: str
+) -> tuple[dict[str, Any], Preset | None]:
+    """The protocol options of ``verb``: each as given on the command line, else the value of
+    ``--preset`` (:data:`metricalc.presets.PRESETS`), else ``defaults``. The options are added
+    with ``default=argparse.SUPPRESS``, so an option not given is absent from ``args``.
+
+    Examples
+    --------
+    >>> args = argparse.Namespace(preset="hpatches-cvpr17", distance="l1")
+    >>> with_preset(args, {"task": "all", "split": "a", "distance": "l2"},
+    ...             "patches hpatches-eval")[0]
+    {'task': 'all', 'split': 'full', 'distance': 'l1'}
+    """
+    preset = preset_for(args.preset, verb) if getattr(args, "preset", None) else None
+    values = preset.values() if preset is not None else {}
+    unknown = sorted(set(values) - set(defaults))
+    if unknown:  # the table and the verb disagree: a bug of metricalc, not of the input
+        raise RuntimeError(f"preset {args.preset} sets {unknown}, which {verb} does not have")
+    given = vars(args)
+    options = {
+        key: given[key] if key in given else values.get(key, default)
+        for key, default in defaults.items()
+    }
+    return options, preset
+
+
+def protocol_attrs(options: Mapping[str, Any], preset: Preset | None) -> dict[str, str]:
+    """The attrs recording a verb's protocol: ``preset``, ``preset_source`` and
+    ``protocol_options`` (the options as canonical JSON).
+
+    Examples
+    --------
+    >>> protocol_attrs({"tau": 3.0, "split": None}, None)["protocol_options"]
+    '{"split": null, "tau": 3.0}'
+    """
+    return {**preset_attrs(preset), "protocol_options": json.dumps(dict(options), sort_keys=True)}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from metricalc.cli._args import passed
 from metricalc.errors import MetricalcError
+from metricalc.presets import PRESETS
 
 BENCHMARK_NAMES = ("hpatches", "patches")
 """The benchmarks of experiment runs: the keys of ``metricalc.experiment.run.BENCHMARKS``."""
@@ -67,7 +68,15 @@ def _outputs_argument(parser: argparse.ArgumentParser) -> None:
 
 def _eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", help="config file, or a shipped config name (sift, orb, ...)")
-    parser.add_argument("--tag", help="experiment name (default: the config name)")
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="a protocol (docs/presets.md; gluefactory for eval hpatches): its settings are "
+        "defaults that --conf and key=value overrides still override",
+    )
+    parser.add_argument(
+        "--tag", help="experiment name (default: the config name, else the preset name)"
+    )
     parser.add_argument("--overwrite", action="store_true", help="redo export and evaluation")
     parser.add_argument(
         "--overwrite_eval",
@@ -96,6 +105,7 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _RUN_OPTIONS = (
+    "preset",
     "tag",
     "overrides",
     "overwrite",

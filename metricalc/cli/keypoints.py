@@ -6,15 +6,28 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from metricalc.cli._args import cutoffs, max_keypoints, names
+from metricalc.cli._args import cutoffs, max_keypoints, names, protocol_attrs, with_preset
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import SEQUENCE_SPLITS
+from metricalc.presets import PRESETS, Preset
 from metricalc.validation import TIE_POLICIES
 
 Y0_POLICIES = ("negative", "ignore")
 """``metricalc.cube.Y0_POLICIES``, spelled here: the parser loads no xarray."""
+
+KEYPOINT_PROTOCOL: dict[str, Any] = {
+    "split": None,
+    "max_keypoints": 2000,
+    "tau": 3.0,
+    "border": 40.0,
+    "tie_policy": "expected",
+    "y0": "negative",
+    "bojanic": True,
+    "image_retrieval": False,
+}
+"""The protocol options of ``keypoints eval`` and their defaults without ``--preset``."""
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -72,10 +85,18 @@ def add_keypoints(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ev = keypoint_verbs.add_parser("eval", help="evaluate descriptors into a QueryCube")
     ev.add_argument("--data", type=Path, required=True, help="sequences folder (HPatches layout)")
     ev.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="a paper's or tool's protocol (docs/presets.md): d2net, superpoint or workbench "
+        "set the options below as defaults; options you give still win",
+    )
+    ev.add_argument(
         "--split",
         choices=sorted(SEQUENCE_SPLITS),
+        default=argparse.SUPPRESS,
         help="evaluate these HPatches sequences only, all of which must be in --data: d2net = "
-        "D2-Net's 108 (the 8 with images over 1600x1200 left out), full = all 116",
+        "D2-Net's 108 (the 8 with images over 1600x1200 left out), full = all 116 (default: "
+        "every sequence of --data, or the preset's)",
     )
     ev.add_argument(
         "--descriptors",
@@ -92,20 +113,34 @@ def add_keypoints(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "ROOT/<descriptor>/<scene>/... folder (--descriptors: which of its folders)",
     )
     ev.add_argument(
-        "--max-keypoints", type=max_keypoints, default=2000, help="the strongest kept (0: all)"
+        "--max-keypoints",
+        type=max_keypoints,
+        default=argparse.SUPPRESS,
+        help="the strongest kept (0: all) (default: 2000, or the preset's)",
     )
     ev.add_argument("--out", type=Path, required=True, help="cube file to write (.nc)")
-    ev.add_argument("--tau", type=float, default=3.0, help="ground-truth tolerance in px")
-    ev.add_argument("--border", type=float, default=40.0, help="border exclusion in px")
-    ev.add_argument("--tie-policy", choices=TIE_POLICIES, default="expected")
-    ev.add_argument("--y0", choices=Y0_POLICIES, default="negative")
-    ev.add_argument("--no-bojanic", action="store_true", help="skip verification / retrieval")
+    ev.add_argument("--tau", type=float, default=argparse.SUPPRESS,
+                    help="ground-truth tolerance, px (default: 3.0, or the preset's)")  # fmt: skip
+    ev.add_argument("--border", type=float, default=argparse.SUPPRESS,
+                    help="border exclusion in px (default: 40.0, or the preset's)")  # fmt: skip
+    ev.add_argument("--tie-policy", choices=TIE_POLICIES, default=argparse.SUPPRESS,
+                    help="(default: expected, or the preset's)")  # fmt: skip
+    ev.add_argument("--y0", choices=Y0_POLICIES, default=argparse.SUPPRESS,
+                    help="(default: negative, or the preset's)")  # fmt: skip
+    ev.add_argument(
+        "--no-bojanic",
+        dest="bojanic",
+        action="store_false",
+        default=argparse.SUPPRESS,
+        help="skip verification / retrieval",
+    )
     ev.add_argument(
         "--image-retrieval",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=argparse.SUPPRESS,
         help="also DescriptorWorkbench's image retrieval (image_retrieval_map): every reference "
-        "image against every image, on HPatches 116 x 695 image matchings per descriptor",
+        "image against every image, on HPatches 116 x 695 image matchings per descriptor "
+        "(default: no, or the preset's)",
     )
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -208,9 +243,12 @@ def _own_features(
     return load_features(root, descriptors=descriptors), []
 
 
-def _eval_settings(args: argparse.Namespace) -> tuple[EvaluationSettings, FeatureSet | None]:
-    """The settings of ``keypoints eval`` and your own features: ``external`` keypoints when
-    your features come alone (no built-in descriptor and no ``--locked``)."""
+def _eval_settings(
+    args: argparse.Namespace, options: dict[str, Any]
+) -> tuple[EvaluationSettings, FeatureSet | None]:
+    """The settings of ``keypoints eval`` (protocol ``options``: :func:`keypoint_protocol`) and
+    your own features: ``external`` keypoints when your features come alone (no built-in
+    descriptor and no ``--locked``)."""
     from metricalc.keypoints.features import DEFAULT_METHODS
     from metricalc.keypoints.pipeline import EvaluationSettings, keypoint_mode
 
@@ -223,16 +261,22 @@ def _eval_settings(args: argparse.Namespace) -> tuple[EvaluationSettings, Featur
     settings = EvaluationSettings(
         descriptors=builtins,
         keypoints="external" if external else keypoint_mode(args.locked),
-        max_keypoints=args.max_keypoints,
-        tau=args.tau,
-        border=args.border,
-        tie_policy=args.tie_policy,
-        bojanic=not args.no_bojanic,
-        y0=args.y0,
-        image_retrieval=args.image_retrieval,
+        max_keypoints=options["max_keypoints"],
+        tau=options["tau"],
+        border=options["border"],
+        tie_policy=options["tie_policy"],
+        bojanic=options["bojanic"],
+        y0=options["y0"],
+        image_retrieval=options["image_retrieval"],
         seed=args.seed,
     )
     return settings, own
+
+
+def keypoint_protocol(args: argparse.Namespace) -> tuple[dict[str, Any], Preset | None]:
+    """The protocol options of ``keypoints eval`` (:data:`KEYPOINT_PROTOCOL`): given, else the
+    ``--preset``'s, else the defaults."""
+    return with_preset(args, KEYPOINT_PROTOCOL, "keypoints eval")
 
 
 def _keypoints_eval(args: argparse.Namespace) -> int:
@@ -241,22 +285,26 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
     from metricalc.keypoints.pipeline import evaluate_sequences
     from metricalc.keypoints.sequences import load_sequences
 
-    check_protocol(tau=args.tau, border=args.border)
+    options, preset = keypoint_protocol(args)
+    check_protocol(tau=options["tau"], border=options["border"])
     if args.out.is_dir():
         raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
-    sequences = load_sequences(args.data, split=args.split)
-    settings, own = _eval_settings(args)
+    sequences = load_sequences(args.data, split=options["split"])
+    settings, own = _eval_settings(args, options)
     cube = evaluate_sequences(
         sequences, settings, own=own, dataset_path=str(args.data), progress=not args.no_progress
     )
     if cube.sizes["query"] == 0:
         raise InvalidInputError(
-            f"no queries: every keypoint lies within --border {args.border:g} px of its image edge"
-            " (or no descriptor could be evaluated)"
+            f"no queries: every keypoint lies within --border {options['border']:g} px of its "
+            "image edge (or no descriptor could be evaluated)"
         )
+    cube.attrs.update(protocol_attrs(options, preset))
     cubes.save(cube, args.out)
+    shown = f" (preset {preset.name})" if preset is not None else ""
     print(
-        f"wrote {args.out}: {cube.sizes['descriptor']} descriptors, {cube.sizes['query']} queries"
+        f"wrote {args.out}: {cube.sizes['descriptor']} descriptors, {cube.sizes['query']} "
+        f"queries{shown}"
     )
     return _report_failures(cube)
 

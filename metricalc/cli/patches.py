@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from metricalc.cli._args import names, passed
+from metricalc.cli._args import names, passed, protocol_attrs, with_preset
 from metricalc.core.operating import FPR_AT_RECALL_VARIANTS
 from metricalc.core.ranking import AP_METHODS
 from metricalc.errors import InvalidInputError
+from metricalc.presets import PRESETS
 
 
 def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,12 +66,21 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "hpatches-eval", help="the HPatches CVPR'17 tasks (hpatches-benchmark's Python evaluation)"
     )
     ph.add_argument("descr_dir", type=Path, metavar="DESCR_DIR", help="DESCR_DIR/<seq>/<img>.csv")
-    ph.add_argument("--task", choices=(*HPATCHES17_TASKS, "all"), default="all")
-    ph.add_argument("--split", default="a", help="a, b, c, illum, view or full (default a)")
+    ph.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="a protocol (docs/presets.md): hpatches-cvpr17 sets --task, --split and "
+        "--distance as defaults; options you give still win",
+    )
+    ph.add_argument("--task", choices=(*HPATCHES17_TASKS, "all"), default=argparse.SUPPRESS,
+                    help="(default: all, or the preset's)")  # fmt: skip
+    ph.add_argument("--split", default=argparse.SUPPRESS,
+                    help="a, b, c, illum, view or full (default: a, or the preset's)")  # fmt: skip
     ph.add_argument("--tasks", type=Path, help="a folder in hpatches-benchmark's tasks/ format")
     ph.add_argument("--pairs", type=int, default=1_000_000,
                     help="verification pairs per generated file (1000000)")  # fmt: skip
-    ph.add_argument("--distance", choices=("l2", "l1"), default="l2", help="the reference's --dist")
+    ph.add_argument("--distance", choices=("l2", "l1"), default=argparse.SUPPRESS,
+                    help="the reference's --dist (default: l2, or the preset's)")  # fmt: skip
     ph.add_argument("--json", action="store_true", help="print the results as JSON (fractions)")
     ph.add_argument(
         "--out", type=Path, help="write the per-query retrieval APs as a QueryCube (.nc)"
@@ -117,6 +127,9 @@ HPATCHES17_TASKS = ("verification", "matching", "retrieval")
 the parser does not import NumPy code)."""
 
 
+HPATCHES17_PROTOCOL: dict[str, Any] = {"task": "all", "split": "a", "distance": "l2"}
+"""The protocol options of ``hpatches-eval`` and their defaults without ``--preset``."""
+
 SIDES = ("inter", "intra")
 
 
@@ -153,7 +166,9 @@ def _print_hpatches17(result: dict[str, Any], split: str) -> None:
 def _patches_hpatches_eval(args: argparse.Namespace) -> int:
     from metricalc.patches.cvpr17_eval import evaluate_hpatches17
 
-    tasks = HPATCHES17_TASKS if args.task == "all" else (args.task,)
+    options, preset = with_preset(args, HPATCHES17_PROTOCOL, "patches hpatches-eval")
+    split, distance = options["split"], options["distance"]
+    tasks = HPATCHES17_TASKS if options["task"] == "all" else (options["task"],)
     if args.out is not None and "retrieval" not in tasks:
         raise InvalidInputError("--out writes the retrieval APs: give --task retrieval or all")
     if args.out is not None and args.out.is_dir():
@@ -161,11 +176,12 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
     result = evaluate_hpatches17(
         args.descr_dir,
         tasks=tasks,
-        split=args.split,
+        split=split,
         task_dir=args.tasks,
         n_pairs=args.pairs,
-        distance=args.distance,
+        distance=distance,
     )
+    recorded = protocol_attrs(options, preset)
     if args.out is not None:
         from metricalc import cube as cubes
         from metricalc.patches.cvpr17_cube import retrieval_cube
@@ -173,15 +189,20 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
         name = args.name or args.descr_dir.resolve().name
         units = result["units"]
         cube = retrieval_cube(units["retrieval"], units["retrieval_queries"], descriptor=name,
-                              split=args.split, pool_size=args.pool,
-                              distance=args.distance)  # fmt: skip
+                              split=split, pool_size=args.pool, distance=distance)  # fmt: skip
+        cube.attrs.update(recorded)
         cubes.save(cube, args.out)
+    if preset is not None:
+        print(f"metricalc: protocol: preset {preset.name} ({preset.source})", file=sys.stderr)
     if args.json:
         if "pairs_source" in result:
             print(f"metricalc: verification pairs {result['pairs_source']}", file=sys.stderr)
-        print(json.dumps({task: result[task] for task in tasks}, indent=2))
+        output = {task: result[task] for task in tasks}
+        if preset is not None:  # which protocol produced the numbers
+            output["preset"] = {"name": preset.name, "source": preset.source, **options}
+        print(json.dumps(output, indent=2))
     else:
-        _print_hpatches17(result, args.split)
+        _print_hpatches17(result, split)
     return 0
 
 

@@ -10,7 +10,8 @@ layout of seed 002::
         model: {...}             # benchmark-specific model settings
         eval: {...}              # the evaluation ("evaluation")
 
-and is merged with the benchmark's defaults with OmegaConf, later layers winning::
+and is merged with the benchmark's defaults with OmegaConf, later layers winning (a
+``--preset``, :func:`preset_layer`, comes right after the defaults)::
 
     data:  defaults < benchmarks.<name>.data
     model: defaults < model < benchmarks.<name>.model
@@ -36,10 +37,12 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from metricalc.errors import InvalidInputError
+from metricalc.presets import Preset
 from metricalc.store import codec
 
 __all__ = [
     "CONFIG_DIR",
+    "PRESET_LABEL",
     "SECTIONS",
     "Config",
     "check_tag",
@@ -48,6 +51,7 @@ __all__ = [
     "find_config",
     "list_configs",
     "load_config",
+    "preset_layer",
     "read_conf_file",
 ]
 
@@ -264,6 +268,30 @@ def _merge(base: DictConfig, label: str, values: dict[str, Any]) -> DictConfig:
         raise InvalidInputError(f"{label}: key {key!r}: {message}") from None
 
 
+PRESET_LABEL = "--preset"
+"""How :meth:`Config.origin` names the preset layer: ``"--preset <name> (<source>)"``."""
+
+
+def preset_layer(preset: Preset) -> tuple[str, dict[str, Any]]:
+    """The config layer of a preset: its dotted settings nested, plus ``eval.preset``.
+
+    Examples
+    --------
+    >>> from metricalc.presets import PRESETS
+    >>> label, values = preset_layer(PRESETS["gluefactory"])
+    >>> values["data"], values["eval"]["preset"], values["eval"]["ransac_th"]
+    ({'border': 0.0}, 'gluefactory', -1)
+    """
+    nested: dict[str, Any] = {"eval": {"preset": preset.name}}
+    for key, value in preset.values().items():
+        *parents, last = key.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return f"{PRESET_LABEL} {preset.name} ({preset.source})", nested
+
+
 def load_config(
     conf: str | os.PathLike[str] | None,
     *,
@@ -271,8 +299,10 @@ def load_config(
     defaults: Mapping[str, Any],
     benchmarks: Sequence[str] = (),
     overrides: Sequence[str] = (),
+    preset: Preset | None = None,
 ) -> Config:
-    """Merge the defaults, a custom config and command-line overrides (module docstring).
+    """Merge the defaults, a preset, a custom config and command-line overrides (module
+    docstring).
 
     Parameters
     ----------
@@ -286,6 +316,10 @@ def load_config(
         Every benchmark name a config file may have a section for (default: ``benchmark``).
     overrides : sequence of str
         ``key=value`` strings, the value parsed as YAML.
+    preset : Preset, optional
+        A protocol preset (:data:`metricalc.presets.PRESETS`): its settings (dotted keys) and
+        ``eval.preset`` (its name) as the layer right after the defaults, so the config file
+        and the overrides still win.
 
     Returns
     -------
@@ -311,7 +345,8 @@ def load_config(
         if path
         else {s: [] for s in SECTIONS}
     )
-    ordered = [item for section in SECTIONS for item in custom[section]]
+    ordered = [] if preset is None else [preset_layer(preset)]
+    ordered += [item for section in SECTIONS for item in custom[section]]
     ordered += _override_layers(overrides)
     merged = base
     layers = []

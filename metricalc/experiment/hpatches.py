@@ -33,7 +33,7 @@ from metricalc.experiment.benchmark import (
     check_dataset_keys,
     scalar_summary,
 )
-from metricalc.experiment.config import Config
+from metricalc.experiment.config import PRESET_LABEL, Config
 from metricalc.experiment.plots import plot_cumulative_errors
 from metricalc.experiment.predictions import (
     PairPrediction,
@@ -60,6 +60,7 @@ from metricalc.keypoints.sequences import Sequence as ImageSequence
 from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.plotting.figures import plot_rank_histogram, plot_scene_map
+from metricalc.presets import PRESETS, preset_attrs
 from metricalc.progress import progress_bar
 from metricalc.validation import TIE_POLICIES
 from metricalc.version import __version__
@@ -89,6 +90,7 @@ DEFAULT_CONF: dict[str, Any] = {
         "ransac_selection": "unrounded",
         "dlt": "svd",
         "k": [1, 5, 10],
+        "preset": None,
     },
 }
 """Defaults of every key (docs/experiments.md describes each)."""
@@ -322,6 +324,9 @@ class HPatches:
         v.choice("eval.ransac_selection", hg.RANSAC_SELECTIONS)
         v.choice("eval.dlt", hg.DLT_METHODS)
         v.integers("eval.k", low=1)
+        preset = conf.get("eval.preset")
+        if preset is not None and not conf.origin("eval.preset").startswith(PRESET_LABEL):
+            raise conf.fail("eval.preset", "null: it is set by --preset only")
 
     # -- export -----------------------------------------------------------------------------
 
@@ -421,6 +426,7 @@ class HPatches:
             "seed": int(conf["data"]["seed"]),
             "benchmark": self.name,
             "tag": ctx.tag,
+            **preset_attrs(PRESETS[evaluation["preset"]] if evaluation["preset"] else None),
         }
         cube = cube_from_pairs(
             ctx.tag,

@@ -51,6 +51,7 @@ from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
 from metricalc.fileio import json_safe
 from metricalc.plotting.figures import save_figure
+from metricalc.presets import preset_for
 from metricalc.store.database import DEFAULT_DB, open_db
 from metricalc.store.inputs import library_versions
 from metricalc.store.metadata import format_metadata, metadata_for
@@ -239,6 +240,7 @@ def run(
     outputs: str | os.PathLike[str] = DEFAULT_OUTPUTS,
     db: str | os.PathLike[str] | bool = True,
     progress: bool = False,
+    preset: str | None = None,
 ) -> RunResult:
     """Run (or read from the cache) one experiment on a benchmark.
 
@@ -250,7 +252,7 @@ def run(
         A config file or the name of a shipped config (``"sift"``, ``"orb"``, ...); None for
         the defaults.
     tag : str, optional
-        The experiment's name (default: the config name).
+        The experiment's name (default: the config name, else the preset name).
     overrides : sequence of str
         ``key=value`` overrides (``"eval.ransac_th=[1,2,3]"``, ``"data.quick=true"``).
     overwrite, overwrite_eval : bool
@@ -269,6 +271,10 @@ def run(
         database is refused up front.
     progress : bool
         Show progress bars.
+    preset : str, optional
+        A protocol preset of the benchmark (:data:`metricalc.presets.PRESETS`, e.g.
+        ``"gluefactory"`` for ``hpatches``): its settings are defaults that ``conf`` and
+        ``overrides`` override; its name is the config key ``eval.preset``.
 
     Returns
     -------
@@ -295,11 +301,13 @@ def run(
         defaults=bench.default_conf,
         benchmarks=list(BENCHMARKS),
         overrides=overrides,
+        preset=None if preset is None else preset_for(preset, f"eval {benchmark}"),
     )
     bench.validate(config)
-    if tag is None and config.name is None:
+    default_tag = config.name or preset  # the config's name, else the preset's
+    if tag is None and default_tag is None:
         raise InvalidInputError("give a config (--conf) or a tag (--tag) to name the run")
-    tag = check_tag(tag if tag is not None else config.name)
+    tag = check_tag(tag if tag is not None else default_tag)
     pool = Scheduler(scheduler, workers=workers)  # checks both; starts nothing yet
     database = _database(db, outputs)
     values = config.values
