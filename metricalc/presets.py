@@ -31,14 +31,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from metricalc.errors import InvalidInputError
 
 __all__ = ["PRESETS", "PRESET_VERBS", "Preset", "Setting", "preset_attrs", "preset_for"]
 
 
-class Setting(NamedTuple):
+@dataclass(frozen=True)
+class Setting:
     """One setting of a preset: its value and where in the source it was read."""
 
     value: Any
