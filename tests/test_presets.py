@@ -72,7 +72,7 @@ def test_every_setting_is_an_option_of_its_verb_with_a_valid_value():
 
 def test_the_published_choices():
     """The values read from the sources (docs/presets.md), number for number."""
-    assert PRESETS["d2net"].values() == {"split": "d2net", "border": 0.0, "max_keypoints": 2000}
+    assert PRESETS["d2net"].values() == {"split": "d2net", "border": 0.0, "max_keypoints": None}
     assert len(SEQUENCE_SPLITS["d2net"]) == 108
     assert PRESETS["superpoint"].values() == {
         "split": "full", "max_keypoints": 1000, "border": 0.0, "tau": 3.0,
@@ -120,9 +120,11 @@ def test_a_keypoint_preset_changes_exactly_its_settings(name):
 
 
 def test_explicit_keypoint_options_override_the_preset():
-    options, _ = _keypoint_options("--preset", "d2net", "--max-keypoints", "0", "--border", "5")
-    assert options["max_keypoints"] is None and options["border"] == 5.0  # 0: all, as given
+    options, _ = _keypoint_options("--preset", "d2net", "--max-keypoints", "2000", "--border", "5")
+    assert options["max_keypoints"] == 2000 and options["border"] == 5.0  # D2-Net's top-K version
     assert options["split"] == "d2net"
+    options, _ = _keypoint_options("--preset", "superpoint", "--max-keypoints", "0")
+    assert options["max_keypoints"] is None  # 0: all, given explicitly, not the preset's 1000
     options, _ = _keypoint_options("--preset", "workbench", "--no-image-retrieval",
                                    "--tie-policy", "expected", "--no-bojanic")  # fmt: skip
     assert options["image_retrieval"] is False and options["tie_policy"] == "expected"
