@@ -43,6 +43,7 @@ __all__ = [
     "REPORTED",
     "ReportedResult",
     "reported_by_key",
+    "reported_markdown",
     "select_reported",
 ]
 
@@ -279,3 +280,26 @@ def select_reported(items: Iterable[str | Mapping[str, str]]) -> tuple[ReportedR
             )
         chosen |= found
     return tuple(entry for entry in REPORTED if entry.key in chosen)
+
+
+def reported_markdown() -> str:
+    """The table of every published number (docs/reported.md holds it; a test checks they
+    agree): one row per entry with its key, value in percent, setting and source.
+
+    Examples
+    --------
+    >>> print(reported_markdown().splitlines()[0])
+    | key | method | metric | value (%) | dataset, setting | paper, table | source | checked |
+    """
+    lines = [
+        "| key | method | metric | value (%) | dataset, setting | paper, table | source | checked |",
+        "| --- | --- | --- | ---: | --- | --- | --- | --- |",
+    ]
+    for e in REPORTED:
+        cells = [
+            f"`{e.key}`", e.method, f"`{e.metric}`", f"{100 * e.value:.2f}",
+            f"{e.dataset}, {e.setting}", f"{e.paper}; {e.table}", e.source,
+            "yes" if e.checked else "no",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
