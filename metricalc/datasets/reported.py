@@ -292,7 +292,8 @@ def reported_markdown() -> str:
     | key | method | metric | value (%) | dataset, setting | paper, table | source | checked |
     """
     lines = [
-        "| key | method | metric | value (%) | dataset, setting | paper, table | source | checked |",
+        "| key | method | metric | value (%) | dataset, setting | paper, table | source "
+        "| checked |",
         "| --- | --- | --- | ---: | --- | --- | --- | --- |",
     ]
     for e in REPORTED:
