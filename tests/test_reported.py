@@ -313,3 +313,36 @@ def test_report_refuses_a_number_of_another_protocol_before_the_tests(tmp_path, 
                        r"under no preset"):  # fmt: skip
         build(study, out=tmp_path / "out")
     assert not (tmp_path / "out" / "report.html").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# the `reported` verb
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cli_lists_filtered_entries_as_json():
+    import json
+
+    from tests.cli_helpers import run_cli
+
+    result = run_cli("reported", "--protocol", "hpatches-cvpr17", "--method", "HardNet", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [(r["metric"], r["value"], r["checked"]) for r in rows] == [
+        ("hpatches17_verification_map", 0.8843, False),
+        ("hpatches17_matching_map", 0.5279, False),
+    ]
+
+
+def test_cli_prints_a_table_and_refuses_a_pattern_that_matches_nothing():
+    from tests.cli_helpers import run_cli
+
+    result = run_cli("reported", "superpoint/orb/*", env={"COLUMNS": "200"})
+    assert result.returncode == 0 and "3 of" in result.stdout
+    assert "superpoint/orb/homography_accuracy@5px" in result.stdout and "56.40" in result.stdout
+    failed = run_cli("reported", "nope*")
+    assert failed.returncode == 2
+    assert failed.stderr.strip() == (
+        "metricalc: error: reported: 'nope*' matches no published number "
+        "(docs/reported.md lists them)"
+    )
