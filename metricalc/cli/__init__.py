@@ -12,6 +12,7 @@ sub-verbs) to the sub-command parsers and set ``run``, the function the verb cal
 - :mod:`~metricalc.cli.decompose`: ``decompose detection | keypoints``;
 - :mod:`~metricalc.cli.compare`: ``compare``;
 - :mod:`~metricalc.cli.report`: ``report``;
+- :mod:`~metricalc.cli.reported`: ``reported``;
 - :mod:`~metricalc.cli.trec`: ``trec-eval``;
 - :mod:`~metricalc.cli.trec_export`: ``trec-export cube | patches``;
 - :mod:`~metricalc.cli._args`: the argument types they share.
@@ -36,6 +37,7 @@ from metricalc.cli import (
     patches,
     pose,
     report,
+    reported,
     trec,
     trec_export,
 )
@@ -55,6 +57,7 @@ VERBS = (
     decompose.add_decompose,
     compare.add_compare,
     report.add_report,
+    reported.add_reported,
     trec.add_trec_eval,
     trec_export.add_trec_export,
 )

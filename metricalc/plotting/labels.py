@@ -119,6 +119,10 @@ METRICS: Mapping[str, MetricInfo] = {
     "image_retrieval_map": MetricInfo(
         "image mAP", "image retrieval mAP", test=("image_ap", None, None)
     ),
+    "hpatches17_verification_map": MetricInfo(
+        "verif. mAP", "HPatches verification mAP (mean of the 6 imbalanced APs)"
+    ),
+    "hpatches17_matching_map": MetricInfo("match. mAP", "HPatches matching mAP"),
 }
 """Known metric-set columns (PROTOCOLS.md section 3 names, and the patch-retrieval means)."""
 
@@ -137,6 +141,12 @@ _TREC_PER_QUERY = re.compile(
 """trec_eval's printed names of the measures with a value per query: a retrieval cube
 (:mod:`metricalc.retrieval.querycube`) holds each as a variable (``map`` as ``ap``)."""
 _TREC_COUNTS = ("num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret")
+_GEOMETRY = re.compile(
+    r"(H_error_(dlt|ransac)@[0-9.]+px|H_error_ransac_mAA|auc@[0-9.]+|mAA@[0-9.]+|ransac_mAA"
+    r"|homography_accuracy@[0-9.]+px)"
+)
+"""Fractions of the homography (Glue Factory, SuperPoint) and pose (SuperGlue, IMC) summaries:
+AUCs, mAAs and accuracies, shown in percent."""
 
 
 def metric_info(name: str) -> MetricInfo:
@@ -165,6 +175,8 @@ def metric_info(name: str) -> MetricInfo:
         return MetricInfo(name, name, kind="value", test=(variable, None, None))
     if name in _TREC_COUNTS:
         return MetricInfo(name, name, kind="value")
+    if _GEOMETRY.fullmatch(name):
+        return MetricInfo(name, name)
     return MetricInfo(name, name.replace("_", " "), kind="value")
 
 

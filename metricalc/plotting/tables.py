@@ -5,8 +5,9 @@
 order; a cell carries, as superscripts, the letters of the systems that row is significantly
 better than in that column, read from the :func:`metricalc.stats.compare` Dataset given for the
 column (its ``favours``: the side of a comparison rejected at the corrected alpha, by the test's
-own statistic). The best value of a column is bold and the second best underlined.
-docs/report.md shows an example.
+own statistic). The best value of a column is bold and the second best underlined. Published
+numbers come as reference rows (:mod:`~metricalc.plotting.reference_rows`): below the measured
+rows, marked "(reported)", never ranked, marked or tested. docs/report.md shows an example.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ from metricalc.plotting.labels import (
     escape_latex,
     escape_markdown,
     metric_info,
+)
+from metricalc.plotting.reference_rows import (
+    HTML_STYLE,
+    ReferenceRow,
+    check_reference_rows,
+    reference_sentence,
 )
 from metricalc.validation import is_integer
 
@@ -164,6 +171,10 @@ class Table:
         when there is one, else ``dataset``: :func:`~metricalc.plotting.labels.dataset_name`).
     label : str
         LaTeX ``\\label``.
+    reported : sequence of ReferenceRow, optional
+        Published numbers shown below the measured rows, each marked "(reported)" (italic in
+        LaTeX, Markdown and HTML, ``kind`` = ``reported`` in CSV); they take no letter, no bold
+        or underline, and no part in the best / second marks or the tests.
 
     Notes
     -----
@@ -196,6 +207,7 @@ class Table:
         names: Mapping[str, str] | None = None,
         caption: str | None = None,
         label: str = "tab:results",
+        reported: Sequence[ReferenceRow] | None = None,
     ) -> None:
         if not isinstance(metric_set, xr.Dataset) or "descriptor" not in metric_set.dims:
             raise InvalidInputError(
@@ -217,6 +229,7 @@ class Table:
         failed = zip(self.systems, status or [], strict=False)
         self.failed = {system for system, state in failed if state == "error"}
         self.cells = self._cells()
+        self.reported = check_reference_rows(reported, self.columns)
         self.caption = self._caption(caption)
 
     # -- construction ----------------------------------------------------------------------
@@ -372,6 +385,8 @@ class Table:
         )
         if self.comparisons:
             parts.append(self._test_sentence())
+        if self.reported:
+            parts.append(reference_sentence(self.reported))
         return " ".join(parts)
 
     def _test_sentence(self) -> str:
@@ -415,6 +430,21 @@ class Table:
         suffix = " (failed)" if self.systems[i] in self.failed else ""
         return f"({self.letters[i]}) {escape(name + suffix)}"
 
+    def _reported_texts(self, row: ReferenceRow) -> list[str]:
+        """The printed values of a reference row ("" where it has none), as measured ones."""
+        return [self._format(c, float(row.values.get(c, math.nan))) for c in self.columns]
+
+    def _reported_lines(
+        self, dash: str, italic: str, escape: Callable[[str], str]
+    ) -> list[list[str]]:
+        """Per reference row: its name and values, italic (``italic`` a format), dashes for
+        missing values."""
+        return [
+            [italic.format(escape(row.label))]
+            + [italic.format(escape(t)) if t else dash for t in self._reported_texts(row)]
+            for row in self.reported
+        ]
+
     def headers(self) -> list[str]:
         """Column headers (metric labels), without the system column."""
         return [metric_info(c).label for c in self.columns]
@@ -446,6 +476,10 @@ class Table:
         for i, row in enumerate(self.cells or [[] for _ in self.systems]):
             name = self._row_name(i, escape_latex)
             lines.append(" & ".join([name, *(cell(c) for c in row)]) + r" \\")
+        if self.reported:
+            lines.append(r"\midrule")
+            for parts in self._reported_lines("--", r"\textit{{{}}}", escape_latex):
+                lines.append(" & ".join(p.replace(",", "{,}") for p in parts) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
         return "\n".join(lines) + "\n"
 
@@ -464,6 +498,8 @@ class Table:
         for i, row in enumerate(self.cells or [[] for _ in self.systems]):
             cells = [self._row_name(i, escape_markdown), *(cell(c) for c in row)]
             lines.append("| " + " | ".join(cells) + " |")
+        for parts in self._reported_lines("&ndash;", "*{}*", escape_markdown):
+            lines.append("| " + " | ".join(parts) + " |")
         return "\n".join(lines) + "\n"
 
     def to_html(self) -> str:
@@ -481,6 +517,14 @@ class Table:
                 + "".join(cell(c) for c in row)
                 + "</tr>"
             )
+        lines = self._reported_lines("&ndash;", "<em>{}</em>", escape_html)
+        for reference, parts in zip(self.reported, lines, strict=True):
+            rows.append(
+                f'<tr class="reported" data-kind="reported" style="{HTML_STYLE}" '
+                f'data-system="{escape_html(reference.name)}"><th scope="row">{parts[0]}</th>'
+                + "".join(f'<td class="reported">{p}</td>' for p in parts[1:])
+                + "</tr>"
+            )
         return (
             '<table class="results">'
             f"<caption>{escape_html(self.caption)}</caption>"
@@ -489,12 +533,15 @@ class Table:
         )
 
     def to_csv(self) -> str:
-        """One row per system: letter, descriptor, name, then per column the printed value,
-        its mark (best / second) and the letters of the systems it is significantly better than.
+        """One row per system: kind (``measured``), letter, descriptor, name, then per column
+        the printed value, its mark (best / second) and the letters of the systems it is
+        significantly better than; then one row per reference row (kind ``reported``, no
+        letter, mark or letters).
         """
         records = []
         for i, row in enumerate(self.cells or [[] for _ in self.systems]):
             record: dict[str, Any] = {
+                "kind": "measured",
                 "letter": self.letters[i],
                 "descriptor": self.systems[i],
                 "name": display_name(self.systems[i], self.names),
@@ -503,5 +550,13 @@ class Table:
                 record[column] = _number(c.text)
                 record[f"{column}_mark"] = c.mark
                 record[f"{column}_better_than"] = c.letters
+            records.append(record)
+        for reference in self.reported:
+            record = {"kind": "reported", "letter": "", "descriptor": reference.name,
+                      "name": reference.label}  # fmt: skip
+            for column, text in zip(self.columns, self._reported_texts(reference), strict=True):
+                record[column] = _number(text)
+                record[f"{column}_mark"] = ""
+                record[f"{column}_better_than"] = ""
             records.append(record)
         return csv_text(pd.DataFrame.from_records(records))

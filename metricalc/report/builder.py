@@ -40,6 +40,7 @@ from metricalc.report.analysis import ColumnTests, run_tests
 from metricalc.report.data import combined, load_cubes, summary_metrics
 from metricalc.report.html import EmbeddedFigure, data_uri, png_data_uri, render_report
 from metricalc.report.model import Report, Section
+from metricalc.report.reference import reference_rows
 from metricalc.report.sections import SECTION_HOOKS, SectionHook, register_section
 from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
@@ -270,11 +271,14 @@ def _summary_text(study: Study, sentences: list[str], rankings: list[str], notes
 def _results_table(
     study: Study, metrics: xr.Dataset, tests: dict[str, ColumnTests], columns: list[str]
 ) -> Table:
-    """The study's results table with the significance letters of its tests."""
+    """The study's results table with the significance letters of its tests and the reference
+    rows of its ``reported`` numbers."""
     comparisons = {c: t.comparison for c, t in tests.items() if t.comparison is not None}
     caption = f"{study.title}." if study.title else None
+    reported = reference_rows(study.reported, metrics.attrs, columns)
     return Table(metrics, comparisons, columns=columns, decimals=study.decimals,
-                 names=study.names, caption=caption, label=f"tab:{study.name}")  # fmt: skip
+                 names=study.names, caption=caption, label=f"tab:{study.name}",
+                 reported=reported)  # fmt: skip
 
 
 def _texts(
@@ -306,6 +310,7 @@ def _analyse(
     metrics = combined({label: summary_metrics(cube) for label, cube in loaded.items()})
     columns = list(study.metrics) if study.metrics else None
     chosen = Table(metrics, columns=columns, decimals=study.decimals, names=study.names).columns
+    reference_rows(study.reported, metrics.attrs, chosen)  # refused before the tests run
     notes: list[str] = []
     with progress_bar("tests", total=len(chosen), enabled=progress) as advance:
         tests = run_tests(

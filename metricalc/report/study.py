@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from metricalc.datasets.reported import ReportedResult, select_reported
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import path_inside
 from metricalc.stats import CORRECTIONS, PAIR_BY, TESTS  # a study's tests.* choices
@@ -141,6 +142,7 @@ class Study:
     figures: tuple[str, ...] = FIGURES
     outputs: tuple[str, ...] = OUTPUTS
     source: Path | None = None
+    reported: tuple[ReportedResult, ...] = ()
 
     def default_out(self) -> Path:
         """``<folder of the YAML file>/<study name>`` (``reports/<study>/``)."""
@@ -387,6 +389,24 @@ def _tests(check: _Checker, raw: Any) -> TestSpec:
     )
 
 
+def _reported(check: _Checker, raw: Any) -> tuple[ReportedResult, ...]:
+    """``reported``: published numbers by key, key pattern or filter
+    (:func:`metricalc.datasets.reported.select_reported`)."""
+    items = raw if isinstance(raw, list) else [raw]
+    if not items:
+        raise check.fail("reported", "expected a non-empty list of keys or filters; got []")
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            for field, value in check.mapping(item, f"reported[{i}]").items():
+                check.string(value, f"reported[{i}].{field}")
+        else:
+            check.string(item, f"reported[{i}]")
+    try:
+        return select_reported(items)
+    except InvalidInputError as error:
+        raise check.fail("reported", str(error).removeprefix("reported: ")) from None
+
+
 def study_from_dict(raw: Any, *, source: str | Path, name: str | None = None) -> Study:
     """Validate a parsed study specification (a dict, as from YAML).
 
@@ -401,7 +421,7 @@ def study_from_dict(raw: Any, *, source: str | Path, name: str | None = None) ->
         raw,
         "",
         ("title", "description", "data", "names", "metrics", "decimals", "baseline", "tests",
-         "figures", "outputs"),
+         "figures", "outputs", "reported"),
     )  # fmt: skip
     if "data" not in raw:
         raise check.fail("data", "missing; every study names its data")
@@ -435,6 +455,7 @@ def study_from_dict(raw: Any, *, source: str | Path, name: str | None = None) ->
             else OUTPUTS
         ),
         source=source_path,
+        reported=_reported(check, raw["reported"]) if "reported" in raw else (),
     )
 
 
