@@ -35,6 +35,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 
 from metricalc.errors import InvalidInputError
 
@@ -76,163 +77,39 @@ def _slug(method: str) -> str:
     return re.sub(r"[^a-z0-9+]+", "-", method.lower()).strip("-")
 
 
-def _rows(
-    common: Mapping[str, str | bool],
-    method: str,
-    variant: str,
-    values: Mapping[str, float],
-    *,
-    scale: float = 1.0,
-) -> list[ReportedResult]:
-    """The entries of one method's row of a source (values divided by ``scale``)."""
-    protocol = str(common["protocol"])
-    parts = [protocol, _slug(method), *([variant] if variant else [])]
-    return [
-        ReportedResult(
-            key="/".join([*parts, metric]),
-            method=method,
-            metric=metric,
-            value=round(value / scale, 6),
-            **common,  # type: ignore[arg-type]
-        )
-        for metric, value in values.items()
-    ]
+_COMMON = ("protocol", "dataset", "setting", "paper", "table", "code", "source", "checked", "notes")
+"""The fields every number of one source table shares (a block of ``reported.yaml``)."""
 
 
-_GLUEFACTORY = "cvg/glue-factory README.md (commit 071e64599b71d627d4acd26361ed95e65bd7a0d6)"
-_LIGHTGLUE = "Lindenberger, Sarlin, Pollefeys: LightGlue, ICCV 2023"
+def _load_reported() -> tuple[ReportedResult, ...]:
+    """The entries of ``reported.yaml`` (package data), checked: every block names all of
+    :data:`_COMMON`, every value is a fraction in [0, 1], every key is unique."""
+    import yaml
+
+    text = resources.files("metricalc.datasets").joinpath("reported.yaml").read_text("utf-8")
+    entries: list[ReportedResult] = []
+    for block in yaml.safe_load(text):
+        missing = [f for f in _COMMON if f not in block]
+        if missing:
+            raise InvalidInputError(f"reported.yaml: a block lacks {missing}")
+        common = {f: block[f] for f in _COMMON}
+        for method, variants in block["values"].items():
+            for variant, metrics in variants.items():
+                parts = [common["protocol"], _slug(method), *([variant] if variant != "-" else [])]
+                for metric, value in metrics.items():
+                    if not 0 <= value <= 1:
+                        raise InvalidInputError(f"reported.yaml: {method} {metric} = {value}")
+                    key = "/".join([*parts, metric])
+                    entries.append(ReportedResult(key, method, metric, float(value), **common))
+    keys = [e.key for e in entries]
+    if len(set(keys)) != len(keys):
+        raise InvalidInputError("reported.yaml: a key appears twice")
+    return tuple(entries)
 
 
-def _gluefactory_hpatches() -> list[ReportedResult]:
-    def common(setting: str, table: str, notes: str = "") -> dict[str, str | bool]:
-        return {
-            "protocol": "gluefactory", "dataset": "HPatches sequences", "setting": setting,
-            "paper": _LIGHTGLUE, "table": table,
-            "code": "cvg/glue-factory gluefactory/eval/hpatches.py", "source": _GLUEFACTORY,
-            "checked": True, "notes": notes,
-        }  # fmt: skip
-
-    printout = common(
-        "estimator opencv, default ransac_th", "README, HPatches: expected results",
-        "`python -m gluefactory.eval.hpatches --conf superpoint+lightglue-official`; the "
-        "README prints the mAA as ransac_mAA",
-    )
-    table = "README, HPatches: AUC of the homography error at 1/3/5 px"
-    at = ("@1px", "@3px", "@5px")
-    rows = _rows(printout, "SuperPoint+LightGlue", "printout", {
-        "H_error_dlt@1px": 0.3515, "H_error_dlt@3px": 0.6723, "H_error_dlt@5px": 0.7756,
-        "H_error_ransac@1px": 0.3428, "H_error_ransac@3px": 0.5763,
-        "H_error_ransac@5px": 0.6943, "H_error_ransac_mAA": 0.5378,
-    })  # fmt: skip
-    columns = {  # variant -> (metric prefix, setting)
-        "dlt": ("H_error_dlt", "DLT on all matches"),
-        "opencv": ("H_error_ransac", "estimator opencv"),
-        "poselib": ("H_error_ransac", "estimator poselib, ransac_th=-1 (best of a sweep)"),
-    }
-    published = {
-        "SuperPoint+SuperGlue": {"dlt": (32.1, 65.0, 75.7), "opencv": (32.9, 55.7, 68.0),
-                                 "poselib": (37.0, 68.2, 78.7)},
-        "SuperPoint+LightGlue": {"dlt": (35.1, 67.2, 77.6), "opencv": (34.2, 57.9, 69.9),
-                                 "poselib": (37.1, 67.4, 77.8)},
-    }  # fmt: skip
-    for method, by_variant in published.items():
-        for variant, values in by_variant.items():
-            prefix, setting = columns[variant]
-            rows += _rows(
-                common(setting, table), method, variant,
-                {prefix + t: v for t, v in zip(at, values, strict=True)}, scale=100.0,
-            )  # fmt: skip
-    return rows
-
-
-def _gluefactory_megadepth() -> list[ReportedResult]:
-    def common(setting: str, table: str, notes: str = "") -> dict[str, str | bool]:
-        return {
-            "protocol": "gluefactory", "dataset": "MegaDepth-1500", "setting": setting,
-            "paper": _LIGHTGLUE, "table": table,
-            "code": "cvg/glue-factory gluefactory/eval/megadepth1500.py",
-            "source": _GLUEFACTORY, "checked": True, "notes": notes,
-        }  # fmt: skip
-
-    printout = common(
-        "estimator opencv, default ransac_th", "README, MegaDepth-1500: expected results",
-        "`python -m gluefactory.eval.megadepth1500 --conf superpoint+lightglue-official`; "
-        "printed as rel_pose_error@5/10/20 degrees and ransac_mAA",
-    )
-    rows = _rows(printout, "SuperPoint+LightGlue", "printout", {
-        "auc@5": 0.5102, "auc@10": 0.681, "auc@20": 0.8065, "ransac_mAA": 0.6659,
-    })  # fmt: skip
-    table = "README, MegaDepth-1500: AUC of the pose error at 5/10/20 degrees"
-    published = {
-        "SuperPoint+SuperGlue": {"pycolmap": (54.4, 70.4, 82.4), "opencv": (48.7, 65.6, 79.0),
-                                 "poselib": (64.8, 77.9, 87.0)},
-        "SuperPoint+LightGlue": {"pycolmap": (56.7, 72.4, 83.7), "opencv": (51.0, 68.1, 80.7),
-                                 "poselib": (66.8, 79.3, 87.9)},
-        "SuperPoint+GlueStick": {"pycolmap": (53.2, 69.8, 81.9), "opencv": (46.3, 64.2, 78.1),
-                                 "poselib": (64.4, 77.5, 86.5)},
-    }  # fmt: skip
-    for method, by_variant in published.items():
-        for variant, values in by_variant.items():
-            metrics = {f"auc@{t}": v for t, v in zip((5, 10, 20), values, strict=True)}
-            rows += _rows(common(f"estimator {variant}", table), method, variant, metrics,
-                          scale=100.0)  # fmt: skip
-    return rows
-
-
-def _superpoint_hpatches() -> list[ReportedResult]:
-    common: dict[str, str | bool] = {
-        "protocol": "superpoint", "dataset": "HPatches sequences",
-        "setting": "at most 1000 points, NMS 8, viewpoint and illumination",
-        "paper": "DeTone, Malisiewicz, Rabinovich: SuperPoint, CVPRW 2018 (reimplementation)",
-        "table": "README, Descriptors evaluation: homography estimation, e = 1 / 3 / 5",
-        "code": "rpautrat/SuperPoint notebooks/descriptors_evaluation_on_hpatches.ipynb",
-        "source": "rpautrat/SuperPoint README.md (commit 20f0fab7250bbc725a5cdd142f0bfc356643cd47)",
-        "checked": True,
-        "notes": "share of image pairs whose estimated homography is correct within e pixels",
-    }  # fmt: skip
-    published = {
-        "SuperPoint (rpautrat)": (0.483, 0.836, 0.910),
-        "SuperPoint (MagicLeap)": (0.438, 0.833, 0.914),
-        "SIFT": (0.498, 0.786, 0.786),
-        "ORB": (0.162, 0.467, 0.564),
-    }
-    rows = []
-    for method, values in published.items():
-        metrics = {f"homography_accuracy@{e}px": v for e, v in zip((1, 3, 5), values, strict=True)}
-        rows += _rows(common, method, "", metrics)
-    return rows
-
-
-def _hpatches_cvpr17() -> list[ReportedResult]:
-    common: dict[str, str | bool] = {
-        "protocol": "hpatches-cvpr17", "dataset": "HPatches patches", "setting": "split full",
-        "paper": "Balntas, Lenc, Vedaldi, Mikolajczyk: HPatches, CVPR 2017 (Python results)",
-        "table": "hpatches-benchmark Python results, split full",
-        "code": "hpatches/hpatches-benchmark python/hpatches_results.py, python/utils/results.py",
-        "source": "metricalc issue 18, part 4 (quoted there)",
-        "checked": False,
-        "notes": "not found in stored public text (docs/results.md and "
-        "python/utils/docs/results.md of hpatches-benchmark are empty placeholders; "
-        "python/hpatches_results.pdf is binary); verification = mean of the 6 imbalanced APs",
-    }  # fmt: skip
-    published = {  # verification, matching (percent)
-        "SIFT": (65.12, 25.47), "RootSIFT": (58.53, 27.22), "BRIEF": (56.88, 10.48),
-        "ORB": (59.11, 15.33), "TFeat-M*": (81.90, 32.68), "HardNet": (88.43, 52.79),
-    }  # fmt: skip
-    rows = []
-    for method, (verification, matching) in published.items():
-        metrics = {"hpatches17_verification_map": verification, "hpatches17_matching_map": matching}
-        rows += _rows(common, method, "", metrics, scale=100.0)
-    return rows
-
-
-REPORTED: tuple[ReportedResult, ...] = (
-    *_hpatches_cvpr17(),
-    *_superpoint_hpatches(),
-    *_gluefactory_hpatches(),
-    *_gluefactory_megadepth(),
-)
-"""Every published number metricalc knows, in the order of docs/reported.md."""
+REPORTED: tuple[ReportedResult, ...] = _load_reported()
+"""Every published number metricalc knows (the table ``metricalc/datasets/reported.yaml``), in
+the order of docs/reported.md."""
 
 FILTER_FIELDS = ("protocol", "dataset", "method", "metric", "setting")
 """The fields a filter of :func:`select_reported` may name."""
