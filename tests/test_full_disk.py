@@ -144,3 +144,35 @@ def test_a_report_onto_a_full_disk_keeps_the_previous_report(small_disk, tmp_pat
     assert len(lines) == 1 and "No space left on device" in lines[0], lines
     assert {p.name: p.read_bytes() for p in report.iterdir()} == before
     assert _names(small_disk) == ["filler", "mine"]
+
+
+def test_an_injected_enospc_is_an_oserror_naming_the_file_and_keeps_the_old_one(
+    tmp_path, monkeypatch, make_query_cube
+):
+    """The same promise where no tmpfs can be mounted: the disk fills while the cube's bytes are
+    written (the HDF5 file itself is built in memory, so the library never sees the error)."""
+    import errno
+
+    from metricalc import cube as qc
+    from metricalc.cli import main
+
+    path = tmp_path / "cube.nc"
+    qc.save(make_query_cube({"a": 0.5, "b": 0.4}), path)
+    before = path.read_bytes()
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(OSError, match="No space left") as caught:
+        qc.save(make_query_cube({"a": 0.6, "b": 0.3}, seed=4), path)
+    assert caught.value.filename == str(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cube.nc"]
+    monkeypatch.setattr(Path, "write_bytes", full)
+    argv = ["db", "import-workbench", str(EXPORT), "--db", str(tmp_path / "r.sqlite"),
+            "--out", str(path)]  # fmt: skip
+    assert main(argv) == 2
+    monkeypatch.undo()
+    assert path.read_bytes() == before
