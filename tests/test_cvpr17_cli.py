@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from metricalc.cli import main
-from metricalc.cli.patches import HPATCHES17_TASKS
+from metricalc.cli.patches import HPATCHES17_POOLS, HPATCHES17_TASKS
 from metricalc.datasets import make_hpatches17_set
 from metricalc.patches import cvpr17_eval as ev
 from metricalc.patches import cvpr17_files as cf
@@ -24,6 +24,7 @@ def synthetic(tmp_path_factory):
 
 def test_cli_tasks_match_the_library() -> None:
     assert HPATCHES17_TASKS == ev.TASKS17
+    assert HPATCHES17_POOLS == ev.POOL_SIZES
 
 
 def test_cli_json_structure_and_values(synthetic, capsys) -> None:

@@ -86,7 +86,10 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--out", type=Path, help="write the per-query retrieval APs as a QueryCube (.nc)"
     )
     ph.add_argument("--name", help="descriptor name in the cube (default: DESCR_DIR's name)")
-    ph.add_argument("--pool", type=int, default=20000, help="pool size of the cube's AP (20000)")
+    ph.add_argument(
+        "--pool", type=int, default=20000, choices=HPATCHES17_POOLS,
+        help="pool size of the cube's AP",
+    )
     ph.set_defaults(run=_patches_hpatches_eval)
     _add_fpr95(patch_verbs)
 
@@ -121,6 +124,10 @@ def _add_fpr95(patch_verbs: argparse._SubParsersAction[argparse.ArgumentParser])
     pdp.add_argument("--out", type=Path, required=True, help=".npy file, one row per patch id")
     pdp.set_defaults(run=_patches_describe_phototour)
 
+
+HPATCHES17_POOLS = (100, 500, 1000, 5000, 10000, 15000, 20000)
+"""The retrieval pool sizes (``metricalc.patches.cvpr17_eval.POOL_SIZES``, spelled here for the
+parser, as the tasks below)."""
 
 HPATCHES17_TASKS = ("verification", "matching", "retrieval")
 """The tasks of ``hpatches-eval`` (``metricalc.patches.cvpr17_eval.TASKS17``, spelled here so that

@@ -200,8 +200,18 @@ def read_splits(tasks: str | os.PathLike[str] | None = None) -> dict[str, list[s
         ) from None
 
 
+def _is_int64(text: str) -> bool:
+    try:
+        return -(2**63) <= int(text) < 2**63
+    except ValueError:
+        return False
+
+
 def _read_table(path: Path, columns: tuple[str, ...]) -> list[np.ndarray]:
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(f"{path}: not UTF-8 text (byte {error.start})") from None
     if not lines or tuple(lines[0].strip().split(",")) != columns:
         raise InvalidInputError(f"{path}: expected the header {','.join(columns)}")
     rows = [line.split(",") for line in lines[1:] if line.strip()]
@@ -219,8 +229,11 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> list[np.ndarray]:
             continue
         try:
             out.append(column.astype(np.int64))
-        except ValueError:
-            raise InvalidInputError(f"{path}: column {name} is not all integers") from None
+        except (ValueError, OverflowError):
+            k = next(i for i, v in enumerate(column) if not _is_int64(v))
+            raise InvalidInputError(
+                f"{path}: data row {k + 1}: {name} = {column[k]!r}; expected a 64-bit integer"
+            ) from None
     return out
 
 

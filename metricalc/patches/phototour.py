@@ -31,12 +31,15 @@ Four patches of two 3D points (``info.txt``) and two pairs, the first of one poi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")  # what int64 always holds
 
 __all__ = [
     "DATASETS",
@@ -103,7 +106,7 @@ def _integer_rows(path: Path, n_fields: int, what: str, *, exact: bool) -> np.nd
         raise InvalidInputError(f"{path}: empty file; expected {what}")
     for number, fields in enumerate(rows, start=1):
         wrong_length = len(fields) != n_fields if exact else len(fields) < n_fields
-        if wrong_length or not all(f.lstrip("-").isdigit() for f in fields):
+        if wrong_length or not all(_INTEGER.fullmatch(f) for f in fields):
             raise InvalidInputError(
                 f"{path}, line {number}: expected {what}; got {' '.join(fields)!r}"
             )

@@ -83,6 +83,8 @@ def read_descriptors(path: str | Path) -> np.ndarray:
             array = np.load(path, allow_pickle=False)
         except (OSError, ValueError, EOFError) as error:
             raise InvalidInputError(f"{path}: expected a .npy N x D matrix ({error})") from None
+        if not isinstance(array, np.ndarray):  # an .npz archive under a .npy name
+            raise InvalidInputError(f"{path}: is an .npz archive; expected a .npy N x D matrix")
     elif path.suffix == ".csv":
         try:
             array = pd.read_csv(path, header=None, dtype=np.float64, skip_blank_lines=False)
@@ -192,6 +194,12 @@ def read_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                 f"distance and a 0/1 label; got {line!r}"
             )
         distances[number], labels[number] = value, label == "1"
+    if labels.all() or not labels.any():
+        missing = "negative (non-matching)" if labels.all() else "positive (matching)"
+        raise InvalidInputError(
+            f"{path}: no {missing} pair: all {len(labels)} rows have label {int(labels[0])}; "
+            "expected both matching (1) and non-matching (0) rows"
+        )
     return distances, labels
 
 

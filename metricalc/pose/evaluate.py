@@ -213,6 +213,12 @@ def _evaluate_method(
             if name not in cache:
                 cache[name] = source(method, name)
         first, second = cache[pair.name0], cache[pair.name1]
+        if first.descriptors.shape[1] != second.descriptors.shape[1]:
+            raise InvalidInputError(
+                f"method {method!r}: {pair.name0} has descriptors of dimension "
+                f"{first.descriptors.shape[1]}, {pair.name1} of {second.descriptors.shape[1]}; "
+                "expected the same"
+            )
         matches, _ = nn_matches(first.descriptors, second.descriptors, mutual=True, ratio=ratio)
         keep = matches >= 0
         points0, points1 = first.keypoints[keep], second.keypoints[matches[keep]]

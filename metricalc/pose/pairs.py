@@ -86,6 +86,11 @@ def _check_pose(T: np.ndarray, where: str) -> np.ndarray:
         raise InvalidInputError(f"{where}: T_0to1's last row is {T[3].tolist()}; expected 0 0 0 1")
     if np.abs(R.T @ R - np.eye(3)).max() > _ROTATION_TOLERANCE or np.linalg.det(R) <= 0:
         raise InvalidInputError(f"{where}: T_0to1's 3 x 3 block is not a rotation")
+    if not np.linalg.norm(T[:3, 3]) > 0:
+        raise InvalidInputError(
+            f"{where}: T_0to1's translation is zero; the direction the pose error measures is "
+            "undefined"
+        )
     return T
 
 
@@ -137,11 +142,16 @@ def read_pairs(path: str | Path) -> list[PosePair]:
     """
     source = Path(path)
     pairs = []
-    with source.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            fields = line.split()
-            if fields and not fields[0].startswith("#"):
-                pairs.append(_parse(fields, f"{source}:{number}"))
+    try:
+        with source.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                fields = line.split()
+                if fields and not fields[0].startswith("#"):
+                    pairs.append(_parse(fields, f"{source}:{number}"))
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(
+            f"{source}: not UTF-8 text (byte {error.start}); expected a pair list"
+        ) from None
     if not pairs:
         raise InvalidInputError(f"{source}: no pairs; expected one pair a line")
     return pairs
