@@ -74,7 +74,7 @@ def test_parser_choices_agree_with_the_library():
     runs = importlib.import_module("metricalc.experiment.run")
     assert tuple(sorted(runs.BENCHMARKS)) == experiments.BENCHMARK_NAMES
     assert experiments.DEFAULT_OUTPUTS == runs.DEFAULT_OUTPUTS
-    for name in ("TESTS", "PAIR_BY", "SPLITS", "CORRECTIONS"):
+    for name in ("TESTS", "PAIR_BY", "SPLITS", "CORRECTIONS", "INTERVALS"):
         assert getattr(compare, name) == getattr(stats, name), name
     assert keypoints.Y0_POLICIES == cube.Y0_POLICIES
 

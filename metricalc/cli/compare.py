@@ -24,6 +24,8 @@ SPLITS = ("viewpoint", "illumination")
 """``metricalc.stats.SPLITS``."""
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
+INTERVALS = ("bca", "t")
+"""``metricalc.stats.INTERVALS``."""
 
 
 _COMPARE_OPTIONS = (
@@ -35,6 +37,7 @@ _COMPARE_OPTIONS = (
     "seed",
     "n_resamples",
     "confidence_level",
+    "interval",
 )
 """The options of :func:`metricalc.stats.compare` taken as given on the command line."""
 
@@ -62,7 +65,13 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp.add_argument("--alpha", type=float, default=0.05)
     cmp.add_argument("--seed", type=int, default=0, help="seed of the sign flips and bootstrap")
     cmp.add_argument("--n-resamples", type=int, default=10_000, help="flips / bootstrap resamples")
-    cmp.add_argument("--confidence-level", type=float, default=0.95, help="of the bootstrap CI")
+    cmp.add_argument("--confidence-level", type=float, default=0.95, help="of the CI")
+    cmp.add_argument(
+        "--interval",
+        choices=INTERVALS,
+        default="bca",
+        help="CI of the mean difference: bca (default: bootstrap) or t (Student t: no resampling)",
+    )
     cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
     cmp.set_defaults(run=_compare)
 

@@ -331,9 +331,10 @@ def print_comparisons(
     metric = str(attrs.get("metric", ""))
     percent = is_fraction_metric(metric)
     level = round(100 * float(attrs.get("confidence_level", 0.95)), 1)
+    interval = "t" if attrs.get("interval") == "t" else "BCa"
     caption = (
         f"{attrs.get('test')} test, {attrs.get('correction')} correction, alpha "
-        f"{attrs.get('alpha')}, {level:g}% BCa CI, pair by {attrs.get('pair_by')}"
+        f"{attrs.get('alpha')}, {level:g}% {interval} CI, pair by {attrs.get('pair_by')}"
     )
     if attrs.get("split"):
         caption += f", {attrs['split']} queries only"

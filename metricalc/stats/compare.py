@@ -14,6 +14,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.stats.bootstrap import bca_interval, check_bootstrap_memory
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.effect import cohens_dz, rank_biserial
+from metricalc.stats.intervals import INTERVALS, t_interval
 from metricalc.stats.paired import TESTS, default_test, is_binary, paired_test, untestable
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.sides import direction, disagreement, verdict
@@ -252,25 +253,32 @@ def _add_intervals(
     rows: dict[str, list[Any]],
     masks: list[np.ndarray],
     differences: np.ndarray,
+    interval: str,
     confidence_level: float,
     n_resamples: int,
     rng: np.random.Generator,
 ) -> None:
-    """``ci_low``, ``ci_high``: the BCa CI of every comparison with enough paired units
-    (comparisons on the same units share their resamples), NaN for the others."""
+    """``ci_low``, ``ci_high``: the BCa (comparisons on the same units share their resamples)
+    or t CI of every comparison with enough paired units, NaN for the others."""
     rows["ci_low"], rows["ci_high"] = [math.nan] * len(masks), [math.nan] * len(masks)
     groups: dict[bytes, list[int]] = {}
     for k, mask in enumerate(masks):
-        if rows["n"][k] >= MIN_UNITS:  # untested for identical systems: the CI is [0, 0]
+        if rows["n"][k] < MIN_UNITS:
+            continue
+        if interval == "t":  # untested for identical systems: the CI is [0, 0]
+            rows["ci_low"][k], rows["ci_high"][k] = t_interval(
+                differences[k, mask], confidence_level=confidence_level
+            )
+        else:
             groups.setdefault(np.packbits(mask).tobytes(), []).append(k)
     for members in groups.values():
-        interval = bca_interval(
+        bounds = bca_interval(
             differences[np.ix_(np.asarray(members), masks[members[0]])],
             confidence_level=confidence_level,
             n_resamples=n_resamples,
             rng=rng,
         )  # 2-D differences: arrays
-        low, high = np.atleast_1d(interval[0]), np.atleast_1d(interval[1])
+        low, high = np.atleast_1d(bounds[0]), np.atleast_1d(bounds[1])
         for k, lo, hi in zip(members, low, high, strict=True):
             rows["ci_low"][k], rows["ci_high"][k] = float(lo), float(hi)
 
@@ -323,8 +331,9 @@ def compare(
     seed: int = 0,
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
+    interval: str = "bca",
 ) -> xr.Dataset:
-    """Paired significance tests of systems on one metric, with effect sizes and bootstrap CIs.
+    """Paired significance tests of systems on one metric, with effect sizes and CIs.
 
     The metric is taken per unit (:func:`~metricalc.stats.unit_values`: queries, image pairs or
     scenes); each comparison pairs the units both systems have (the others are dropped and
@@ -382,9 +391,15 @@ def compare(
     seed : int
         Seed of the sign flips and of the bootstrap resamples (:func:`generators`).
     n_resamples : int
-        Sign flips of the randomization test and bootstrap resamples of the CI.
+        Sign flips of the randomization test and bootstrap resamples of the BCa CI.
     confidence_level : float
-        Level of the BCa bootstrap CI of the mean difference (:mod:`metricalc.stats.bootstrap`).
+        Level of the CI of the mean difference.
+    interval : {"bca", "t"}
+        The CI of the mean difference: ``bca`` (default), the BCa bootstrap interval with
+        ``n_resamples`` resamples (:mod:`metricalc.stats.bootstrap`); ``t``, the Student t
+        interval :math:`\\bar d \\pm t_{n-1} s_d / \\sqrt n` of
+        :func:`scipy.stats.ttest_rel` (:mod:`metricalc.stats.intervals`): no resampling, so a
+        call over a million units costs about the sign flips alone.
 
     Returns
     -------
@@ -404,7 +419,7 @@ def compare(
         the number of wins (sign), statsmodels' (mcnemar) or the mean difference
         (randomization). attrs: ``metric``, ``pair_by``, ``test`` (the test run: ``auto``
         resolved), ``correction``, ``alpha``,
-        ``split`` (``""`` for all), ``seed``, ``n_resamples``, ``confidence_level``,
+        ``split`` (``""`` for all), ``seed``, ``n_resamples``, ``confidence_level``, ``interval``,
         ``excluded_descriptors``, and the protocol attrs of the cube(s)
         (``keypoints``/``distance`` may be ``"mixed"``; the cube's own ``seed`` attr is
         ``protocol_seed``).
@@ -448,6 +463,7 @@ def compare(
     """  # noqa: E501
     check_choice("test", test, TESTS)
     check_choice("correction", correction, CORRECTIONS)
+    check_choice("interval", interval, INTERVALS)
     alpha = check_fraction("alpha", alpha)
     confidence_level = check_fraction("confidence_level", confidence_level)
     seed = check_integer("seed", seed, minimum=0)
@@ -464,7 +480,8 @@ def compare(
     test = _resolved_test(test, metric, pair_by, units, pairs_)
     rows, masks, differences = _paired_rows(units, pairs_, test)
     tested = _tested(rows, pairs_, names)
-    check_bootstrap_memory(len(masks), n_resamples)  # before hours of flips, not after
+    if interval == "bca":
+        check_bootstrap_memory(len(masks), n_resamples)  # before hours of flips, not after
     flips, resamples = generators(seed)
     if test == "randomization":
         p = np.atleast_1d(
@@ -472,7 +489,7 @@ def compare(
         )
         for k, value in zip(tested, p, strict=True):
             rows["pvalue"][k] = float(value)
-    _add_intervals(rows, masks, differences, confidence_level, n_resamples, resamples)
+    _add_intervals(rows, masks, differences, interval, confidence_level, n_resamples, resamples)
     _add_verdicts(rows, test, correction, alpha, [(names[i], names[j]) for i, j in pairs_])
     attrs = {
         "metric": metric,
@@ -484,6 +501,7 @@ def compare(
         "seed": seed,
         "n_resamples": n_resamples,
         "confidence_level": confidence_level,
+        "interval": interval,
         "excluded_descriptors": excluded,
     }
     for name, value in units.attrs.items():
