@@ -484,9 +484,9 @@ def compare(
         check_bootstrap_memory(len(masks), n_resamples)  # before hours of flips, not after
     flips, resamples = generators(seed)
     if test == "randomization":
-        p = np.atleast_1d(
-            sign_flip_pvalues(differences[tested], n_resamples=n_resamples, rng=flips)
-        )
+        every = len(tested) == len(pairs_)  # then no copy of the differences
+        tested_d = differences if every else differences[tested]
+        p = np.atleast_1d(sign_flip_pvalues(tested_d, n_resamples=n_resamples, rng=flips))
         for k, value in zip(tested, p, strict=True):
             rows["pvalue"][k] = float(value)
     _add_intervals(rows, masks, differences, interval, confidence_level, n_resamples, resamples)
