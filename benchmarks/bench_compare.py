@@ -8,7 +8,8 @@ statistics whose ``better`` counts follow a log-normal law shared through a per-
 with ties for every other descriptor: the differences have ties and many exact zeros).
 ``metricalc.stats.compare(cube)`` runs with the defaults of ``compare`` and of
 ``metricalc compare CUBE``: every pair of descriptors (6 comparisons), ``test="auto"`` (here the
-paired randomization test), 10,000 sign flips, Holm.
+paired randomization test), 10,000 sign flips, Holm, ``interval="auto"`` (here, above 100,000
+paired units, the Student t interval).
 
 The floor, timed in the same run: the sign-flip randomization test of the same 6 x 1,000,000
 unit differences with the same number of permutations, written plainly with NumPy: random signs
@@ -22,10 +23,10 @@ threads than multiplying (5-10x slower on a busy 2-core machine). ``compare`` ru
 in threads of its own (up to one per core).
 
 Prints the wall and CPU time (every thread of the process) of each and the ratios to the floor
-(the done-when of issue 20: at most 1.5): ``compare`` with the Student t interval
-(``interval="t"``: no resampling) and with its default BCa bootstrap interval
-(``interval="bca"``, ``n_resamples`` resamples on top of the sign flips), and the time of
-building the units. ``--profile 1`` prints the top of a cProfile of ``compare(interval="t")``.
+(the done-when of issue 20: at most 1.5): ``compare`` with its defaults, and with the BCa
+bootstrap interval asked for (``interval="bca"``, ``n_resamples`` resamples on top of the sign
+flips), and the time of building the units. ``--profile 1`` prints the top of a cProfile of
+``compare(cube)``.
 """
 
 from __future__ import annotations
@@ -132,21 +133,21 @@ def main(argv: list[str] | None = None) -> int:
     floor = (floor_wall, floor_cpu)
     print(line("bare NumPy sign flips (one thread)", *floor))
     print(line("  unit_values (part of every compare)", wall, cpu))
-    for interval in ("t", "bca"):
+    for interval in ("auto", "bca"):
         wall, cpu, result = timed(
             lambda interval=interval: compare(
                 cube, n_resamples=args.resamples, interval=interval
             )
         )
-        default = " (default)" if interval == "bca" else ""
-        print(line(f"compare, interval={interval!r}{default}", wall, cpu, floor))
+        name = f"compare (defaults: interval {result.attrs['interval']!r})"
+        print(line(name if interval == "auto" else "compare, interval='bca'", wall, cpu, floor))
     print(
         f"  test {result.attrs['test']!r}; p-values compare "
         f"{np.round(result.pvalue.values, 4).tolist()}, bare {np.round(p_bare, 4).tolist()}"
     )
     if args.profile:
         profile = cProfile.Profile()
-        profile.runcall(lambda: compare(cube, n_resamples=args.resamples, interval="t"))
+        profile.runcall(lambda: compare(cube, n_resamples=args.resamples))
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(20)
         print(out.getvalue())

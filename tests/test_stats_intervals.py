@@ -12,7 +12,15 @@ from threadpoolctl import threadpool_limits
 
 from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
-from metricalc.stats import INTERVALS, bca_interval, bootstrap, compare, t_interval, unit_values
+from metricalc.stats import (
+    INTERVALS,
+    bca_interval,
+    bootstrap,
+    compare,
+    intervals,
+    t_interval,
+    unit_values,
+)
 from tests.cli_helpers import run_cli
 
 N = 3_000  # above bootstrap.SCIPY_MAX_UNITS: the BCa interval takes the fast engine
@@ -24,7 +32,18 @@ def scipy_t(d: np.ndarray, level: float) -> tuple[float, float]:
 
 
 def test_interval_names():
-    assert INTERVALS == ("bca", "t")
+    assert INTERVALS == ("auto", "bca", "t")
+
+
+def test_auto_is_bca_up_to_the_unit_limit_and_t_above(monkeypatch):
+    cube = random_cube(4)  # N = 3000 queries, comparisons of 2800 to 3000 paired units
+    bca = compare(cube, n_resamples=300, interval="bca")
+    t = compare(cube, n_resamples=300, interval="t")
+    xr.testing.assert_identical(compare(cube, n_resamples=300), bca)
+    monkeypatch.setattr(intervals, "BCA_MAX_UNITS", 2_999)  # the largest comparison has 3000
+    xr.testing.assert_identical(compare(cube, n_resamples=300), t)
+    monkeypatch.setattr(intervals, "BCA_MAX_UNITS", 3_000)
+    xr.testing.assert_identical(compare(cube, n_resamples=300), bca)
 
 
 @pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.999])
@@ -85,7 +104,7 @@ def random_cube(seed: int) -> xr.Dataset:
 @pytest.mark.parametrize("test", ["auto", "wilcoxon"])
 def test_the_t_interval_changes_only_the_interval(seed, test):
     cube = random_cube(seed)
-    bca = compare(cube, test=test, n_resamples=500, seed=seed)
+    bca = compare(cube, test=test, n_resamples=500, seed=seed, interval="bca")
     t = compare(cube, test=test, n_resamples=500, seed=seed, interval="t")
     assert bca.attrs["interval"] == "bca" and t.attrs["interval"] == "t"
     others = [name for name in bca.data_vars if name not in ("ci_low", "ci_high")]

@@ -24,7 +24,7 @@ SPLITS = ("viewpoint", "illumination")
 """``metricalc.stats.SPLITS``."""
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
-INTERVALS = ("bca", "t")
+INTERVALS = ("auto", "bca", "t")
 """``metricalc.stats.INTERVALS``."""
 
 
@@ -69,8 +69,9 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp.add_argument(
         "--interval",
         choices=INTERVALS,
-        default="bca",
-        help="CI of the mean difference: bca (default: bootstrap) or t (Student t: no resampling)",
+        default="auto",
+        help="CI of the mean difference: bca (bootstrap), t (Student t: no resampling) or auto "
+        "(default: bca up to 100,000 paired units, t above)",
     )
     cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
     cmp.set_defaults(run=_compare)

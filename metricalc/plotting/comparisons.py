@@ -14,6 +14,7 @@ from metricalc.errors import InvalidInputError
 
 __all__ = [
     "CORRECTION_NAMES",
+    "INTERVAL_NAMES",
     "PAIR_UNITS",
     "READ_VARIABLES",
     "TEST_NAMES",
@@ -31,6 +32,14 @@ TEST_NAMES = {
     "mcnemar": "McNemar test",
 }
 """Long names of the tests of :func:`metricalc.stats.compare`."""
+
+INTERVAL_NAMES = {
+    "auto": "BCa bootstrap CIs (Student t CIs where a comparison pairs over 100,000 units)",
+    "bca": "BCa bootstrap CIs",
+    "t": "Student t CIs",
+}
+"""Names of the confidence intervals of :func:`metricalc.stats.compare` (plural, as a report
+states them)."""
 
 CORRECTION_NAMES = {
     "holm": "Holm",

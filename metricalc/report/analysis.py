@@ -83,6 +83,7 @@ def _compare_column(
             seed=tests.seed,
             n_resamples=tests.n_resamples,
             confidence_level=tests.confidence_level,
+            interval=tests.interval,
         )
     except InvalidInputError as error:
         result.notes.append(f"{label}: not tested ({error})")

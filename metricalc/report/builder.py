@@ -32,7 +32,12 @@ import xarray as xr
 from metricalc.cube import PROTOCOL_ATTRS
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write, csv_text, recover_folder, staged_folder
-from metricalc.plotting.comparisons import CORRECTION_NAMES, PAIR_UNITS, TEST_NAMES
+from metricalc.plotting.comparisons import (
+    CORRECTION_NAMES,
+    INTERVAL_NAMES,
+    PAIR_UNITS,
+    TEST_NAMES,
+)
 from metricalc.plotting.labels import dataset_name, metric_info
 from metricalc.plotting.tables import Table
 from metricalc.progress import progress_bar
@@ -250,7 +255,8 @@ def _tests_text(study: Study) -> str:
         f"{TEST_NAMES[t.test]} paired by {PAIR_UNITS[t.pair_by]} (coarser where a column needs "
         "it), "
         f"{CORRECTION_NAMES[t.correction]} correction per column, alpha = {t.alpha:g}, "
-        f"{100 * t.confidence_level:g}% BCa bootstrap CIs, {baseline}{ranks}, seed {t.seed}."
+        f"{100 * t.confidence_level:g}% {INTERVAL_NAMES[t.interval]}, {baseline}{ranks}, "
+        f"seed {t.seed}."
     )
 
 

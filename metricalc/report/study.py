@@ -18,7 +18,7 @@ import yaml
 from metricalc.datasets.reported import ReportedResult, select_reported
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import path_inside
-from metricalc.stats import CORRECTIONS, PAIR_BY, TESTS  # a study's tests.* choices
+from metricalc.stats import CORRECTIONS, INTERVALS, PAIR_BY, TESTS  # a study's tests.* choices
 from metricalc.stats.bootstrap import check_bootstrap_memory
 from metricalc.validation import TIE_POLICIES, is_integer, is_real
 
@@ -120,6 +120,7 @@ class TestSpec:
     alpha: float = 0.05
     pair_by: str = "query"
     confidence_level: float = 0.95
+    interval: str = "auto"
     n_resamples: int = 10_000
     seed: int = 0
     rank: bool = True
@@ -363,6 +364,7 @@ def _tests(check: _Checker, raw: Any) -> TestSpec:
             "alpha",
             "pair_by",
             "confidence_level",
+            "interval",
             "n_resamples",
             "seed",
             "rank",
@@ -382,6 +384,7 @@ def _tests(check: _Checker, raw: Any) -> TestSpec:
         confidence_level=check.number(
             raw.get("confidence_level", 0.95), "tests.confidence_level", low=0.5, high=0.999
         ),
+        interval=check.choice(raw.get("interval", "auto"), "tests.interval", INTERVALS),
         n_resamples=n_resamples,
         seed=check.integer(raw.get("seed", 0), "tests.seed", low=0),
         rank=check.boolean(raw.get("rank", True), "tests.rank"),

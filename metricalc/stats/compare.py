@@ -14,7 +14,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.stats.bootstrap import bca_interval, check_bootstrap_memory
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.effect import cohens_dz, rank_biserial
-from metricalc.stats.intervals import INTERVALS, t_interval
+from metricalc.stats.intervals import INTERVALS, resolved_interval, t_interval
 from metricalc.stats.paired import TESTS, default_test, is_binary, paired_test, untestable
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.sides import direction, disagreement, verdict
@@ -331,7 +331,7 @@ def compare(
     seed: int = 0,
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
-    interval: str = "bca",
+    interval: str = "auto",
 ) -> xr.Dataset:
     """Paired significance tests of systems on one metric, with effect sizes and CIs.
 
@@ -394,12 +394,15 @@ def compare(
         Sign flips of the randomization test and bootstrap resamples of the BCa CI.
     confidence_level : float
         Level of the CI of the mean difference.
-    interval : {"bca", "t"}
-        The CI of the mean difference: ``bca`` (default), the BCa bootstrap interval with
+    interval : {"auto", "bca", "t"}
+        The CI of the mean difference: ``bca``, the BCa bootstrap interval with
         ``n_resamples`` resamples (:mod:`metricalc.stats.bootstrap`); ``t``, the Student t
         interval :math:`\\bar d \\pm t_{n-1} s_d / \\sqrt n` of
         :func:`scipy.stats.ttest_rel` (:mod:`metricalc.stats.intervals`): no resampling, so a
-        call over a million units costs about the sign flips alone.
+        call over a million units costs about the sign flips alone; ``auto`` (default), BCa
+        when the call's largest comparison pairs at most
+        :data:`~metricalc.stats.intervals.BCA_MAX_UNITS` (100,000) units, t above
+        (:func:`~metricalc.stats.intervals.resolved_interval`).
 
     Returns
     -------
@@ -419,7 +422,8 @@ def compare(
         the number of wins (sign), statsmodels' (mcnemar) or the mean difference
         (randomization). attrs: ``metric``, ``pair_by``, ``test`` (the test run: ``auto``
         resolved), ``correction``, ``alpha``,
-        ``split`` (``""`` for all), ``seed``, ``n_resamples``, ``confidence_level``, ``interval``,
+        ``split`` (``""`` for all), ``seed``, ``n_resamples``, ``confidence_level``, ``interval`` (the interval computed:
+        ``auto`` resolved),
         ``excluded_descriptors``, and the protocol attrs of the cube(s)
         (``keypoints``/``distance`` may be ``"mixed"``; the cube's own ``seed`` attr is
         ``protocol_seed``).
@@ -480,6 +484,7 @@ def compare(
     test = _resolved_test(test, metric, pair_by, units, pairs_)
     rows, masks, differences = _paired_rows(units, pairs_, test)
     tested = _tested(rows, pairs_, names)
+    interval = resolved_interval(interval, max(rows["n"]))
     if interval == "bca":
         check_bootstrap_memory(len(masks), n_resamples)  # before hours of flips, not after
     flips, resamples = generators(seed)

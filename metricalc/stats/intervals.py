@@ -1,6 +1,9 @@
 """The confidence intervals of the mean paired difference that :func:`~metricalc.stats.compare`
-reports: the BCa bootstrap interval (the default, :mod:`metricalc.stats.bootstrap`) or the
-Student t interval, which needs no resampling.
+reports: the BCa bootstrap interval (:mod:`metricalc.stats.bootstrap`) or the Student t
+interval, which needs no resampling. The default, ``auto``, is BCa up to :data:`BCA_MAX_UNITS`
+paired units and t above: there the bootstrap would cost several times the sign flips of the test
+while the distribution of a mean of so many differences is normal to well within the resampling
+error of 10,000 resamples, so the two intervals agree (:func:`resolved_interval`).
 
 The t interval is scipy's: the ``confidence_interval`` of
 :func:`scipy.stats.ttest_rel(x, y) <scipy.stats.ttest_rel>` (that is, of
@@ -25,10 +28,33 @@ from scipy.special import stdtrit
 from metricalc.errors import InvalidInputError
 from metricalc.validation import check_fraction
 
-__all__ = ["INTERVALS", "t_interval"]
+__all__ = ["BCA_MAX_UNITS", "INTERVALS", "resolved_interval", "t_interval"]
 
-INTERVALS = ("bca", "t")
-"""The intervals of :func:`metricalc.stats.compare`: ``bca`` (default) and ``t``."""
+INTERVALS = ("auto", "bca", "t")
+"""The intervals of :func:`metricalc.stats.compare`: ``auto`` (default: :func:`resolved_interval`),
+``bca`` and ``t``."""
+
+BCA_MAX_UNITS = 100_000
+"""Above this many paired units ``auto`` gives the t interval instead of the BCa bootstrap."""
+
+
+def resolved_interval(interval: str, n_units: int) -> str:
+    """The interval ``interval`` stands for when a comparison pairs ``n_units`` units.
+
+    ``auto`` is ``bca`` for :math:`n \\le` :data:`BCA_MAX_UNITS` and ``t`` above; ``bca`` and
+    ``t`` are themselves.
+
+    Examples
+    --------
+    >>> from metricalc.stats.intervals import resolved_interval
+    >>> resolved_interval("auto", 5_000), resolved_interval("auto", 1_000_000)
+    ('bca', 't')
+    >>> resolved_interval("bca", 1_000_000)
+    'bca'
+    """
+    if interval != "auto":
+        return interval
+    return "bca" if n_units <= BCA_MAX_UNITS else "t"
 
 
 def t_interval(differences: np.ndarray, *, confidence_level: float = 0.95) -> tuple[float, float]:
