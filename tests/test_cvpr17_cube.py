@@ -19,6 +19,8 @@ from metricalc.patches import cvpr17_cube as cc
 from metricalc.patches import cvpr17_eval as ev
 from metricalc.patches import cvpr17_files as cf
 from metricalc.patches import cvpr17_pairs as cp
+from metricalc.report.builder import build
+from metricalc.report.study import study_from_dict
 
 LEVELS = ("easy", "hard", "tough")
 
@@ -322,6 +324,15 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     a, b = (f"{p}.matching.nc" for p in prefixes)
     assert main(["compare", a, b, "--n-resamples", "200"]) == 0
     assert "noisy" in capsys.readouterr().out
+    assert main(["compare", a, b, "--n-resamples", "200", "--pair-by", "pair", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["n"] == 5 * len(cf.read_splits(tasks)["full"])  # image pairs, levels averaged
+    study = study_from_dict({"data": {"dataset": "synthetic"}, "tests": {"n_resamples": 199}},
+                            source=tmp_path / "s.yaml")  # fmt: skip
+    both = qc.combine([qc.open_cube(a), qc.open_cube(b)])
+    report = build(study, cubes={"": both}, out=tmp_path / "report")
+    got = report.metrics.true_map_micro.sel(descriptor=descriptors.name)
+    assert float(got) == pytest.approx(float(qc.open_cube(a).ap.mean()), abs=1e-12)
     a, b = (f"{p}.verification.nc" for p in prefixes)
     assert main(["patches", "hpatches-compare", a, b, "--n-resamples", "50", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
