@@ -342,7 +342,7 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     assert "paired bootstrap over pairs" in capsys.readouterr().out
 
 
-def test_cli_compare_errors_are_one_line(synthetic, tmp_path, capsys) -> None:
+def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
     descriptors, _, tasks = synthetic
     base = ["patches", "hpatches-eval", str(descriptors), "--tasks", str(tasks), "--split",
             "full", "--json"]  # fmt: skip
@@ -361,10 +361,13 @@ def test_cli_compare_errors_are_one_line(synthetic, tmp_path, capsys) -> None:
         assert main(["patches", "hpatches-compare", *argv]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, err
-    y_cube = cp.open_pair_cube(y).assign_coords(descriptor=["other"])
-    cp.save_pair_cube(y_cube, y)
     assert main(["patches", "hpatches-compare", str(x), str(y)]) == 2
     assert "different verification pairs" in capsys.readouterr().err
+    z = tmp_path / "z.verification.nc"
+    z.write_bytes(x.read_bytes())  # the same descriptor name in two files: named by file
+    assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the title may wrap
+    assert "descriptors (x.verification.nc) - descriptors (z.verification.nc)" in out
     folder = tmp_path / "folder"
     folder.mkdir()
     assert main([*base, "--task", "matching", "--out", str(folder), "--name", "mine"]) == 0

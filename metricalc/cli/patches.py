@@ -236,6 +236,11 @@ def _patches_hpatches_compare(args: argparse.Namespace) -> int:
     from metricalc.plotting.terminal import print_frame
 
     cubes = [open_pair_cube(path) for path in args.cubes]
+    found = [str(n) for cube in cubes for n in cube["descriptor"].values]
+    if len(set(found)) < len(found):  # the same name in several files: name them by file
+        cubes = [cube.assign_coords(descriptor=[f"{n} ({path.name})" for n in
+                                                cube["descriptor"].values.astype(str)])
+                 for cube, path in zip(cubes, args.cubes, strict=True)]  # fmt: skip
     done = verification_bootstrap(
         cubes, args.descriptors, n_resamples=args.n_resamples, seed=args.seed,
         confidence=args.confidence_level,

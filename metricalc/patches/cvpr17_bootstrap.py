@@ -308,6 +308,9 @@ def verification_bootstrap(
     (ca, a), (cb, b) = _systems(items, descriptors)
     distances_a, distances_b = pair_lists(ca, a), pair_lists(cb, b)
     sizes = {kind: values.size for kind, values in next(iter(distances_a.values())).items()}
+    sizes_b = {kind: values.size for kind, values in next(iter(distances_b.values())).items()}
+    if sizes != sizes_b:
+        raise InvalidInputError(f"{a} has pairs {sizes} but {b} has {sizes_b}: not the same pairs")
     lists = _lists(sizes)
     ranked_a, ranked_b = _sorted_lists(lists, distances_a), _sorted_lists(lists, distances_b)
     observed_a, observed_b = _observed(distances_a), _observed(distances_b)
