@@ -372,3 +372,21 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
     folder.mkdir()
     assert main([*base, "--task", "matching", "--out", str(folder), "--name", "mine"]) == 0
     assert [p.name for p in folder.iterdir()] == ["mine.matching.nc"]
+
+
+def test_task_cubes_are_written_all_or_none(results, tmp_path, monkeypatch) -> None:
+    split, result = next(iter(results.items()))
+    cubes = cc.task_cubes(result, descriptor="d", split=split)
+    assert sorted(cubes) == sorted(ev.TASKS17)
+    paths = cc.save_task_cubes(cubes, tmp_path / "run.nc")
+    before = {task: path.read_bytes() for task, path in paths.items()}
+
+    def full_disk(cube, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cc.qc, "save", full_disk)  # matching and retrieval fail after verification
+    changed = {**cubes, "verification": cubes["verification"].assign_attrs(split="other")}
+    with pytest.raises(OSError, match="No space left"):
+        cc.save_task_cubes(changed, tmp_path / "run.nc")
+    assert {task: path.read_bytes() for task, path in paths.items()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
