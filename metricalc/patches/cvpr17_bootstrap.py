@@ -53,7 +53,7 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.patches.cvpr17_eval import LEVEL_NAMES, verification_scores
+from metricalc.patches.cvpr17_eval import LEVEL_NAMES, sorted_labels_ap, sorted_labels_auc
 from metricalc.patches.cvpr17_pairs import pair_lists, validate_pair_cube
 from metricalc.validation import check_fraction, check_integer
 
@@ -113,15 +113,14 @@ def _strata(lists: Sequence[_List]) -> list[tuple[str, int]]:
 
 
 def resample_weights(
-    sizes: Mapping[str, int], seed: int, resamples: Sequence[int], n_resamples: int
+    sizes: Mapping[str, int], seeds: Sequence[np.random.SeedSequence]
 ) -> dict[tuple[str, int], np.ndarray]:
-    """Multiplicities (len(resamples) x size, int64) of every stratum's rows in the given
-    resamples (module docstring: one generator per resample, strata in order)."""
-    children = np.random.SeedSequence(seed).spawn(n_resamples)
+    """Multiplicities (len(seeds) x size, int64) of every stratum's rows, one resample per seed
+    (module docstring: ``seeds`` are ``SeedSequence(seed).spawn(B)[b]``, strata in order)."""
     strata = _strata(_lists(sizes))
-    out = {s: np.zeros((len(resamples), s[1]), dtype=np.int64) for s in strata}
-    for row, b in enumerate(resamples):
-        rng = np.random.default_rng(children[b])
+    out = {s: np.zeros((len(seeds), s[1]), dtype=np.int64) for s in strata}
+    for row, child in enumerate(seeds):
+        rng = np.random.default_rng(child)
         for stratum in strata:
             size = stratum[1]
             out[stratum][row] = np.bincount(rng.integers(0, size, size), minlength=size)
@@ -143,16 +142,27 @@ class SortedList:
         order = np.argsort(d, kind="stable")
         return cls(order, order >= neg.size, neg.size)
 
+    def prefix(self, a: int, c: int) -> SortedList:
+        """The sorted list of the first ``a`` negatives and the first ``c`` positives."""
+        o = self.order
+        keep = (o < a) | ((o >= self.n_neg) & (o < self.n_neg + c))
+        order = np.where(o < self.n_neg, o, o - self.n_neg + a)[keep]
+        return SortedList(order, order >= a, a)
+
     def weights(self, w_neg: np.ndarray, w_pos: np.ndarray) -> np.ndarray:
         """The multiplicities of the rows (B x items) in sorted order."""
-        return np.concatenate([w_neg, w_pos], axis=1)[:, self.order]
+        return self.sorted(np.concatenate([w_neg, w_pos], axis=1))
+
+    def sorted(self, joined: np.ndarray) -> np.ndarray:
+        """Multiplicities given in list order (negatives, positives) put in sorted order."""
+        return np.take(joined, self.order, axis=1)
 
     def auc(self, w: np.ndarray) -> np.ndarray:
         """ROC AUC per row of sorted multiplicities ``w``."""
         p, n = float(self.is_pos.sum()), float(self.n_neg)
         w_p = w * self.is_pos
-        t_before = (np.cumsum(w_p, axis=1) - w_p)[:, ~self.is_pos]
-        total = (w[:, ~self.is_pos] * t_before).sum(axis=1)
+        # at a negative, the positives' cumulative multiplicity is the one before it
+        total = np.einsum("ij,ij->i", w - w_p, np.cumsum(w_p, axis=1))
         return np.asarray(total / max(p, _EPS) / max(n, _EPS), dtype=np.float64)
 
     def ap(self, w: np.ndarray) -> np.ndarray:
@@ -193,28 +203,38 @@ def weighted_scores(
 def _sorted_lists(
     lists: Sequence[_List], distances: Mapping[str, Mapping[str, np.ndarray]]
 ) -> dict[tuple[str, str, str], SortedList]:
-    """Every list of every level sorted once, keyed by (level, measure, side)."""
+    """Every list of every level sorted once, keyed by (level, measure, side); an imbalanced
+    list is its balanced list's order restricted to its prefix (a sorted subsequence)."""
+    out: dict[tuple[str, str, str], SortedList] = {}
+    for level, d in distances.items():
+        full: dict[str, SortedList] = {}
+        for item in lists:
+            key = (level, item.measure, item.side)
+            if item.measure == "balanced":
+                out[key] = full[item.side] = SortedList.of(d[item.neg[0]], d["pos"])
+            else:
+                out[key] = full[item.side].prefix(item.neg[1], item.pos[1])
+    return out
+
+
+def _joined(
+    lists: Sequence[_List], weights: Mapping[tuple[str, int], np.ndarray]
+) -> dict[tuple[str, str], np.ndarray]:
+    """Per list (measure, side) the multiplicities of its items in list order."""
     return {
-        (level, item.measure, item.side): SortedList.of(
-            d[item.neg[0]][: item.neg[1]], d["pos"][: item.pos[1]]
-        )
-        for level, d in distances.items()
+        (item.measure, item.side): np.concatenate([weights[item.neg], weights[item.pos]], axis=1)
         for item in lists
     }
 
 
 def _statistics(
-    lists: Sequence[_List],
-    ranked: Mapping[tuple[str, str, str], SortedList],
-    weights: Mapping[tuple[str, int], np.ndarray],
+    ranked: Mapping[tuple[str, str, str], SortedList], joined: Mapping[tuple[str, str], np.ndarray]
 ) -> np.ndarray:
     """Every statistic of :data:`STATISTICS` per resample row (rows x statistics)."""
-    by_side = {(item.measure, item.side): item for item in lists}
     values: dict[tuple[str, str, str], np.ndarray] = {}
     for key, sorted_list in ranked.items():
-        item = by_side[key[1], key[2]]
-        w = sorted_list.weights(weights[item.neg], weights[item.pos])
-        values[key] = sorted_list.auc(w) if item.measure == "balanced" else sorted_list.ap(w)
+        w = sorted_list.sorted(joined[key[1], key[2]])
+        values[key] = sorted_list.auc(w) if key[1] == "balanced" else sorted_list.ap(w)
     for measure in MEASURES:
         values["mean", measure, "both"] = np.mean(
             [v for k, v in values.items() if k[1] == measure and k[0] != "mean"], axis=0
@@ -222,13 +242,13 @@ def _statistics(
     return np.stack([values[s] for s in STATISTICS], axis=1)
 
 
-def _observed(distances: Mapping[str, Mapping[str, np.ndarray]]) -> np.ndarray:
-    """The statistics of the pairs themselves, as the evaluation computes them."""
-    values: dict[tuple[str, str, str], float] = {}
-    for level, d in distances.items():
-        for side in SIDES:
-            for measure, value in verification_scores(d[f"neg_{side}"], d["pos"]).items():
-                values[level, measure, side] = value
+def _observed(ranked: Mapping[tuple[str, str, str], SortedList]) -> np.ndarray:
+    """The statistics of the pairs themselves: the evaluation's ``sorted_labels_auc`` and
+    ``sorted_labels_ap`` of the sorted labels (:func:`~.cvpr17_eval.verification_scores`)."""
+    values = {
+        key: sorted_labels_auc(sl.is_pos) if key[1] == "balanced" else sorted_labels_ap(sl.is_pos)
+        for key, sl in ranked.items()
+    }
     for measure in MEASURES:
         values["mean", measure, "both"] = float(
             np.mean([v for k, v in values.items() if k[1] == measure and k[0] != "mean"])
@@ -313,15 +333,14 @@ def verification_bootstrap(
         raise InvalidInputError(f"{a} has pairs {sizes} but {b} has {sizes_b}: not the same pairs")
     lists = _lists(sizes)
     ranked_a, ranked_b = _sorted_lists(lists, distances_a), _sorted_lists(lists, distances_b)
-    observed_a, observed_b = _observed(distances_a), _observed(distances_b)
+    observed_a, observed_b = _observed(ranked_a), _observed(ranked_b)
     diffs = np.empty((n_resamples, len(STATISTICS)))
     batch = max(1, _BATCH_ELEMENTS // max(1, 2 * sum(sizes.values())))
+    children = np.random.SeedSequence(seed).spawn(n_resamples)
     for start in range(0, n_resamples, batch):
-        block = range(start, min(start + batch, n_resamples))
-        weights = resample_weights(sizes, seed, block, n_resamples)
-        diffs[start : block.stop] = _statistics(lists, ranked_a, weights) - _statistics(
-            lists, ranked_b, weights
-        )
+        stop = min(start + batch, n_resamples)
+        joined = _joined(lists, resample_weights(sizes, children[start:stop]))
+        diffs[start:stop] = _statistics(ranked_a, joined) - _statistics(ranked_b, joined)
     return _summary(observed_a, observed_b, diffs, confidence, {
         "a": a, "b": b, "n_resamples": n_resamples, "seed": seed, "confidence": confidence,
         "split": str(ca.attrs["split"]), "pairs_sha256": str(ca.attrs["pairs_sha256"]),
