@@ -23,6 +23,13 @@ ZeroDivision = Literal["nan", "warn"] | int | float
 """The policy for an undefined value: ``"nan"``, ``0``, ``1`` or ``"warn"`` (0 and a warning)."""
 
 TIE_POLICIES = ("optimistic", "pessimistic", "workbench", "expected")
+"""How a tie between a relevant item and others is resolved when only rank statistics are known."""
+
+CUBE_TIE_POLICIES = (*TIE_POLICIES, "input_order")
+"""The tie policies a cube may record: :data:`TIE_POLICIES` and ``"input_order"`` (tied items keep
+the order in which the list was given, a stable sort: hpatches-benchmark's ``metrics.tpfp``).
+Rank statistics (better, ties) do not hold that order, so under ``input_order`` they define a
+rank only where ``ties == 0``."""
 
 MEMORY_LIMIT_ENV = "METRICALC_MEMORY_LIMIT"
 """Environment variable holding the memory one request may use, in bytes or with a binary

@@ -123,10 +123,13 @@ def test_cli_cube_feeds_compare(synthetic, tmp_path, capsys) -> None:
         np.savetxt(target, values + rng.normal(scale=0.05, size=values.shape), delimiter=",")
     cubes = []
     for folder in (descriptors, other):
-        out = tmp_path / f"{folder.name}.nc"
+        out = tmp_path / "cubes" / folder.name
         argv = ["patches", "hpatches-eval", str(folder), "--tasks", str(tasks), "--split", "full"]
         assert main([*argv, "--task", "retrieval", "--out", str(out), "--pool", "100"]) == 0
-        cubes.append(out)
+        cubes.append(tmp_path / "cubes" / f"{folder.name}.retrieval.nc")
+    assert sorted(p.name for p in (tmp_path / "cubes").iterdir()) == [
+        f"{f.name}.retrieval.nc" for f in sorted((descriptors, other))
+    ]  # only the task that ran
     capsys.readouterr()
     from metricalc import cube as qc
 

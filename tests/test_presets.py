@@ -249,8 +249,7 @@ def test_hpatches_eval_records_the_preset(tmp_path, capsys):
             "--pairs", "200", "--json"]  # fmt: skip
     assert main([*argv, "--split", "full", "--task", "all", "--distance", "l2"]) == 0
     explicit = json.loads(capsys.readouterr().out)
-    cube = tmp_path / "retrieval.nc"
-    assert main([*argv, "--preset", "hpatches-cvpr17", "--out", str(cube)]) == 0
+    assert main([*argv, "--preset", "hpatches-cvpr17", "--out", str(tmp_path / "hp17")]) == 0
     captured = capsys.readouterr()
     preset = json.loads(captured.out)
     assert "protocol: preset hpatches-cvpr17" in captured.err
@@ -259,9 +258,10 @@ def test_hpatches_eval_records_the_preset(tmp_path, capsys):
         "task": "all", "split": "full", "distance": "l2",
     }  # fmt: skip
     assert preset == explicit  # the preset is those options, nothing else
-    attrs = cubes.open_cube(cube).attrs
-    assert attrs["preset"] == "hpatches-cvpr17"
-    assert json.loads(attrs["protocol_options"]) == PRESETS["hpatches-cvpr17"].values()
+    for task in ("retrieval", "matching"):
+        attrs = cubes.open_cube(tmp_path / f"hp17.{task}.nc").attrs
+        assert attrs["preset"] == "hpatches-cvpr17"
+        assert json.loads(attrs["protocol_options"]) == PRESETS["hpatches-cvpr17"].values()
 
 
 # --------------------------------------------------------------------------------------------

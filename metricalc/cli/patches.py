@@ -1,5 +1,5 @@
 """``metricalc patches eval | compute | make-dataset | make-benchmark | describe | fpr95 |
-make-phototour | describe-phototour | hpatches-eval``."""
+make-phototour | describe-phototour | hpatches-eval | hpatches-compare``."""
 
 from __future__ import annotations
 
@@ -83,15 +83,35 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                     help="the reference's --dist (default: l2, or the preset's)")  # fmt: skip
     ph.add_argument("--json", action="store_true", help="print the results as JSON (fractions)")
     ph.add_argument(
-        "--out", type=Path, help="write the per-query retrieval APs as a QueryCube (.nc)"
-    )
-    ph.add_argument("--name", help="descriptor name in the cube (default: DESCR_DIR's name)")
+        "--out", type=Path, metavar="PREFIX",
+        help="write each task's cube to PREFIX.<task>.nc (verification, matching, retrieval); "
+        "a folder: FOLDER/<name>.<task>.nc",
+    )  # fmt: skip
+    ph.add_argument("--name", help="descriptor name in the cubes (default: DESCR_DIR's name)")
     ph.add_argument(
         "--pool", type=int, default=20000, choices=HPATCHES17_POOLS,
-        help="pool size of the cube's AP",
+        help="pool size of the retrieval cube's AP",
     )
     ph.set_defaults(run=_patches_hpatches_eval)
+    _add_hpatches_compare(patch_verbs)
     _add_fpr95(patch_verbs)
+
+
+def _add_hpatches_compare(patch_verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``patches hpatches-compare``: the paired bootstrap of verification pair cubes."""
+    pv = patch_verbs.add_parser(
+        "hpatches-compare",
+        help="paired bootstrap over pairs of two descriptors' CVPR'17 verification numbers",
+    )
+    pv.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
+                    help="pair cubes (PREFIX.verification.nc of hpatches-eval --out)")  # fmt: skip
+    pv.add_argument("--descriptors", type=names, metavar="A,B",
+                    help="the two compared, A - B (default: the only two in the cubes)")
+    pv.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples (1000)")
+    pv.add_argument("--seed", type=int, default=0, help="seed of the resamples")
+    pv.add_argument("--confidence-level", type=float, default=0.95, help="of the interval")
+    pv.add_argument("--json", action="store_true", help="a list of row objects")
+    pv.set_defaults(run=_patches_hpatches_compare)
 
 
 def _add_fpr95(patch_verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -176,10 +196,7 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
     options, preset = with_preset(args, HPATCHES17_PROTOCOL, "patches hpatches-eval")
     split, distance = options["split"], options["distance"]
     tasks = HPATCHES17_TASKS if options["task"] == "all" else (options["task"],)
-    if args.out is not None and "retrieval" not in tasks:
-        raise InvalidInputError("--out writes the retrieval APs: give --task retrieval or all")
-    if args.out is not None and args.out.is_dir():
-        raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
+    name = args.name or args.descr_dir.resolve().name
     result = evaluate_hpatches17(
         args.descr_dir,
         tasks=tasks,
@@ -188,17 +205,14 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
         n_pairs=args.pairs,
         distance=distance,
     )
-    recorded = protocol_attrs(options, preset)
     if args.out is not None:
-        from metricalc import cube as cubes
-        from metricalc.patches.cvpr17_cube import retrieval_cube
+        from metricalc.patches.cvpr17_cube import save_task_cubes, task_cubes
 
-        name = args.name or args.descr_dir.resolve().name
-        units = result["units"]
-        cube = retrieval_cube(units["retrieval"], units["retrieval_queries"], descriptor=name,
-                              split=split, pool_size=args.pool, distance=distance)  # fmt: skip
-        cube.attrs.update(recorded)
-        cubes.save(cube, args.out)
+        cubes = task_cubes(result, descriptor=name, split=split, distance=distance,
+                           pool_size=args.pool, attrs=protocol_attrs(options, preset))  # fmt: skip
+        prefix = args.out / name if args.out.is_dir() else args.out
+        for task, path in save_task_cubes(cubes, prefix).items():
+            print(f"metricalc: {task} cube {path}", file=sys.stderr)
     if preset is not None:
         print(f"metricalc: protocol: preset {preset.name} ({preset.source})", file=sys.stderr)
     if args.json:
@@ -210,6 +224,42 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
         print(json.dumps(output, indent=2))
     else:
         _print_hpatches17(result, split)
+    return 0
+
+
+def _patches_hpatches_compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from metricalc.fileio import json_safe
+    from metricalc.patches.cvpr17_bootstrap import verification_bootstrap
+    from metricalc.patches.cvpr17_pairs import open_pair_cube
+    from metricalc.plotting.terminal import print_frame
+
+    cubes = [open_pair_cube(path) for path in args.cubes]
+    found = [str(n) for cube in cubes for n in cube["descriptor"].values]
+    if len(set(found)) < len(found):  # the same name in several files: name them by file
+        cubes = [cube.assign_coords(descriptor=[f"{n} ({path.name})" for n in
+                                                cube["descriptor"].values.astype(str)])
+                 for cube, path in zip(cubes, args.cubes, strict=True)]  # fmt: skip
+    done = verification_bootstrap(
+        cubes, args.descriptors, n_resamples=args.n_resamples, seed=args.seed,
+        confidence=args.confidence_level,
+    )  # fmt: skip
+    table = done.to_dataframe().reset_index(drop=True)
+    table = table[["level", "measure", "negatives", *done.data_vars]]
+    if args.json:
+        print(json.dumps(json_safe(table.to_dict(orient="records")), indent=2))
+        return 0
+    shown = table.copy()
+    for column in ("value_a", "value_b", "difference", "se", "ci_low", "ci_high"):
+        shown[column] = (100 * table[column]).map(lambda v: f"{v:.2f}")
+    shown["p_value"] = table["p_value"].map(lambda v: f"{v:.4f}")
+    a, b = done.attrs["a"], done.attrs["b"]
+    shown = shown.rename(columns={"value_a": a, "value_b": b})
+    title = (f"verification, split {done.attrs['split']}: {a} - {b} (%), paired bootstrap over "
+             f"pairs, {done.attrs['n_resamples']} resamples, "
+             f"{100 * done.attrs['confidence']:g}% percentile interval")  # fmt: skip
+    print_frame(pd.DataFrame(shown), title=title)
     return 0
 
 

@@ -537,7 +537,7 @@ def rank_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.nda
     """Rank of the relevant item under a tie policy (float; NaN where R = 0)."""
     b = better.astype(np.float64)
     t = ties.astype(np.float64)
-    if policy == "optimistic":
+    if policy in ("optimistic", "input_order"):  # input_order: ties == 0 (checked by callers)
         rank = 1 + b
     elif policy == "pessimistic":
         rank = 1 + b + t

@@ -11,6 +11,7 @@ from metricalc.core import kernels
 from metricalc.core.labeled import apply_kernel, fill_undefined, is_labeled, unwrap
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
+    CUBE_TIE_POLICIES,
     TIE_POLICIES,
     ZeroDivision,
     as_labels,
@@ -132,15 +133,28 @@ def _check_rank_stats(better: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray,
     return b, t
 
 
+def _check_input_order(b: np.ndarray, t: np.ndarray, policy: str) -> None:
+    """Under ``input_order`` a rank needs ``ties == 0``: rank statistics do not hold the order
+    in which tied items were listed."""
+    if policy == "input_order" and (tied := t > 0).any():
+        where = first_index(tied)
+        raise InvalidInputError(
+            "tie policy 'input_order' ranks tied items in their list order, which rank "
+            f"statistics do not hold; found better={int(b[where])}, ties={int(t[where])} at "
+            f"index {where} (expected ties = 0 or -1)"
+        )
+
+
 def _policy_kernel(better: np.ndarray, ties: np.ndarray, *, policy: str, what: str) -> np.ndarray:
     b, t = _check_rank_stats(better, ties)
+    _check_input_order(b, t, policy)
     if what == "ap":
         return kernels.ap_from_stats(b, t, policy)
     return kernels.rank_from_stats(b, t, policy)
 
 
 def _elementwise(better: Any, ties: Any, policy: str, what: str) -> Any:
-    check_choice("policy", policy, TIE_POLICIES)
+    check_choice("policy", policy, CUBE_TIE_POLICIES)
     result = apply_kernel(
         _policy_kernel, {"better": better, "ties": ties}, kwargs={"policy": policy, "what": what}
     )
@@ -159,9 +173,12 @@ def ap_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> A
     pessimistic :math:`1 + b + t`                     :math:`1 / rank`
     workbench   :math:`1 + b + \lfloor(t+1)/2\rfloor` :math:`1 / rank` (DescriptorWorkbench)
     expected    :math:`1 + b + t / 2`                 :math:`\frac{1}{t+1}\sum_{r=b+1}^{b+t+1} 1/r`
+    input_order :math:`1 + b` (only where t = 0)      :math:`1 / rank`
     =========== ===================================== ====================================
 
     ``expected`` is the expectation of AP over a uniformly random order of the tied items.
+    ``input_order`` (ties keep the list's order, a stable sort) has no rank when t > 0: the rank
+    statistics do not say where the list put the tied items, so that is an error.
 
     Returns
     -------
@@ -197,6 +214,7 @@ def _at_k_kernel(
     better: np.ndarray, ties: np.ndarray, k: np.ndarray, *, policy: str, divide_by_k: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     b, t = _check_rank_stats(better, ties)
+    _check_input_order(b, t, policy)
     if b.ndim == 0:
         raise InvalidInputError(
             "better and ties must hold one value per query along the last axis (or along dim=); "
@@ -223,7 +241,7 @@ def _at_k(
 ) -> Any:
     """Hit rate at k, or precision at k with ``divide_by_k``."""
     what = "precision_at_k" if divide_by_k else "hit_rate_at_k"
-    check_choice("policy", policy, TIE_POLICIES)
+    check_choice("policy", policy, CUBE_TIE_POLICIES)
     zero = check_zero_division(zero_division)
     ks = np.atleast_1d(np.asarray(k))
     if ks.ndim != 1 or ks.dtype.kind not in "iu" or (ks < 1).any():

@@ -28,7 +28,7 @@ from metricalc.cube.model import (
     plain_value,
 )
 from metricalc.errors import InvalidInputError
-from metricalc.validation import TIE_POLICIES, check_choice
+from metricalc.validation import CUBE_TIE_POLICIES, check_choice
 
 
 def _check_attrs(attrs: Mapping[Any, Any]) -> None:
@@ -54,7 +54,7 @@ def _check_attrs(attrs: Mapping[Any, Any]) -> None:
         value = plain[name]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidInputError(f"cube attr {name} must be an integer >= 0; got {value!r}")
-    check_choice("cube attr tie_policy", plain["tie_policy"], TIE_POLICIES)
+    check_choice("cube attr tie_policy", plain["tie_policy"], CUBE_TIE_POLICIES)
     check_choice("cube attr ap_method", plain["ap_method"], AP_METHODS)
     check_choice("cube attr distance", plain["distance"], model.DISTANCES)
     check_choice("cube attr y0_policy", plain["y0_policy"], model.Y0_POLICIES)
@@ -206,6 +206,13 @@ def _check_rank_values(report: _Reporter, data: dict[str, np.ndarray], policy: A
     report.check(
         "ap", (n_rel == 1) & ~((ap >= 0) & (ap <= 1)), "must be in [0, 1] where n_relevant == 1"
     )
+    if policy == "input_order":
+        report.check(
+            "ties",
+            ties > 0,
+            "must be 0 or -1 under tie policy 'input_order' (rank statistics do not hold the "
+            "list order that breaks ties)",
+        )
     ranked = better >= 0
     if ranked.any():
         expected = ap_from_rank_stats(better[ranked], ties[ranked], policy=policy)

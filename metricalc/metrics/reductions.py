@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.validation import TIE_POLICIES, check_choice
+from metricalc.validation import CUBE_TIE_POLICIES, check_choice
 
 __all__ = [
     "PAIR_UNIT",
@@ -96,7 +96,7 @@ def prepare_cube(cube: object, needed: Iterable[str], what: str) -> tuple[xr.Dat
 def tie_policy(cube: xr.Dataset) -> str:
     """The cube's tie policy (attrs ``tie_policy``, default ``"expected"``)."""
     return check_choice(
-        "cube.attrs['tie_policy']", cube.attrs.get("tie_policy", "expected"), TIE_POLICIES
+        "cube.attrs['tie_policy']", cube.attrs.get("tie_policy", "expected"), CUBE_TIE_POLICIES
     )
 
 

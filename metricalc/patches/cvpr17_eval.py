@@ -58,6 +58,7 @@ __all__ = [
     "POOL_SIZES",
     "SCREEN_TOLERANCE",
     "TASKS17",
+    "VerificationDistances",
     "ap_from_ranks",
     "evaluate_hpatches17",
     "matching",
@@ -66,7 +67,10 @@ __all__ = [
     "retrieval_ap",
     "sorted_labels_ap",
     "sorted_labels_auc",
+    "summarise_verification",
     "verification",
+    "verification_distances",
+    "verification_scores",
 ]
 
 POOL_SIZES: tuple[int, ...] = (100, 500, 1000, 5000, 10000, 15000, 20000)
@@ -175,6 +179,55 @@ def _pair_distances(
     return distance.exact(descriptors.matrix, rows1, descriptors.matrix, rows2)
 
 
+VerificationDistances = Mapping[str, Mapping[str, np.ndarray]]
+"""Per level letter (``e``, ``h``, ``t``) and pair file (``pos``, ``neg_inter``, ``neg_intra``)
+the distance of every row of the file, in file order."""
+
+
+def verification_distances(
+    descriptors: Descriptors, pairs: PairSet, *, distance: str = "l2"
+) -> dict[str, dict[str, np.ndarray]]:
+    """The distance of every verification pair per level (:data:`VerificationDistances`)."""
+    metric = _distance(distance)
+    return {
+        level: {
+            kind: _pair_distances(descriptors, pairs.pairs[kind], level, metric)
+            for kind in ("pos", "neg_inter", "neg_intra")
+        }
+        for level in LEVELS
+    }
+
+
+def verification_scores(neg: np.ndarray, pos: np.ndarray) -> dict[str, float]:
+    """``eval_verification``'s two numbers of one list (negatives, then positives).
+
+    ``balanced``: ROC AUC over the whole list; ``imbalanced``: AP over its first
+    ``n_pos + int(n_pos * 0.2)`` items. A stable sort: a tied negative ranks first.
+    """
+    d = np.concatenate([neg, pos])
+    labels = np.concatenate([np.zeros(neg.size, bool), np.ones(pos.size, bool)])
+    n_imb = pos.size + int(pos.size * 0.2)
+    return {
+        "balanced": sorted_labels_auc(labels[np.argsort(d, kind="stable")]),
+        "imbalanced": _ranked_ap(d[:n_imb], labels[:n_imb]),
+    }
+
+
+def summarise_verification(
+    distances: VerificationDistances,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """``{level: {balanced|imbalanced: {inter, intra}}}`` of :func:`verification_scores`."""
+    result: dict[str, dict[str, dict[str, float]]] = {}
+    for level in LEVELS:
+        entry: dict[str, dict[str, float]] = {"balanced": {}, "imbalanced": {}}
+        for kind in ("inter", "intra"):
+            scores = verification_scores(distances[level][f"neg_{kind}"], distances[level]["pos"])
+            for measure, value in scores.items():
+                entry[measure][kind] = value
+        result[LEVEL_NAMES[level]] = entry
+    return result
+
+
 def verification(
     descriptors: Descriptors, pairs: PairSet, *, distance: str = "l2"
 ) -> dict[str, dict[str, dict[str, float]]]:
@@ -183,20 +236,7 @@ def verification(
     Per level the list is (negatives, positives), so a tied negative ranks first. Balanced: ROC
     AUC over all of it; imbalanced: AP over its first ``n_pos + int(n_pos * 0.2)`` items.
     """
-    metric = _distance(distance)
-    result: dict[str, dict[str, dict[str, float]]] = {}
-    for level in LEVELS:
-        pos = _pair_distances(descriptors, pairs.pairs["pos"], level, metric)
-        entry: dict[str, dict[str, float]] = {"balanced": {}, "imbalanced": {}}
-        for kind in ("inter", "intra"):
-            neg = _pair_distances(descriptors, pairs.pairs[f"neg_{kind}"], level, metric)
-            d = np.concatenate([neg, pos])
-            labels = np.concatenate([np.zeros(neg.size, bool), np.ones(pos.size, bool)])
-            entry["balanced"][kind] = sorted_labels_auc(labels[np.argsort(d, kind="stable")])
-            n_imb = pos.size + int(pos.size * 0.2)
-            entry["imbalanced"][kind] = _ranked_ap(d[:n_imb], labels[:n_imb])
-        result[LEVEL_NAMES[level]] = entry
-    return result
+    return summarise_verification(verification_distances(descriptors, pairs, distance=distance))
 
 
 def _nearest(
@@ -409,7 +449,8 @@ def evaluate_hpatches17(
     dict
         ``{task: {split: ...}}`` in the structure of the JSON output (fractions), plus
         ``"pairs_source"`` (where the verification pairs came from) and ``"units"``: the
-        per-image-pair matching APs and the per-query retrieval APs.
+        per-image-pair matching APs, the per-query retrieval APs, the verification distances
+        (:func:`verification_distances`) and their :class:`PairSet`.
     """
     _distance(distance)
     for task in tasks:
@@ -426,8 +467,11 @@ def evaluate_hpatches17(
             pairs = read_verification_pairs(split, task_dir)
         else:
             pairs = generate_verification_pairs(test, descriptors.counts, n_pairs=n_pairs)
-        result["verification"] = {split: verification(descriptors, pairs, distance=distance)}
+        distances = verification_distances(descriptors, pairs, distance=distance)
+        result["verification"] = {split: summarise_verification(distances)}
         result["pairs_source"] = pairs.source
+        result["units"]["verification"] = distances
+        result["units"]["verification_pairs"] = pairs
     if "matching" in tasks:
         done = matching(descriptors, test, distance=distance)
         result["units"]["matching"] = done.pop("per_pair")

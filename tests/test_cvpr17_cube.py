@@ -1,0 +1,392 @@
+"""HPatches CVPR'17 results as cubes: matching and retrieval QueryCubes, verification pair cubes,
+the ``input_order`` tie policy, and the paired bootstrap over pairs (against a slow loop)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import metricalc as mc
+from metricalc import cube as qc
+from metricalc.cli import main
+from metricalc.datasets import make_hpatches17_set
+from metricalc.errors import InvalidInputError
+from metricalc.patches import cvpr17_bootstrap as bs
+from metricalc.patches import cvpr17_cube as cc
+from metricalc.patches import cvpr17_eval as ev
+from metricalc.patches import cvpr17_files as cf
+from metricalc.patches import cvpr17_pairs as cp
+from metricalc.report.builder import build
+from metricalc.report.study import study_from_dict
+
+LEVELS = ("easy", "hard", "tough")
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hp17cube")
+    descriptors = make_hpatches17_set(root, scenes=["camera"], max_patches=120, n_queries=60)
+    other = root / "noisy"
+    rng = np.random.default_rng(0)
+    for path in sorted(descriptors.rglob("*.csv")):
+        values = np.loadtxt(path, delimiter=",", ndmin=2)
+        target = other / path.relative_to(descriptors)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        noisy = values + rng.normal(scale=0.05, size=values.shape)
+        np.savetxt(target, noisy, delimiter=",", fmt="%.6g")
+    return descriptors, other, root / "tasks"
+
+
+@pytest.fixture(scope="module")
+def results(synthetic):
+    descriptors, _, tasks = synthetic
+    splits = cf.read_splits(tasks)
+    done = {}
+    for split in sorted(splits):
+        result = ev.evaluate_hpatches17(descriptors, split=split, task_dir=tasks, n_pairs=400)
+        done[split] = {**result, "test": splits[split]}
+    return done
+
+
+# -------------------------------------------------------------------- the input_order policy
+def test_input_order_ranks_only_untied_rank_statistics() -> None:
+    b, t = np.array([0, 3, -1]), np.array([0, 0, -1])
+    got = mc.ap_from_rank_stats(b, t, policy="input_order")
+    np.testing.assert_array_equal(got, mc.ap_from_rank_stats(b, t, policy="optimistic"))
+    with pytest.raises(InvalidInputError, match=r"'input_order' .* better=2, ties=1 at index"):
+        mc.ap_from_rank_stats(np.array([0, 2]), np.array([0, 1]), policy="input_order")
+    with pytest.raises(InvalidInputError, match="ties = 0 or -1"):
+        mc.hit_rate_at_k(np.array([2]), np.array([1]), 1, policy="input_order")
+    assert "input_order" not in mc.TIE_POLICIES  # not a rank-statistics policy
+
+
+def test_a_cube_records_input_order_but_not_tied_rank_statistics() -> None:
+    coords = {"scene": ["i_a", "i_a"], "pair": ["1-2", "1-3"], "keypoint_set": ["easy"] * 2,
+              "query_keypoint": [0, 0]}  # fmt: skip
+    attrs = {**qc.DEFAULT_ATTRS, "tie_policy": "input_order"}
+    cube = qc.new_cube(["d"], coords, {"ap": [[0.5, 0.25]], "n_relevant": [[1, 1]]}, attrs=attrs)
+    assert cube.attrs["tie_policy"] == "input_order"
+    tied = {"better": [[0, 1]], "ties": [[0, 2]]}
+    with pytest.raises(InvalidInputError, match=r"'input_order' .* better=1, ties=2"):
+        qc.new_cube(["d"], coords, tied, attrs=attrs)
+    ranked = qc.new_cube(["d"], coords, tied, attrs={**attrs, "tie_policy": "optimistic"})
+    with pytest.raises(InvalidInputError, match="ties' must be 0 or -1 under tie policy"):
+        qc.validate(ranked.assign_attrs(tie_policy="input_order"))
+    with pytest.raises(InvalidInputError, match="tie_policy must be one of"):
+        qc.new_cube(["d"], coords, {"ap": [[0.5, 0.25]]}, attrs={**attrs, "tie_policy": "x"})
+
+
+# -------------------------------------------------------------------- matching and retrieval
+def test_matching_cube_means_are_the_printed_maps(results) -> None:
+    for split, result in results.items():
+        cube = cc.matching_cube(result["units"]["matching"], descriptor="d", split=split)
+        printed = result["matching"][split]
+        ap = cube.ap.values[0]
+        kind = cube.keypoint_set.values.astype(str)
+        for level in LEVELS:
+            assert ap[kind == level].mean() == pytest.approx(printed[level], abs=1e-12)
+        assert ap.mean() == pytest.approx(printed["mean"], abs=1e-12)
+        metrics = mc.metric_set(cube)  # the report's metric set reads the cube
+        assert float(metrics.true_map_micro[0]) == pytest.approx(printed["mean"], abs=1e-12)
+        assert cube.sizes["query"] == len(result["test"]) * 3 * 5
+        assert sorted(set(cube.pair.values.tolist())) == [f"1-{k}" for k in range(2, 7)]
+        assert {k: cube.attrs[k] for k in ("task", "split", "tie_policy", "ap_method")} == {
+            "task": "matching", "split": split, "tie_policy": "input_order",
+            "ap_method": "trapezoid",
+        }  # fmt: skip
+        assert cube.attrs["level"] == "easy,hard,tough"
+
+
+def test_retrieval_cube_means_are_the_printed_maps(results) -> None:
+    for split, result in results.items():
+        units = result["units"]
+        for pool in (100, 20000):
+            cube = cc.retrieval_cube(units["retrieval"], units["retrieval_queries"],
+                                     descriptor="d", split=split, pool_size=pool)  # fmt: skip
+            printed = result["retrieval"][split]
+            kind = cube.keypoint_set.values.astype(str)
+            for level in LEVELS:
+                got = cube.ap.values[0][kind == level].mean()
+                assert got == pytest.approx(printed[level][str(pool)], abs=1e-12)
+            assert cube.attrs["task"] == "retrieval" and cube.attrs["pool_size"] == pool
+
+
+def test_matching_cube_bad_keys() -> None:
+    with pytest.raises(InvalidInputError, match="at least one"):
+        cc.matching_cube({}, descriptor="d", split="a")
+    with pytest.raises(InvalidInputError, match=r"got \('s', 'x', 1\)"):
+        cc.matching_cube({("s", "x", 1): 0.5}, descriptor="d", split="a")
+
+
+# -------------------------------------------------------------------- verification pair cubes
+def test_pair_cube_recomputes_the_evaluation_exactly(results, tmp_path) -> None:
+    for split, result in results.items():
+        units = result["units"]
+        cube = cp.pair_cube(units["verification"], units["verification_pairs"], descriptor="d",
+                            split=split)  # fmt: skip
+        assert cp.verification_from_cube(cube) == {"d": result["verification"][split]}
+        n_pos = units["verification"]["e"]["pos"].size
+        assert cube.sizes == {"descriptor": 1, "level": 3, "pair": 3 * n_pos}
+        assert int(cube.label.sum()) == n_pos
+        cp.save_pair_cube(cube, tmp_path / f"{split}.nc")
+        back = cp.open_pair_cube(tmp_path / f"{split}.nc")
+        xr.testing.assert_identical(back, cube)
+        assert cp.verification_from_cube(back) == {"d": result["verification"][split]}
+
+
+def test_pair_cube_errors_are_one_line(results, tmp_path) -> None:
+    split, result = next(iter(results.items()))
+    units = result["units"]
+    cube = cp.pair_cube(units["verification"], units["verification_pairs"], descriptor="d",
+                        split=split)  # fmt: skip
+    bad = cube.copy(deep=True)
+    bad["label"].values[0] = 1
+    with pytest.raises(InvalidInputError, match="label must be 1 exactly for kind 'pos'"):
+        cp.validate_pair_cube(bad)
+    bad = cube.copy(deep=True)
+    bad["distance"].values[0, 1, 3] = np.nan
+    with pytest.raises(InvalidInputError, match="finite float64"):
+        cp.validate_pair_cube(bad)
+    bad = cube.copy()
+    del bad.attrs["pairs_sha256"]
+    with pytest.raises(InvalidInputError, match=r"^pair cube: lacks the attr 'pairs_sha256'"):
+        cp.validate_pair_cube(bad)
+    with pytest.raises(InvalidInputError, match=r"^pair cube file .*nothing.nc does not exist$"):
+        cp.open_pair_cube(tmp_path / "nothing.nc")
+    (tmp_path / "text.nc").write_text("no")
+    with pytest.raises(InvalidInputError, match=r"text\.nc: not a netCDF-4 file"):
+        cp.open_pair_cube(tmp_path / "text.nc")
+
+
+# -------------------------------------------------------------------- the paired bootstrap
+def ref_tpfp_auc_ap(neg, pos):
+    """metrics.roc and metrics.pr of the list (neg, pos), written out with loops."""
+    d = list(neg) + list(pos)
+    labels = [0] * len(neg) + [1] * len(pos)
+    order = sorted(range(len(d)), key=lambda i: d[i])  # Python's sort is stable
+    p, n = len(pos), len(neg)
+    tp = fp = 0
+    auc = ap = 0.0
+    prev_precision = 1.0
+    for i in order:
+        if labels[i]:
+            tp += 1
+            precision = max(tp, 1e-10) / max(tp + fp, 1e-10)
+            ap += (prev_precision + precision) / 2 / max(p, 1e-10)
+        else:
+            fp += 1
+            auc += tp / max(p, 1e-10) / max(n, 1e-10)
+            precision = max(tp, 1e-10) / max(tp + fp, 1e-10)
+        prev_precision = precision
+    return auc, ap
+
+
+def slow_bootstrap(a, b, n_resamples, seed):
+    """One generator per resample; per stratum integers(0, size, size); lists rebuilt and
+    scored from scratch."""
+    sizes = {k: v.size for k, v in a["easy"].items()}
+    children = np.random.SeedSequence(seed).spawn(n_resamples)
+    diffs = []
+    for child in children:
+        rng = np.random.default_rng(child)
+        draws = {}
+        plan = []
+        for side in ("inter", "intra"):
+            n_neg, n_pos = sizes[f"neg_{side}"], sizes["pos"]
+            m = n_pos + int(n_pos * 0.2)
+            neg_first = min(n_neg, m)
+            plan.append(("balanced", side, (f"neg_{side}", n_neg), ("pos", n_pos)))
+            plan.append(("imbalanced", side, (f"neg_{side}", neg_first),
+                         ("pos", min(n_pos, m - neg_first))))  # fmt: skip
+            for stratum in plan[-2][2:] + plan[-1][2:]:
+                if stratum not in draws:
+                    draws[stratum] = rng.integers(0, stratum[1], stratum[1])
+        row = {}
+        for level in LEVELS:
+            for measure, side, neg_s, pos_s in plan:
+                values = []
+                for lists in (a, b):
+                    neg = lists[level][neg_s[0]][: neg_s[1]][draws[neg_s]]
+                    pos = lists[level]["pos"][: pos_s[1]][draws[pos_s]]
+                    auc, ap = ref_tpfp_auc_ap(neg, pos)
+                    values.append(auc if measure == "balanced" else ap)
+                row[level, measure, side] = values[0] - values[1]
+        for measure in ("imbalanced", "balanced"):
+            row["mean", measure, "both"] = np.mean(
+                [v for k, v in row.items() if k[1] == measure and k[0] != "mean"]
+            )
+        diffs.append([row[s] for s in bs.STATISTICS])
+    return np.array(diffs)
+
+
+def random_pair_cube(rng, sizes, names=("a", "b"), integer=True):
+    kinds = np.repeat(np.array(cp.KINDS), [sizes[k] for k in cp.KINDS])
+    n = kinds.size
+    if integer:  # many ties, also between a negative and a positive
+        d = rng.integers(0, 5, (len(names), 3, n)).astype(np.float64)
+    else:
+        d = rng.random((len(names), 3, n)) + 0.5 * (kinds != "pos")
+    return xr.Dataset(
+        {"distance": (("descriptor", "level", "pair"), d),
+         "label": ("pair", (kinds == "pos").astype(np.int8))},
+        coords={"descriptor": list(names), "level": list(LEVELS), "kind": ("pair", kinds),
+                "row": ("pair", np.concatenate([np.arange(sizes[k]) for k in cp.KINDS]))},
+        attrs={"task": "verification", "split": "x", "distance": "l2",
+               "tie_policy": "input_order", "ap_method": "trapezoid", "auc_method": "t",
+               "imbalanced": "prefix", "pairs_source": "test", "pairs_sha256": "0",
+               "metricalc_version": "0"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sizes", "integer"),
+    [
+        ({"neg_inter": 12, "neg_intra": 12, "pos": 12}, True),
+        ({"neg_inter": 7, "neg_intra": 20, "pos": 11}, True),
+        ({"neg_inter": 2, "neg_intra": 15, "pos": 30}, False),  # prefix holds most positives
+        ({"neg_inter": 40, "neg_intra": 9, "pos": 5}, True),  # prefix holds no positive
+    ],
+)
+def test_bootstrap_equals_the_slow_loop(sizes, integer) -> None:
+    rng = np.random.default_rng(sum(sizes.values()))
+    cube = random_pair_cube(rng, sizes, integer=integer)
+    got = bs.verification_bootstrap(cube, n_resamples=40, seed=7)
+    a, b = cp.pair_lists(cube, "a"), cp.pair_lists(cube, "b")
+    diffs = slow_bootstrap(a, b, 40, 7)
+    # the observed values are the evaluation's
+    for (level, measure, side), va in zip(bs.STATISTICS, got.value_a.values, strict=True):
+        if level != "mean":
+            want = ev.verification_scores(a[level][f"neg_{side}"], a[level]["pos"])[measure]
+            assert va == want
+    np.testing.assert_allclose(got.se.values, diffs.std(axis=0, ddof=1), rtol=0, atol=1e-12)
+    low, high = np.quantile(diffs, [0.025, 0.975], axis=0)
+    np.testing.assert_allclose(got.ci_low.values, low, atol=1e-12)
+    np.testing.assert_allclose(got.ci_high.values, high, atol=1e-12)
+    below, above = 1 + (diffs <= 1e-13).sum(axis=0), 1 + (diffs >= -1e-13).sum(axis=0)
+    p = np.minimum(1, 2 * np.minimum(below, above) / 41)
+    np.testing.assert_allclose(got.p_value.values, p)
+
+
+def test_bootstrap_does_not_depend_on_the_batch(monkeypatch) -> None:
+    rng = np.random.default_rng(5)
+    cube = random_pair_cube(rng, {"neg_inter": 30, "neg_intra": 30, "pos": 30})
+    whole = bs.verification_bootstrap(cube, n_resamples=25, seed=3)
+    monkeypatch.setattr(bs, "_BATCH_ELEMENTS", 1)
+    xr.testing.assert_identical(bs.verification_bootstrap(cube, n_resamples=25, seed=3), whole)
+    other = bs.verification_bootstrap(cube, n_resamples=25, seed=4)
+    assert not np.array_equal(other.ci_low.values, whole.ci_low.values)
+
+
+def test_bootstrap_of_identical_descriptors_and_bad_input() -> None:
+    rng = np.random.default_rng(1)
+    cube = random_pair_cube(rng, {"neg_inter": 20, "neg_intra": 20, "pos": 20}, names=("a",))
+    twin = cube.assign_coords(descriptor=["b"])
+    done = bs.verification_bootstrap([cube, twin], n_resamples=20)
+    assert (done.difference.values == 0).all() and (done.p_value.values == 1).all()
+    three = random_pair_cube(rng, {"neg_inter": 5, "neg_intra": 5, "pos": 5}, ("a", "b", "c"))
+    with pytest.raises(InvalidInputError, match=r"hold 3 descriptors \['a', 'b', 'c'\]; name"):
+        bs.verification_bootstrap(three)
+    with pytest.raises(InvalidInputError, match="descriptor 'z': expected once"):
+        bs.verification_bootstrap(three, ["a", "z"])
+    with pytest.raises(InvalidInputError, match="n_resamples must be an integer >= 1; got 0"):
+        bs.verification_bootstrap(three, ["a", "b"], n_resamples=0)
+    with pytest.raises(InvalidInputError, match="confidence must be a number strictly between"):
+        bs.verification_bootstrap(three, ["a", "b"], confidence=1.0)
+    moved = twin.assign_attrs(pairs_sha256="1")
+    with pytest.raises(InvalidInputError, match="different verification pairs"):
+        bs.verification_bootstrap([cube, moved])
+
+
+# -------------------------------------------------------------------- the CLI end to end
+def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys) -> None:
+    descriptors, other, tasks = synthetic
+    prefixes = []
+    for folder in (descriptors, other):
+        prefix = tmp_path / "out" / folder.name
+        argv = ["patches", "hpatches-eval", str(folder), "--tasks", str(tasks), "--split",
+                "full", "--pairs", "300", "--out", f"{prefix}.nc", "--json"]  # fmt: skip
+        assert main(argv) == 0
+        printed = json.loads(capsys.readouterr().out)
+        prefixes.append(prefix)
+        matching = qc.open_cube(f"{prefix}.matching.nc")
+        assert float(matching.ap.mean()) == pytest.approx(
+            printed["matching"]["full"]["mean"], abs=1e-12
+        )
+        pairs = cp.open_pair_cube(f"{prefix}.verification.nc")
+        assert cp.verification_from_cube(pairs)[folder.name] == printed["verification"]["full"]
+        assert qc.open_cube(f"{prefix}.retrieval.nc").attrs["task"] == "retrieval"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        f"{f.name}.{t}.nc" for f in (descriptors, other) for t in ev.TASKS17
+    )
+    a, b = (f"{p}.matching.nc" for p in prefixes)
+    assert main(["compare", a, b, "--n-resamples", "200"]) == 0
+    assert "noisy" in capsys.readouterr().out
+    assert main(["compare", a, b, "--n-resamples", "200", "--pair-by", "pair", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["n"] == 5 * len(cf.read_splits(tasks)["full"])  # image pairs, levels averaged
+    study = study_from_dict({"data": {"dataset": "synthetic"}, "tests": {"n_resamples": 199}},
+                            source=tmp_path / "s.yaml")  # fmt: skip
+    both = qc.combine([qc.open_cube(a), qc.open_cube(b)])
+    report = build(study, cubes={"": both}, out=tmp_path / "report")
+    got = report.metrics.true_map_micro.sel(descriptor=descriptors.name)
+    assert float(got) == pytest.approx(float(qc.open_cube(a).ap.mean()), abs=1e-12)
+    a, b = (f"{p}.verification.nc" for p in prefixes)
+    assert main(["patches", "hpatches-compare", a, b, "--n-resamples", "50", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(bs.STATISTICS)
+    assert rows[-2]["level"] == "mean" and rows[-2]["measure"] == "imbalanced"
+    assert main(["patches", "hpatches-compare", a, b, "--n-resamples", "50"]) == 0
+    assert "paired bootstrap over pairs" in capsys.readouterr().out
+
+
+def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
+    descriptors, _, tasks = synthetic
+    base = ["patches", "hpatches-eval", str(descriptors), "--tasks", str(tasks), "--split",
+            "full", "--json"]  # fmt: skip
+    assert main([*base, "--pairs", "200", "--out", str(tmp_path / "x")]) == 0
+    assert main([*base, "--task", "verification", "--pairs", "250", "--out",
+                 str(tmp_path / "y")]) == 0  # fmt: skip
+    capsys.readouterr()
+    x, y = tmp_path / "x.verification.nc", tmp_path / "y.verification.nc"
+    cases = [
+        ([str(x), str(y), "--descriptors", "descriptors,other"], "descriptor 'descriptors'"),
+        ([str(x), str(tmp_path / "x.matching.nc")], "not a pair cube"),
+        ([str(x), str(tmp_path / "none.nc")], "none.nc does not exist"),
+        ([str(x), str(x), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
+    ]
+    for argv, message in cases:
+        assert main(["patches", "hpatches-compare", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+    assert main(["patches", "hpatches-compare", str(x), str(y)]) == 2
+    assert "different verification pairs" in capsys.readouterr().err
+    z = tmp_path / "z.verification.nc"
+    z.write_bytes(x.read_bytes())  # the same descriptor name in two files: named by file
+    assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the title may wrap
+    assert "descriptors (x.verification.nc) - descriptors (z.verification.nc)" in out
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert main([*base, "--task", "matching", "--out", str(folder), "--name", "mine"]) == 0
+    assert [p.name for p in folder.iterdir()] == ["mine.matching.nc"]
+
+
+def test_task_cubes_are_written_all_or_none(results, tmp_path, monkeypatch) -> None:
+    split, result = next(iter(results.items()))
+    cubes = cc.task_cubes(result, descriptor="d", split=split)
+    assert sorted(cubes) == sorted(ev.TASKS17)
+    paths = cc.save_task_cubes(cubes, tmp_path / "run.nc")
+    before = {task: path.read_bytes() for task, path in paths.items()}
+
+    def full_disk(cube, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cc.qc, "save", full_disk)  # matching and retrieval fail after verification
+    changed = {**cubes, "verification": cubes["verification"].assign_attrs(split="other")}
+    with pytest.raises(OSError, match="No space left"):
+        cc.save_task_cubes(changed, tmp_path / "run.nc")
+    assert {task: path.read_bytes() for task, path in paths.items()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
