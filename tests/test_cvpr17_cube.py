@@ -340,6 +340,9 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     assert rows[-2]["level"] == "mean" and rows[-2]["measure"] == "imbalanced"
     assert main(["patches", "hpatches-compare", a, b, "--n-resamples", "50"]) == 0
     assert "paired bootstrap over pairs" in capsys.readouterr().out
+    assert main(["compare", a, b]) == 2  # pooled statistics: the verb that compares them
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "metricalc patches hpatches-compare A B" in error
 
 
 def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:

@@ -84,6 +84,8 @@ def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list[Any
     from metricalc import cube as cubes
     from metricalc.store.workbench_cube import open_workbench_cube, scene_query_cube
 
+    for path in paths:
+        _refuse_pair_cube(path)
     scene_cubes = [open_workbench_cube(path) for path in paths]
     if all(c is None for c in scene_cubes):
         return [cubes.open_cube(path) for path in paths], metric, pair_by or "query"
@@ -100,6 +102,23 @@ def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list[Any
     scene_metric = "true_map" if metric == "ap" else metric
     opened = [scene_query_cube(c, metric=scene_metric) for c in scene_cubes if c is not None]
     return opened, "ap", "scene"
+
+
+def _refuse_pair_cube(path: Path) -> None:
+    """A verification pair file of ``patches hpatches-eval --out`` is refused with the verb that
+    compares two of them (its pooled AUC / AP are no means over units)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as handle:
+            task = handle.attrs.get("task")
+    except (OSError, ValueError, KeyError, RuntimeError):
+        return  # not HDF5: open_cube says why
+    if task in ("verification", b"verification"):
+        raise InvalidInputError(
+            f"{path}: holds HPatches verification pairs (pooled AUC / AP, not a mean over units): "
+            "compare two such files with `metricalc patches hpatches-compare A B`"
+        )
 
 
 def _compare(args: argparse.Namespace) -> int:
