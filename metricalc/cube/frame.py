@@ -186,6 +186,16 @@ def from_dataframe(
         Naming the column (and row) of a missing required column, an unknown column, a value of
         the wrong type or range, a duplicated (descriptor, query) row, or rows that disagree.
 
+    Notes
+    -----
+    Cost, for R rows: every string column is hashed once (:func:`pandas.factorize`) and only
+    its distinct values become strings; the query identity of a row is one int64 key (the
+    canonical ranks of scene, pair and keypoint_set and the query index, in mixed radix),
+    grouped by hashing and sorting only the distinct keys. Each variable column is read,
+    checked and scattered into its (descriptor, query) grid before the next one is read, so
+    the peak memory is the cube plus a few R-sized integer arrays (about 2.2x the cube's
+    numeric bytes at 4M rows, ``benchmarks/bench_build.py``).
+
     Examples
     --------
     >>> import pandas as pd
