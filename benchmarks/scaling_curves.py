@@ -3,25 +3,27 @@
 Run: ``python benchmarks/scaling_curves.py OUTDIR [--sizes 1000,10000,100000,1000000]
 [--descriptors 4] [--ten-million] [--eager-max 1000000] [--chunk 1000000]``
 
-For every size, one child process (``multiprocessing`` with ``spawn``, warmed up on a small
-cube first) runs the steps in order on the table of ``bench_build.long_table`` (100 scenes x
-5 pairs, ``--descriptors`` descriptors, 4 by default):
+The data is the table of ``bench_build.long_table`` (100 scenes x 5 pairs x the keypoints of
+each pair, ``--descriptors`` descriptors, 4 by default). The steps, at every size:
 
 - ``build``: ``cube.from_dataframe(df)``;
 - ``save``: ``cube.save(cube, path)`` (netCDF-4, compressed);
 - ``open``: ``cube.open_cube(path)`` (eager: everything read and validated);
 - ``metric_set``: ``metric_set(cube)`` on the eager cube;
-- ``metric_set_lazy``: ``metric_set(open_cube(path, chunks={"query": CHUNK})).compute()``,
-  opening included;
 - ``compare``: ``stats.compare(cube)`` with its defaults (the randomization test of the mean AP,
-  10,000 sign flips, BCa bootstrap CIs; every pair of descriptors).
+  10,000 sign flips, BCa bootstrap CIs; every pair of descriptors);
+- ``metric_set_lazy``: ``metric_set(open_cube(path, chunks={"query": CHUNK})).compute()``,
+  opening included.
 
-Sizes above ``--eager-max`` run ``build``, ``save`` and ``metric_set_lazy`` only.
-``--ten-million`` adds 10M queries to the sizes. Every step's peak RSS is measured above the
-process's RSS just before the step (``/proc/self/clear_refs`` resets the peak first), so it
-counts what the step allocates and what it returns. Writes ``OUTDIR/scaling.csv`` (one row per
-size and step: queries, descriptors, step, seconds, peak_mb, payload_mb) and
-``OUTDIR/scaling.png`` (log-log, time and memory against queries), and prints the table as
+Sizes above ``--eager-max`` run ``build``, ``save`` and ``metric_set_lazy`` only;
+``--ten-million`` adds 10M queries to the sizes. Every step runs in its own child process
+(``multiprocessing`` with ``spawn``) that first runs every step once on 1,000 queries (imports,
+caches), then prepares the step's input (the table; the cube; the file written by ``save``),
+resets its peak RSS (``/proc/self/clear_refs``) and runs the step once: the peak is measured
+above the RSS just before the step, so it counts what the step allocates and what it returns.
+Writes ``OUTDIR/scaling.csv`` (one row per size and step: queries, descriptors, step, seconds,
+peak_mb, payload_mb; the payload is the cube's numeric bytes, ``bench_build.numeric_payload``)
+and ``OUTDIR/scaling.png`` (log-log, time and memory against queries), and prints the table as
 Markdown.
 """
 
@@ -41,7 +43,7 @@ from typing import Any
 
 from bench_build import long_table, numeric_payload, reset_peak, rss_bytes
 
-STEPS = ("build", "save", "open", "metric_set", "metric_set_lazy", "compare")
+STEPS = ("build", "save", "open", "metric_set", "compare", "metric_set_lazy")
 LAZY_STEPS = ("build", "save", "metric_set_lazy")
 FIELDS = ("queries", "descriptors", "step", "seconds", "peak_mb", "payload_mb")
 
@@ -57,57 +59,58 @@ def _measured(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     return seconds, (rss_bytes("VmHWM") - before) / 1e6, result
 
 
-def _steps(
-    n_queries: int, n_descriptors: int, eager: bool, chunk: int, folder: str
-) -> list[tuple[str, float, float]]:
-    """(step, seconds, peak MB) of every step at one size."""
+def _prepare(step: str, n_queries: int, n_descriptors: int, path: Path) -> Any:
+    """The input of ``step``: the table, the cube, or the file ``path`` (written by ``save``)."""
+    from metricalc import cube as qc
+
+    if step == "build":
+        return long_table(n_queries, n_descriptors)
+    if step == "save":
+        return qc.from_dataframe(long_table(n_queries, n_descriptors))
+    if step in ("metric_set", "compare"):
+        return qc.open_cube(path)
+    return path
+
+
+def _run(step: str, data: Any, path: Path, chunk: int) -> Any:
+    """One step on its prepared input."""
     import metricalc as mc
     from metricalc import cube as qc
     from metricalc.stats import compare
 
-    rows: list[tuple[str, float, float]] = []
-
-    def record(step: str, fn: Callable[..., Any], *args: Any) -> Any:
-        seconds, peak_mb, result = _measured(lambda: fn(*args))
-        rows.append((step, seconds, peak_mb))
-        return result
-
-    path = Path(folder) / f"cube_{n_queries}.nc"
-    df = long_table(n_queries, n_descriptors)
-    cube = record("build", qc.from_dataframe, df)
-    del df
-    record("save", qc.save, cube, path)
-    del cube
-    if eager:
-        cube = record("open", qc.open_cube, path)
-        record("metric_set", mc.metric_set, cube)
-        record("compare", compare, cube)
-        del cube
-    lazy = {"query": min(chunk, n_queries)}
-    record("metric_set_lazy", lambda: mc.metric_set(qc.open_cube(path, chunks=lazy)).compute())
-    path.unlink()
-    return rows
+    if step == "build":
+        return qc.from_dataframe(data)
+    if step == "save":
+        return qc.save(data, path)
+    if step == "open":
+        return qc.open_cube(path)
+    if step == "metric_set":
+        return mc.metric_set(data)
+    if step == "compare":
+        return compare(data)
+    lazy = qc.open_cube(path, chunks={"query": chunk})
+    return mc.metric_set(lazy).compute()
 
 
 def _child(
-    n_queries: int, n_descriptors: int, eager: bool, chunk: int, payload: int
-) -> list[dict[str, Any]]:
+    step: str, n_queries: int, n_descriptors: int, chunk: int, folder: str
+) -> dict[str, Any]:
+    """Warm up, prepare, measure one step: a row of the CSV."""
     warnings.filterwarnings("ignore", message="The specified chunks separate")
-    with tempfile.TemporaryDirectory() as folder:
-        _steps(1000, n_descriptors, True, 500, folder)  # warm up: imports and caches
-        rows = []
-        for step, seconds, peak_mb in _steps(n_queries, n_descriptors, eager, chunk, folder):
-            rows.append(
-                {
-                    "queries": n_queries,
-                    "descriptors": n_descriptors,
-                    "step": step,
-                    "seconds": round(seconds, 3),
-                    "peak_mb": round(peak_mb, 1),
-                    "payload_mb": round(payload / 1e6, 1),
-                }
-            )
-    return rows
+    with tempfile.TemporaryDirectory() as warm:
+        small = Path(warm) / "cube.nc"
+        for name in STEPS:
+            _run(name, _prepare(name, 1000, n_descriptors, small), small, 500)
+    path = Path(folder) / f"cube_{n_queries}.nc"
+    data = _prepare(step, n_queries, n_descriptors, path)
+    seconds, peak_mb, _ = _measured(lambda: _run(step, data, path, min(chunk, n_queries)))
+    return {
+        "queries": n_queries,
+        "descriptors": n_descriptors,
+        "step": step,
+        "seconds": round(seconds, 3),
+        "peak_mb": round(peak_mb, 1),
+    }
 
 
 def _payload(n_queries: int, n_descriptors: int) -> int:
@@ -120,14 +123,16 @@ def _payload(n_queries: int, n_descriptors: int) -> int:
 
 def run(sizes: list[int], n_descriptors: int, eager_max: int, chunk: int) -> list[dict[str, Any]]:
     rows = []
+    context = multiprocessing.get_context("spawn")
     for n in sizes:
-        with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
-            args = (n, n_descriptors, n <= eager_max, chunk, _payload(n, n_descriptors))
-            found = pool.apply(_child, args)
-        for row in found:
-            print(f"{row['queries']:>10,} {row['step']:<16} {row['seconds']:9.3f} s", end=" ")
-            print(f"{row['peak_mb']:9.1f} MB", flush=True)
-        rows.extend(found)
+        payload_mb = round(_payload(n, n_descriptors) / 1e6, 1)
+        with tempfile.TemporaryDirectory() as folder:
+            for step in STEPS if n <= eager_max else LAZY_STEPS:
+                with context.Pool(1) as pool:
+                    row = pool.apply(_child, (step, n, n_descriptors, chunk, folder))
+                rows.append({**row, "payload_mb": payload_mb})
+                print(f"{n:>10,} {step:<16} {row['seconds']:9.3f} s", end=" ")
+                print(f"{row['peak_mb']:9.1f} MB", flush=True)
     return rows
 
 
