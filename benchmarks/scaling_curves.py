@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gc
 import multiprocessing
 import sys
 import tempfile
@@ -50,7 +49,6 @@ FIELDS = ("queries", "descriptors", "step", "seconds", "peak_mb", "payload_mb")
 
 def _measured(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     """(seconds, peak MB above the RSS before the call, result) of ``fn()``."""
-    gc.collect()
     reset_peak()
     before = rss_bytes()
     start = time.perf_counter()
