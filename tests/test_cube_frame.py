@@ -13,6 +13,7 @@ import pytest
 
 from metricalc import cube as qc
 from metricalc.cube.identity import _groups, _row_groups
+from metricalc.errors import InvalidInputError
 
 SENTINELS = {name: field.sentinel for name, field in qc.QUERY_VARIABLES.items()}
 SCENES = ["v_boat", "i_dome", "coffee", "v_bark", "i_zz"]
@@ -195,3 +196,31 @@ def test_from_dataframe_keeps_no_reference_to_the_table():
     c = qc.from_dataframe(df)
     df.loc[0, "better"] = 5
     assert c.better.values.tolist() == [[0, 2]]
+
+
+def test_new_cube_copies_unless_told_not_to():
+    better = np.array([[0, 2]])
+    coords = {"scene": ["s", "s"], "pair": ["", ""], "keypoint_set": ["k", "k"]}
+    coords["query_keypoint"] = [0, 1]
+    data = {"better": better, "ties": better}
+    kept = qc.new_cube(["d"], coords, data, attrs=qc.DEFAULT_ATTRS)
+    shared = qc.new_cube(["d"], coords, data, attrs=qc.DEFAULT_ATTRS, copy=False)
+    assert not np.shares_memory(kept.better.values, better)
+    assert np.shares_memory(shared.better.values, better)
+
+
+def test_validate_finds_a_wrong_ap_in_a_later_slice(monkeypatch):
+    monkeypatch.setattr("metricalc.cube.checks.CHUNK_ELEMENTS", 3)
+    n = 10
+    coords = {"scene": ["s"] * n, "pair": [""] * n, "keypoint_set": ["k"] * n}
+    better = np.arange(n)[None, :]
+    c = qc.new_cube(
+        ["d"],
+        {**coords, "query_keypoint": np.arange(n)},
+        {"better": better, "ties": 0 * better},
+        attrs=qc.DEFAULT_ATTRS,
+    )
+    wrong = c.copy(deep=True)
+    wrong.ap.values[0, 7] = 0.5
+    with pytest.raises(InvalidInputError, match=r"'ap' must equal ap_from_rank_stats.*\(0, 7\)"):
+        qc.validate(wrong)
