@@ -20,6 +20,7 @@ from metricalc.cube.identity import (
     _identity_text,
     _repeated,
     _row_groups,
+    _Words,
 )
 from metricalc.cube.model import (
     _PAIR,
@@ -45,24 +46,6 @@ def _show(value: Any) -> str:
 
 def _row(df: pd.DataFrame, position: int) -> str:
     return f"row {df.index[position]!r}"
-
-
-class _Words:
-    """A string column encoded once: the code of every row and the distinct words."""
-
-    def __init__(self, codes: np.ndarray, words: np.ndarray) -> None:
-        self.codes = codes
-        self.words = words
-
-    @classmethod
-    def constant(cls, n: int, word: str) -> _Words:
-        """``word`` in every one of ``n`` rows."""
-        return cls(np.zeros(n, dtype=np.int8), np.array([word]))
-
-    def at(self, rows: np.ndarray) -> np.ndarray:
-        """The ``<U`` words of ``rows``."""
-        words: np.ndarray = self.words[self.codes[rows]]
-        return words
 
 
 def _string_column(df: pd.DataFrame, column: str, *, allow_empty: bool = False) -> _Words:
@@ -117,7 +100,7 @@ def _int_column(
     series = df[column]
     if isinstance(series.dtype, np.dtype) and series.dtype.kind == "i":  # no NaN: no float copy
         values = series.to_numpy()
-        _fail_range(df, column, _out_of_range(values, allowed, minimum), allowed, minimum)
+        _check_range(df, column, values, allowed, minimum)
         return values
     values = _number_column(df, column)
     nan = np.isnan(values)
@@ -126,20 +109,22 @@ def _int_column(
         raise InvalidInputError(f"column {column!r}, {_row(df, i)}: expected an integer; got NaN")
     values = np.where(nan, -1 if nan_as is None else nan_as, values)
     bad = ~np.isfinite(values) | (values != np.round(values))
-    _fail_range(df, column, bad | _out_of_range(values, allowed, minimum), allowed, minimum)
+    _check_range(df, column, values, allowed, minimum, bad)
     return values.astype(np.int64)
 
 
-def _out_of_range(values: np.ndarray, allowed: Sequence[int] | None, minimum: int) -> np.ndarray:
-    out: np.ndarray = (values < minimum) if allowed is None else ~np.isin(values, allowed)
-    return out
-
-
-def _fail_range(
-    df: pd.DataFrame, column: str, bad: np.ndarray, allowed: Sequence[int] | None, minimum: int
+def _check_range(
+    df: pd.DataFrame,
+    column: str,
+    values: np.ndarray,
+    allowed: Sequence[int] | None,
+    minimum: int,
+    bad: np.ndarray | None = None,
 ) -> None:
+    """Every value ``>= minimum`` and one of ``allowed``, and not ``bad``."""
+    out = (values < minimum) if allowed is None else ~np.isin(values, allowed)
     wanted = f"one of {list(allowed)}" if allowed is not None else f"an integer >= {minimum}"
-    _fail(df, bad, column, f"expected {wanted}")
+    _fail(df, out if bad is None else out | bad, column, f"expected {wanted}")
 
 
 def from_dataframe(
@@ -188,13 +173,9 @@ def from_dataframe(
 
     Notes
     -----
-    Cost, for R rows: every string column is hashed once (:func:`pandas.factorize`) and only
-    its distinct values become strings; the query identity of a row is one int64 key (the
-    canonical ranks of scene, pair and keypoint_set and the query index, in mixed radix),
-    grouped by hashing and sorting only the distinct keys. Each variable column is read,
-    checked and scattered into its (descriptor, query) grid before the next one is read, so
-    the peak memory is the cube plus a few R-sized integer arrays (about 2.2x the cube's
-    numeric bytes at 4M rows, ``benchmarks/bench_build.py``).
+    String columns are hashed once (:func:`pandas.factorize`); a row's query is one int64 key;
+    each variable column is checked and put into its grid before the next is read. The peak
+    is the cube plus a few row-sized integer arrays (``benchmarks/bench_build.py``).
 
     Examples
     --------

@@ -31,6 +31,25 @@ def _encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniques, np.repeat(inverse.astype(np.int64), lengths)
 
 
+class _Words:
+    """A string column encoded once: the code of every row (a small integer type) and the
+    distinct words (``<U``)."""
+
+    def __init__(self, codes: np.ndarray, words: np.ndarray) -> None:
+        self.codes = codes
+        self.words = words
+
+    @classmethod
+    def constant(cls, n: int, word: str) -> _Words:
+        """``word`` in every one of ``n`` rows."""
+        return cls(np.zeros(n, dtype=np.int8), np.array([word]))
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """The ``<U`` words of ``rows``."""
+        words: np.ndarray = self.words[self.codes[rows]]
+        return words
+
+
 def _pair_sort_key(pair: str) -> tuple[int, int, str]:
     """Pairs sort numerically ("1-10" after "1-9"); labels that are not "a-b" come first."""
     match = _PAIR.match(pair)
