@@ -75,6 +75,7 @@ def new_cube(
     per_descriptor: Mapping[str, Any] | None = None,
     per_sequence: Mapping[str, Any] | None = None,
     sequences: Sequence[str] | None = None,
+    copy: bool = True,
 ) -> xr.Dataset:
     """Build a validated QueryCube from plain arrays, filling what is not given.
 
@@ -105,6 +106,10 @@ def new_cube(
         filled with sentinels); needs ``sequences``.
     sequences : sequence of str, optional
         Scene names of the ``sequence`` dim (only then does the cube have that dim).
+    copy : bool, default True
+        Copy the arrays of ``data``. With False, an array that already has its variable's
+        dtype becomes the cube's variable as it is (no second copy of a large cube; the cube
+        then shares memory with the caller's array).
 
     Returns
     -------
@@ -136,7 +141,7 @@ def new_cube(
     coords = _query_coords(query_coords)
     coords[DESCRIPTOR] = (DESCRIPTOR, names)
     shape = (len(names), len(coords["scene"][1]))
-    variables = _query_variables(data, shape, attrs["tie_policy"])
+    variables = _query_variables(data, shape, attrs["tie_policy"], copy)
     variables.update(_descriptor_variables(per_descriptor or {}, len(names)))
     if per_sequence is not None and sequences is None:
         raise InvalidInputError("per_sequence needs sequences= (the scene names of its columns)")
@@ -191,7 +196,7 @@ def _query_coords(query_coords: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _query_variables(
-    data: Mapping[str, Any], shape: tuple[int, int], policy: str
+    data: Mapping[str, Any], shape: tuple[int, int], policy: str, copy: bool
 ) -> dict[str, Any]:
     """The (descriptor, query) variables: the given ones converted, the others derived or
     filled (:func:`_complete_query_data`)."""
@@ -199,7 +204,9 @@ def _query_variables(
         raise InvalidInputError("data must be a mapping of variable name -> (descriptor, query)")
     _check_known("data", data, model.QUERY_VARIABLES)
     arrays = {
-        name: _as_dtype(f"data[{name!r}]", data[name], model.QUERY_VARIABLES[name].dtype, shape)
+        name: _as_dtype(
+            f"data[{name!r}]", data[name], model.QUERY_VARIABLES[name].dtype, shape, copy=copy
+        )
         for name in data
     }
     arrays = _complete_query_data(arrays, shape, policy)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from metricalc.core.kernels import CHUNK_ELEMENTS
 from metricalc.core.ranking import AP_METHODS, ap_from_rank_stats
 from metricalc.cube import model
 from metricalc.cube.identity import _describe_query, _encode, _identity_keys, _repeated
@@ -213,12 +214,22 @@ def _check_rank_values(report: _Reporter, data: dict[str, np.ndarray], policy: A
             "must be 0 or -1 under tie policy 'input_order' (rank statistics do not hold the "
             "list order that breaks ties)",
         )
-    ranked = better >= 0
-    if ranked.any():
-        expected = ap_from_rank_stats(better[ranked], ties[ranked], policy=policy)
-        wrong = np.zeros(ap.shape, bool)
-        wrong[ranked] = ~np.isclose(ap[ranked], expected, rtol=1e-9, atol=1e-12)
-        report.check("ap", wrong, f"must equal ap_from_rank_stats(better, ties, policy={policy!r})")
+    wrong = _ap_mismatch(better, ties, ap, policy)
+    report.check("ap", wrong, f"must equal ap_from_rank_stats(better, ties, policy={policy!r})")
+
+
+def _ap_mismatch(better: np.ndarray, ties: np.ndarray, ap: np.ndarray, policy: Any) -> np.ndarray:
+    """Where ``better >= 0`` and ``ap`` is not ``ap_from_rank_stats(better, ties)``; computed in
+    slices of ``CHUNK_ELEMENTS`` cells so that the temporaries stay small."""
+    wrong = np.zeros(ap.shape, bool)
+    flat = [a.reshape(-1) for a in (better, ties, ap, wrong)]
+    for start in range(0, flat[0].size, CHUNK_ELEMENTS):
+        b, t, a, w = (a[start : start + CHUNK_ELEMENTS] for a in flat)
+        ranked = b >= 0
+        if ranked.any():
+            expected = ap_from_rank_stats(b[ranked], t[ranked], policy=policy)
+            w[ranked] = ~np.isclose(a[ranked], expected, rtol=1e-9, atol=1e-12)
+    return wrong
 
 
 def _check_match_values(report: _Reporter, data: dict[str, np.ndarray]) -> None:

@@ -11,13 +11,20 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from metricalc.core.kernels import CHUNK_ELEMENTS
 from metricalc.core.ranking import ap_from_rank_stats
 from metricalc.cube.build import new_cube
-from metricalc.cube.identity import _encode, _groups, _identity_keys, _identity_text, _repeated
+from metricalc.cube.identity import (
+    _canonical_ranks,
+    _first_appearances,
+    _identity_text,
+    _repeated,
+    _row_groups,
+    _Words,
+)
 from metricalc.cube.model import (
     _PAIR,
     DEFAULT_ATTRS,
-    QUERY_COORDS,
     QUERY_VARIABLES,
     SPLITS,
     _same,
@@ -41,19 +48,22 @@ def _row(df: pd.DataFrame, position: int) -> str:
     return f"row {df.index[position]!r}"
 
 
-def _string_column(df: pd.DataFrame, column: str, *, allow_empty: bool = False) -> np.ndarray:
-    values = df[column].to_numpy(dtype=object)
-    if pd.api.types.infer_dtype(values, skipna=False) == "string" and (
-        allow_empty or not (values == "").any()
-    ):
-        return values.astype(str)
-    for i, value in enumerate(values):
-        if not isinstance(value, str) or (not allow_empty and value == ""):
-            raise InvalidInputError(
-                f"column {column!r}, {_row(df, i)}: expected a "
-                f"{'' if allow_empty else 'non-empty '}string; got {_show(value)}"
-            )
-    return values.astype(str) if len(values) else np.empty(0, dtype="<U1")
+def _string_column(df: pd.DataFrame, column: str, *, allow_empty: bool = False) -> _Words:
+    """The column factorized (strings are hashed once, never converted row by row); every value
+    must be a (non-empty) str."""
+    codes, distinct = pd.factorize(df[column], use_na_sentinel=True)
+    words = list(distinct)
+    bad = [
+        i for i, w in enumerate(words) if not isinstance(w, str) or (not allow_empty and w == "")
+    ]
+    if bad or (codes < 0).any():
+        i = int(np.flatnonzero(np.isin(codes, bad) | (codes < 0))[0])
+        raise InvalidInputError(
+            f"column {column!r}, {_row(df, i)}: expected a "
+            f"{'' if allow_empty else 'non-empty '}string; got {_show(df[column].iloc[i])}"
+        )
+    small = codes.astype(np.min_scalar_type(-max(len(words), 1)))  # int8 for < 128 words
+    return _Words(small, np.array(words, dtype=str) if words else np.empty(0, dtype="<U1"))
 
 
 def _number_column(df: pd.DataFrame, column: str) -> np.ndarray:
@@ -87,22 +97,34 @@ def _int_column(
     minimum: int = -1,
     nan_as: int | None = -1,
 ) -> np.ndarray:
+    series = df[column]
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind == "i":  # no NaN: no float copy
+        values = series.to_numpy()
+        _check_range(df, column, values, allowed, minimum)
+        return values
     values = _number_column(df, column)
     nan = np.isnan(values)
     if nan.any() and nan_as is None:
         i = int(np.flatnonzero(nan)[0])
         raise InvalidInputError(f"column {column!r}, {_row(df, i)}: expected an integer; got NaN")
     values = np.where(nan, -1 if nan_as is None else nan_as, values)
-    bad = ~np.isfinite(values) | (values != np.round(values)) | (values < minimum)
-    if allowed is not None:
-        bad |= ~np.isin(values, allowed)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        wanted = f"one of {list(allowed)}" if allowed is not None else f"an integer >= {minimum}"
-        raise InvalidInputError(
-            f"column {column!r}, {_row(df, i)}: expected {wanted}; got {_show(df[column].iloc[i])}"
-        )
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    _check_range(df, column, values, allowed, minimum, bad)
     return values.astype(np.int64)
+
+
+def _check_range(
+    df: pd.DataFrame,
+    column: str,
+    values: np.ndarray,
+    allowed: Sequence[int] | None,
+    minimum: int,
+    bad: np.ndarray | None = None,
+) -> None:
+    """Every value ``>= minimum`` and one of ``allowed``, and not ``bad``."""
+    out = (values < minimum) if allowed is None else ~np.isin(values, allowed)
+    wanted = f"one of {list(allowed)}" if allowed is not None else f"an integer >= {minimum}"
+    _fail(df, out if bad is None else out | bad, column, f"expected {wanted}")
 
 
 def from_dataframe(
@@ -149,6 +171,12 @@ def from_dataframe(
         Naming the column (and row) of a missing required column, an unknown column, a value of
         the wrong type or range, a duplicated (descriptor, query) row, or rows that disagree.
 
+    Notes
+    -----
+    String columns are hashed once (:func:`pandas.factorize`); a row's query is one int64 key;
+    each variable column is checked and put into its grid before the next is read. The peak
+    is the cube plus a few row-sized integer arrays (``benchmarks/bench_build.py``).
+
     Examples
     --------
     >>> import pandas as pd
@@ -162,30 +190,28 @@ def from_dataframe(
     """
     columns = _check_columns(df)
     merged = _frame_attrs(attrs, tie_policy)
-    policy = merged["tie_policy"]
     df = df.copy(deep=False)
     df.columns = columns
     descriptor = _string_column(df, "descriptor")
     table = _query_table(df, descriptor, merged["keypoints"])
-    values = {
-        name: _variable_column(df, name).astype(field.dtype)
-        for name, field in QUERY_VARIABLES.items()
+    cells = _Cells.of(df, table, descriptor)
+    data = {  # one full-size column at a time: each is dropped once it is in its grid
+        name: cells.grid(name, _variable_column(df, name))
+        for name in QUERY_VARIABLES
         if name in columns
     }
-    _derive_relevance(df, values, policy)
-    rows = _Rows.of(descriptor)
-    row_q, first = _query_rows(df, table, descriptor, rows)
-    shape = (len(rows.names), len(first))
-    data: dict[str, np.ndarray] = {}
-    for name, column_values in values.items():
-        grid = sentinel_array(name, shape)
-        grid[rows.of_row, row_q] = column_values
-        data[name] = grid
+    _derive_relevance(df, data, cells, merged["tie_policy"])
     per_descriptor: dict[str, Any] = {}
     if "processing_time_ms" in columns:
-        per_descriptor["processing_time_ms"] = _processing_time(df, descriptor, rows)
-    coords = {k: table[k][first] for k in QUERY_COORDS}
-    return new_cube(rows.names, coords, data, attrs=merged, per_descriptor=per_descriptor)
+        per_descriptor["processing_time_ms"] = _processing_time(df, descriptor)
+    return new_cube(
+        descriptor.words.tolist(),
+        cells.coords(table),
+        data,
+        attrs=merged,
+        per_descriptor=per_descriptor,
+        copy=False,  # the grids are ours
+    )
 
 
 def _check_columns(df: pd.DataFrame) -> list[str]:
@@ -230,61 +256,87 @@ def _frame_attrs(attrs: Mapping[str, Any] | None, tie_policy: str | None) -> dic
     return merged
 
 
-def _query_table(df: pd.DataFrame, descriptor: np.ndarray, keypoints: Any) -> dict[str, np.ndarray]:
-    """The query coordinates of every row; the optional ones filled from their defaults."""
-    table: dict[str, np.ndarray] = {
-        "scene": _string_column(df, "scene"),
-        "query_keypoint": _int_column(df, "query", minimum=0, nan_as=None),
-    }
-    table["pair"] = _pair_column(df)
-    table["split"] = _split_column(df) if "split" in df.columns else split_of(table["scene"])
-    table["keypoint_set"] = _keypoint_set_column(df, descriptor, keypoints)
-    for column in ("x", "y"):
-        table[column] = (
-            _number_column(df, column) if column in df.columns else np.full(len(df), np.nan)
-        )
-        if np.isinf(table[column]).any():
-            i = int(np.flatnonzero(np.isinf(table[column]))[0])
-            raise InvalidInputError(f"column {column!r}, {_row(df, i)}: expected a finite number")
-    return table
+class _Table:
+    """The query coordinates of every row: strings encoded (:class:`_Words`), ``split`` None
+    when it comes from the scene names, ``x``/``y`` None when not given."""
+
+    def __init__(
+        self,
+        words: Mapping[str, _Words],
+        query: np.ndarray,
+        split: _Words | None,
+        positions: Mapping[str, np.ndarray | None],
+    ) -> None:
+        self.words = words
+        self.query = query
+        self.split = split
+        self.positions = positions
+
+    def identity_text(self, row: int) -> str:
+        """``scene=..., pair=..., keypoint_set=..., query_keypoint=...`` of a row."""
+        at = np.array([row])
+        coords = {name: words.at(at) for name, words in self.words.items()}
+        return _identity_text({**coords, "query_keypoint": self.query[at]}, 0)
 
 
-def _pair_column(df: pd.DataFrame) -> np.ndarray:
-    if "pair" not in df.columns:
-        return np.full(len(df), "", dtype="<U1")
-    pairs = _string_column(df, "pair", allow_empty=True)
-    distinct, first = np.unique(pairs, return_index=True)  # a few pairs, millions of rows
-    bad = [i for pair, i in zip(distinct, first, strict=True) if pair and not _PAIR.match(pair)]
+def _query_table(df: pd.DataFrame, descriptor: _Words, keypoints: Any) -> _Table:
+    """The query coordinates of every row, checked; the optional ones filled from their
+    defaults."""
+    scene = _string_column(df, "scene")
+    query = _int_column(df, "query", minimum=0, nan_as=None)
+    pair = _pair_column(df)
+    split = _split_column(df) if "split" in df.columns else None
+    keypoint_set = _keypoint_set_column(df, descriptor, keypoints)
+    positions = {column: _position_column(df, column) for column in ("x", "y")}
+    words = {"scene": scene, "pair": pair, "keypoint_set": keypoint_set}
+    return _Table(words, query, split, positions)
+
+
+def _position_column(df: pd.DataFrame, column: str) -> np.ndarray | None:
+    if column not in df.columns:
+        return None
+    values = _number_column(df, column)
+    _fail(df, np.isinf(values), column, "expected a finite number")
+    return values
+
+
+def _fail_words(
+    df: pd.DataFrame, column: str, words: _Words, bad: list[int], expected: str
+) -> None:
+    """Raise naming the first row holding one of the words ``bad`` (their positions)."""
     if bad:
-        i = min(bad)
+        i = int(np.flatnonzero(np.isin(words.codes, bad))[0])
         raise InvalidInputError(
-            f"column 'pair', {_row(df, i)}: expected '1-k' (image 1 against image k); "
-            f"got {_show(pairs[i])}"
+            f"column {column!r}, {_row(df, i)}: {expected}; got {_show(df[column].iloc[i])}"
         )
+
+
+def _pair_column(df: pd.DataFrame) -> _Words:
+    if "pair" not in df.columns:
+        return _Words.constant(len(df), "")
+    pairs = _string_column(df, "pair", allow_empty=True)
+    bad = [i for i, pair in enumerate(pairs.words.tolist()) if pair and not _PAIR.match(pair)]
+    _fail_words(df, "pair", pairs, bad, "expected '1-k' (image 1 against image k)")
     return pairs
 
 
-def _split_column(df: pd.DataFrame) -> np.ndarray:
+def _split_column(df: pd.DataFrame) -> _Words:
     splits = _string_column(df, "split")
-    bad_split = ~np.isin(splits, SPLITS)
-    if bad_split.any():
-        i = int(np.flatnonzero(bad_split)[0])
-        raise InvalidInputError(
-            f"column 'split', {_row(df, i)}: expected one of {SPLITS}; got {splits[i]!r}"
-        )
+    bad = [i for i, split in enumerate(splits.words.tolist()) if split not in SPLITS]
+    _fail_words(df, "split", splits, bad, f"expected one of {SPLITS}")
     return splits
 
 
-def _keypoint_set_column(df: pd.DataFrame, descriptor: np.ndarray, keypoints: Any) -> np.ndarray:
+def _keypoint_set_column(df: pd.DataFrame, descriptor: _Words, keypoints: Any) -> _Words:
     """The column, else the detector of ``locked:<name>``, the descriptor for ``native``, else
     ``external``."""
     if "keypoint_set" in df.columns:
         return _string_column(df, "keypoint_set")
     if str(keypoints).startswith("locked:"):
-        return np.full(len(df), str(keypoints)[len("locked:") :])
+        return _Words.constant(len(df), str(keypoints)[len("locked:") :])
     if keypoints == "native":
-        return descriptor.copy()
-    return np.full(len(df), "external")
+        return descriptor
+    return _Words.constant(len(df), "external")
 
 
 def _variable_column(df: pd.DataFrame, name: str) -> np.ndarray:
@@ -317,123 +369,212 @@ def _fail(df: pd.DataFrame, mask: np.ndarray, column: str, expected: str) -> Non
         )
 
 
-def _derive_relevance(df: pd.DataFrame, values: dict[str, np.ndarray], policy: str) -> None:
-    """Set ``n_relevant`` and ``ap`` in ``values`` from better/ties or from ap; the given ones
-    must agree."""
-    if "better" in values:
-        _derive_from_rank_stats(df, values, policy)
+def _fail_cells(
+    df: pd.DataFrame, cells: _Cells, bad: np.ndarray, column: str, expected: str
+) -> None:
+    """:func:`_fail` for a mask over the cells (descriptor, query): names the first row."""
+    if bad.any():
+        _fail(df, bad.reshape(-1)[cells.flat], column, expected)
+
+
+def _derive_relevance(
+    df: pd.DataFrame, data: dict[str, np.ndarray], cells: _Cells, policy: str
+) -> None:
+    """Set ``n_relevant`` and ``ap`` in ``data`` (grids) from better/ties or from ap; the given
+    ones must agree."""
+    if "better" in data:
+        _derive_from_rank_stats(df, data, cells, policy)
     else:
-        finite = np.isfinite(values["ap"]).astype(np.int8)
-        if "n_relevant" in values:
-            _fail(
+        finite = cells.flags(np.isfinite(data["ap"]))
+        if "n_relevant" in data:
+            _fail_cells(
                 df,
-                values["n_relevant"] != finite,
+                cells,
+                data["n_relevant"] != finite,
                 "n_relevant",
                 "must be 1 where ap is a number and 0 where ap is NaN",
             )
-        values["n_relevant"] = finite
-    if "nn_correct" in values:
-        _fail(
+        data["n_relevant"] = finite
+    if "nn_correct" in data:
+        _fail_cells(
             df,
-            (values["nn_correct"] == 1) & (values["n_relevant"] != 1),
+            cells,
+            (data["nn_correct"] == 1) & (data["n_relevant"] != 1),
             "nn_correct",
             "can be 1 only for a query with a relevant item (n_relevant == 1)",
         )
 
 
-def _derive_from_rank_stats(df: pd.DataFrame, values: dict[str, np.ndarray], policy: str) -> None:
-    better, ties = values["better"], values["ties"]
-    _fail(df, (better == -1) != (ties == -1), "ties", "must be -1 (or NaN) exactly where better is")
-    derived = (better >= 0).astype(np.int8)
-    if "n_relevant" in values:
-        _fail(
+def _derive_from_rank_stats(
+    df: pd.DataFrame, data: dict[str, np.ndarray], cells: _Cells, policy: str
+) -> None:
+    better, ties = data["better"], data["ties"]
+    _fail_cells(
+        df,
+        cells,
+        (better == -1) != (ties == -1),
+        "ties",
+        "must be -1 (or NaN) exactly where better is",
+    )
+    derived = cells.flags(better >= 0)
+    if "n_relevant" in data:
+        _fail_cells(
             df,
-            values["n_relevant"] != derived,
+            cells,
+            data["n_relevant"] != derived,
             "n_relevant",
             "must be 1 where better/ties are counts and 0 where they are -1 (R = 0)",
         )
-    values["n_relevant"] = derived
-    ap = np.full(len(df), np.nan)
-    if derived.any():
-        ranked = derived == 1
-        ap[ranked] = ap_from_rank_stats(better[ranked], ties[ranked], policy=policy)
-    if "ap" in values:
-        given = values["ap"]
-        _fail(
+    data["n_relevant"] = derived
+    ap = _ap_grid(better, ties, policy)
+    if "ap" in data:
+        given = data["ap"]
+        _fail_cells(
             df,
+            cells,
             ~(_same(given, ap) | np.isclose(given, ap, rtol=1e-9, atol=1e-12)),
             "ap",
             f"disagrees with ap_from_rank_stats(better, ties, policy={policy!r})",
         )
-    values["ap"] = ap
+    data["ap"] = ap
 
 
-class _Rows:
-    """The descriptors of the rows: names in order of first appearance, the descriptor of every
-    row (its position in ``names``) and the first row of every descriptor."""
+def _ap_grid(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
+    """:func:`ap_from_rank_stats` where ``better >= 0``, else NaN; computed in slices of
+    ``CHUNK_ELEMENTS`` cells so that its temporaries stay small."""
+    ap = np.full(better.shape, np.nan)
+    flat_better, flat_ties, flat_ap = better.reshape(-1), ties.reshape(-1), ap.reshape(-1)
+    for start in range(0, flat_better.size, CHUNK_ELEMENTS):
+        part = slice(start, start + CHUNK_ELEMENTS)
+        ranked = flat_better[part] >= 0
+        if ranked.any():
+            flat_ap[part][ranked] = ap_from_rank_stats(
+                flat_better[part][ranked], flat_ties[part][ranked], policy=policy
+            )
+    return ap
 
-    def __init__(self, names: list[str], of_row: np.ndarray, first_rows: np.ndarray) -> None:
-        self.names = names
-        self.of_row = of_row
-        self.first_rows = first_rows
+
+class _Cells:
+    """Where the rows go: the cell ``(descriptor, query)`` of every row (flat index into the
+    grid of ``shape``), the first row of every query (queries in canonical order) and which
+    cells have a row."""
+
+    def __init__(
+        self, shape: tuple[int, int], flat: np.ndarray, first: np.ndarray, present: np.ndarray
+    ) -> None:
+        self.shape = shape
+        self.flat = flat
+        self.first = first
+        self.present = present
 
     @classmethod
-    def of(cls, descriptor: np.ndarray) -> _Rows:
-        n = len(descriptor)
-        uniques, codes = _encode(descriptor)
-        first_row = np.full(len(uniques), n, dtype=np.int64)
-        np.minimum.at(first_row, codes, np.arange(n))
-        appearance = np.argsort(first_row, kind="stable")  # in order of first appearance
-        position = np.empty(len(uniques), dtype=np.int64)
-        position[appearance] = np.arange(len(uniques))
-        return cls(uniques[appearance].tolist(), position[codes], first_row[appearance])
+    def of(cls, df: pd.DataFrame, table: _Table, descriptor: _Words) -> _Cells:
+        """Group the rows into queries; one row per (descriptor, query), and rows of one query
+        must agree on split, x and y."""
+        n_query_keypoint = int(table.query.max()) + 1 if len(table.query) else 0
+        columns = [
+            (
+                _canonical_ranks(name, words.words.tolist()).astype(words.codes.dtype)[words.codes],
+                len(words.words),
+            )
+            for name, words in table.words.items()
+        ]
+        query_of_row, first = _row_groups([*columns, (table.query, n_query_keypoint)])
+        del columns
+        shape = (len(descriptor.words), len(first))
+        flat = descriptor.codes.astype(np.int64) * shape[1]
+        flat += query_of_row
+        present = np.zeros(shape[0] * shape[1], dtype=bool)
+        present[flat] = True
+        if np.count_nonzero(present) != len(flat):
+            _fail_repeated(df, table, descriptor, query_of_row)
+        _check_agreement(df, table, query_of_row, first)
+        return cls(shape, flat, first, present.reshape(shape))
+
+    def grid(self, name: str, values: np.ndarray) -> np.ndarray:
+        """The cube variable ``name``: ``values`` (one per row) in their cells, the variable's
+        sentinel in the cells without a row."""
+        if len(self.flat) == self.present.size:  # every cell has a row: no fill
+            grid = np.empty(self.shape, dtype=QUERY_VARIABLES[name].dtype)
+        else:
+            grid = sentinel_array(name, self.shape)
+        grid.reshape(-1)[self.flat] = values
+        return grid
+
+    def flags(self, where: np.ndarray) -> np.ndarray:
+        """An int8 grid: ``where`` (0 or 1) in the cells with a row, -1 (missing) elsewhere."""
+        out = where.astype(np.int8)
+        out[~self.present] = -1
+        return out
+
+    def coords(self, table: _Table) -> dict[str, np.ndarray]:
+        """The query coordinates (one per query, from its first row)."""
+        coords = {name: words.at(self.first) for name, words in table.words.items()}
+        coords["query_keypoint"] = table.query[self.first]
+        coords["split"] = (
+            split_of(coords["scene"]) if table.split is None else table.split.at(self.first)
+        )
+        for name, values in table.positions.items():
+            coords[name] = (
+                np.full(len(self.first), np.nan) if values is None else values[self.first]
+            )
+        return coords
 
 
-def _query_rows(
-    df: pd.DataFrame, table: Mapping[str, np.ndarray], descriptor: np.ndarray, rows: _Rows
-) -> tuple[np.ndarray, np.ndarray]:
-    """The query of every row and the first row of every query (queries in canonical order);
-    one row per (descriptor, query), and rows of one query must agree on split, x and y."""
-    keys = _identity_keys([table])[0]
-    repeated = _repeated(np.column_stack([rows.of_row, keys]))
+def _fail_repeated(
+    df: pd.DataFrame, table: _Table, descriptor: _Words, query_of_row: np.ndarray
+) -> None:
+    """Raise naming the first row that repeats an earlier (descriptor, query)."""
+    repeated = _repeated(np.column_stack([descriptor.codes.astype(np.int64), query_of_row]))
     if repeated is not None:
         earlier, later = repeated
         raise InvalidInputError(
             f"rows {df.index[earlier]!r} and {df.index[later]!r} are the same (descriptor, query): "
-            f"descriptor={descriptor[later]!r}, "
-            + _identity_text(table, later)
+            f"descriptor={descriptor.words[descriptor.codes[later]].item()!r}, "
+            + table.identity_text(later)
             + "; keep one row per descriptor and query"
         )
-    row_q, first = _groups(keys)
-    for column in ("split", "x", "y"):
-        clash = ~_same(table[column], table[column][first][row_q])
+
+
+def _check_agreement(
+    df: pd.DataFrame, table: _Table, query_of_row: np.ndarray, first: np.ndarray
+) -> None:
+    """The rows of one query agree on its split (when given), x and y."""
+    given: dict[str, np.ndarray | None] = {
+        "split": None if table.split is None else table.split.codes,
+        **table.positions,
+    }
+    for column, values in given.items():
+        if values is None:
+            continue
+        clash = ~_same(values, values[first][query_of_row])
         if clash.any():
             later = int(np.flatnonzero(clash)[0])
-            earlier = int(first[row_q[later]])
-            source = column if column in df.columns else "scene"
+            earlier = int(first[query_of_row[later]])
+            shown = table.split.words[values] if column == "split" and table.split else values
             raise InvalidInputError(
-                f"column {source!r}: rows {df.index[earlier]!r} and {df.index[later]!r} describe "
+                f"column {column!r}: rows {df.index[earlier]!r} and {df.index[later]!r} describe "
                 "the same query ("
-                + _identity_text(table, later)
-                + f") with different {column} ({table[column][earlier].item()!r} vs "
-                f"{table[column][later].item()!r})"
+                + table.identity_text(later)
+                + f") with different {column} ({shown[earlier].item()!r} vs "
+                f"{shown[later].item()!r})"
             )
-    return row_q, first
 
 
-def _processing_time(df: pd.DataFrame, descriptor: np.ndarray, rows: _Rows) -> np.ndarray:
+def _processing_time(df: pd.DataFrame, descriptor: _Words) -> np.ndarray:
     """The one processing_time_ms of every descriptor."""
     time_ms = _number_column(df, "processing_time_ms")
-    reference = time_ms[rows.first_rows][rows.of_row]  # the descriptor's first row
+    first_rows = _first_appearances(descriptor.codes)
+    reference = time_ms[first_rows][descriptor.codes]  # the descriptor's first row
     clash = ~_same(time_ms, reference)
     if clash.any():
         later = int(np.flatnonzero(clash)[0])
-        earlier = int(rows.first_rows[rows.of_row[later]])
+        earlier = int(first_rows[descriptor.codes[later]])
         raise InvalidInputError(
             f"column 'processing_time_ms', rows {df.index[earlier]!r} and "
             f"{df.index[later]!r}: one value per descriptor expected "
-            f"({descriptor[later]!r}); got {_show(time_ms[earlier])} and "
-            f"{_show(time_ms[later])}"
+            f"({descriptor.words[descriptor.codes[later]].item()!r}); got "
+            f"{_show(time_ms[earlier])} and {_show(time_ms[later])}"
         )
     _fail(
         df,
@@ -441,5 +582,5 @@ def _processing_time(df: pd.DataFrame, descriptor: np.ndarray, rows: _Rows) -> n
         "processing_time_ms",
         "expected a finite number >= 0 or NaN",
     )
-    time: np.ndarray = time_ms[rows.first_rows]
+    time: np.ndarray = time_ms[first_rows]
     return time

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from metricalc.cube.model import _PAIR, QUERY_IDENTITY
 
@@ -28,6 +29,25 @@ def _encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     uniques, inverse = np.unique(values[heads], return_inverse=True)
     lengths = np.diff(np.r_[heads, values.size])
     return uniques, np.repeat(inverse.astype(np.int64), lengths)
+
+
+class _Words:
+    """A string column encoded once: the code of every row (a small integer type) and the
+    distinct words (``<U``)."""
+
+    def __init__(self, codes: np.ndarray, words: np.ndarray) -> None:
+        self.codes = codes
+        self.words = words
+
+    @classmethod
+    def constant(cls, n: int, word: str) -> _Words:
+        """``word`` in every one of ``n`` rows."""
+        return cls(np.zeros(n, dtype=np.int8), np.array([word]))
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """The ``<U`` words of ``rows``."""
+        words: np.ndarray = self.words[self.codes[rows]]
+        return words
 
 
 def _pair_sort_key(pair: str) -> tuple[int, int, str]:
@@ -97,3 +117,48 @@ def _describe_query(coords: Mapping[str, np.ndarray], j: int) -> str:
 def _identity_text(coords: Mapping[str, np.ndarray], j: int) -> str:
     """``scene=..., pair=..., keypoint_set=..., query_keypoint=...`` of query (or row) ``j``."""
     return ", ".join(f"{k}={coords[k][j].item()!r}" for k in QUERY_IDENTITY)
+
+
+def _first_appearances(codes: np.ndarray) -> np.ndarray:
+    """The first row of every code, for codes numbered in order of first appearance (as
+    :func:`pandas.factorize` numbers them): row i is a first exactly when its code exceeds every
+    earlier code."""
+    if len(codes) == 0:
+        return np.empty(0, dtype=np.int64)
+    seen = np.maximum.accumulate(codes)
+    return np.flatnonzero(np.r_[True, codes[1:] > seen[:-1]])
+
+
+def _canonical_ranks(name: str, words: Sequence[str]) -> np.ndarray:
+    """The rank of every word in the canonical order of coordinate ``name`` (pairs numerically,
+    the others as strings), the order :func:`_identity_keys` sorts queries in."""
+    key = _pair_sort_key if name == "pair" else None
+    order = sorted(range(len(words)), key=lambda i: key(words[i]) if key else words[i])
+    ranks = np.empty(len(words), dtype=np.int64)
+    ranks[order] = np.arange(len(words))
+    return ranks
+
+
+def _row_groups(columns: Sequence[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_groups` of the rows of integer columns (value, number of distinct values), each
+    column in ``0 .. size - 1``, without building the (n, k) key array.
+
+    The columns are folded into one int64 key (mixed radix, first column most significant) when
+    the product of the sizes fits; equal keys are found by hashing (:func:`pandas.factorize`)
+    and only the distinct keys are sorted.
+    """
+    total = 1
+    for _, size in columns:
+        total *= max(size, 1)
+    if total >= 2**62:
+        return _groups(np.column_stack([np.asarray(c, np.int64) for c, _ in columns]))
+    key = np.zeros(len(columns[0][0]), dtype=np.int64)
+    for values, size in columns:
+        key *= max(size, 1)
+        key += values
+    codes, distinct = pd.factorize(key, use_na_sentinel=False)
+    first = _first_appearances(codes)
+    order = np.argsort(distinct, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], first[order]

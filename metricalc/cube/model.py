@@ -259,11 +259,17 @@ def _check_shape(name: str, arr: np.ndarray, shape: tuple[int, ...] | None) -> N
         raise InvalidInputError(f"{name} must have shape {shape}; got {arr.shape}")
 
 
-def _as_dtype(name: str, values: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-    """Convert ``values`` to ``dtype`` without loss; integers must be integral and fit."""
+def _as_dtype(
+    name: str, values: Any, dtype: np.dtype, shape: tuple[int, ...], *, copy: bool = True
+) -> np.ndarray:
+    """Convert ``values`` to ``dtype`` without loss; integers must be integral and fit. With
+    ``copy=False`` an array that already has ``dtype`` is returned as it is."""
     if dtype == STR:
         return _as_str(name, values, shape)
     arr = np.asarray(values)
+    if not copy and arr.dtype == dtype:
+        _check_shape(name, arr, shape)
+        return arr
     if arr.size == 0 and arr.dtype.kind not in "biuf":
         arr = arr.astype(dtype)
     _check_shape(name, arr, shape)
