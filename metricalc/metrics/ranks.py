@@ -13,6 +13,7 @@ from typing import cast
 import numpy as np
 import xarray as xr
 
+from metricalc.core.kernels import hit_probability
 from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
 from metricalc.errors import InvalidInputError
 from metricalc.validation import check_integer
@@ -51,13 +52,42 @@ def at_k_metrics(
 ) -> dict[str, xr.DataArray]:
     """``precision_at_k`` and ``recall_at_k`` (both the hit rate HR@k) and ``ir_precision_at_k``
     (HR@k / k) for every k, from the rank statistics of the R = 1 queries (-1 elsewhere)."""
-    hits = hit_rate_at_k(better, ties, ks, policy=policy, dim="query")
-    ir = precision_at_k(better, ties, ks, policy=policy, dim="query")
+    if better.chunks is None:
+        hits = hit_rate_at_k(better, ties, ks, policy=policy, dim="query")
+        ir = precision_at_k(better, ties, ks, policy=policy, dim="query")
+    else:
+        hits = _lazy_hit_rate(better, ties, ks, policy)
+        ir = hits / xr.DataArray(ks, dims="k", coords={"k": ks})
     out = {}
     for name, values in zip(AT_K_METRICS, (hits, hits, ir), strict=True):
         for kk in ks:
             out[f"{name}_{kk}"] = values.sel(k=kk, drop=True)
     return out
+
+
+def _lazy_hit_rate(
+    better: xr.DataArray, ties: xr.DataArray, ks: list[int], policy: str
+) -> xr.DataArray:
+    r"""The hit rate of :func:`metricalc.hit_rate_at_k` over the ``query`` dim of dask-backed
+    rank statistics, as a sum and a count per chunk (the core wrapper sees each list whole):
+
+    .. math:: HR@k = \frac{\sum_{q : b_q \ge 0} h_q(k)}{|\{q : b_q \ge 0\}|}
+
+    with :math:`h_q(k)` the hit probability of :func:`metricalc.core.kernels.hit_probability`;
+    NaN without a ranked query."""
+    hits = xr.apply_ufunc(
+        hit_probability,
+        better,
+        ties,
+        kwargs={"k": np.asarray(ks), "policy": policy},
+        output_core_dims=[["k"]],
+        dask="parallelized",
+        output_dtypes=[np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"k": len(ks)}},
+    )
+    total = hits.sum("query", skipna=True)
+    ranked = (better >= 0).sum("query")
+    return (total / ranked.where(ranked > 0)).assign_coords(k=ks)
 
 
 def rank_histogram(
