@@ -106,25 +106,21 @@ def code_dtype(size: int) -> np.dtype:
     return np.min_scalar_type(max(size - 1, 0))
 
 
-def _encode_block(block: np.ndarray, vocabulary: np.ndarray, code_type: np.dtype) -> np.ndarray:
-    """The codes of ``block`` in the sorted ``vocabulary``; every value must be in it."""
+def _encode_block(
+    block: np.ndarray, vocabulary: np.ndarray, code_type: np.dtype, coordinate: str
+) -> np.ndarray:
+    """The codes of ``block`` in the sorted ``vocabulary`` of ``coordinate``; every value
+    must be in it."""
     codes = np.searchsorted(vocabulary, block)
-    if block.size:
-        found = (
-            vocabulary[np.minimum(codes, vocabulary.size - 1)] == block
-            if vocabulary.size
-            else False
+    if not block.size:
+        return codes.astype(code_type)
+    found = vocabulary[np.minimum(codes, max(vocabulary.size - 1, 0))] == block
+    if vocabulary.size == 0 or not found.all():
+        bad = block.reshape(-1)[np.argmin(found.reshape(-1)) if vocabulary.size else 0]
+        raise InvalidInputError(
+            f"query coordinate {coordinate!r}: label {str(bad)!r} is not in its vocabulary "
+            f"({vocabulary.size} labels); expected one of the labels the file recorded"
         )
-        if not np.all(found):
-            bad = (
-                block.reshape(-1)[np.argmin(np.reshape(found, -1))]
-                if vocabulary.size
-                else block.flat[0]
-            )
-            raise InvalidInputError(
-                f"query label {str(bad)!r} is not in the coordinate's vocabulary "
-                f"({vocabulary.size} labels); expected one of its values"
-            )
     return codes.astype(code_type)
 
 
@@ -159,7 +155,12 @@ def query_codes(labels: xr.DataArray) -> tuple[Any, np.ndarray]:
         return raw[1], vocabulary
     dtype = code_dtype(vocabulary.size)
     return data.map_blocks(
-        _encode_block, vocabulary=vocabulary, code_type=dtype, dtype=dtype, meta=np.array((), dtype)
+        _encode_block,
+        vocabulary=vocabulary,
+        code_type=dtype,
+        coordinate=str(labels.name),
+        dtype=dtype,
+        meta=np.array((), dtype),
     ), vocabulary
 
 
