@@ -103,7 +103,9 @@ def dask_session(args: argparse.Namespace) -> Iterator[Any]:
             f"--scheduler {address}: dask.distributed is not installed (pip install distributed)"
         ) from error
     try:
-        client = Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=True)
+        client = Client(  # type: ignore[no-untyped-call]  # distributed: no hints
+            address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=True
+        )
     except (OSError, ValueError, TypeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InvalidInputError(

@@ -125,7 +125,8 @@ def _encode_block(
 
 
 def _decode_block(codes: np.ndarray, vocabulary: np.ndarray) -> np.ndarray:
-    return vocabulary[codes]
+    labels: np.ndarray = vocabulary[codes]
+    return labels
 
 
 def query_codes(labels: xr.DataArray) -> tuple[Any, np.ndarray]:
@@ -180,7 +181,8 @@ def _coded(cube: xr.Dataset) -> tuple[xr.Dataset, dict[Hashable, dict[str, Any]]
     """``cube`` with its string variables over ``query`` replaced by codes, each with its
     vocabulary variable (variable-length UTF-8 on its own dim), and their encodings."""
     encoding: dict[Hashable, dict[str, Any]] = {}
-    coords, variables = {}, {}
+    coords: dict[Hashable, xr.Variable] = {}
+    variables: dict[Hashable, xr.Variable] = {}
     for name, variable in cube.variables.items():
         if not _is_coded(variable):
             continue
@@ -205,7 +207,8 @@ def _decoded(cube: xr.Dataset) -> xr.Dataset:
         for n, v in cube.variables.items()
         if _VOCABULARY_OF in v.attrs
     }
-    coords, variables = {}, {}
+    coords: dict[Hashable, xr.Variable] = {}
+    variables: dict[Hashable, xr.Variable] = {}
     for name, dim in coded.items():
         vocabulary = np.asarray(cube[dim].values).astype(str)
         variable = cube.variables[name]

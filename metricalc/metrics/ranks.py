@@ -87,7 +87,8 @@ def _lazy_hit_rate(
     )
     total = hits.sum("query", skipna=True)
     ranked = (better >= 0).sum("query")
-    return (total / ranked.where(ranked > 0)).assign_coords(k=ks)
+    rate: xr.DataArray = (total / ranked.where(ranked > 0)).assign_coords(k=ks)
+    return rate
 
 
 def rank_histogram(

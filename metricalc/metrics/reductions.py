@@ -159,14 +159,15 @@ def _pair_units(
 
 
 def _labels_of(codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    return labels[codes]
+    found: np.ndarray = labels[codes]
+    return found
 
 
 def _chunked_like(codes: np.ndarray, chunks: Any) -> Any:
     """``codes`` as a dask array with the query ``chunks`` of a lazy cube."""
     import dask.array as da
 
-    return da.from_array(codes, chunks=chunks)
+    return da.from_array(codes, chunks=chunks)  # type: ignore[no-untyped-call]  # dask: no hints
 
 
 def tie_policy(cube: xr.Dataset) -> str:
@@ -205,9 +206,8 @@ def group_sum(values: xr.DataArray, key: str) -> xr.DataArray:
     :func:`prepare_cube` added (:data:`GROUP_CODES`), else one ``pandas.factorize`` of the
     labels; the sums are one ``np.bincount`` per row, and for dask-backed values one per row
     and chunk, summed over the chunks (counts and sums first, exact; a lazy cube stays lazy).
-    Small dask-backed values without codes keep xarray's lazy groupby. Booleans and integers
-    sum to int64. An empty dim (a cube without queries, e.g. every descriptor failed) gives an
-    empty group dim.
+    Booleans and integers sum to int64. An empty dim (a cube without queries, e.g. every
+    descriptor failed) gives an empty group dim.
 
     Examples
     --------
@@ -221,8 +221,6 @@ def group_sum(values: xr.DataArray, key: str) -> xr.DataArray:
     if values.sizes[dim] > 0 and coded is not None and coded in values.coords:
         codes = values.coords[coded]
         return _bincount_sum(values, key, dim, np.asarray(codes.values), codes.attrs[VOCABULARY])
-    if values.sizes[dim] > 0 and values.chunks is not None:
-        return values.groupby(key).sum()
     if values.sizes[dim] > 0:
         import pandas as pd
 
@@ -258,8 +256,10 @@ def _lazy_sums(data: Any, codes: np.ndarray, groups: int) -> Any:
     import dask.array as da
 
     chunks = data.chunks
-    lazy_codes = da.from_array(codes.astype(np.intp), chunks=(chunks[-1],))
-    partial = da.map_blocks(
+    lazy_codes = da.from_array(  # type: ignore[no-untyped-call]  # dask: no hints
+        codes.astype(np.intp), chunks=(chunks[-1],)
+    )
+    partial = da.map_blocks(  # type: ignore[no-untyped-call]
         _chunk_sums,
         data,
         lazy_codes,
