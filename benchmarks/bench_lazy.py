@@ -4,8 +4,8 @@ Run: ``python benchmarks/bench_lazy.py [--queries 10000000] [--descriptors 4] [-
 
 Writes a cube of ``--queries`` x ``--descriptors`` to a temporary folder, chunk by chunk (100
 scenes, 5 image pairs each, the keypoints of a pair numbered; rank statistics drawn at random),
-then measures, each step in its own process (peak RSS of that process,
-``resource.getrusage(RUSAGE_SELF)``):
+then measures, each step in its own process (the peak RSS of that process, ``VmHWM``; the write
+too):
 
 1. ``read``: the numeric arrays the metric set reads, with xarray directly: a chunked sum of
    ``xr.open_dataset(path, chunks=...)[variables]`` (the floor: what the numbers cost);
@@ -43,7 +43,9 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--descriptors", type=int, default=4)
     parser.add_argument("--chunk", type=int, default=1_000_000, help="queries per dask chunk")
     parser.add_argument("--eager", action="store_true", help="also time the eager metric set")
-    parser.add_argument("--step", choices=("read", "lazy", "eager"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--step", choices=("write", "read", "lazy", "eager"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -170,13 +172,15 @@ def _column(name: str, start: int, stop: int, n: int, dtype: np.dtype) -> np.nda
     return _labels(start, stop, n)[name].astype(dtype)
 
 
-def run_step(step: str, path: Path, chunk: int) -> dict[str, float]:
+def run_step(step: str, path: Path, chunk: int, sizes: tuple[int, int]) -> dict[str, float]:
     """One measured step in this process: its wall time and this process's peak RSS."""
     from metricalc import cube as qc
     from metricalc.metrics import metric_set
 
     start = time.perf_counter()  # after the imports
-    if step == "read":
+    if step == "write":
+        write_cube(path, *sizes, chunk)
+    elif step == "read":
         with xr.open_dataset(path, engine="h5netcdf", chunks={"query": chunk}) as raw:
             numbers = raw[[*READ, "scene", "pair"]]
             sums = {name: float(value) for name, value in numbers.sum().compute().items()}
@@ -186,13 +190,29 @@ def run_step(step: str, path: Path, chunk: int) -> dict[str, float]:
         metric_set(cube).compute()
         cube.close()
     seconds = time.perf_counter() - start
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"seconds": seconds, "peak_rss_mb": peak_kb / 1024}
+    return {"seconds": seconds, "peak_rss_mb": peak_rss_mb()}
 
 
-def measure(step: str, path: Path, chunk: int) -> dict[str, float]:
+def peak_rss_mb() -> float:
+    """This process's peak RSS: ``VmHWM`` of ``/proc/self/status`` (Linux), else ``ru_maxrss``.
+
+    ``ru_maxrss`` keeps the peak of the process image before ``exec``, i.e. of the parent a
+    child was forked from; ``VmHWM`` is the child's own."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(step: str, path: Path, args: argparse.Namespace) -> dict[str, float]:
     """:func:`run_step` in a child process (so that the peaks of the steps do not mix)."""
-    argv = [sys.executable, __file__, "--step", step, "--path", str(path), "--chunk", str(chunk)]
+    argv = [sys.executable, __file__, "--step", step, "--path", str(path)]
+    argv += ["--chunk", str(args.chunk), "--queries", str(args.queries)]
+    argv += ["--descriptors", str(args.descriptors)]
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
@@ -200,21 +220,22 @@ def measure(step: str, path: Path, chunk: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     args = _options(argv)
     if args.step is not None:
-        print(json.dumps(run_step(args.step, args.path, args.chunk)))
+        sizes = (args.queries, args.descriptors)
+        print(json.dumps(run_step(args.step, args.path, args.chunk, sizes)))
         return 0
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "cube.nc"
-        start = time.perf_counter()
-        write_cube(path, args.queries, args.descriptors, args.chunk)
+        written = measure("write", path, args)
         size = path.stat().st_size / 2**20
         print(
             f"{args.queries:,} queries x {args.descriptors} descriptors: written in "
-            f"{time.perf_counter() - start:.1f} s, {size:.0f} MB on disk; chunks of {args.chunk:,}"
+            f"{written['seconds']:.1f} s (peak RSS {written['peak_rss_mb']:.0f} MB), {size:.0f} MB "
+            f"on disk; chunks of {args.chunk:,}"
         )
         steps = ["read", "lazy"]
         if args.eager or args.queries <= EAGER_UP_TO:
             steps.append("eager")
-        results = {step: measure(step, path, args.chunk) for step in steps}
+        results = {step: measure(step, path, args) for step in steps}
     for step, result in results.items():
         print(f"{step:<6} {result['seconds']:8.2f} s   peak RSS {result['peak_rss_mb']:7.0f} MB")
     lazy = results["lazy"]["seconds"]
