@@ -106,7 +106,7 @@ def dask_session(args: argparse.Namespace) -> Iterator[Any]:
         client = Client(  # type: ignore[no-untyped-call]  # distributed: no hints
             address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=True
         )
-    except (OSError, ValueError, TypeError) as error:
+    except (OSError, ValueError, TypeError, RuntimeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InvalidInputError(
             f"cannot connect to the dask scheduler {address!r} (--scheduler / "
