@@ -2,9 +2,10 @@
 
 A metric reads a QueryCube (an :class:`xarray.Dataset` over ``descriptor`` x ``query`` with the
 query coordinates ``scene``, ``split`` and ``pair``) through :func:`prepare_cube`, which checks
-the variables it uses and adds the image-pair key :data:`PAIR_UNIT`. The reductions are xarray
-operations (masked sums, ``groupby``), so a dask-backed cube stays lazy; an empty mean is NaN,
-never a division warning.
+the variables it uses and adds the integer codes of the scenes and image pairs
+(:data:`GROUP_CODES`) and the image-pair key :data:`PAIR_UNIT`. The grouped sums are one
+``np.bincount`` per row (and chunk, for a dask-backed cube, which stays lazy); an empty mean is
+NaN, never a division warning.
 """
 
 from __future__ import annotations
