@@ -81,6 +81,20 @@ def cube_chunks(args: argparse.Namespace) -> dict[str, int] | None:
     return {"query": DEFAULT_CHUNK} if scheduler_address(args) else None
 
 
+def _reachable(address: str) -> None:
+    """Raise (ValueError, OSError) unless ``address`` parses and, for ``tcp://`` / ``tls://``,
+    a TCP connection to it opens: checked before a :class:`distributed.Client` is made, since
+    a Client that fails to connect leaves state behind in distributed (it stays the default)."""
+    import socket
+
+    from distributed.comm.addressing import get_address_host_port, parse_address
+
+    scheme, _ = parse_address(address)
+    if scheme in ("tcp", "tls"):
+        host, port = get_address_host_port(address)
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+
+
 @contextlib.contextmanager
 def dask_session(args: argparse.Namespace) -> Iterator[Any]:
     """A :class:`distributed.Client` on the scheduler address for the ``with`` block (the
@@ -103,8 +117,10 @@ def dask_session(args: argparse.Namespace) -> Iterator[Any]:
             f"--scheduler {address}: dask.distributed is not installed (pip install distributed)"
         ) from error
     try:
+        _reachable(address)
+        # not the default until it is connected: a failed Client would stay the default
         client = Client(  # type: ignore[no-untyped-call]  # distributed: no hints
-            address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=True
+            address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False
         )
     except (OSError, ValueError, TypeError, RuntimeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -113,5 +129,7 @@ def dask_session(args: argparse.Namespace) -> Iterator[Any]:
             f"${SCHEDULER_ENV}): {reason}; expected the address of a running scheduler such "
             "as tcp://host:8786"
         ) from None
-    with client:
+    import dask
+
+    with client, dask.config.set(scheduler=client.get):
         yield client
