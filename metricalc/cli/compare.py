@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from metricalc.cli._args import names
+from metricalc.cli.dask_options import add_dask_options, cube_chunks, dask_session
 from metricalc.errors import InvalidInputError
 
 TESTS = ("auto", "randomization", "ttest", "wilcoxon", "sign", "mcnemar")
@@ -74,10 +75,13 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "(default: bca up to 100,000 paired units, t above)",
     )
     cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
+    add_dask_options(cmp)
     cmp.set_defaults(run=_compare)
 
 
-def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list[Any], str, str]:
+def _open(
+    paths: list[Path], metric: str, pair_by: str | None, chunks: dict[str, int] | None = None
+) -> tuple[list[Any], str, str]:
     """The cubes of ``paths`` with the metric and unit to compare them on. The per-scene cube
     of ``db import-workbench --out`` is compared per scene on its ``true_map`` (``--metric ap``)
     or ``true_map_with_zeros`` (:func:`metricalc.store.workbench_cube.scene_query_cube`)."""
@@ -88,7 +92,7 @@ def _open(paths: list[Path], metric: str, pair_by: str | None) -> tuple[list[Any
         _refuse_pair_cube(path)
     scene_cubes = [open_workbench_cube(path) for path in paths]
     if all(c is None for c in scene_cubes):
-        return [cubes.open_cube(path) for path in paths], metric, pair_by or "query"
+        return [cubes.open_cube(path, chunks=chunks) for path in paths], metric, pair_by or "query"
     if any(c is None for c in scene_cubes):
         raise InvalidInputError(
             "cannot compare a DescriptorWorkbench cube (db import-workbench --out: one mAP per "
@@ -135,10 +139,11 @@ def _compare(args: argparse.Namespace) -> int:
         labels = [path.stem for path in args.cubes]
     if labels is not None and len(set(labels)) != len(labels):
         raise InvalidInputError(f"the cube labels must differ; got {labels} (use --labels)")
-    opened, metric, pair_by = _open(args.cubes, args.metric, args.pair_by)
-    data = opened[0] if labels is None else dict(zip(labels, opened, strict=True))
     options = {name: getattr(args, name) for name in _COMPARE_OPTIONS}
-    result = compare(data, metric=metric, pair_by=pair_by, **options)
+    with dask_session(args):
+        opened, metric, pair_by = _open(args.cubes, args.metric, args.pair_by, cube_chunks(args))
+        data = opened[0] if labels is None else dict(zip(labels, opened, strict=True))
+        result = compare(data, metric=metric, pair_by=pair_by, **options)
     if args.json:
         rows = result.to_dataframe().reset_index().to_dict(orient="records")
         print(json.dumps(json_safe(rows), indent=2))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from metricalc.cli._args import cutoffs, max_keypoints, names, protocol_attrs, with_preset
+from metricalc.cli.dask_options import add_dask_options, cube_chunks, dask_session
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import SEQUENCE_SPLITS
 from metricalc.presets import PRESETS, Preset
@@ -153,6 +154,7 @@ def add_metrics(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     metrics.add_argument("cube", type=Path)
     metrics.add_argument("--json", action="store_true", help="descriptor -> {metric -> value}")
     metrics.add_argument("--k", type=cutoffs, default=(1, 5, 10), help="cut-offs, e.g. 1,5,10")
+    add_dask_options(metrics)
     metrics.set_defaults(run=_metrics)
 
 
@@ -331,7 +333,10 @@ def _metrics(args: argparse.Namespace) -> int:
     if scenes is not None:  # `db import-workbench --out`: per-scene values, no queries
         metrics = workbench_metric_set(scenes, k=args.k)
     else:
-        metrics = metric_set(cubes.open_cube(args.cube), k=args.k)
+        with dask_session(args):
+            cube = cubes.open_cube(args.cube, chunks=cube_chunks(args))
+            metrics = metric_set(cube, k=args.k).compute()
+            cube.close()
     if args.json:
         print(json.dumps(metric_set_to_dict(metrics), indent=2))
     else:

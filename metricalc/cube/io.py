@@ -8,6 +8,8 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import xarray as xr
 
 from metricalc.cube.checks import validate
@@ -29,6 +31,24 @@ _LATER_SEQUENCE_VARIABLES = ("image_retrieval_ap", "image_retrieval_relevant")
 _STORAGE_CHUNKS = {DESCRIPTOR: 1, QUERY: 10_000}
 """HDF5 chunk shape of the numeric variables: one descriptor by 10,000 queries. Lazy opening is
 fastest (and quiet) when ``chunks=`` along ``query`` is a multiple of 10,000."""
+
+FORMAT_ATTR = "metricalc_file_format"
+"""Root attribute of a cube file: the layout version (absent: the layout before version 2)."""
+
+FILE_FORMAT = 2
+"""Layout version 2: every string variable over ``query`` alone (``scene``, ``split``,
+``pair``, ``keypoint_set``, ...) is stored as unsigned integer codes into a vocabulary."""
+
+VOCABULARY = "vocabulary"
+"""Key of a lazily opened cube's string coordinate ``encoding``: the sorted vocabulary its
+values come from (:func:`query_codes` reads the integer codes back through it)."""
+
+_VOCABULARY_OF = "vocabulary_variable"
+"""Attribute of a coded variable in a file: the name of its vocabulary variable."""
+
+_FILE_CODES = "file_codes"
+"""Key of a lazily opened string coordinate's ``encoding``: (name of its decoded dask array,
+the file's codes), so that :func:`query_codes` reuses the codes while the labels are unchanged."""
 
 READ_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, IndexError)
 """What h5py / h5netcdf / xarray raise on a file that is not a readable netCDF-4 file (a
@@ -81,6 +101,134 @@ def _text_back(cube: xr.Dataset, path: Path, names: list[str]) -> xr.Dataset:
     return cube.assign({n: v for n, v in text.items() if n not in coords})
 
 
+def code_dtype(size: int) -> np.dtype:
+    """The smallest unsigned integer dtype holding the codes of a vocabulary of ``size``."""
+    return np.min_scalar_type(max(size - 1, 0))
+
+
+def _encode_block(
+    block: np.ndarray, vocabulary: np.ndarray, code_type: np.dtype, coordinate: str
+) -> np.ndarray:
+    """The codes of ``block`` in the sorted ``vocabulary`` of ``coordinate``; every value
+    must be in it."""
+    codes = np.searchsorted(vocabulary, block)
+    if not block.size:
+        return codes.astype(code_type)
+    found = vocabulary[np.minimum(codes, max(vocabulary.size - 1, 0))] == block
+    if vocabulary.size == 0 or not found.all():
+        bad = block.reshape(-1)[np.argmin(found.reshape(-1)) if vocabulary.size else 0]
+        raise InvalidInputError(
+            f"query coordinate {coordinate!r}: label {str(bad)!r} is not in its vocabulary "
+            f"({vocabulary.size} labels); expected one of the labels the file recorded"
+        )
+    return codes.astype(code_type)
+
+
+def _decode_block(codes: np.ndarray, vocabulary: np.ndarray) -> np.ndarray:
+    labels: np.ndarray = vocabulary[codes]
+    return labels
+
+
+def query_codes(labels: xr.DataArray) -> tuple[Any, np.ndarray]:
+    """Integer codes and sorted vocabulary of string labels over ``query``: ``vocabulary[codes]``
+    is ``labels``.
+
+    In-memory labels are factorized once (:func:`pandas.factorize`, sorted). Lazy labels of a
+    cube opened with ``chunks=`` are never materialised as strings: straight from the file the
+    codes are the file's own (a dask array); after a selection they are looked up chunk by
+    chunk in the vocabulary the file recorded. Lazy labels without a recorded vocabulary
+    (a cube chunked in memory) are read into memory and factorized.
+
+    Examples
+    --------
+    >>> codes, vocabulary = query_codes(xr.DataArray(["b", "a", "b"], dims="query"))
+    >>> codes.tolist(), vocabulary.tolist()
+    ([1, 0, 1], ['a', 'b'])
+    """
+    data = labels.data
+    vocabulary = labels.encoding.get(VOCABULARY)
+    if labels.chunks is None or vocabulary is None:
+        codes, uniques = pd.factorize(np.asarray(labels.values).astype(str).reshape(-1), sort=True)
+        vocabulary = np.asarray(uniques).astype(str)
+        return codes.reshape(labels.shape).astype(code_dtype(vocabulary.size)), vocabulary
+    raw = labels.encoding.get(_FILE_CODES)
+    if raw is not None and raw[0] == data.name:
+        return raw[1], vocabulary
+    dtype = code_dtype(vocabulary.size)
+    return data.map_blocks(
+        _encode_block,
+        vocabulary=vocabulary,
+        code_type=dtype,
+        coordinate=str(labels.name),
+        dtype=dtype,
+        meta=np.array((), dtype),
+    ), vocabulary
+
+
+def _is_coded(variable: xr.Variable) -> bool:
+    """Stored as codes into a vocabulary: a string variable over ``query`` alone."""
+    return variable.dims == (QUERY,) and _is_str_dtype(variable.dtype)
+
+
+def _vocabulary_name(name: Hashable, taken: Mapping[Hashable, Any]) -> str:
+    vocabulary = f"{name}_vocabulary"
+    while vocabulary in taken:
+        vocabulary = "_" + vocabulary
+    return vocabulary
+
+
+def _coded(cube: xr.Dataset) -> tuple[xr.Dataset, dict[Hashable, dict[str, Any]]]:
+    """``cube`` with its string variables over ``query`` replaced by codes, each with its
+    vocabulary variable (variable-length UTF-8 on its own dim), and their encodings."""
+    encoding: dict[Hashable, dict[str, Any]] = {}
+    coords: dict[Hashable, xr.Variable] = {}
+    variables: dict[Hashable, xr.Variable] = {}
+    for name, variable in cube.variables.items():
+        if not _is_coded(variable):
+            continue
+        codes, vocabulary = query_codes(xr.DataArray(variable))
+        dim = _vocabulary_name(name, cube.variables)
+        attrs = {**variable.attrs, _VOCABULARY_OF: dim}
+        target = coords if name in cube.coords else variables
+        target[name] = xr.Variable((QUERY,), codes, attrs)
+        variables[dim] = xr.Variable((dim,), vocabulary.astype(object))
+        chunk = min(max(variable.size, 1), _STORAGE_CHUNKS[QUERY])
+        encoding[name] = {"zlib": True, "complevel": 1, "chunksizes": (chunk,), "_FillValue": None}
+        encoding[dim] = {"dtype": str}
+    return cube.assign_coords(coords).assign(variables), encoding
+
+
+def _decoded(cube: xr.Dataset) -> xr.Dataset:
+    """A file cube (layout 2) with its coded variables decoded: ``vocabulary[codes]`` in
+    memory; for a lazy cube a dask array decoded chunk by chunk, whose ``encoding`` keeps the
+    vocabulary (and the file's codes, for :func:`query_codes`)."""
+    coded = {
+        n: str(v.attrs[_VOCABULARY_OF])
+        for n, v in cube.variables.items()
+        if _VOCABULARY_OF in v.attrs
+    }
+    coords: dict[Hashable, xr.Variable] = {}
+    variables: dict[Hashable, xr.Variable] = {}
+    for name, dim in coded.items():
+        vocabulary = np.asarray(cube[dim].values).astype(str)
+        variable = cube.variables[name]
+        attrs = {k: v for k, v in variable.attrs.items() if k != _VOCABULARY_OF}
+        if variable.chunks is None:
+            decoded = xr.Variable((QUERY,), vocabulary[np.asarray(variable.values)], attrs)
+        else:
+            data = variable.data.map_blocks(
+                _decode_block,
+                vocabulary=vocabulary,
+                dtype=vocabulary.dtype,
+                meta=np.array((), vocabulary.dtype),
+            )
+            decoded = xr.Variable((QUERY,), data, attrs)
+            decoded.encoding = {VOCABULARY: vocabulary, _FILE_CODES: (data.name, variable.data)}
+        (coords if name in cube.coords else variables)[name] = decoded
+    cube = cube.drop_vars(list(coded.values()))
+    return cube.assign_coords(coords).assign(variables)
+
+
 def save(cube: xr.Dataset, path: str | os.PathLike[str] | io.BytesIO) -> None:
     """Write ``cube`` to a netCDF-4 (HDF5) file with the h5netcdf engine, atomically.
 
@@ -105,10 +253,11 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str] | io.BytesIO) -> None:
     True
     """
     validate(cube)
-    out = cube.copy(deep=False)
-    encoding: dict[Hashable, dict[str, Any]] = {}
+    out, encoding = _coded(cube.copy(deep=False))
     for name, variable in out.variables.items():
         variable.encoding = {}
+        if name in encoding:
+            continue
         if _is_str_dtype(variable.dtype) and QUERY in variable.dims and variable.size:
             # one value per query, few distinct ones: fixed-width UTF-8 characters, compressed
             # (as variable-length strings each value costs ~40 bytes, most of a native cube)
@@ -121,7 +270,7 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str] | io.BytesIO) -> None:
                 for dim, size in zip(variable.dims, variable.shape, strict=True)
             )
             encoding[name] = {"zlib": True, "complevel": 1, "shuffle": True, "chunksizes": chunks}
-    out.attrs = plain_attrs(out.attrs)
+    out.attrs = {**plain_attrs(out.attrs), FORMAT_ATTR: FILE_FORMAT}
     if isinstance(path, io.BytesIO):
         out.to_netcdf(path, engine="h5netcdf", encoding=encoding)
         return
@@ -175,9 +324,12 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
             f"cube file {path} is not a readable netCDF-4/HDF5 file: {type(error).__name__}: "
             f"{error}"
         ) from error
-    cube = _load_all(cube, path) if chunks is None else _load_small(cube, path, apart)
+    if chunks is None:
+        cube = _decoded(_load_all(cube, path))
+    else:
+        cube = _load_small(_decoded(cube), path, apart)
     cube = cube.assign_coords(_unicode(cube.coords)).assign(_unicode(cube.data_vars))
-    cube.attrs = plain_attrs(cube.attrs)
+    cube.attrs = {k: v for k, v in plain_attrs(cube.attrs).items() if k != FORMAT_ATTR}
     cube = _add_later_variables(cube)
     try:
         return validate(cube)
@@ -202,14 +354,16 @@ def _load_all(cube: xr.Dataset, path: Path) -> xr.Dataset:
 
 
 def _load_small(cube: xr.Dataset, path: Path, apart: list[str]) -> xr.Dataset:
-    """A lazy ``cube`` with its coordinates (groupby needs them in memory), the small
-    per-descriptor and per-sequence variables and the text variables ``apart`` read now; only
-    the (descriptor, query) data stay lazy."""
+    """A lazy ``cube`` with the small per-descriptor and per-sequence variables, the string
+    variables of the layout before version 2 (variable-length strings over ``query``) and the
+    text variables ``apart`` read now; the data and coordinates over ``query`` stay lazy (the
+    string coordinates decoded chunk by chunk, :func:`_decoded`)."""
     small = [
         name
         for name, variable in cube.variables.items()
         if variable.chunks is not None
-        and (name in cube.coords or not {QUERY} & set(map(str, variable.dims)))
+        and VOCABULARY not in variable.encoding
+        and (not {QUERY} & set(map(str, variable.dims)) or variable.dtype == object)
     ]
     try:
         loaded = {name: cube[name].compute() for name in small}

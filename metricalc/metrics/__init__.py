@@ -3,10 +3,10 @@
 Every metric of the DescriptorWorkbench set (PROTOCOLS.md section 3, seed 000), under the seed's
 names, computed from a QueryCube (:mod:`metricalc.cube`): an :class:`xarray.Dataset` over
 ``descriptor`` x ``query`` with the query coordinates ``scene``, ``split`` and ``pair``. Every
-reduction is an xarray operation (masked sums, ``groupby`` over scenes and image pairs,
-``xr.dot``), so a dask-backed cube (``open_cube(..., chunks=...)``) stays lazy until
-``.compute()``; only the string coordinates that define the groups (``scene``, ``split``,
-``pair``, a few bytes per query) are loaded.
+metric is counts and sums first, rates after (masked sums, grouped sums over integer codes of
+the scenes and image pairs, ``xr.dot``), so a dask-backed cube (``open_cube(..., chunks=...)``)
+stays lazy until ``.compute()`` and is evaluated chunk by chunk; its labels are never read as
+strings (the groups come from the file's codes, :func:`metricalc.cube.io.query_codes`).
 
 One job per module:
 

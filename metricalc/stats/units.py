@@ -20,7 +20,9 @@ import xarray as xr
 
 from metricalc import cube as qc
 from metricalc.core.kernels import hit_probability
+from metricalc.cube.io import query_codes
 from metricalc.errors import InvalidInputError
+from metricalc.metrics.reductions import PAIR_UNIT, group_sum, prepare_cube, ratio
 from metricalc.validation import check_choice
 
 __all__ = ["PAIR_BY", "SPLITS", "SYSTEM_ATTRS", "metric_values", "unit_values"]
@@ -114,9 +116,9 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
         values = hit_probability(
             np.where(ranked, better, -1), np.where(ranked, ties, -1), k, policy
         )[..., 0]
-    else:
-        values = np.asarray(cube[metric].values).astype(np.float64)
-        values[values == -1] = np.nan
+    else:  # xarray operations: a lazy cube's values stay lazy (reduced per unit later)
+        raw = cube[metric].astype(np.float64)
+        return raw.where(raw != -1).rename(metric)
     return template.copy(deep=False, data=values).rename(metric)
 
 
@@ -146,33 +148,39 @@ def _cube_units(
     excluded = names[status == "error"].tolist()
     values = metric_values(cube, metric).isel(descriptor=status != "error")
     if split is not None:
-        values = values.isel(query=np.asarray(cube["split"].values).astype(str) == split)
+        codes, labels = query_codes(cube["split"])  # a lazy cube's split never read as text
+        values = values.isel(query=np.flatnonzero(labels[np.asarray(codes)] == split))
         if values.sizes[qc.QUERY] == 0:
             raise InvalidInputError(f"{where} has no queries of the split {split!r}")
     if values.sizes[qc.QUERY] == 0:
         raise InvalidInputError(f"{where} has no queries")
-    coords = {name: np.asarray(values[name].values) for name in qc.QUERY_IDENTITY}
-    coords = {k: v.astype(str) if k != "query_keypoint" else v for k, v in coords.items()}
-    data = values.drop_vars([c for c in values.coords if c != qc.DESCRIPTOR])
     if pair_by == "query":
+        coords = {name: np.asarray(values[name].values) for name in qc.QUERY_IDENTITY}
+        coords = {k: v.astype(str) if k != "query_keypoint" else v for k, v in coords.items()}
         index = _unit_index(coords, pair_by)
-        data = data.rename({qc.QUERY: UNIT})
+        data = values.drop_vars([c for c in values.coords if c != qc.DESCRIPTOR])
+        data = data.rename({qc.QUERY: UNIT}).load()
     else:
-        # scene folder names cannot hold "/": "scene/pair" identifies an image pair
-        key = coords["scene"] if pair_by == "scene" else np.char.add(
-            np.char.add(coords["scene"], "/"), coords["pair"]
-        )
-        # flox's "numpy" engine sums each group sequentially (bincount), so missing values
-        # between a unit's queries do not change its mean in the last bit: identical systems
-        # of different cubes (locked and native SIFT) then tie exactly
-        grouped = data.assign_coords(_unit=(qc.QUERY, key)).groupby("_unit")
-        data = grouped.mean(engine="numpy")
-        labels = np.asarray(data["_unit"].values).astype(str)
-        parts = np.char.partition(labels, "/")
-        index = _unit_index({"scene": parts[:, 0], "pair": parts[:, 2]}, pair_by)
-        data = data.drop_vars("_unit").rename({"_unit": UNIT})
+        data, index = _group_means(values, pair_by)
     data = data.assign_coords(xr.Coordinates.from_pandas_multiindex(index, UNIT))
     return data.transpose(qc.DESCRIPTOR, UNIT), excluded
+
+
+def _group_means(values: xr.DataArray, pair_by: str) -> tuple[xr.DataArray, pd.MultiIndex]:
+    """Mean of the defined values per scene or image pair (``scene/pair``: scene folder names
+    cannot hold "/"), from the groups' integer codes (:func:`metricalc.metrics.reductions.
+    prepare_cube`; per chunk for a lazy cube). The sums are sequential per group (bincount), so
+    missing values between a unit's queries do not change its mean in the last bit: identical
+    systems of different cubes (locked and native SIFT) then tie exactly."""
+    coded, _ = prepare_cube(values.to_dataset(name="_values"), ["_values"], "compare")
+    key = "scene" if pair_by == "scene" else PAIR_UNIT
+    values = coded["_values"]
+    means = ratio(group_sum(values.fillna(0), key), group_sum(values.notnull(), key))
+    data = means.compute().drop_vars([c for c in means.coords if c not in (qc.DESCRIPTOR, key)])
+    labels = np.asarray(data[key].values).astype(str)
+    parts = np.char.partition(labels, "/")
+    index = _unit_index({"scene": parts[:, 0], "pair": parts[:, 2]}, pair_by)
+    return data.drop_vars(key).rename({key: UNIT}), index
 
 
 def _merged_protocol(cubes: Mapping[str, xr.Dataset]) -> dict[str, Any]:

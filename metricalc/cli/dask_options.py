@@ -1,0 +1,135 @@
+"""``--chunks`` and ``--scheduler``: the verbs that evaluate a cube file on dask.
+
+``--chunks N`` opens the cube lazily (:func:`metricalc.cube.open_cube` with ``chunks=``), N
+queries per chunk, so the metric set streams over a cube larger than memory. ``--scheduler
+ADDRESS`` (or the environment variable ``METRICALC_SCHEDULER``) runs that lazy evaluation on a
+``dask.distributed`` cluster: the verb opens a :class:`distributed.Client` on the address for
+its run, and dask sends the chunks to the cluster's workers (the same code path as on one
+machine; ``docs/scaling.md``). Building the parser imports neither dask nor distributed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from metricalc.errors import InvalidInputError
+
+SCHEDULER_ENV = "METRICALC_SCHEDULER"
+"""Environment variable: the scheduler address used when ``--scheduler`` is not given."""
+
+DEFAULT_CHUNK = 1_000_000
+"""Queries per chunk of a cube opened for a ``--scheduler`` run without ``--chunks`` (a
+multiple of the file's 10,000-query HDF5 chunks)."""
+
+CONNECT_TIMEOUT_S = 10
+"""Seconds to wait for the scheduler before giving up with an error naming its address."""
+
+
+def positive_int(text: str) -> int:
+    """``--chunks 1000000`` -> 1000000; anything else is a usage error.
+
+    Examples
+    --------
+    >>> positive_int("500000")
+    500000
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a positive integer (queries per chunk); got '0'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer (queries per chunk); got {text!r}"
+        )
+    return value
+
+
+def add_dask_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--chunks`` and ``--scheduler`` to a verb's parser."""
+    parser.add_argument(
+        "--chunks",
+        type=positive_int,
+        metavar="N",
+        help="open the cube lazily, N queries per chunk (bounded memory; a multiple of 10000)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="dask.distributed scheduler to run on, e.g. tcp://host:8786 (default: "
+        f"${SCHEDULER_ENV}; implies --chunks {DEFAULT_CHUNK})",
+    )
+
+
+def scheduler_address(args: argparse.Namespace) -> str | None:
+    """``--scheduler``, else ``$METRICALC_SCHEDULER``, else None (no cluster)."""
+    address = getattr(args, "scheduler", None) or os.environ.get(SCHEDULER_ENV) or None
+    return address.strip() if address else None
+
+
+def cube_chunks(args: argparse.Namespace) -> dict[str, int] | None:
+    """The ``chunks=`` of :func:`metricalc.cube.open_cube`: None (in memory) unless
+    ``--chunks`` or a scheduler is given."""
+    if getattr(args, "chunks", None):
+        return {"query": int(args.chunks)}
+    return {"query": DEFAULT_CHUNK} if scheduler_address(args) else None
+
+
+def _reachable(address: str) -> None:
+    """Raise (ValueError, OSError) unless ``address`` parses and, for ``tcp://`` / ``tls://``,
+    a TCP connection to it opens: checked before a :class:`distributed.Client` is made, since
+    a Client that fails to connect leaves state behind in distributed (it stays the default)."""
+    import socket
+
+    from distributed.comm.addressing import get_address_host_port, parse_address
+
+    scheme, _ = parse_address(address)
+    if scheme in ("tcp", "tls"):
+        host, port = get_address_host_port(address)
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+
+
+@contextlib.contextmanager
+def dask_session(args: argparse.Namespace) -> Iterator[Any]:
+    """A :class:`distributed.Client` on the scheduler address for the ``with`` block (the
+    default scheduler of every dask computation in it), or nothing without an address.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the address, when distributed is not installed or the scheduler cannot be
+        reached within :data:`CONNECT_TIMEOUT_S` seconds.
+    """
+    address = scheduler_address(args)
+    if address is None:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError as error:
+        raise InvalidInputError(
+            f"--scheduler {address}: dask.distributed is not installed (pip install distributed)"
+        ) from error
+    try:
+        _reachable(address)
+        # not the default until it is connected: a failed Client would stay the default
+        client = Client(  # type: ignore[no-untyped-call]  # distributed: no hints
+            address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False
+        )
+    except (OSError, ValueError, TypeError, RuntimeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InvalidInputError(
+            f"cannot connect to the dask scheduler {address!r} (--scheduler / "
+            f"${SCHEDULER_ENV}): {reason}; expected the address of a running scheduler such "
+            "as tcp://host:8786"
+        ) from None
+    import dask
+
+    with client, dask.config.set(scheduler=client.get):
+        yield client

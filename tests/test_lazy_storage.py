@@ -1,0 +1,197 @@
+"""Cube files with integer-coded query labels (layout 2) and the bounded-memory lazy path: codes
+round trip, older layouts open, lazy metric sets equal eager ones whatever the chunks, and the
+same on a dask.distributed cluster (``--scheduler``)."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+import xarray as xr
+
+from metricalc import cube as qc
+from metricalc.cli import dask_options, main
+from metricalc.cube.io import FORMAT_ATTR, query_codes
+from metricalc.errors import InvalidInputError
+from metricalc.metrics import metric_set, scene_metrics
+
+UNALIGNED = pytest.mark.filterwarnings("ignore:The specified chunks separate:UserWarning")
+
+
+def random_cube(
+    n: int, seed: int, scenes: list[str] | None = None, policy: str = "expected"
+) -> xr.Dataset:
+    """``n`` queries of three descriptors over a few scenes and pairs (some pairless)."""
+    rng = np.random.default_rng(seed)
+    names = np.array(scenes or [f"{'vi'[i % 2]}_sç{i}" for i in range(7)])
+    relevant = rng.integers(-1, 2, (3, n)).astype(np.int8)
+    correct = np.where(relevant == 0, 0, rng.integers(0, 2, (3, n)))
+    return qc.new_cube(
+        ["a", "b", "c"],
+        {
+            "scene": names[rng.integers(0, names.size, n)],
+            "pair": np.array(["1-2", "1-3", "1-6", ""])[rng.integers(0, 4, n)],
+            "keypoint_set": ["k"] * n,
+            "query_keypoint": np.arange(n),
+        },
+        {
+            "better": np.where(relevant == 1, rng.integers(0, 40, (3, n)), -1),
+            "ties": np.where(relevant == 1, rng.integers(0, 3, (3, n)), -1),
+            "n_relevant": relevant,
+            "nn_correct": np.where(relevant >= 0, correct, -1).astype(np.int8),
+            "nn_mutual": np.where(relevant >= 0, rng.integers(0, 2, (3, n)), -1).astype(np.int8),
+            "n_candidates": np.where(relevant >= 0, 60, -1),
+        },
+        attrs={**qc.DEFAULT_ATTRS, "tie_policy": policy},
+    )
+
+
+def assert_same_metrics(eager: xr.Dataset, lazy: xr.Dataset) -> None:
+    """Counts and strings equal, rates equal up to the order of the float sums."""
+    assert list(eager.data_vars) == list(lazy.data_vars)
+    for name in eager.data_vars:
+        a, b = eager[name].values, lazy[name].values
+        if a.dtype.kind == "f":
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(b, a, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "vocabulary",
+    [
+        ["only"],
+        ["", "v_ñandú", "i_日本", "i_a b", "v_café\t"],
+        [f"s{i:03d}" for i in range(300)],  # more than 256 labels: uint16 codes
+    ],
+)
+def test_codes_round_trip(tmp_path, vocabulary):
+    rng = np.random.default_rng(len(vocabulary))
+    n = 1_000
+    labels = np.array(vocabulary)[rng.integers(0, len(vocabulary), n)]
+    keypoint_sets = np.char.add("k", labels)  # never empty; a pair may be (no image pair)
+    pairs = np.where(labels == "", "", "1-2")
+    cube = qc.new_cube(
+        ["sift"],
+        {"scene": np.char.add("v_", labels), "pair": pairs, "keypoint_set": keypoint_sets,
+         "query_keypoint": range(n)},
+        {"better": np.zeros((1, n), int), "ties": np.zeros((1, n), int)},
+        attrs=qc.DEFAULT_ATTRS,
+    )
+    qc.save(cube, tmp_path / "c.nc")
+    with h5py.File(tmp_path / "c.nc") as handle:
+        assert handle.attrs[FORMAT_ATTR].tolist() in (2, [2])
+        expected = np.uint8 if len(vocabulary) <= 256 else np.uint16
+        assert handle["keypoint_set"].dtype == expected and handle["pair"].dtype == np.uint8
+        stored = [v.decode() for v in handle["keypoint_set_vocabulary"][...]]
+        assert stored == sorted(set(keypoint_sets.tolist()))
+        assert [v.decode() for v in handle["pair_vocabulary"][...]] == sorted(set(pairs.tolist()))
+    xr.testing.assert_identical(qc.open_cube(tmp_path / "c.nc"), cube)
+    lazy = qc.open_cube(tmp_path / "c.nc", chunks={})
+    codes, found = query_codes(lazy["keypoint_set"])
+    assert codes.dtype == expected and found.tolist() == sorted(set(keypoint_sets.tolist()))
+    np.testing.assert_array_equal(found[np.asarray(codes)], keypoint_sets)
+    xr.testing.assert_identical(lazy.compute(), cube)
+    lazy.close()
+
+
+def test_query_codes_after_a_selection_and_for_a_foreign_label(tmp_path):
+    cube = random_cube(2_000, 0)
+    qc.save(cube, tmp_path / "c.nc")
+    with qc.open_cube(tmp_path / "c.nc", chunks={}) as lazy:
+        part = lazy["scene"].isel(query=slice(100, 1_500))  # not the file's codes any more
+        codes, vocabulary = query_codes(part)
+        np.testing.assert_array_equal(
+            vocabulary[np.asarray(codes)], cube["scene"].values[100:1_500]
+        )
+        foreign = part.copy(data=part.data.map_blocks(np.char.add, "x", dtype="<U20"))
+        with pytest.raises(InvalidInputError, match=r"'scene': label 'v_sç\dx' is not in its"):
+            np.asarray(query_codes(foreign)[0])
+
+
+def test_files_of_the_character_array_layout_open(tmp_path):
+    cube = random_cube(500, 1)
+    old = cube.copy()
+    for variable in old.variables.values():
+        variable.encoding = {}
+    encoding = {
+        name: {"dtype": "S1"} if variable.dims == ("query",) else {"dtype": str}
+        for name, variable in old.variables.items()
+        if variable.dtype.kind == "U"
+    }
+    old.to_netcdf(tmp_path / "old.nc", engine="h5netcdf", encoding=encoding)
+    with h5py.File(tmp_path / "old.nc") as handle:
+        assert FORMAT_ATTR not in handle.attrs and handle["scene"].dtype == "S1"
+    xr.testing.assert_identical(qc.open_cube(tmp_path / "old.nc"), cube)
+    with qc.open_cube(tmp_path / "old.nc", chunks={}) as lazy:
+        assert_same_metrics(metric_set(cube), metric_set(lazy).compute())
+
+
+@UNALIGNED
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lazy_metric_set_equals_eager_for_any_chunks(tmp_path, seed):
+    cube = random_cube(3_000, seed)
+    qc.save(cube, tmp_path / "c.nc")
+    eager = metric_set(cube, k=(1, 3, 10))
+    scenes = scene_metrics(cube)
+    for chunk in (437, 3_000):  # not aligned to scenes
+        with qc.open_cube(tmp_path / "c.nc", chunks={"query": chunk}) as lazy:
+            result = metric_set(lazy, k=(1, 3, 10))
+            assert result["true_map_micro"].chunks is not None  # lazy until computed
+            assert_same_metrics(eager, result.compute())
+            xr.testing.assert_allclose(scene_metrics(lazy).compute(), scenes, rtol=1e-12)
+            # a selection drops scenes from the file's vocabulary: they are not groups
+            part = lazy.isel(query=slice(0, 900))
+            assert_same_metrics(metric_set(cube.isel(query=slice(0, 900))), metric_set(part))
+
+
+@UNALIGNED
+def test_lazy_metric_set_over_one_scene_and_other_tie_policies(tmp_path):
+    cube = random_cube(800, 3, scenes=["v_only"], policy="pessimistic")
+    qc.save(cube, tmp_path / "c.nc")
+    with qc.open_cube(tmp_path / "c.nc", chunks={"query": 300}) as lazy:
+        assert_same_metrics(metric_set(cube), metric_set(lazy).compute())
+
+
+# before the LocalCluster test (distributed reuses the closed event loop of a finished
+# in-process cluster)
+@pytest.mark.parametrize("address", ["nonsense", "tcp://127.0.0.1:1"])
+def test_a_bad_scheduler_address_is_one_line_naming_it(tmp_path, capsys, monkeypatch, address):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(dask_options, "CONNECT_TIMEOUT_S", 1)
+    qc.save(random_cube(50, 5), tmp_path / "c.nc")
+    monkeypatch.setenv(dask_options.SCHEDULER_ENV, address)
+    assert main(["metrics", str(tmp_path / "c.nc")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"dask scheduler {address!r}" in err
+
+
+def assert_same_json(got: object, expected: object, where: str = "") -> None:
+    """The metric sets as JSON (descriptor -> metric -> value, the rank histogram a mapping)
+    agree: floats to 1e-12, everything else exactly."""
+    if isinstance(expected, dict):
+        assert isinstance(got, dict) and got.keys() == expected.keys(), where
+        for key, value in expected.items():
+            assert_same_json(got[key], value, f"{where}/{key}")
+    elif isinstance(expected, float):
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-9, nan_ok=True), where
+    else:
+        assert got == expected, where
+
+
+def test_cli_on_a_local_cluster_equals_eager(tmp_path, capsys):
+    distributed = pytest.importorskip("distributed")
+    cube = random_cube(20_000, 4)
+    qc.save(cube, tmp_path / "c.nc")
+    assert main(["metrics", str(tmp_path / "c.nc"), "--json"]) == 0
+    eager = json.loads(capsys.readouterr().out)
+    assert main(["metrics", str(tmp_path / "c.nc"), "--json", "--chunks", "10000"]) == 0
+    assert_same_json(json.loads(capsys.readouterr().out), eager)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        argv = ["metrics", str(tmp_path / "c.nc"), "--json", "--scheduler"]
+        assert main([*argv, cluster.scheduler_address]) == 0
+        assert_same_json(json.loads(capsys.readouterr().out), eager)
