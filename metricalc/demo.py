@@ -14,6 +14,7 @@ It ends with the full report of the locked cube (the study of ``reports/demo.yam
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,16 @@ import xarray as xr
 from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.export import write_metric_set
 from metricalc.keypoints.detectors import available_methods
-from metricalc.keypoints.pipeline import EvaluationSettings, cached_evaluation, keypoint_mode
+from metricalc.keypoints.features import FeatureSet
+from metricalc.keypoints.pipeline import (
+    EvaluationSettings,
+    cache_key,
+    cached_evaluation,
+    evaluation_inputs,
+    extract_features,
+    holds_key,
+    keypoint_mode,
+)
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.plotting.figures import (
@@ -88,17 +98,22 @@ def run_demo(
     )
     result = DemoResult(cubes={}, metrics={})
     fingerprint = dataset_fingerprint(sequences)  # hashed once: the cache key and both cubes
-    native = tuple(m for m in DEMO_NATIVE if m in available_methods())
-    for mode, locked, methods in (
-        ("locked", LOCKED_DETECTOR, DEMO_LOCKED),
-        ("native", None, native),
-    ):
-        settings = EvaluationSettings(
+    locked, native = (
+        EvaluationSettings(
             descriptors=methods,
-            keypoints=keypoint_mode(locked),
-            image_retrieval=image_retrieval and locked is not None,  # the report's cube
+            keypoints=keypoint_mode(detector),
+            image_retrieval=image_retrieval and detector is not None,  # the report's cube
             seed=seed,
         )
+        for detector, methods in (
+            (LOCKED_DETECTOR, DEMO_LOCKED),
+            (None, tuple(m for m in DEMO_NATIVE if m in available_methods())),
+        )
+    )
+
+    def evaluate_mode(
+        mode: str, settings: EvaluationSettings, features: Future[FeatureSet] | None = None
+    ) -> xr.Dataset:
         cube_path = out / f"cube_{mode}.nc"
         cube, result.reused[mode] = cached_evaluation(
             sequences,
@@ -107,26 +122,42 @@ def run_demo(
             dataset=fingerprint,
             dataset_path=str(out / "benchmark"),
             progress=progress,
+            features=None if features is None else features.result,
         )
         result.cubes[mode] = cube
         result.files.append(cube_path)
-        _write_mode(
-            result, cube, out, mode, title=f"{mode} keypoints" + (f" ({locked})" if locked else "")
+        return cube
+
+    evaluate_mode("locked", locked)
+    native_key = cache_key(evaluation_inputs(sequences, native, dataset=fingerprint))
+    with ThreadPoolExecutor(1) as background:
+        # the native features are extracted (OpenCV, without the GIL) while this thread draws
+        # the locked figures and the report (matplotlib, with it)
+        features = (
+            None
+            if holds_key(out / "cube_native.nc", native_key)
+            else background.submit(extract_features, sequences, native)
         )
-    report = build(
-        demo_study(quick=quick, seed=seed),
-        out=out / "report",
-        cubes={"": result.cubes["locked"]},
-        progress=progress,
-    )
+        _write_mode(result, "locked", out)
+        report = build(
+            demo_study(quick=quick, seed=seed),
+            out=out / "report",
+            cubes={"": result.cubes["locked"]},
+            progress=progress,
+        )
+        evaluate_mode("native", native, features)
+    _write_mode(result, "native", out)
     result.files += report.files
     result.report = report.html
+    for mode, detector in (("locked", f" ({LOCKED_DETECTOR})"), ("native", "")):
+        print_metric_table(result.metrics[mode], title=f"{mode} keypoints{detector}")
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _write_mode(result: DemoResult, cube: xr.Dataset, out: Path, mode: str, *, title: str) -> None:
-    """The metric set, its files and figures and its terminal table of one keypoint mode."""
+def _write_mode(result: DemoResult, mode: str, out: Path) -> None:
+    """The metric set, its files and its figures of one keypoint mode."""
+    cube = result.cubes[mode]
     metrics = metric_set(cube)
     result.metrics[mode] = metrics
     result.files += write_metric_set(metrics, out / f"metrics_{mode}")
@@ -136,4 +167,3 @@ def _write_mode(result: DemoResult, cube: xr.Dataset, out: Path, mode: str, *, t
         ("scene_map", plot_scene_map, scene_metrics(cube)),
     ):
         result.files += save_figure(plot(data), out / "figures" / f"{mode}_{name}")
-    print_metric_table(metrics, title=title)
