@@ -22,7 +22,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.keypoints.bojanic import SCENE_RESULTS, distractors, scene_tasks
 from metricalc.keypoints.image_retrieval import descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
-from metricalc.keypoints.parallel import run_parallel
+from metricalc.keypoints.parallel import run_staged
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.progress import progress_bar
 from metricalc.validation import TIE_POLICIES, check_choice, is_real
@@ -193,15 +193,18 @@ def _descriptor_cube(
         }
     for outcome in outcomes[len(sequences) :]:  # the image retrieval, when run
         per_sequence.update({k: v[None, :] for k, v in outcome.retrieval.items()})
-    return cube_from_pairs(
-        name,
-        [pair for outcome in outcomes for pair in outcome.pairs],
-        keypoint_set=keypoint_set,
-        attrs=attrs,
-        processing_time_ms=sum(o.seconds for o in outcomes) * 1e3,
-        per_sequence=per_sequence or None,
-        sequences=[s.name for s in sequences] if per_sequence else None,
-    )
+    try:
+        return cube_from_pairs(
+            name,
+            [pair for outcome in outcomes for pair in outcome.pairs],
+            keypoint_set=keypoint_set,
+            attrs=attrs,
+            processing_time_ms=sum(o.seconds for o in outcomes) * 1e3,
+            per_sequence=per_sequence or None,
+            sequences=[s.name for s in sequences] if per_sequence else None,
+        )
+    except Exception as error:  # kept as an error record, never dropped
+        return cubes.error_record(name, f"{type(error).__name__}: {error}", attrs=attrs)
 
 
 def check_protocol(*, tau: float, border: float) -> None:
@@ -319,28 +322,22 @@ def evaluate(
         "seed": int(seed),
         **({"dataset_path": dataset_path} if dataset_path else {}),
     }
-    tasks = [
-        _Task(name, index)
-        for name in features
-        for index in (*range(len(sequences)), *((-1,) if image_retrieval else ()))
-    ]
-    with progress_bar("evaluating scenes", total=len(tasks), enabled=progress) as advance:
-        outcomes = run_parallel(
+    per_descriptor = (*range(len(sequences)), *((-1,) if image_retrieval else ()))
+    groups = [[_Task(name, index) for index in per_descriptor] for name in features]
+    names = list(features)
+    total = len(names) * len(per_descriptor)
+    with progress_bar("evaluating scenes", total=total, enabled=progress) as advance:
+        parts = run_staged(
             lambda task: _run_task(task, sequences, features, attrs=attrs, bojanic=bojanic),
-            tasks,
-            done=advance,
-        )
-    per_task = len(tasks) // len(features)
-    return cubes.combine(
-        [
-            _descriptor_cube(
-                name,
+            groups,
+            lambda i, outcomes: _descriptor_cube(
+                names[i],
                 sequences,
-                outcomes[i * per_task : (i + 1) * per_task],
-                keypoint_set=locked or name,
+                outcomes,
+                keypoint_set=locked or names[i],
                 attrs=attrs,
                 bojanic=bojanic,
-            )
-            for i, name in enumerate(features)
-        ]
-    )
+            ),
+            done=advance,
+        )
+    return cubes.combine(parts)

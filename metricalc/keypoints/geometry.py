@@ -155,7 +155,8 @@ def _lowest_nearest(
     # per point: the least exact distance first, then the lowest index (members are sorted)
     order = np.lexsort((members, exact, owner))
     first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    return members[order[first]]
+    lowest: np.ndarray = members[order[first]]
+    return lowest
 
 
 def ground_truth(

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["available_cores", "run_parallel"]
+__all__ = ["available_cores", "run_parallel", "run_staged"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S")
 
 
 def available_cores() -> int:
@@ -55,23 +56,59 @@ def run_parallel(
     >>> run_parallel(lambda x: x * x, [1, 2, 3], workers=2)
     [1, 4, 9]
     """
-    count = max(1, min(available_cores() if workers is None else workers, len(tasks)))
+    return run_staged(
+        work, [[task] for task in tasks], lambda _, results: results[0], workers=workers, done=done
+    )
+
+
+def run_staged(
+    work: Callable[[T], R],
+    groups: Sequence[Sequence[T]],
+    finish: Callable[[int, list[R]], S],
+    *,
+    workers: int | None = None,
+    done: Callable[[], None] | None = None,
+) -> list[S]:
+    """``[finish(i, [work(t) for t in group]) for i, group in enumerate(groups)]`` in threads.
+
+    The tasks of every group run in up to ``workers`` threads (default: one per core); as soon
+    as the tasks of a group (and of the groups before it) have finished, ``finish`` of that
+    group starts in one more thread, so assembling a group's results (e.g. a descriptor's cube,
+    work that holds the GIL) overlaps the tasks of the next groups. ``done()`` is called in
+    this thread once per finished task, in order. An exception of a task or of ``finish`` is
+    raised here; the tasks not started yet are cancelled.
+
+    Examples
+    --------
+    >>> run_staged(lambda x: x * x, [[1, 2], [3]], lambda i, squares: (i, sum(squares)))
+    [(0, 5), (1, 9)]
+    """
+    count = max(1, min(available_cores() if workers is None else workers, sum(map(len, groups))))
     report = done if done is not None else (lambda: None)
     if count == 1:
-        results = []
-        for task in tasks:
-            results.append(work(task))
-            report()
-        return results
-    with ThreadPoolExecutor(count) as pool:
-        futures = [pool.submit(work, task) for task in tasks]
-        results = []
-        try:
-            for future in futures:
-                results.append(future.result())
+        finished = []
+        for i, group in enumerate(groups):
+            results = []
+            for task in group:
+                results.append(work(task))
                 report()
+            finished.append(finish(i, results))
+        return finished
+    with ThreadPoolExecutor(count) as pool, ThreadPoolExecutor(1) as after:
+        futures = [[pool.submit(work, task) for task in group] for group in groups]
+        staged: list[Future[S]] = []
+        try:
+            for i, group_futures in enumerate(futures):
+                results = []
+                for future in group_futures:
+                    results.append(future.result())
+                    report()
+                staged.append(after.submit(finish, i, results))
+            return [future.result() for future in staged]
         except BaseException:
-            for future in futures:  # nothing more is started; running tasks finish
-                future.cancel()
+            for group_futures in futures:  # nothing more is started; running tasks finish
+                for future in group_futures:
+                    future.cancel()
+            for later in staged:
+                later.cancel()
             raise
-        return results
