@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.spatial import cKDTree
 
 import metricalc as mc
 from metricalc.keypoints.geometry import ground_truth, inside, nearest, project
@@ -86,6 +87,35 @@ def test_inside_and_nearest_helpers():
     index, distance = nearest([[0.0, 0.0], [np.nan, 1.0]], [[3.0, 4.0], [0.0, 6.0]])
     assert index.tolist() == [0, -1]
     assert distance[0] == 5.0 and np.isnan(distance[1])
+
+
+def _nearest_by_brute_force(points, candidates):
+    """The rule of PROTOCOLS.md section 2 the slow, obvious way: the exact (``np.hypot``)
+    distance to every candidate, the first minimum (the lowest index) of each row."""
+    exact = np.hypot(*(candidates[None, :, :] - points[:, None, :]).transpose(2, 0, 1))
+    return np.argmin(exact, axis=1), exact.min(axis=1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nearest_breaks_ties_as_the_brute_force_rule(seed):
+    """Keypoints on a coarse grid with repeated positions (as SIFT reports one location with
+    several orientations): many queries have two or more candidates equally far, and the ball
+    search of the tie-break gives the brute force's lowest index every time."""
+    rng = np.random.default_rng(seed)
+    candidates = rng.integers(0, 12, size=(300, 2)).astype(np.float64)
+    candidates = np.concatenate([candidates, candidates[rng.integers(0, 300, 60)]])  # duplicates
+    points = np.concatenate(
+        [
+            rng.integers(0, 12, size=(200, 2)) + rng.choice([0.0, 0.5], size=(200, 2)),
+            rng.uniform(-3, 15, size=(200, 2)),
+        ]
+    )
+    index, distance = nearest(points, candidates)
+    expected_index, expected_distance = _nearest_by_brute_force(points, candidates)
+    _, where = cKDTree(candidates).query(points, k=2)
+    assert (index != where[:, 0]).sum() > 0  # the k-d tree alone picks another index somewhere
+    assert index.tolist() == expected_index.tolist()
+    assert distance.tolist() == expected_distance.tolist()
 
 
 def test_bad_homography_is_refused():

@@ -51,6 +51,10 @@ from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import ground_truth, inside
 from metricalc.keypoints.matching import prepare_candidates, prepare_queries, squared_distances
 
+KEPT_DISTANCE_ELEMENTS = 1 << 25
+"""A scene's distance matrix up to this many elements (128 MiB of float32) is computed once and
+kept for the second pass of :func:`scene_tasks`; a larger one is computed again, chunk by chunk."""
+
 SCENE_RESULTS = (
     "verification_ap",
     "retrieval_ap",
@@ -217,9 +221,12 @@ def scene_tasks(
     ``relevant`` may pass the ground truth of each pair (1, k) already computed by the pair
     evaluation: the relevant index among image k's border-filtered keypoints, -1 for none.
     Labels stay sparse (one column index per reference and image) and distances are computed per
-    chunk of references, so memory is bounded by the chunk, not the scene: a first pass takes the
-    per-keypoint APs (rank statistics, no sort) and the pooled list's positive distances, a second
-    pass counts the pooled negatives below / equal to each distinct positive distance.
+    chunk of references: a first pass takes the per-keypoint APs (rank statistics, no sort) and
+    the pooled list's positive distances, a second pass counts the pooled negatives below / equal
+    to each distinct positive distance. The second pass reuses the first pass's products when
+    the scene has at most :data:`KEPT_DISTANCE_ELEMENTS` (reference, candidate) pairs (2,000
+    references x 10,200 candidates are 20.4 M), else computes them again, so memory stays
+    bounded by the chunk on larger scenes.
     """
     if y0 not in Y0_POLICIES:
         raise InvalidInputError(f"y0 must be one of {Y0_POLICIES}; got {y0!r}")
@@ -250,9 +257,12 @@ def scene_tasks(
     chunks = list(kernels.row_chunks(n_ref, n_hard + n_distractor))
     hard = slice(0, n_hard)  # columns of images 2..6; the distractors follow
     # pass 1: per-keypoint APs, and the positives' distances exactly as the product gives them
-    verification, retrieval, positive_values = [], [], []
+    keep = n_ref * (n_hard + n_distractor) <= KEPT_DISTANCE_ELEMENTS
+    verification, retrieval, positive_values, kept = [], [], [], []
     for rows in chunks:
         distance, s = squared_distances(queries[rows], prepared), slot[rows]
+        if keep:
+            kept.append(distance)
         verified = (s >= 0).any(axis=1)
         if verified.any():
             d, v = distance[verified], s[verified]
@@ -266,11 +276,13 @@ def scene_tasks(
     distinct = np.unique(positives)
     # binary descriptors: squared distances of unpacked bits are Hamming distances, exact
     bits = 8 * ref_desc.shape[1] if ref_desc.dtype == np.uint8 else None
-    # pass 2 (the same products again): the pooled negatives below / equal to each distinct
-    # positive distance, hard negatives and distractors apart (y0="ignore" drops the former)
+    # pass 2 (the products of pass 1, kept or computed again): the pooled negatives below /
+    # equal to each distinct positive distance, hard negatives and distractors apart
+    # (y0="ignore" drops the former)
     counts = np.zeros((4, distinct.size), dtype=np.int64)
-    for rows in chunks:
-        distance, s = squared_distances(queries[rows], prepared), slot[rows]
+    for i, rows in enumerate(chunks):
+        distance = kept[i] if keep else squared_distances(queries[rows], prepared)
+        s = slot[rows]
         r, t = np.nonzero(s >= 0)
         distance[r, s[r, t]] = np.inf  # every pair but the positives remains
         counts[:2] += _below_and_equal(distance[:, hard], distinct, bits)

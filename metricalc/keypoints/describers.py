@@ -19,7 +19,7 @@ is tracked by ``class_id`` = input index for the describers that do not read ``c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import cv2
@@ -169,13 +169,22 @@ class ImageDescriber:
         ``get(name)`` -> the OpenCV object ``name`` (:meth:`Toolkit.get`).
     gray : ndarray
         The uint8 gray image.
+    methods : collection of str
+        The methods that will be asked for, when known: with ``dspsift`` among them, the SIFT
+        rows at sizes x 1, 1.5 and 2 come from one ``compute`` call (one Gaussian pyramid
+        instead of two; every row is the same as from separate calls, since the pyramid
+        starts at octave -1 either way, see :func:`_compute_sift`).
     """
 
-    def __init__(self, get: Callable[[str], Any], gray: np.ndarray) -> None:
+    def __init__(
+        self, get: Callable[[str], Any], gray: np.ndarray, methods: Collection[str] = ()
+    ) -> None:
         self.get = get
         self.gray = gray
         self.shape = (int(gray.shape[0]), int(gray.shape[1]))
+        self._pool_sizes = "dspsift" in methods
         self._sift: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # by detector
+        self._larger: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # DSP-SIFT's, by detector
 
     def describe(
         self, method: str, keypoints: list[cv2.KeyPoint], detector: str
@@ -199,6 +208,14 @@ class ImageDescriber:
             return self._raw_patch(keypoints)
         return self._brief(keypoints)
 
+    def _larger_copies(self, keypoints: list[cv2.KeyPoint], start: int) -> list[cv2.KeyPoint]:
+        """DSP-SIFT's copies at sizes x 1.5 and 2, ``class_id`` = ``start`` + index in the
+        concatenated list (scale s, keypoint i -> start + (s - 1) * n + i)."""
+        larger = [c for f in DSP_SCALES[1:] for c in scaled_copies(keypoints, f, self.shape)]
+        for j, k in enumerate(larger):
+            k.class_id = start + j
+        return larger
+
     def _sift_rows(
         self, keypoints: list[cv2.KeyPoint], detector: str
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -206,20 +223,28 @@ class ImageDescriber:
         if detector not in self._sift:
             level = None if detector == "sift" else (lambda k: sift_octave(k.size, self.shape))
             tagged = _tagged(keypoints, level)
-            self._sift[detector] = _compute_sift(self.get("sift"), self.gray, tagged)
+            n = len(tagged)
+            larger = self._larger_copies(keypoints, n) if self._pool_sizes else []
+            index, rows = _compute_sift(self.get("sift"), self.gray, [*tagged, *larger])
+            first = index < n
+            self._sift[detector] = (index[first], rows[first])
+            if larger:
+                self._larger[detector] = (index[~first] - n, rows[~first])
         return self._sift[detector]
 
     def _dspsift(
         self, keypoints: list[cv2.KeyPoint], detector: str
     ) -> tuple[np.ndarray, np.ndarray]:
-        """DSP-SIFT: SIFT at sizes x 1 (the SIFT rows), 1.5 and 2 in one compute call, pooled."""
+        """DSP-SIFT: SIFT at sizes x 1 (the SIFT rows), 1.5 and 2, pooled."""
         index, first = self._sift_rows(keypoints, detector)
         n = len(keypoints)
-        larger = [c for f in DSP_SCALES[1:] for c in scaled_copies(keypoints, f, self.shape)]
-        for j, k in enumerate(larger):
-            k.class_id = j  # index in the concatenated list: scale s, keypoint i -> s * n + i
-        more_index, more = _compute_sift(self.get("sift"), self.gray, larger)
-        if len(more_index) != len(larger) or len(index) != n:
+        if detector in self._larger:
+            more_index, more = self._larger[detector]
+        else:
+            more_index, more = _compute_sift(
+                self.get("sift"), self.gray, self._larger_copies(keypoints, 0)
+            )
+        if len(more_index) != (len(DSP_SCALES) - 1) * n or len(index) != n:
             raise MetricalcError("OpenCV SIFT dropped keypoints; DSP-SIFT needs every scale")
         per_scale = [first, *np.split(more, len(DSP_SCALES) - 1)]
         return index, pool_domain_sizes(per_scale)

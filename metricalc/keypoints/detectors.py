@@ -204,7 +204,7 @@ def describe_image(
     must be the kept keypoints of the locked detector (:func:`check_own_keypoints`; ``where``,
     e.g. ``"scene 'v_camera' image 3"``, names the image in the error).
     """
-    describer = ImageDescriber(tools.get, gray)
+    describer = ImageDescriber(tools.get, gray, names)
     result: dict[str, Features] = {}
     if locked is None:
         detected: dict[str, list[cv2.KeyPoint]] = {}

@@ -9,6 +9,7 @@ A descriptor whose evaluation fails is kept as an error record with its message.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.keypoints.bojanic import SCENE_RESULTS, distractors, scene_tasks
 from metricalc.keypoints.image_retrieval import descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
+from metricalc.keypoints.parallel import run_staged
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.progress import progress_bar
 from metricalc.validation import TIE_POLICIES, check_choice, is_real
@@ -46,8 +48,8 @@ def cube_from_pairs(
     """
     columns: dict[str, list[np.ndarray]] = {k: [] for k in (*PAIR_FIELDS, "scene", "pair")}
     for scene, pair, result in pairs:
-        for field in PAIR_FIELDS:
-            columns[field].append(result[field])
+        for key in PAIR_FIELDS:
+            columns[key].append(result[key])
         n = len(result["x"])
         columns["scene"].append(np.full(n, scene, dtype=object))
         columns["pair"].append(np.full(n, pair, dtype=object))
@@ -66,80 +68,143 @@ def cube_from_pairs(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    """One unit of the evaluation: a descriptor on one scene, or its image retrieval."""
+
+    name: str
+    scene: int  # index into the sequences; -1: the descriptor's image retrieval
+
+
+@dataclasses.dataclass
+class _Outcome:
+    """What one task produced (or the error it raised) and how long it took."""
+
+    pairs: list[tuple[str, str, dict[str, np.ndarray]]] = dataclasses.field(default_factory=list)
+    scene: dict[str, float] = dataclasses.field(default_factory=dict)
+    retrieval: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def _scene_outcome(
+    name: str,
+    sequence: Any,
+    sequences: Sequence[Any],
+    features: Mapping[str, Mapping[int, Any]],
+    *,
+    attrs: Mapping[str, Any],
+    bojanic: bool,
+) -> _Outcome:
+    """The five image pairs of one scene and, with ``bojanic``, its verification / retrieval."""
+    tau, border, policy = attrs["tau_px"], attrs["border_px"], attrs["tie_policy"]
+    scene = features.get(sequence.name)
+    if scene is None:
+        raise InvalidInputError(f"descriptor {name!r} has no features for scene {sequence.name!r}")
+    outcome = _Outcome()
+    relevant = {}
+    for k in range(2, 7):
+        result = evaluate_pair(
+            scene[1],
+            scene[k],
+            sequence.homography(k),
+            sequence.shape(1),
+            sequence.shape(k),
+            tau=tau,
+            border=border,
+            tie_policy=policy,
+        )
+        outcome.pairs.append((sequence.name, f"1-{k}", result))
+        relevant[k] = result["relevant"]
+    if bojanic:
+        pool = distractors(
+            sequence.name,
+            sequences,
+            features,
+            border=border,
+            n_scenes=attrs["n_distractor_scenes"],
+            n_keypoints=attrs["n_distractors"],
+            seed=attrs["seed"],
+        )
+        outcome.scene = scene_tasks(
+            sequence,
+            scene,
+            pool,
+            tau=tau,
+            border=border,
+            tie_policy=policy,
+            y0=attrs["y0_policy"],
+            relevant=relevant,
+        )
+    return outcome
+
+
+def _run_task(
+    task: _Task,
+    sequences: Sequence[Any],
+    features: Mapping[str, Mapping[str, Mapping[int, Any]]],
+    *,
+    attrs: Mapping[str, Any],
+    bojanic: bool,
+) -> _Outcome:
+    """One task, its error kept as a message (the descriptor becomes an error record)."""
+    started = time.perf_counter()
+    try:
+        if task.scene < 0:
+            outcome = _Outcome(
+                retrieval=descriptor_image_retrieval(
+                    sequences, features[task.name], border=attrs["border_px"]
+                )
+            )
+        else:
+            outcome = _scene_outcome(
+                task.name,
+                sequences[task.scene],
+                sequences,
+                features[task.name],
+                attrs=attrs,
+                bojanic=bojanic,
+            )
+    except Exception as error:  # kept as an error record, never dropped
+        outcome = _Outcome(error=f"{type(error).__name__}: {error}")
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
 def _descriptor_cube(
     name: str,
     sequences: Sequence[Any],
-    features: Mapping[str, Mapping[int, Any]],
+    outcomes: Sequence[_Outcome],
     *,
     keypoint_set: str,
     attrs: Mapping[str, Any],
     bojanic: bool,
-    image_retrieval: bool,
-    advance: Any,
 ) -> xr.Dataset:
-    """The QueryCube of one descriptor (queries of every pair of every scene)."""
-    started = time.perf_counter()
-    tau, border, policy = attrs["tau_px"], attrs["border_px"], attrs["tie_policy"]
-    pairs: list[tuple[str, str, dict[str, np.ndarray]]] = []
-    scene_results: dict[str, list[float]] = {key: [] for key in SCENE_RESULTS}
-    for sequence in sequences:
-        scene = features.get(sequence.name)
-        if scene is None:
-            raise InvalidInputError(
-                f"descriptor {name!r} has no features for scene {sequence.name!r}"
-            )
-        relevant = {}
-        for k in range(2, 7):
-            result = evaluate_pair(
-                scene[1],
-                scene[k],
-                sequence.homography(k),
-                sequence.shape(1),
-                sequence.shape(k),
-                tau=tau,
-                border=border,
-                tie_policy=policy,
-            )
-            pairs.append((sequence.name, f"1-{k}", result))
-            relevant[k] = result["relevant"]
-            advance()
-        if bojanic:
-            pool = distractors(
-                sequence.name,
-                sequences,
-                features,
-                border=border,
-                n_scenes=attrs["n_distractor_scenes"],
-                n_keypoints=attrs["n_distractors"],
-                seed=attrs["seed"],
-            )
-            values = scene_tasks(
-                sequence,
-                scene,
-                pool,
-                tau=tau,
-                border=border,
-                tie_policy=policy,
-                y0=attrs["y0_policy"],
-                relevant=relevant,
-            )
-            for key in SCENE_RESULTS:
-                scene_results[key].append(values[key])
+    """The QueryCube of one descriptor from its tasks' outcomes, in scene order (then its image
+    retrieval), or its error record when one of them failed (the first in that order)."""
+    for outcome in outcomes:
+        if outcome.error is not None:
+            return cubes.error_record(name, outcome.error, attrs=attrs)
     per_sequence: dict[str, np.ndarray] = {}
     if bojanic:
-        per_sequence = {k: np.asarray(v)[None, :] for k, v in scene_results.items()}
-    if image_retrieval:
-        retrieval = descriptor_image_retrieval(sequences, features, border=border)
-        per_sequence.update({k: v[None, :] for k, v in retrieval.items()})
-    return cube_from_pairs(
-        name,
-        pairs,
-        keypoint_set=keypoint_set,
-        attrs=attrs,
-        processing_time_ms=(time.perf_counter() - started) * 1e3,
-        per_sequence=per_sequence or None,
-        sequences=[s.name for s in sequences] if per_sequence else None,
-    )
+        per_sequence = {
+            key: np.asarray([o.scene[key] for o in outcomes[: len(sequences)]])[None, :]
+            for key in SCENE_RESULTS
+        }
+    for outcome in outcomes[len(sequences) :]:  # the image retrieval, when run
+        per_sequence.update({k: v[None, :] for k, v in outcome.retrieval.items()})
+    try:
+        return cube_from_pairs(
+            name,
+            [pair for outcome in outcomes for pair in outcome.pairs],
+            keypoint_set=keypoint_set,
+            attrs=attrs,
+            processing_time_ms=sum(o.seconds for o in outcomes) * 1e3,
+            per_sequence=per_sequence or None,
+            sequences=[s.name for s in sequences] if per_sequence else None,
+        )
+    except Exception as error:  # kept as an error record, never dropped
+        return cubes.error_record(name, f"{type(error).__name__}: {error}", attrs=attrs)
 
 
 def check_protocol(*, tau: float, border: float) -> None:
@@ -257,25 +322,22 @@ def evaluate(
         "seed": int(seed),
         **({"dataset_path": dataset_path} if dataset_path else {}),
     }
-    parts = []
-    total = len(features) * len(sequences) * 5
-    with progress_bar("evaluating image pairs", total=total, enabled=progress) as advance:
-        for name, per_scene in features.items():
-            try:
-                parts.append(
-                    _descriptor_cube(
-                        name,
-                        sequences,
-                        per_scene,
-                        keypoint_set=locked or name,
-                        attrs=attrs,
-                        bojanic=bojanic,
-                        image_retrieval=image_retrieval,
-                        advance=advance,
-                    )
-                )
-            except Exception as error:  # kept as an error record, never dropped
-                parts.append(
-                    cubes.error_record(name, f"{type(error).__name__}: {error}", attrs=attrs)
-                )
+    per_descriptor = (*range(len(sequences)), *((-1,) if image_retrieval else ()))
+    groups = [[_Task(name, index) for index in per_descriptor] for name in features]
+    names = list(features)
+    total = len(names) * len(per_descriptor)
+    with progress_bar("evaluating scenes", total=total, enabled=progress) as advance:
+        parts = run_staged(
+            lambda task: _run_task(task, sequences, features, attrs=attrs, bojanic=bojanic),
+            groups,
+            lambda i, outcomes: _descriptor_cube(
+                names[i],
+                sequences,
+                outcomes,
+                keypoint_set=locked or names[i],
+                attrs=attrs,
+                bojanic=bojanic,
+            ),
+            done=advance,
+        )
     return cubes.combine(parts)

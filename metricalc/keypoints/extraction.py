@@ -9,6 +9,7 @@ The checks of their arguments are here; the detectors and descriptors in
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from metricalc.keypoints.detectors import (
     select,
 )
 from metricalc.keypoints.featureset import IMAGES, Features, FeatureSet, SequenceLike
+from metricalc.keypoints.parallel import run_parallel
 from metricalc.progress import progress_bar
 from metricalc.validation import is_integer, is_real
 
@@ -217,26 +219,31 @@ def extract(
         )
         return {**builtin, **{n: {s.name: dict(own[n][s.name]) for s in scenes} for n in own}}
 
-    tools = Toolkit(limit)
     every = (*names, *own)
+    tools = threading.local()  # OpenCV's detector objects: one set per thread
+
+    def describe(task: tuple[SequenceLike, int]) -> dict[str, Features]:
+        sequence, k = task
+        if not hasattr(tools, "kit"):
+            tools.kit = Toolkit(limit)
+        return describe_image(
+            tools.kit,
+            _check_gray(sequence, k, border),
+            names,
+            locked,
+            border,
+            limit,
+            own={name: own[name][sequence.name][k] for name in own},
+            where=f"scene {sequence.name!r} image {k}",
+        )
+
+    tasks = [(sequence, k) for sequence in scenes for k in IMAGES]
+    with progress_bar("features", total=len(tasks), enabled=progress) as advance:
+        described = run_parallel(describe, tasks, done=advance)
     result: FeatureSet = {name: {s.name: {} for s in scenes} for name in every}
-    total = len(every) * len(scenes) * len(IMAGES)
-    with progress_bar("features", total=total, enabled=progress) as advance:
-        for sequence in scenes:
-            for k in IMAGES:
-                described = describe_image(
-                    tools,
-                    _check_gray(sequence, k, border),
-                    names,
-                    locked,
-                    border,
-                    limit,
-                    own={name: own[name][sequence.name][k] for name in own},
-                    where=f"scene {sequence.name!r} image {k}",
-                )
-                for name, features in described.items():
-                    result[name][sequence.name][k] = features
-                    advance()
+    for (sequence, k), image in zip(tasks, described, strict=True):
+        for name, features in image.items():
+            result[name][sequence.name][k] = features
     return result
 
 

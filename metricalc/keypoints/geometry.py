@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from metricalc.core.kernels import rows_per_chunk
 from metricalc.errors import InvalidInputError
 
 W_EPSILON = 1e-12
@@ -119,17 +118,45 @@ def nearest(points: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.
     ok = np.isfinite(pts).all(axis=1)
     if len(cand) == 0 or not ok.any():
         return index, distance
-    found, where = cKDTree(cand).query(pts[ok], k=2)
+    tree = cKDTree(cand)
+    found, where = tree.query(pts[ok], k=2)
     found, where = found.reshape(-1, 2), where.reshape(-1, 2)
     best = where[:, 0].copy()
     tied = np.flatnonzero(found[:, 0] == found[:, 1])  # exact ties: decided by brute force
-    for start in range(0, tied.size, rows_per_chunk(len(cand))):
-        rows = tied[start : start + rows_per_chunk(len(cand))]
-        exact = np.hypot(*(cand[None, :, :] - pts[ok][rows][:, None, :]).transpose(2, 0, 1))
-        best[rows] = np.argmin(exact, axis=1)  # first minimum: the lowest index
+    if tied.size:
+        best[tied] = _lowest_nearest(tree, cand, pts[ok][tied], found[tied, 0])
     index[ok] = best
     distance[ok] = np.hypot(*(cand[best] - pts[ok]).T)
     return index, distance
+
+
+TIE_RADIUS = 1e-9
+"""Relative slack of the ball that collects the candidates of a tied nearest distance."""
+
+
+def _lowest_nearest(
+    tree: cKDTree, candidates: np.ndarray, points: np.ndarray, radius: np.ndarray
+) -> np.ndarray:
+    """For points whose two nearest candidates are equally far (``radius``, the k-d tree's
+    distance): the index of the candidate at the least exact distance (``np.hypot``), lowest
+    on ties, among every candidate.
+
+    Only the candidates in a ball slightly larger than ``radius`` around each point can be at
+    the least distance, so the exact distances of those alone decide: the same index as an
+    ``argmin`` over all candidates, without computing them all.
+    """
+    balls = tree.query_ball_point(points, radius * (1 + TIE_RADIUS) + TIE_RADIUS)
+    sizes = np.fromiter((len(ball) for ball in balls), dtype=np.int64, count=len(balls))
+    members = np.fromiter(
+        (j for ball in balls for j in sorted(ball)), dtype=np.int64, count=int(sizes.sum())
+    )
+    owner = np.repeat(np.arange(len(points)), sizes)
+    exact = np.hypot(*(candidates[members] - points[owner]).T)
+    # per point: the least exact distance first, then the lowest index (members are sorted)
+    order = np.lexsort((members, exact, owner))
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    lowest: np.ndarray = members[order[first]]
+    return lowest
 
 
 def ground_truth(

@@ -68,6 +68,35 @@ def squared_distances(queries: np.ndarray, candidates: np.ndarray) -> np.ndarray
     return distances
 
 
+EXACT_FLOAT32 = 1 << 24
+"""Whole numbers up to 2**24 are exact in float32."""
+
+
+def exact_products(descriptors: np.ndarray) -> bool:
+    r"""Whether :func:`squared_distances` of these descriptors is exact, whatever the order in
+    which BLAS sums the products (which depends on its number of threads and the shapes).
+
+    True for packed bits (uint8) and for whole-number rows (OpenCV's SIFT) whose largest squared
+    norm :math:`m` satisfies :math:`4m < 2^{24}`: every term of the augmented product is then a
+    whole number, and every partial sum is at most
+    :math:`|a|^2 + |b|^2 + \sum_i |2 a_i b_i| \le 2(|a|^2 + |b|^2) \le 4m` in magnitude, so no
+    sum is ever rounded.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> exact_products(np.array([[3.0, 4.0]], np.float32)), exact_products(np.array([[0.5]]))
+    (True, False)
+    """
+    if descriptors.dtype == np.uint8:
+        return bool(4 * 8 * descriptors.shape[-1] < EXACT_FLOAT32)
+    values = np.asarray(descriptors, dtype=np.float64)
+    if not np.isfinite(values).all() or not (values == np.rint(values)).all():
+        return False
+    largest = float(np.einsum("ij,ij->i", values, values).max(initial=0.0))
+    return 4 * largest < EXACT_FLOAT32
+
+
 def _distance(squared: np.ndarray, binary: bool) -> np.ndarray:
     squared = np.maximum(squared, 0.0).astype(np.float64)
     return squared if binary else np.sqrt(squared)

@@ -53,6 +53,8 @@ __all__ = [
     "cached_evaluation",
     "evaluate_sequences",
     "evaluation_inputs",
+    "extract_features",
+    "holds_key",
     "keypoint_mode",
 ]
 
@@ -114,6 +116,43 @@ class EvaluationSettings:
         return self.keypoints.partition(":")[2] or None
 
 
+def extract_features(
+    sequences: Sequence[SequenceLike],
+    settings: EvaluationSettings,
+    *,
+    progress: bool = False,
+    own: FeatureSet | None = None,
+) -> FeatureSet:
+    """The features :func:`evaluate_sequences` evaluates: the built-in methods of ``settings``
+    (:func:`metricalc.keypoints.features.extract`, native or locked), with your own ``own``;
+    with ``keypoints="external"`` your own features only.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> import cv2
+    >>> from skimage import data
+    >>> gray = cv2.resize(data.camera(), (256, 256))
+    >>> scene = SimpleNamespace(name="i_camera", gray=lambda k: gray, shape=lambda k: gray.shape)
+    >>> features = extract_features([scene], EvaluationSettings(("sift",), max_keypoints=50))
+    >>> list(features), sorted(features["sift"]["i_camera"])
+    (['sift'], [1, 2, 3, 4, 5, 6])
+    """
+    if settings.keypoints == "external":
+        if not own:
+            raise InvalidInputError("keypoints='external' evaluates your own features: pass own")
+        return dict(own)
+    return extract(
+        sequences,
+        settings.descriptors,
+        locked=settings.locked,
+        max_keypoints=settings.max_keypoints,
+        border=settings.border,
+        progress=progress,
+        own=own,
+    )
+
+
 def evaluate_sequences(
     sequences: Sequence[SequenceLike],
     settings: EvaluationSettings,
@@ -122,6 +161,7 @@ def evaluate_sequences(
     dataset: str | None = None,
     dataset_path: str = "",
     own: FeatureSet | None = None,
+    features: FeatureSet | None = None,
 ) -> xr.Dataset:
     """Extract the features of ``settings`` and evaluate them into one QueryCube.
 
@@ -136,26 +176,18 @@ def evaluate_sequences(
     own : mapping descriptor -> scene -> image -> Features, optional
         Your own descriptors, evaluated next to the built-in ones (``extract(own=...)``); with
         ``keypoints="external"`` they are all that is evaluated.
+    features : mapping descriptor -> scene -> image -> Features, optional
+        The features of :func:`extract_features` with these ``settings`` (and ``own``), when
+        the caller extracted them already (e.g. while it did other work): evaluated as given,
+        nothing extracted.
 
     Returns
     -------
     xarray.Dataset
         The QueryCube of :func:`metricalc.keypoints.evaluate`.
     """
-    if settings.keypoints == "external":
-        if not own:
-            raise InvalidInputError("keypoints='external' evaluates your own features: pass own")
-        features: FeatureSet = dict(own)
-    else:
-        features = extract(
-            sequences,
-            settings.descriptors,
-            locked=settings.locked,
-            max_keypoints=settings.max_keypoints,
-            border=settings.border,
-            progress=progress,
-            own=own,
-        )
+    if features is None:
+        features = extract_features(sequences, settings, progress=progress, own=own)
     return evaluate(
         sequences,
         features,
@@ -224,14 +256,23 @@ def evaluation_inputs(
     return inputs
 
 
-def _holding(path: Path, key: str) -> xr.Dataset | None:
-    """The cube in ``path`` if it is one and holds ``key`` (checked on the attrs first)."""
-    if not path.is_file():
-        return None
+def holds_key(path: str | Path, key: str) -> bool:
+    """Whether the file ``path`` records the cache key ``key`` (its attrs only are read; the
+    cube itself is checked when :func:`cached_cube` reads it)."""
+    if not Path(path).is_file():
+        return False
     try:
         with xr.open_dataset(path, engine="h5netcdf") as lazy:  # attrs only, nothing read
-            if lazy.attrs.get("cache_key") != key:
-                return None
+            return bool(lazy.attrs.get("cache_key") == key)
+    except (OSError, ValueError):
+        return False
+
+
+def _holding(path: Path, key: str) -> xr.Dataset | None:
+    """The cube in ``path`` if it is one and holds ``key`` (checked on the attrs first)."""
+    if not holds_key(path, key):
+        return None
+    try:
         return cubes.open_cube(path)
     except (InvalidInputError, OSError, ValueError):
         return None
@@ -270,6 +311,7 @@ def cached_evaluation(
     dataset_path: str = "",
     elsewhere: Iterable[Path] = (),
     progress: bool = False,
+    features: Callable[[], FeatureSet] | None = None,
 ) -> tuple[xr.Dataset, bool]:
     """:func:`evaluate_sequences`, or the cube of the same inputs kept by an earlier run.
 
@@ -284,6 +326,10 @@ def cached_evaluation(
         The fingerprint of ``sequences`` (computed once here by default), in the key and the cube.
     elsewhere : iterable of path
         Other files to read the cube from when they hold its key (:func:`cached_cube`).
+    features : callable, optional
+        Called only when the cube is evaluated: the features of ``settings``
+        (:func:`extract_features`), e.g. the result of an extraction that ran in the
+        background; by default they are extracted here.
 
     Returns
     -------
@@ -295,7 +341,12 @@ def cached_evaluation(
 
     def compute() -> xr.Dataset:
         return evaluate_sequences(
-            sequences, settings, dataset=dataset, dataset_path=dataset_path, progress=progress
+            sequences,
+            settings,
+            dataset=dataset,
+            dataset_path=dataset_path,
+            progress=progress,
+            features=None if features is None else features(),
         )
 
     target = path(key) if callable(path) else path
