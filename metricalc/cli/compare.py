@@ -71,8 +71,8 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--interval",
         choices=INTERVALS,
         default="auto",
-        help="CI of the mean difference: bca (bootstrap), t (Student t: no resampling) or auto "
-        "(default: bca up to 100,000 paired units, t above)",
+        help="CI of the mean difference: bca (bootstrap), t (Student t: no resampling) or auto, "
+        "bca up to 100,000 paired units and t above (default: auto)",
     )
     cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
     add_dask_options(cmp)
