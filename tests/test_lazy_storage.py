@@ -281,3 +281,20 @@ def test_the_one_pass_sums_equal_the_grouped_sums(tmp_path):
             np.testing.assert_allclose(
                 hits.sel(k=kk).values, np.where(b >= 0, share, 0).sum(axis=1), rtol=1e-12
             )
+
+
+@UNALIGNED
+def test_the_one_pass_without_queries_with_a_failed_descriptor_and_zero_division(tmp_path):
+    cube = random_cube(500, 1)
+    qc.save(cube, tmp_path / "c.nc")
+    status = ("descriptor", np.array(["ok", "error", "ok"]))
+    with qc.open_cube(tmp_path / "c.nc", chunks={"query": 100}) as lazy:
+        for part in (slice(0, 0), slice(0, 1)):  # no query; one query, no scene with R = 1
+            expected = metric_set(cube.isel(query=part))
+            assert_same_metrics(expected, metric_set(lazy.isel(query=part)).compute())
+        failed = metric_set(lazy.assign(status=status)).compute()
+        assert_same_metrics(metric_set(cube.assign(status=status)), failed)
+        assert int(failed["total_queries_processed"].sel(descriptor="b")) == 0
+        eager = metric_set(cube.isel(query=slice(0, 1)), zero_division=0)
+        found = metric_set(lazy.isel(query=slice(0, 1)), zero_division=0).compute()
+        assert_same_metrics(eager, found)

@@ -131,7 +131,7 @@ def _grouped(totals: np.ndarray, scene_of_unit: np.ndarray, scenes: int) -> np.n
     units = scene_of_unit.size
     ap = totals[:, :units]
     end = units * (1 + _KINDS)
-    classes = totals[:, units:end].reshape(-1, units, *_CLASSES[::-1])
+    classes = totals[:, units:end].reshape(totals.shape[0], units, *_CLASSES[::-1])
     candidates, rest = totals[:, end : end + units], totals[:, end + units :]
     present = classes[..., 1:].sum(axis=-1)  # R >= 0: (descriptor, unit, known, mutual, kind)
     pair_parts = [
@@ -175,6 +175,49 @@ def _aligned(cube: xr.Dataset, names: tuple[str, ...]) -> list[Any]:
     return list(da.core.unify_chunks(*(x for a in arrays for x in (a, "dq")))[1])  # type: ignore[no-untyped-call]
 
 
+def _totals(
+    cube: xr.Dataset, names: tuple[str, ...], cutoffs: np.ndarray, policy: str
+) -> tuple[Any, dict[str, slice], np.ndarray, np.ndarray]:
+    """The sums of :class:`QuerySums` as one dask array (descriptor x sums): one
+    :func:`_block_sums` task per chunk, a tree sum over the chunks, :func:`_grouped`; where
+    each sum sits (:func:`_layout`), the scenes and the image pairs."""
+    import dask.array as da
+
+    arrays = _aligned(cube, names)
+    unit, units = _codes(cube, PAIR_UNIT)
+    scene, scenes = _codes(cube, "scene")
+    scene_of_unit = np.zeros(units.size, np.intp)
+    scene_of_unit[unit] = scene  # an image pair lies in one scene
+    query_chunks = arrays[0].chunks[1]
+    width = units.size * (2 + _KINDS) + cutoffs.size + 1
+    partial = da.map_blocks(  # type: ignore[no-untyped-call]  # dask: no hints
+        _block_sums,
+        *arrays,
+        da.from_array(unit, chunks=(query_chunks,)),  # type: ignore[no-untyped-call]
+        names=names,
+        units=units.size,
+        cutoffs=cutoffs,
+        policy=policy,
+        new_axis=2,
+        chunks=(arrays[0].chunks[0], (1,) * len(query_chunks), (width,)),
+        dtype=np.float64,
+        meta=np.array((), np.float64),
+    )
+    layout = _layout(scenes.size, units.size, cutoffs.size)
+    totals = (
+        partial.sum(axis=1)
+        .rechunk({0: -1})
+        .map_blocks(
+            _grouped,
+            scene_of_unit=scene_of_unit,
+            scenes=scenes.size,
+            chunks=(partial.shape[0], layout["ranked"].stop),
+            dtype=np.float64,
+        )
+    )
+    return totals, layout, scenes, units
+
+
 def query_sums(cube: xr.Dataset, cutoffs: list[int], policy: str) -> QuerySums:
     """:class:`QuerySums` of a dask-backed cube prepared by
     :func:`~metricalc.metrics.reductions.prepare_cube` (its group codes in memory), at the
@@ -184,43 +227,8 @@ def query_sums(cube: xr.Dataset, cutoffs: list[int], policy: str) -> QuerySums:
     import dask.array as da
 
     names = _READ + (MATCH_VARS if all(n in cube.data_vars for n in MATCH_VARS) else ())
-    arrays = _aligned(cube, names)
-    unit, units = _codes(cube, PAIR_UNIT)
-    scene, scenes = _codes(cube, "scene")
-    scene_of_unit = np.zeros(units.size, np.intp)
-    scene_of_unit[unit] = scene  # an image pair lies in one scene
     ks = np.asarray(cutoffs, np.int64)
-    query_chunks = arrays[0].chunks[1]
-    partial = da.map_blocks(  # type: ignore[no-untyped-call]  # dask: no hints
-        _block_sums,
-        *arrays,
-        da.from_array(unit, chunks=(query_chunks,)),  # type: ignore[no-untyped-call]
-        names=names,
-        units=units.size,
-        cutoffs=ks,
-        policy=policy,
-        new_axis=2,
-        chunks=(
-            arrays[0].chunks[0],
-            (1,) * len(query_chunks),
-            (units.size * (2 + _KINDS) + ks.size + 1,),
-        ),
-        dtype=np.float64,
-        meta=np.array((), np.float64),
-    )
-    layout = _layout(scenes.size, units.size, ks.size)
-    width = layout["ranked"].stop
-    totals = (
-        partial.sum(axis=1)
-        .rechunk({0: -1})
-        .map_blocks(
-            _grouped,
-            scene_of_unit=scene_of_unit,
-            scenes=scenes.size,
-            chunks=(partial.shape[0], width),
-            dtype=np.float64,
-        )
-    )
+    totals, layout, scenes, units = _totals(cube, names, ks, policy)
     descriptors = {"descriptor": cube["descriptor"].values}
 
     def part(name: str, dim: str, labels: np.ndarray, count: bool) -> xr.DataArray:
@@ -240,9 +248,5 @@ def query_sums(cube: xr.Dataset, cutoffs: list[int], policy: str) -> QuerySums:
         candidates=pair["candidates"],
         known=pair["known"],
         hits=part("hits", "k", ks, False),
-        ranked=xr.DataArray(
-            da.rint(totals[:, layout["ranked"].start]).astype(np.int64),
-            dims="descriptor",
-            coords=descriptors,
-        ),
+        ranked=part("ranked", "_one", np.zeros(1), True).isel(_one=0, drop=True),
     )
