@@ -195,3 +195,106 @@ def test_cli_on_a_local_cluster_equals_eager(tmp_path, capsys):
         argv = ["metrics", str(tmp_path / "c.nc"), "--json", "--scheduler"]
         assert main([*argv, cluster.scheduler_address]) == 0
         assert_same_json(json.loads(capsys.readouterr().out), eager)
+
+
+def edge_cube(n: int, seed: int, policy: str = "expected") -> xr.Dataset:
+    """:func:`random_cube` with what the fused pass must classify right: ranks past the
+    largest cutoff and ties, unknown ``n_candidates`` (-1) of present queries, varied
+    ``n_candidates``."""
+    from metricalc.core.ranking import ap_from_rank_stats
+
+    cube = random_cube(n, seed, policy=policy)
+    rng = np.random.default_rng(seed + 100)
+    shape = cube["n_relevant"].shape
+    relevant = cube["n_relevant"].values
+    far = (relevant == 1) & (rng.random(shape) < 0.3)
+    better = np.where(far, rng.integers(0, 150, shape), cube["better"].values)
+    ties = np.where(better >= 0, rng.integers(0, 4, shape) * (rng.random(shape) < 0.3), -1)
+    r1 = relevant == 1
+    ranked = ap_from_rank_stats(np.where(r1, better, 0), np.where(r1, ties, 0), policy=policy)
+    ap = np.where(r1, ranked, cube["ap"].values)
+    candidates = np.where(rng.random(shape) < 0.1, -1, rng.integers(1, 500, shape))
+    return cube.assign(
+        ap=(cube["ap"].dims, ap),
+        better=(cube["better"].dims, better),
+        ties=(cube["ties"].dims, ties),
+        n_candidates=(cube["n_candidates"].dims, np.where(relevant >= 0, candidates, -1)),
+    )
+
+
+@UNALIGNED
+@pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic"])
+def test_the_one_pass_equals_eager_on_edge_cases(tmp_path, policy):
+    cube = edge_cube(2_500, 7, policy)
+    qc.save(cube, tmp_path / "c.nc")
+    with qc.open_cube(tmp_path / "c.nc", chunks={"query": 611}) as lazy:
+        result = metric_set(lazy, k=(1, 2, 7, 10, 200))
+        assert_same_metrics(metric_set(cube, k=(1, 2, 7, 10, 200)), result.compute())
+        unmatched = ["nn_mutual", "n_candidates"]  # a cube without them: counts -1
+        expected = metric_set(cube.drop_vars(unmatched))
+        assert_same_metrics(expected, metric_set(lazy.drop_vars(unmatched)).compute())
+        assert int(expected["total_matches"].sel(descriptor="a")) == -1
+
+
+@UNALIGNED
+def test_the_one_pass_sums_equal_the_grouped_sums(tmp_path):
+    """The fused pass against the eager grouped sums it replaces, quantity by quantity."""
+    from metricalc.metrics.fused import query_sums
+    from metricalc.metrics.reductions import PAIR_UNIT, group_sum, prepare_cube
+
+    cube = edge_cube(1_500, 3)
+    qc.save(cube, tmp_path / "c.nc")
+    eager, _ = prepare_cube(cube, ["n_relevant"], "test")
+    relevant, correct = eager["n_relevant"], eager["nn_correct"]
+    present = relevant >= 0
+    known = present & (eager["n_candidates"] >= 0)
+    r1 = relevant == 1
+    expected = {
+        "ap_sum": group_sum(eager["ap"].where(r1).fillna(0), "scene"),
+        "n1": group_sum(r1, "scene"),
+        "n0": group_sum(relevant == 0, "scene"),
+        "correct": group_sum(correct == 1, PAIR_UNIT),
+        "counted": group_sum(correct >= 0, PAIR_UNIT),
+        "matches": group_sum(present & (eager["nn_mutual"] == 1), PAIR_UNIT),
+        "candidates": group_sum(eager["n_candidates"].where(known, 0), PAIR_UNIT),
+        "known": group_sum(known, PAIR_UNIT),
+        "ranked": (r1 & (eager["better"] >= 0)).sum("query"),
+    }
+    with qc.open_cube(tmp_path / "c.nc", chunks={"query": 400}) as lazy:
+        prepared, _ = prepare_cube(lazy, ["n_relevant"], "test")
+        sums = query_sums(prepared, [1, 3], "expected")
+        for name, values in expected.items():
+            found = getattr(sums, name).compute()
+            assert found.dims == values.dims, name
+            for dim in values.dims:  # the same groups in the same order
+                assert found[dim].values.tolist() == values[dim].values.tolist(), name
+            if values.dtype.kind == "f":
+                np.testing.assert_allclose(found.values, values.values, rtol=1e-12, err_msg=name)
+            else:
+                assert found.dtype == np.int64, name
+                np.testing.assert_array_equal(found.values, values.values, err_msg=name)
+        hits = sums.hits.compute()
+        b = eager["better"].where(r1, -1).values
+        for kk in (1, 3):  # expected policy: a tied query hits with (k - b) / (t + 1), clipped
+            t = np.where(b >= 0, eager["ties"].values, 0)
+            share = np.clip((kk - b) / (t + 1), 0, 1)
+            np.testing.assert_allclose(
+                hits.sel(k=kk).values, np.where(b >= 0, share, 0).sum(axis=1), rtol=1e-12
+            )
+
+
+@UNALIGNED
+def test_the_one_pass_without_queries_with_a_failed_descriptor_and_zero_division(tmp_path):
+    cube = random_cube(500, 1)
+    qc.save(cube, tmp_path / "c.nc")
+    status = ("descriptor", np.array(["ok", "error", "ok"]))
+    with qc.open_cube(tmp_path / "c.nc", chunks={"query": 100}) as lazy:
+        for part in (slice(0, 0), slice(0, 1)):  # no query; one query, no scene with R = 1
+            expected = metric_set(cube.isel(query=part))
+            assert_same_metrics(expected, metric_set(lazy.isel(query=part)).compute())
+        failed = metric_set(lazy.assign(status=status)).compute()
+        assert_same_metrics(metric_set(cube.assign(status=status)), failed)
+        assert int(failed["total_queries_processed"].sel(descriptor="b")) == 0
+        eager = metric_set(cube.isel(query=slice(0, 1)), zero_division=0)
+        found = metric_set(lazy.isel(query=slice(0, 1)), zero_division=0).compute()
+        assert_same_metrics(eager, found)

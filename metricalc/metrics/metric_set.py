@@ -10,13 +10,23 @@ lists every formula.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.metrics.bojanic import BOJANIC_COUNTS, BOJANIC_METRICS, bojanic_means
-from metricalc.metrics.ranks import AT_K_METRICS, at_k_metrics, check_k, rank_histogram
+from metricalc.metrics.fused import MATCH_VARS, query_sums
+from metricalc.metrics.ranks import (
+    AT_K_METRICS,
+    HISTOGRAM_CUTOFFS,
+    at_k_from_sums,
+    at_k_metrics,
+    check_k,
+    rank_histogram,
+    rank_histogram_from_sums,
+)
 from metricalc.metrics.reductions import (
     PAIR_UNIT,
     QUERY_VARS,
@@ -30,7 +40,7 @@ from metricalc.metrics.reductions import (
     tie_policy,
 )
 from metricalc.metrics.retrieval import retrieval_means
-from metricalc.metrics.scenes import pair_precision, scene_maps, scene_sums
+from metricalc.metrics.scenes import pair_precision, precision_of_pairs, scene_maps, scene_sums
 from metricalc.validation import ZeroDivision, check_zero_division, fill_value, warn_undefined
 
 __all__ = ["MAP_METRICS", "WORKBENCH_COUNTS", "metric_set"]
@@ -64,12 +74,21 @@ def match_counts(cube: xr.Dataset) -> dict[str, xr.DataArray]:
     them): the matches of cross-checked brute-force matching, i.e. the queries whose nearest
     neighbour is mutual, and the keypoints of the pair's target image (``n_candidates``; -1 if
     that is unknown for a matched pair)."""
-    if any(name not in cube.data_vars for name in ("nn_mutual", "n_candidates")):
-        unknown = descriptor_constant(cube, -1).astype(np.int64)
-        return dict.fromkeys(WORKBENCH_COUNTS, unknown)
+    if any(name not in cube.data_vars for name in MATCH_VARS):
+        return _unknown_match_counts(cube)
     present = cube["n_relevant"] >= 0
     matches = group_sum(present & (cube["nn_mutual"] == 1), PAIR_UNIT)
-    keypoints = pair_keypoints(cube)
+    return _match_totals(matches, pair_keypoints(cube))
+
+
+def _unknown_match_counts(cube: xr.Dataset) -> dict[str, xr.DataArray]:
+    unknown = descriptor_constant(cube, -1).astype(np.int64)
+    return dict.fromkeys(WORKBENCH_COUNTS, unknown)
+
+
+def _match_totals(matches: xr.DataArray, keypoints: xr.DataArray) -> dict[str, xr.DataArray]:
+    """The totals of :func:`match_counts` from the matches and keypoints of every image pair
+    (over ``(descriptor, PAIR_UNIT)``)."""
     total_keypoints = keypoints.where(matches > 0, 0).sum(PAIR_UNIT, skipna=False)
     return {
         "total_matches": matches.sum(PAIR_UNIT),
@@ -243,17 +262,16 @@ def metric_set(
     policy_zero = check_zero_division(zero_division)
     cube, ok = prepare_cube(cube, (*QUERY_VARS, "nn_correct"), "metric_set")
     policy = tie_policy(cube)
-    r1 = cube["n_relevant"] == 1
-    metrics, n1, n0 = _map_metrics(cube, policy_zero)
-    better = cube["better"].where(r1, -1)
-    ties = cube["ties"].where(r1, -1)
-    metrics.update(at_k_metrics(better, ties, ks, policy))
-    counts = {"total_queries_processed": n1, "total_queries_excluded": n0, **match_counts(cube)}
+    lazy = cube["better"].chunks is not None
+    sums = _streamed(cube, ks, policy) if lazy else _in_memory(cube, ks, policy)
+    n1, n0 = (values.sum("scene") for values in sums.by_scene[1:])
+    metrics = _map_metrics(sums, cube, policy_zero)
+    metrics.update(sums.at_k)
+    counts = {"total_queries_processed": n1, "total_queries_excluded": n0, **sums.match_counts}
     metrics["r0_rate"] = ratio(n0, n1 + n0)
     metrics = _fill_empty_means(metrics, ok, policy_zero)
     metrics.update(bojanic_means(cube))
-    # queries brought with an AP only (better = -1) have no rank to put in a bin
-    metrics["rank_histogram"] = rank_histogram(better, ties, r1 & (better >= 0), policy)
+    metrics["rank_histogram"] = sums.rank_histogram
     out = _typed(metrics, counts, cube, ok)
     measures = retrieval_means(cube, ok)
     out.update(measures)
@@ -263,24 +281,67 @@ def metric_set(
     return result.drop_vars([c for c in result.coords if c not in ("descriptor", "rank_bin")])
 
 
+@dataclass(frozen=True)
+class _Sums:
+    """What the metric set derives from the queries: the per-scene AP sums and R = 1 / R = 0
+    counts (:func:`~metricalc.metrics.scenes.scene_sums`), the legacy precision of every image
+    pair, the match counts, the metrics at k and the rank histogram."""
+
+    by_scene: tuple[xr.DataArray, xr.DataArray, xr.DataArray]
+    by_pair: xr.DataArray
+    match_counts: dict[str, xr.DataArray]
+    at_k: dict[str, xr.DataArray]
+    rank_histogram: xr.DataArray
+
+
+def _in_memory(cube: xr.Dataset, ks: list[int], policy: str) -> _Sums:
+    """:class:`_Sums` of a cube in memory (grouped sums over its arrays)."""
+    r1 = cube["n_relevant"] == 1
+    better = cube["better"].where(r1, -1)
+    ties = cube["ties"].where(r1, -1)
+    return _Sums(
+        by_scene=scene_sums(cube),
+        by_pair=pair_precision(cube),
+        match_counts=match_counts(cube),
+        at_k=at_k_metrics(better, ties, ks, policy),
+        # queries brought with an AP only (better = -1) have no rank to put in a bin
+        rank_histogram=rank_histogram(better, ties, r1 & (better >= 0), policy),
+    )
+
+
+def _streamed(cube: xr.Dataset, ks: list[int], policy: str) -> _Sums:
+    """:class:`_Sums` of a dask-backed cube, from the sums of one pass over its chunks
+    (:func:`~metricalc.metrics.fused.query_sums`): the same formulas on the same sums."""
+    sums = query_sums(cube, sorted({*ks, *HISTOGRAM_CUTOFFS}), policy)
+    if sums.matches is None or sums.candidates is None or sums.known is None:
+        counts = _unknown_match_counts(cube)
+    else:
+        counts = _match_totals(sums.matches, ratio(sums.candidates, sums.known))
+    return _Sums(
+        by_scene=(sums.ap_sum, sums.n1, sums.n0),
+        by_pair=precision_of_pairs(sums.correct, sums.counted),
+        match_counts=counts,
+        at_k=at_k_from_sums(sums.hits, sums.ranked, ks),
+        rank_histogram=rank_histogram_from_sums(sums.hits, sums.ranked),
+    )
+
+
 def _map_metrics(
-    cube: xr.Dataset, zero_division: ZeroDivision
-) -> tuple[dict[str, xr.DataArray], xr.DataArray, xr.DataArray]:
-    """The metrics of :data:`MAP_METRICS` (in that order), and the R = 1 and R = 0 query
-    counts per descriptor."""
-    by_scene = scene_sums(cube)
-    ap_sum, n1, n0 = (values.sum("scene") for values in by_scene)
-    by_pair = pair_precision(cube)
+    sums: _Sums, cube: xr.Dataset, zero_division: ZeroDivision
+) -> dict[str, xr.DataArray]:
+    """The metrics of :data:`MAP_METRICS`, in that order."""
+    ap_sum, n1, n0 = (values.sum("scene") for values in sums.by_scene)
+    by_pair = sums.by_pair
     scene_precision = group_nanmean(by_pair, "_unit_scene")
     metrics: dict[str, xr.DataArray] = {
         "mean_precision": nanmean(by_pair, PAIR_UNIT),
         "legacy_macro_precision_by_scene": nanmean(scene_precision, "_unit_scene"),
         "true_map_micro": ratio(ap_sum, n1),
         "true_map_micro_including_zeros": ratio(ap_sum, n1 + n0),
-        **scene_maps(*by_scene),
+        **scene_maps(*sums.by_scene),
         "image_retrieval_map": image_retrieval_map(cube, zero_division),
     }
-    return {name: metrics[name] for name in MAP_METRICS}, n1, n0
+    return {name: metrics[name] for name in MAP_METRICS}
 
 
 def _typed(

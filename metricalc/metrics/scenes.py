@@ -28,6 +28,7 @@ __all__ = [
     "SCENE_METRICS",
     "SPLIT_LETTERS",
     "pair_precision",
+    "precision_of_pairs",
     "scene_maps",
     "scene_metrics",
     "scene_sums",
@@ -54,6 +55,12 @@ def pair_precision(cube: xr.Dataset) -> xr.DataArray:
     (over ``descriptor`` x ``_pair_unit``, with coordinate ``_unit_scene``)."""
     correct = group_sum(cube["nn_correct"] == 1, PAIR_UNIT)
     counted = group_sum(cube["nn_correct"] >= 0, PAIR_UNIT)
+    return precision_of_pairs(correct, counted)
+
+
+def precision_of_pairs(correct: xr.DataArray, counted: xr.DataArray) -> xr.DataArray:
+    """:func:`pair_precision` from the counts of every image pair (over ``descriptor`` x
+    ``_pair_unit``): its queries with ``nn_correct == 1`` and with ``nn_correct >= 0``."""
     result = ratio(correct, counted)
     return result.assign_coords(_unit_scene=(PAIR_UNIT, unit_scene(result[PAIR_UNIT].values)))
 
