@@ -303,7 +303,7 @@ def test_bootstrap_of_identical_descriptors_and_bad_input() -> None:
 # -------------------------------------------------------------------- the CLI end to end
 def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys) -> None:
     descriptors, other, tasks = synthetic
-    prefixes = []
+    prefixes, printed_mean = [], []
     for folder in (descriptors, other):
         prefix = tmp_path / "out" / folder.name
         argv = ["patches", "hpatches-eval", str(folder), "--tasks", str(tasks), "--split",
@@ -311,6 +311,7 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
         assert main(argv) == 0
         printed = json.loads(capsys.readouterr().out)
         prefixes.append(prefix)
+        printed_mean.append(printed["matching"]["full"]["mean"])
         matching = qc.open_cube(f"{prefix}.matching.nc")
         assert float(matching.ap.mean()) == pytest.approx(
             printed["matching"]["full"]["mean"], abs=1e-12
@@ -333,6 +334,20 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     report = build(study, cubes={"": both}, out=tmp_path / "report")
     got = report.metrics.true_map_micro.sel(descriptor=descriptors.name)
     assert float(got) == pytest.approx(float(qc.open_cube(a).ap.mean()), abs=1e-12)
+    # the published matching mAPs as reference rows beside the measured ones, same split only
+    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
+           "tests": {"n_resamples": 199, "rank": False}, "outputs": ["markdown"],
+           "reported": ["hpatches-cvpr17/sift/hpatches17_matching_map"]}  # fmt: skip
+    report = build(study_from_dict(raw, source=tmp_path / "r.yaml"), cubes={"": both},
+                   out=tmp_path / "reported")  # fmt: skip
+    measured = report.metrics.hpatches17_matching_map.sel(descriptor=descriptors.name)
+    assert float(measured) == pytest.approx(printed_mean[0], abs=1e-12)
+    last = (tmp_path / "reported" / "tables.md").read_text().splitlines()[-1]
+    assert last.startswith("| *SIFT (reported)* | *25.5*"), last
+    both.attrs["split"] = "a"
+    with pytest.raises(InvalidInputError, match="split full; the study's cubes hold split 'a'"):
+        build(study_from_dict(raw, source=tmp_path / "r.yaml"), cubes={"": both},
+              out=tmp_path / "reported_a")  # fmt: skip
     a, b = (f"{p}.verification.nc" for p in prefixes)
     assert main(["patches", "hpatches-compare", a, b, "--n-resamples", "50", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -39,7 +39,7 @@ from metricalc.metrics.reductions import (
     ratio,
     tie_policy,
 )
-from metricalc.metrics.retrieval import retrieval_means
+from metricalc.metrics.retrieval import hpatches17_means, retrieval_means
 from metricalc.metrics.scenes import pair_precision, precision_of_pairs, scene_maps, scene_sums
 from metricalc.validation import ZeroDivision, check_zero_division, fill_value, warn_undefined
 
@@ -273,7 +273,7 @@ def metric_set(
     metrics.update(bojanic_means(cube))
     metrics["rank_histogram"] = sums.rank_histogram
     out = _typed(metrics, counts, cube, ok)
-    measures = retrieval_means(cube, ok)
+    measures = {**retrieval_means(cube, ok), **hpatches17_means(cube, ok)}
     out.update(measures)
     attrs = {**cube.attrs, "tie_policy": policy, "k": ks}
     order = _output_order(ks, [*measures], out)

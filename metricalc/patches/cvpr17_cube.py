@@ -55,6 +55,7 @@ def _attrs(task: str, split: str, distance: str, tie_policy: str, dataset: str) 
         "tie_policy": tie_policy,
         "distance": distance,
         "dataset": dataset,
+        "benchmark": "hpatches-cvpr17",
         "task": task,
         "split": split,
         "level": _LEVELS,

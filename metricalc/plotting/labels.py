@@ -122,7 +122,9 @@ METRICS: Mapping[str, MetricInfo] = {
     "hpatches17_verification_map": MetricInfo(
         "verif. mAP", "HPatches verification mAP (mean of the 6 imbalanced APs)"
     ),
-    "hpatches17_matching_map": MetricInfo("match. mAP", "HPatches matching mAP"),
+    "hpatches17_matching_map": MetricInfo(  # a matching cube's units: tested on their APs
+        "match. mAP", "HPatches matching mAP", test=("ap", None, None)
+    ),
 }
 """Known metric-set columns (PROTOCOLS.md section 3 names, and the patch-retrieval means)."""
 

@@ -3,9 +3,11 @@
 A study names published numbers of :data:`metricalc.datasets.reported.REPORTED` under the key
 ``reported`` (keys, key patterns or filters). They are shown only beside measurements of their
 own protocol: the protocol of the study is the ``preset`` attr of its cubes (recorded by
-``--preset``), else their ``benchmark`` attr, and each number's metric must be a column of the
-table. A number of another protocol, or of a metric the table does not show, is refused with an
-error that says why, rather than shown in a block of its own (docs/report.md).
+``--preset``), else their ``benchmark`` attr; a number of one split (setting ``split X``) is
+shown only beside cubes of that split (their ``split`` attr, where they have one); and each
+number's metric must be a column of the table. A number of another protocol or split, or of a
+metric the table does not show, is refused with an error that says why, rather than shown in a
+block of its own (docs/report.md).
 """
 
 from __future__ import annotations
@@ -30,13 +32,22 @@ def study_protocol(attrs: Mapping[str, object]) -> str:
     return str(attrs.get("preset") or attrs.get("benchmark") or "")
 
 
-def _check(entry: ReportedResult, protocol: str, columns: Sequence[str]) -> None:
+def _check(
+    entry: ReportedResult, protocol: str, attrs: Mapping[str, object], columns: Sequence[str]
+) -> None:
     if entry.protocol != protocol:
         evaluated = f"protocol {protocol!r}" if protocol else "no preset"
         raise InvalidInputError(
             f"reported: {entry.key} is a number of protocol {entry.protocol!r}; the study's "
             f"cubes were evaluated under {evaluated} (their preset attr): a published number is "
             "shown only beside measurements of its own protocol"
+        )
+    split = str(attrs.get("split", ""))
+    if split and entry.setting.startswith("split ") and entry.setting != f"split {split}":
+        raise InvalidInputError(
+            f"reported: {entry.key} is a number of {entry.setting}; the study's cubes hold split "
+            f"{split!r} (their split attr): a published number is shown only beside measurements "
+            "of its own split"
         )
     if entry.metric not in columns:
         raise InvalidInputError(
@@ -63,7 +74,7 @@ def reference_rows(
     protocol = study_protocol(attrs)
     groups: dict[tuple[str, str, str], list[ReportedResult]] = {}
     for entry in entries:
-        _check(entry, protocol, columns)
+        _check(entry, protocol, attrs, columns)
         groups.setdefault((entry.method, entry.dataset, entry.setting), []).append(entry)
     settings: dict[str, int] = {}
     for method, _, _ in groups:
