@@ -386,6 +386,12 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
     assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # the title may wrap
     assert "descriptors (x.verification.nc) - descriptors (z.verification.nc)" in out
+    (tmp_path / "again").mkdir()  # and the same file name in two folders: named by path
+    w = tmp_path / "again" / "x.verification.nc"
+    w.write_bytes(x.read_bytes())
+    assert main(["patches", "hpatches-compare", str(x), str(w), "--n-resamples", "9"]) == 0
+    out = "".join(capsys.readouterr().out.split())  # a long path may be folded anywhere
+    assert f"descriptors({x})-descriptors({w})" in out
     folder = tmp_path / "folder"
     folder.mkdir()
     assert main([*base, "--task", "matching", "--out", str(folder), "--name", "mine"]) == 0

@@ -168,6 +168,21 @@ def test_a_bad_scheduler_address_is_one_line_naming_it(tmp_path, capsys, monkeyp
     assert err.count("\n") == 1 and f"dask scheduler {address!r}" in err
 
 
+def test_a_server_that_is_no_scheduler_is_one_line_not_a_hang(tmp_path, capsys, monkeypatch):
+    """A port that accepts connections but never speaks dask's protocol (an HTTP server, the
+    dashboard): distributed would wait for the handshake past its timeout."""
+    pytest.importorskip("distributed")
+    import socket
+
+    monkeypatch.setattr(dask_options, "CONNECT_TIMEOUT_S", 1)
+    qc.save(random_cube(50, 5), tmp_path / "c.nc")
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never answers
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        assert main(["metrics", str(tmp_path / "c.nc"), "--scheduler", address]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"dask scheduler {address!r}" in err
+
+
 def assert_same_json(got: object, expected: object, where: str = "") -> None:
     """The metric sets as JSON (descriptor -> metric -> value, the rank histogram a mapping)
     agree: floats to 1e-12, everything else exactly."""

@@ -198,3 +198,19 @@ def test_resampled_means_equal_the_previous_implementation(n):
     # and so the interval compare reports: the same on the same seed
     low, high = bca_interval(D, n_resamples=300, rng=np.random.default_rng(7), engine="fast")
     assert np.isfinite(low).all() and (low < high).all()
+
+
+@pytest.mark.parametrize(("interval", "words"), [("t", "Student t"), ("bca", "BCa bootstrap")])
+def test_a_study_names_the_interval_it_computed(tmp_path, make_query_cube, interval, words):
+    from metricalc.report.builder import build
+    from metricalc.report.study import study_from_dict
+
+    qc.save(make_query_cube({"good": 0.9, "poor": 0.1}, seed=3), tmp_path / "cube.nc")
+    raw = {"data": {"cube": "cube.nc"}, "metrics": ["true_map_micro"], "baseline": "poor",
+           "tests": {"n_resamples": 199, "rank": False, "interval": interval},
+           "figures": ["forest"], "outputs": ["html"]}  # fmt: skip
+    report = build(study_from_dict(raw, source=tmp_path / "s.yaml"), out=tmp_path / "out")
+    assert report.tests["true_map_micro"].comparison.attrs["interval"] == interval
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert f"with its {words} confidence interval (per comparison, not corrected)" in html
+    assert f"95% {words} CIs" in html

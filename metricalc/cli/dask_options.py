@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from metricalc.errors import InvalidInputError
@@ -95,6 +96,32 @@ def _reachable(address: str) -> None:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
 
 
+def _connected(connect: Callable[[], Any]) -> Any:
+    """``connect()``, run in a daemon thread and given up after :data:`CONNECT_TIMEOUT_S` + 5
+    seconds: a server that accepts the connection but never speaks dask's protocol (an HTTP
+    server, the dashboard's port) leaves distributed waiting for its handshake, past its own
+    timeout. Raises TimeoutError then, and what ``connect`` raised otherwise."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["client"] = connect()
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, name="metricalc-dask-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S + 5)
+    if thread.is_alive():
+        raise TimeoutError(
+            f"no dask scheduler answered within {CONNECT_TIMEOUT_S + 5} s (the port is open: "
+            "is it a scheduler's port, not its dashboard's?)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["client"]
+
+
 @contextlib.contextmanager
 def dask_session(args: argparse.Namespace) -> Iterator[Any]:
     """A :class:`distributed.Client` on the scheduler address for the ``with`` block (the
@@ -119,10 +146,14 @@ def dask_session(args: argparse.Namespace) -> Iterator[Any]:
     try:
         _reachable(address)
         # not the default until it is connected: a failed Client would stay the default
-        client = Client(  # type: ignore[no-untyped-call]  # distributed: no hints
-            address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False
+        client = _connected(
+            lambda: Client(  # type: ignore[no-untyped-call]  # distributed: no hints
+                address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False
+            )
         )
-    except (OSError, ValueError, TypeError, RuntimeError) as error:
+    except (OSError, ValueError, TypeError, RuntimeError, MemoryError) as error:
+        # MemoryError: a server that is not a dask scheduler answers bytes that distributed
+        # reads as the length of a frame
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InvalidInputError(
             f"cannot connect to the dask scheduler {address!r} (--scheduler / "

@@ -238,9 +238,12 @@ def _patches_hpatches_compare(args: argparse.Namespace) -> int:
     cubes = [open_pair_cube(path) for path in args.cubes]
     found = [str(n) for cube in cubes for n in cube["descriptor"].values]
     if len(set(found)) < len(found):  # the same name in several files: name them by file
-        cubes = [cube.assign_coords(descriptor=[f"{n} ({path.name})" for n in
+        names = [path.name for path in args.cubes]
+        if len(set(names)) < len(names):  # and the same file name in several folders
+            names = [str(path) for path in args.cubes]
+        cubes = [cube.assign_coords(descriptor=[f"{n} ({name})" for n in
                                                 cube["descriptor"].values.astype(str)])
-                 for cube, path in zip(cubes, args.cubes, strict=True)]  # fmt: skip
+                 for cube, name in zip(cubes, names, strict=True)]  # fmt: skip
     done = verification_bootstrap(
         cubes, args.descriptors, n_resamples=args.n_resamples, seed=args.seed,
         confidence=args.confidence_level,

@@ -181,7 +181,8 @@ def _figure_jobs(
         per_column = [  # figure kind, stem, Dataset, title, caption, plot
             ("forest", "forest", result.comparison, f"Differences in {info.phrase}",
              f"Mean paired difference in {info.phrase} (descriptor minus baseline) with its "
-             "bootstrap confidence interval; filled points are significant after the correction.",
+             f"{_interval_name(result.comparison)} confidence interval (per comparison, not "
+             "corrected); filled points are significant after the correction.",
              stats_figures.plot_forest),
             ("cd_diagram", "cd", result.ranking, f"Critical difference diagram, {info.phrase}",
              "Average ranks (1 = best) over the paired units; bars join systems whose ranks "
@@ -245,6 +246,12 @@ def _rankings_frame(report: Report) -> pd.DataFrame:
 
 def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
     return [(key, str(metrics.attrs[key])) for key in PROTOCOL_ATTRS if key in metrics.attrs]
+
+
+def _interval_name(comparison: xr.Dataset | None) -> str:
+    """The interval a compare Dataset computed, as a caption names it."""
+    interval = comparison.attrs.get("interval") if comparison is not None else None
+    return "Student t" if interval == "t" else "BCa bootstrap"
 
 
 def _tests_text(study: Study) -> str:
