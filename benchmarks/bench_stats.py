@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from bench_compare import realistic_cube
 from timing import best_time, peak_bytes
 
 import metricalc as mc
@@ -42,24 +43,6 @@ N_DESCRIPTORS = 10
 N_RESAMPLES = 10_000
 LOOP_PERMUTATIONS = 200
 LOOP_RESAMPLES = 20
-
-
-def realistic_cube(rng: np.random.Generator) -> object:
-    difficulty = rng.normal(size=N_QUERIES)
-    better, ties = [], []
-    for j in range(N_DESCRIPTORS):
-        log_rank = rng.normal(0.5 + 0.15 * j + 1.2 * difficulty, 1.0)
-        better.append(np.maximum(np.floor(np.exp(log_rank)).astype(np.int64) - 1, 0))
-        ties.append(rng.poisson(0.3 if j % 2 else 0.0, N_QUERIES))
-    scenes = np.repeat([f"{'iv'[s % 2]}_scene{s:03d}" for s in range(100)], N_QUERIES // 100)
-    pairs = np.tile(np.repeat([f"1-{k}" for k in range(2, 7)], 400), 100)
-    coords = {"scene": scenes, "pair": pairs, "keypoint_set": np.full(N_QUERIES, "sift"),
-              "query_keypoint": np.tile(np.arange(400), 500)}  # fmt: skip
-    return qc.new_cube(
-        [f"d{j}" for j in range(N_DESCRIPTORS)], coords,
-        {"better": np.vstack(better), "ties": np.vstack(ties)},
-        attrs={**qc.DEFAULT_ATTRS, "keypoints": "locked:sift"},
-    )  # fmt: skip
 
 
 def permutation_loop(D: np.ndarray, permutations: int, rng: np.random.Generator) -> np.ndarray:
@@ -80,7 +63,7 @@ def resample_loop(D: np.ndarray, resamples: int, rng: np.random.Generator) -> np
 
 def main() -> None:
     rng = np.random.default_rng(0)
-    cube = realistic_cube(rng)
+    cube = realistic_cube(N_QUERIES, N_DESCRIPTORS, rng)
     ap = cube.ap.values
     D = ap[1:] - ap[0]
     distinct = np.mean([len(np.unique(row)) for row in D])

@@ -4,7 +4,7 @@ long table, and the names of its tests, corrections and units that tables and se
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -21,6 +21,7 @@ __all__ = [
     "comparison_from_frame",
     "comparison_pairs",
     "comparison_row",
+    "interval_name",
 ]
 
 TEST_NAMES = {
@@ -40,6 +41,18 @@ INTERVAL_NAMES = {
 }
 """Names of the confidence intervals of :func:`metricalc.stats.compare` (plural, as a report
 states them)."""
+
+def interval_name(attrs: Mapping[Hashable, object]) -> str:
+    """The confidence interval a compare Dataset computed (its ``interval`` attr), as captions and
+    axis labels name it.
+
+    Examples
+    --------
+    >>> interval_name({"interval": "t"}), interval_name({"interval": "bca"})
+    ('Student t', 'BCa bootstrap')
+    """
+    return "Student t" if attrs.get("interval") == "t" else "BCa bootstrap"
+
 
 CORRECTION_NAMES = {
     "holm": "Holm",

@@ -37,6 +37,7 @@ from metricalc.plotting.comparisons import (
     INTERVAL_NAMES,
     PAIR_UNITS,
     TEST_NAMES,
+    interval_name,
 )
 from metricalc.plotting.labels import dataset_name, metric_info
 from metricalc.plotting.tables import Table
@@ -181,7 +182,8 @@ def _figure_jobs(
         per_column = [  # figure kind, stem, Dataset, title, caption, plot
             ("forest", "forest", result.comparison, f"Differences in {info.phrase}",
              f"Mean paired difference in {info.phrase} (descriptor minus baseline) with its "
-             f"{_interval_name(result.comparison)} confidence interval (per comparison, not "
+             f"{interval_name({} if result.comparison is None else result.comparison.attrs)} "
+             "confidence interval (per comparison, not "
              "corrected); filled points are significant after the correction.",
              stats_figures.plot_forest),
             ("cd_diagram", "cd", result.ranking, f"Critical difference diagram, {info.phrase}",
@@ -246,12 +248,6 @@ def _rankings_frame(report: Report) -> pd.DataFrame:
 
 def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
     return [(key, str(metrics.attrs[key])) for key in PROTOCOL_ATTRS if key in metrics.attrs]
-
-
-def _interval_name(comparison: xr.Dataset | None) -> str:
-    """The interval a compare Dataset computed, as a caption names it."""
-    interval = comparison.attrs.get("interval") if comparison is not None else None
-    return "Student t" if interval == "t" else "BCa bootstrap"
 
 
 def _tests_text(study: Study) -> str:

@@ -15,7 +15,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from metricalc.plotting.comparisons import comparison_pairs
+from metricalc.plotting.comparisons import comparison_pairs, interval_name
 from metricalc.plotting.figures import axes_or_new, wrap_label
 from metricalc.plotting.labels import compared_metric_phrase, display_name, is_fraction_metric
 from metricalc.report.summary import _check_ranking, cd_groups
@@ -95,8 +95,7 @@ def plot_forest(
     ax.set_yticklabels(labels)
     level = float(attrs.get("confidence_level", 0.95))
     unit = "percentage points" if scale == 100.0 else "units"
-    kind = "t" if attrs.get("interval") == "t" else "BCa bootstrap"
-    ax.set_xlabel(f"mean difference ({unit}), {100 * level:g}% {kind} CI")
+    ax.set_xlabel(f"mean difference ({unit}), {100 * level:g}% {interval_name(attrs)} CI")
     ax.set_title(f"Differences in {_phrase(attrs, metric_phrase)} (filled: significant)")
     ax.set_ylim(-0.8, len(pairs) - 0.2)
     return ax
