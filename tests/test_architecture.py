@@ -16,7 +16,17 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "metricalc"
 
 LAYERS: list[list[str]] = [
-    ["errors", "validation", "fileio", "progress", "version", "hpatches", "presets", "lazy"],
+    [
+        "errors",
+        "validation",
+        "fileio",
+        "progress",
+        "version",
+        "hpatches",
+        "presets",
+        "lazy",
+        "allocator",
+    ],
     ["core"],
     ["cube"],
     ["metrics", "export"],

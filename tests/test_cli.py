@@ -137,6 +137,26 @@ def test_quick_demo_writes_cubes_metrics_and_figures(quick_demo):
     assert f"systems &middot; dataset {tmp_path / 'benchmark'}</p>" in report.read_text()
 
 
+def test_quick_demo_cubes_equal_separate_evaluations(quick_demo):
+    """The demo shares work between its two runs (one detection and SIFT computation per image
+    for the locked cube and native SIFT; the scene lists reuse the pairs' distances); each cube
+    still holds exactly what evaluating its settings alone gives."""
+    from metricalc.demo import LOCKED_DETECTOR
+    from metricalc.keypoints.detectors import available_methods
+    from metricalc.keypoints.pipeline import EvaluationSettings, evaluate_sequences
+    from metricalc.keypoints.sequences import load_sequences
+    from metricalc.report.study import DEMO_NATIVE
+
+    out, result = quick_demo
+    assert result.returncode == 0, result.stderr
+    native = tuple(m for m in DEMO_NATIVE if m in available_methods())
+    assert LOCKED_DETECTOR in native  # the shared extraction is taken
+    settings = EvaluationSettings(descriptors=native, keypoints="native", seed=0)
+    alone = evaluate_sequences(load_sequences(out / "benchmark"), settings)
+    demo_cube = metricalc.cube.open_cube(out / "cube_native.nc")
+    assert alone.drop_vars("processing_time_ms").equals(demo_cube.drop_vars("processing_time_ms"))
+
+
 def test_a_second_demo_reuses_its_cubes(quick_demo, tmp_path, monkeypatch):
     """A second demo in the folder of a first (a copy of ``quick_demo``'s, which computed both
     cubes there) reads both cubes back: it extracts and evaluates nothing."""

@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from metricalc.keypoints import bojanic, parallel
+from metricalc.errors import InvalidInputError
+from metricalc.keypoints import bojanic, matching, parallel
 from metricalc.keypoints.describers import ImageDescriber
 from metricalc.keypoints.detectors import Toolkit, select
+from metricalc.keypoints.extraction import extract, extract_both
 from metricalc.keypoints.matching import (
     exact_products,
     prepare_candidates,
@@ -182,11 +184,64 @@ def test_dspsift_in_one_compute_call_gives_the_rows_of_separate_calls(sequences)
 
 
 def test_scene_tasks_with_kept_distances_equal_the_recomputed_ones(sequences, monkeypatch):
-    settings = EvaluationSettings(("rootsift", "orb"), "locked:sift", LIMIT, y0="ignore")
-    features = extract_features(sequences, settings)
-    kept = evaluate_sequences(sequences, settings, features=features)
+    """The scene lists rank the pair evaluations' products (kept), or their own: identical for
+    exact products (SIFT's whole numbers, bits); within float32 rounding for real values."""
+    exact = EvaluationSettings(("sift", "orb"), "locked:sift", LIMIT, y0="ignore")
+    real = EvaluationSettings(("rootsift", "raw_patch"), "locked:sift", LIMIT)
+    features = {s: extract_features(sequences, s) for s in (exact, real)}
+    kept = {s: evaluate_sequences(sequences, s, features=features[s]) for s in (exact, real)}
     monkeypatch.setattr(bojanic, "KEPT_DISTANCE_ELEMENTS", 0)  # every pass computes its GEMM
-    _same(evaluate_sequences(sequences, settings, features=features), kept)
+    _same(evaluate_sequences(sequences, exact, features=features[exact]), kept[exact])
+    again = evaluate_sequences(sequences, real, features=features[real])
+    for name in bojanic.SCENE_RESULTS:
+        np.testing.assert_allclose(again[name], kept[real][name], rtol=0, atol=1e-4)
+    _same(again.drop_vars(bojanic.SCENE_RESULTS), kept[real].drop_vars(bojanic.SCENE_RESULTS))
+
+
+def test_match_pair_keeps_the_products_it_ranked(monkeypatch):
+    rng = np.random.default_rng(3)
+    queries, candidates = rng.normal(size=(700, 20)), rng.normal(size=(900, 20))
+    queries, candidates = queries.astype(np.float32), candidates.astype(np.float32)
+    relevant = rng.integers(-1, 900, size=700)
+    monkeypatch.setattr(matching, "GEMM_CHUNK_ELEMENTS", 900 * 256)  # chunks of 256 queries
+    kept = matching.match_pair(queries, candidates, relevant, keep_squared=True)
+    plain = matching.match_pair(queries, candidates, relevant)
+    assert plain.squared is None and kept.squared.shape == (700, 900)
+    rows = [
+        squared_distances(prepare_queries(queries[i : i + 256]), prepare_candidates(candidates))
+        for i in range(0, 700, 256)
+    ]
+    assert np.array_equal(kept.squared, np.concatenate(rows))  # the nearest ones put back
+    for field in ("better", "ties", "nn_index", "nn_distance", "nn2_distance", "nn_mutual"):
+        assert np.array_equal(getattr(kept, field), getattr(plain, field), equal_nan=True)
+
+
+def test_extract_both_gives_the_two_extractions(sequences):
+    """One pass for the demo's two extractions: the locked one, and SIFT on its own keypoints,
+    which the locked one may thin out (border 0: BRIEF and ORB cannot describe keypoints whose
+    patch leaves the image, so the locked run drops them for every method)."""
+    locked, native = extract_both(
+        sequences, METHODS, ("sift", "rootsift"), locked="sift", max_keypoints=LIMIT, border=0
+    )
+    alone_locked = extract(sequences, METHODS, locked="sift", max_keypoints=LIMIT, border=0)
+    alone_native = extract(sequences, ("sift", "rootsift"), max_keypoints=LIMIT, border=0)
+    thinned = 0
+    for result, alone in ((locked, alone_locked), (native, alone_native)):
+        assert list(result) == list(alone)
+        for name, scenes in alone.items():
+            for scene, images in scenes.items():
+                for k, features in images.items():
+                    mine = result[name][scene][k]
+                    assert np.array_equal(mine.keypoints, features.keypoints)
+                    assert np.array_equal(mine.descriptors, features.descriptors)
+                    if result is native:
+                        thinned += len(features.keypoints) > len(locked[name][scene][k].keypoints)
+    assert thinned > 0
+
+
+def test_extract_both_takes_only_methods_of_the_locked_detector(sequences):
+    with pytest.raises(InvalidInputError, match=r"native methods \['orb'\] do not use"):
+        extract_both(sequences, ("sift",), ("sift", "orb"), locked="sift")
 
 
 # ---------------------------------------------------------------------------------------------

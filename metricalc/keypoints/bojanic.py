@@ -40,7 +40,7 @@ every reference keypoint: ``retrieval_num_true_positives`` (y = +1),
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -163,6 +163,35 @@ def _below_and_equal(
     return left, np.searchsorted(values, distinct, side="right") - left
 
 
+def _distance_rows(
+    ref_desc: np.ndarray,
+    hard_desc: np.ndarray,
+    distractor_desc: np.ndarray,
+    hard_distances: Sequence[np.ndarray] | None,
+) -> Callable[[slice], np.ndarray]:
+    """A function of a slice of references giving their squared distances to every candidate
+    (images 2..6 in column order, then the distractors), float32, a new array on each call.
+
+    Without ``hard_distances`` one product over all the candidates; with them, their rows and
+    the product over the distractors only.
+    """
+    queries = prepare_queries(ref_desc)
+    if hard_distances is None:
+        prepared = prepare_candidates(np.concatenate([hard_desc, distractor_desc]))
+        return lambda rows: squared_distances(queries[rows], prepared)
+    widths = [block.shape[1] for block in hard_distances]
+    if sum(widths) != len(hard_desc) or any(len(b) != len(ref_desc) for b in hard_distances):
+        raise InvalidInputError(
+            f"hard_distances: blocks of shape {[b.shape for b in hard_distances]} do not match "
+            f"{len(ref_desc)} references x {len(hard_desc)} keypoints of images 2..6"
+        )
+    prepared = prepare_candidates(distractor_desc)
+    return lambda rows: np.concatenate(
+        [block[rows] for block in hard_distances] + [squared_distances(queries[rows], prepared)],
+        axis=1,
+    )
+
+
 def _slots(
     sequence: Any,
     features: Mapping[int, Any],
@@ -200,6 +229,7 @@ def scene_tasks(
     tie_policy: str,
     y0: str,
     relevant: Mapping[int, np.ndarray] | None = None,
+    hard_distances: Sequence[np.ndarray] | None = None,
 ) -> dict[str, float]:
     r"""Verification and retrieval APs and label counts of one scene (see the module docstring).
 
@@ -220,6 +250,10 @@ def scene_tasks(
 
     ``relevant`` may pass the ground truth of each pair (1, k) already computed by the pair
     evaluation: the relevant index among image k's border-filtered keypoints, -1 for none.
+    ``hard_distances`` may pass that evaluation's squared distances too: for k = 2..6 the
+    (references, image k's border-filtered keypoints) float32 matrix
+    (:attr:`~metricalc.keypoints.matching.PairMatches.squared`); only the distractors' columns are
+    then computed here, and both passes read the same values the pair ranks came from.
     Labels stay sparse (one column index per reference and image) and distances are computed per
     chunk of references: a first pass takes the per-keypoint APs (rank statistics, no sort) and
     the pooled list's positive distances, a second pass counts the pooled negatives below / equal
@@ -252,15 +286,14 @@ def scene_tasks(
     if n_positive == 0:  # a list without relevant items: AP 0, as DescriptorWorkbench
         result["verification_ap"] = result["retrieval_ap"] = 0.0
         return result
-    queries = prepare_queries(ref_desc)
-    prepared = prepare_candidates(np.concatenate([hard_desc, distractor_descriptors]))
+    distances = _distance_rows(ref_desc, hard_desc, distractor_descriptors, hard_distances)
     chunks = list(kernels.row_chunks(n_ref, n_hard + n_distractor))
     hard = slice(0, n_hard)  # columns of images 2..6; the distractors follow
     # pass 1: per-keypoint APs, and the positives' distances exactly as the product gives them
-    keep = n_ref * (n_hard + n_distractor) <= KEPT_DISTANCE_ELEMENTS
+    keep = hard_distances is None and n_ref * (n_hard + n_distractor) <= KEPT_DISTANCE_ELEMENTS
     verification, retrieval, positive_values, kept = [], [], [], []
     for rows in chunks:
-        distance, s = squared_distances(queries[rows], prepared), slot[rows]
+        distance, s = distances(rows), slot[rows]
         if keep:
             kept.append(distance)
         verified = (s >= 0).any(axis=1)
@@ -281,7 +314,7 @@ def scene_tasks(
     # (y0="ignore" drops the former)
     counts = np.zeros((4, distinct.size), dtype=np.int64)
     for i, rows in enumerate(chunks):
-        distance = kept[i] if keep else squared_distances(queries[rows], prepared)
+        distance = kept[i] if keep else distances(rows)
         s = slot[rows]
         r, t = np.nonzero(s >= 0)
         distance[r, s[r, t]] = np.inf  # every pair but the positives remains

@@ -33,6 +33,7 @@ __all__ = [
     "Toolkit",
     "available_methods",
     "describe_image",
+    "describe_image_both",
     "opencv_feature",
     "select",
 ]
@@ -205,21 +206,72 @@ def describe_image(
     e.g. ``"scene 'v_camera' image 3"``, names the image in the error).
     """
     describer = ImageDescriber(tools.get, gray, names)
-    result: dict[str, Features] = {}
     if locked is None:
-        detected: dict[str, list[cv2.KeyPoint]] = {}
-        for name in names:
-            detector = DETECTORS[name]
-            if detector not in detected:
-                detected[detector] = select(
-                    tools.detect(detector, gray), describer.shape, border, limit
-                )
-            keypoints = detected[detector]
-            index, rows = describer.describe(name, keypoints, detector)
-            result[name] = Features(_positions(keypoints, index), rows)
-        return result
+        return _described_natively(describer, tools, names, border, limit, {})
+    return _described_locked(describer, tools, names, locked, border, limit, own, where)[0]
+
+
+def describe_image_both(
+    tools: Toolkit,
+    gray: np.ndarray,
+    names: tuple[str, ...],
+    native: tuple[str, ...],
+    locked: str,
+    border: float,
+    limit: int | None,
+) -> tuple[dict[str, Features], dict[str, Features]]:
+    """The features of ``names`` on ``locked``'s keypoints and those of ``native`` on their own
+    detectors, from one detection per detector and one SIFT ``compute`` per keypoint list.
+
+    Each mapping equals what :func:`describe_image` returns for it alone: the locked detector's
+    keypoints are selected once, and a native method of that detector describes all of them
+    (the locked run keeps only those every method of ``names`` describes).
+    """
+    describer = ImageDescriber(tools.get, gray, (*names, *native))
+    locked_result, keypoints = _described_locked(
+        describer, tools, names, locked, border, limit, None, ""
+    )
+    detected = {DETECTORS[locked]: keypoints}
+    return locked_result, _described_natively(describer, tools, native, border, limit, detected)
+
+
+def _described_natively(
+    describer: ImageDescriber,
+    tools: Toolkit,
+    names: tuple[str, ...],
+    border: float,
+    limit: int | None,
+    detected: dict[str, list[cv2.KeyPoint]],
+) -> dict[str, Features]:
+    """Each method on its own detector's kept keypoints (``detected``: those already selected,
+    by detector; filled in as detectors run)."""
+    result: dict[str, Features] = {}
+    for name in names:
+        detector = DETECTORS[name]
+        if detector not in detected:
+            detected[detector] = select(
+                tools.detect(detector, describer.gray), describer.shape, border, limit
+            )
+        keypoints = detected[detector]
+        index, rows = describer.describe(name, keypoints, detector)
+        result[name] = Features(_positions(keypoints, index), rows)
+    return result
+
+
+def _described_locked(
+    describer: ImageDescriber,
+    tools: Toolkit,
+    names: tuple[str, ...],
+    locked: str,
+    border: float,
+    limit: int | None,
+    own: Mapping[str, Features] | None,
+    where: str,
+) -> tuple[dict[str, Features], list[cv2.KeyPoint]]:
+    """Every method (and ``own``) on the kept keypoints of ``locked``'s detector, reduced to the
+    keypoints all of them describe; and the kept keypoints before that reduction."""
     detector = DETECTORS[locked]
-    keypoints = select(tools.detect(detector, gray), describer.shape, border, limit)
+    keypoints = select(tools.detect(detector, describer.gray), describer.shape, border, limit)
     described = {name: describer.describe(name, keypoints, detector) for name in names}
     everything = np.arange(len(keypoints), dtype=np.int64)
     if own:
@@ -231,6 +283,8 @@ def describe_image(
     for index, _ in described.values():
         common = np.intersect1d(common, index, assume_unique=True)
     points = _positions(keypoints, common)
-    for name, (index, rows) in described.items():
-        result[name] = Features(points, rows[np.searchsorted(index, common)])
-    return result
+    result = {
+        name: Features(points, rows[np.searchsorted(index, common)])
+        for name, (index, rows) in described.items()
+    }
+    return result, keypoints

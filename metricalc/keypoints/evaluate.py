@@ -19,7 +19,13 @@ import xarray as xr
 
 from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
-from metricalc.keypoints.bojanic import SCENE_RESULTS, distractors, scene_tasks
+from metricalc.keypoints.bojanic import (
+    KEPT_DISTANCE_ELEMENTS,
+    SCENE_RESULTS,
+    distractors,
+    scene_tasks,
+)
+from metricalc.keypoints.geometry import inside
 from metricalc.keypoints.image_retrieval import descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
 from metricalc.keypoints.parallel import run_staged
@@ -102,7 +108,25 @@ def _scene_outcome(
     if scene is None:
         raise InvalidInputError(f"descriptor {name!r} has no features for scene {sequence.name!r}")
     outcome = _Outcome()
-    relevant = {}
+    pool = (
+        distractors(
+            sequence.name,
+            sequences,
+            features,
+            border=border,
+            n_scenes=attrs["n_distractor_scenes"],
+            n_keypoints=attrs["n_distractors"],
+            seed=attrs["seed"],
+        )
+        if bojanic
+        else None
+    )
+    # the scene lists rank the same (reference, image k) products as the pairs: keep them when
+    # the scene's matrix is small enough (as scene_tasks itself would)
+    keep = pool is not None and _scene_elements(sequence, scene, border, len(pool)) <= (
+        KEPT_DISTANCE_ELEMENTS
+    )
+    relevant, blocks = {}, []
     for k in range(2, 7):
         result = evaluate_pair(
             scene[1],
@@ -113,19 +137,13 @@ def _scene_outcome(
             tau=tau,
             border=border,
             tie_policy=policy,
+            keep_distances=keep,
         )
+        if keep:
+            blocks.append(result.pop("squared_distances"))
         outcome.pairs.append((sequence.name, f"1-{k}", result))
         relevant[k] = result["relevant"]
-    if bojanic:
-        pool = distractors(
-            sequence.name,
-            sequences,
-            features,
-            border=border,
-            n_scenes=attrs["n_distractor_scenes"],
-            n_keypoints=attrs["n_distractors"],
-            seed=attrs["seed"],
-        )
+    if pool is not None:
         outcome.scene = scene_tasks(
             sequence,
             scene,
@@ -135,8 +153,16 @@ def _scene_outcome(
             tie_policy=policy,
             y0=attrs["y0_policy"],
             relevant=relevant,
+            hard_distances=blocks if keep else None,
         )
     return outcome
+
+
+def _scene_elements(sequence: Any, scene: Mapping[int, Any], border: float, n_pool: int) -> int:
+    """(reference, candidate) pairs of a scene's pooled lists: image 1's border-filtered
+    keypoints times those of images 2..6 and the distractors."""
+    kept = [int(inside(scene[k].keypoints, sequence.shape(k), border).sum()) for k in range(1, 7)]
+    return kept[0] * (sum(kept[1:]) + n_pool)
 
 
 def _run_task(

@@ -10,8 +10,8 @@ The checks of their arguments are here; the detectors and descriptors in
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from metricalc.keypoints.detectors import (
     DETECTORS,
     Toolkit,
     describe_image,
+    describe_image_both,
     opencv_feature,
     select,
 )
@@ -37,8 +38,11 @@ __all__ = [
     "MAX_KEYPOINTS",
     "detect_keypoints",
     "extract",
+    "extract_both",
     "extract_image",
 ]
+
+T = TypeVar("T")
 
 MAX_KEYPOINTS = 2000
 """Keypoints kept per image by default (the strongest by detector response)."""
@@ -237,10 +241,84 @@ def extract(
             where=f"scene {sequence.name!r} image {k}",
         )
 
+    return _assemble(scenes, every, _run_images(scenes, describe, progress))
+
+
+def extract_both(
+    sequences: Iterable[SequenceLike],
+    methods: Iterable[str] | str,
+    native: Iterable[str] | str,
+    *,
+    locked: str,
+    max_keypoints: int | None = MAX_KEYPOINTS,
+    border: float = 40.0,
+    progress: bool = False,
+) -> tuple[FeatureSet, FeatureSet]:
+    """``extract(sequences, methods, locked=locked)`` and ``extract(sequences, native)`` in one
+    pass over the images, for ``native`` methods of ``locked``'s detector (e.g. ``"sift"`` next
+    to a run locked on SIFT): the detection and SIFT ``compute`` of each image serve both.
+
+    The two results are identical, array for array, to the two calls; the native one differs
+    from the locked one where a method of ``methods`` fails to describe a keypoint the native
+    method describes (the locked run drops it for every method).
+
+    Examples
+    --------
+    >>> import cv2
+    >>> from skimage import data
+    >>> class Scene:
+    ...     name = "i_camera"
+    ...     def gray(self, k): return cv2.resize(data.camera(), (256, 256))
+    ...     def shape(self, k): return (256, 256)
+    >>> locked, native = extract_both([Scene()], ("sift", "brief"), ("sift",), locked="sift")
+    >>> same = native["sift"]["i_camera"][1].descriptors == extract([Scene()], "sift")[
+    ...     "sift"]["i_camera"][1].descriptors
+    >>> list(locked), list(native), bool(same.all())
+    (['sift', 'brief'], ['sift'], True)
+    """
+    names = _check_methods(methods, locked, allow_empty=False)
+    own_detector = _check_methods(native, None, allow_empty=False)
+    foreign = [m for m in own_detector if DETECTORS[m] != DETECTORS[locked]]
+    if foreign:
+        raise InvalidInputError(
+            f"native methods {foreign} do not use the detector of locked={locked!r} "
+            f"({DETECTORS[locked]}); extract them with extract()"
+        )
+    limit, border = _check_options(max_keypoints, border)
+    scenes = _unique_scenes(sequences)
+    tools = threading.local()
+
+    def describe(task: tuple[SequenceLike, int]) -> tuple[dict[str, Features], ...]:
+        sequence, k = task
+        if not hasattr(tools, "kit"):
+            tools.kit = Toolkit(limit)
+        gray = _check_gray(sequence, k, border)
+        return describe_image_both(tools.kit, gray, names, own_detector, locked, border, limit)
+
+    described = _run_images(scenes, describe, progress)
+    return (
+        _assemble(scenes, names, [pair[0] for pair in described]),
+        _assemble(scenes, own_detector, [pair[1] for pair in described]),
+    )
+
+
+def _run_images(
+    scenes: list[SequenceLike],
+    describe: Callable[[tuple[SequenceLike, int]], T],
+    progress: bool,
+) -> list[T]:
+    """``describe`` of every (scene, image), in threads, with a progress bar."""
     tasks = [(sequence, k) for sequence in scenes for k in IMAGES]
     with progress_bar("features", total=len(tasks), enabled=progress) as advance:
-        described = run_parallel(describe, tasks, done=advance)
-    result: FeatureSet = {name: {s.name: {} for s in scenes} for name in every}
+        return run_parallel(describe, tasks, done=advance)
+
+
+def _assemble(
+    scenes: list[SequenceLike], names: Iterable[str], described: list[dict[str, Features]]
+) -> FeatureSet:
+    """Per-image results (scene-major, images 1..6) as descriptor -> scene -> image -> Features."""
+    result: FeatureSet = {name: {s.name: {} for s in scenes} for name in names}
+    tasks = [(sequence, k) for sequence in scenes for k in IMAGES]
     for (sequence, k), image in zip(tasks, described, strict=True):
         for name, features in image.items():
             result[name][sequence.name][k] = features

@@ -41,6 +41,7 @@ class PairMatches:
     nn2_distance: np.ndarray
     gt_distance: np.ndarray
     nn_mutual: np.ndarray  # bool: this query is its nearest neighbour's nearest query
+    squared: np.ndarray | None = None  # (N, M) float32 squared distances, if kept
 
 
 def _augmented(descriptors: np.ndarray, *, query: bool) -> np.ndarray:
@@ -103,7 +104,11 @@ def _distance(squared: np.ndarray, binary: bool) -> np.ndarray:
 
 
 def match_pair(
-    query_descriptors: np.ndarray, candidate_descriptors: np.ndarray, relevant: np.ndarray
+    query_descriptors: np.ndarray,
+    candidate_descriptors: np.ndarray,
+    relevant: np.ndarray,
+    *,
+    keep_squared: bool = False,
 ) -> PairMatches:
     """Rank statistics and nearest neighbours of every query among the candidates.
 
@@ -115,6 +120,10 @@ def match_pair(
         Same kind as the queries.
     relevant : ndarray of int, shape (N,)
         Relevant candidate of each query, -1 where R = 0.
+    keep_squared : bool
+        Also return the (N, M) float32 matrix of squared distances exactly as ranked
+        (``PairMatches.squared``), for a caller that needs the same products again (the
+        scene's verification and retrieval lists, :func:`metricalc.keypoints.bojanic.scene_tasks`).
 
     Returns
     -------
@@ -136,13 +145,16 @@ def match_pair(
     nn2_sq = np.full(n, np.nan)
     gt_sq = np.full(n, np.nan)
     if n == 0 or m == 0:
-        return PairMatches(better, ties, nn_index, nn_sq, nn2_sq, gt_sq, np.zeros(n, dtype=bool))
+        empty = np.empty((n, m), dtype=np.float32) if keep_squared else None
+        mutual = np.zeros(n, dtype=bool)
+        return PairMatches(better, ties, nn_index, nn_sq, nn2_sq, gt_sq, mutual, empty)
     queries = prepare_queries(query_descriptors)
     candidates_t = prepare_candidates(candidate_descriptors)
     column_best = np.full(m, np.inf, dtype=np.float32)  # distance to each candidate's nearest query
     column_query = np.full(m, -1, dtype=np.int64)  # that query (the lowest index on ties)
     columns = np.arange(m)
     step = max(1, GEMM_CHUNK_ELEMENTS // m)
+    kept = []
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
         squared = squared_distances(queries[rows], candidates_t)
@@ -161,6 +173,9 @@ def match_pair(
         if m > 1:
             squared[local, best] = np.inf
             nn2_sq[rows] = squared.min(axis=1)
+            squared[local, best] = nn_sq[rows]  # float32 -> float64 -> float32 is exact
+        if keep_squared:
+            kept.append(squared)
     nn_mutual = column_query[nn_index] == np.arange(n)
     return PairMatches(
         better=better,
@@ -170,6 +185,7 @@ def match_pair(
         nn2_distance=_distance(nn2_sq, binary),
         gt_distance=_distance(gt_sq, binary),
         nn_mutual=nn_mutual,
+        squared=(kept[0] if len(kept) == 1 else np.concatenate(kept)) if keep_squared else None,
     )
 
 

@@ -39,12 +39,16 @@ def evaluate_pair(
     tau: float = 3.0,
     border: float = 40.0,
     tie_policy: str = "expected",
+    keep_distances: bool = False,
 ) -> dict[str, np.ndarray]:
     """Per-query results of one image pair (A = image 1, B = image k).
 
     Returns a mapping of :data:`PAIR_FIELDS` to arrays over the queries (image-A keypoints at
     least ``border`` px inside A), with the QueryCube sentinels: better / ties -1 and ap NaN where
-    R = 0.
+    R = 0, plus ``relevant`` (the ground-truth candidate of each query among the B keypoints at
+    least ``border`` px inside B, -1 for none) and, with ``keep_distances``,
+    ``squared_distances``: the (queries, candidates) float32 matrix the ranks come from
+    (:attr:`~metricalc.keypoints.matching.PairMatches.squared`).
     """
     queries = np.flatnonzero(inside(features_a.keypoints, shape_a, border))
     candidates = np.flatnonzero(inside(features_b.keypoints, shape_b, border))
@@ -52,7 +56,10 @@ def evaluate_pair(
     candidate_points = features_b.keypoints[candidates]
     gt = ground_truth(query_points, candidate_points, H, shape_b, tau=tau, border=border)
     matches = match_pair(
-        features_a.descriptors[queries], features_b.descriptors[candidates], gt.relevant
+        features_a.descriptors[queries],
+        features_b.descriptors[candidates],
+        gt.relevant,
+        keep_squared=keep_distances,
     )
     has_nn = matches.nn_index >= 0
     nn_points = candidate_points[np.maximum(matches.nn_index, 0)] if len(candidates) else None
@@ -62,7 +69,8 @@ def evaluate_pair(
         else np.full(len(queries), np.nan)
     )
     has_gt = gt.relevant >= 0
-    return {
+    kept = {} if matches.squared is None else {"squared_distances": matches.squared}
+    return kept | {
         "query_keypoint": queries.astype(np.int64),
         "x": query_points[:, 0].astype(np.float64),
         "y": query_points[:, 1].astype(np.float64),
