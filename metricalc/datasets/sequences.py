@@ -32,6 +32,7 @@ from metricalc.datasets.scenes import (
 from metricalc.datasets.viewpoint import viewpoint_homographies
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write, read_manifest
+from metricalc.keypoints.parallel import run_staged
 from metricalc.keypoints.sequences import Sequence, load_sequences
 from metricalc.progress import progress_bar
 from metricalc.validation import is_integer
@@ -276,15 +277,18 @@ def make_synthetic_dataset(
         ),
         key=lambda scene: (scene[2:], scene),
     )
-    photographs: dict[str, np.ndarray] = {}
+    photographs = {scene[2:]: load_photograph(scene[2:], size=size) for scene in todo}
+
+    def write(scene: str) -> dict[str, Any]:
+        images, homographies = generate_scene(scene, photographs[scene[2:]], seed)
+        return _write_scene(root / scene, images, homographies)
+
+    def record(i: int, files: list[dict[str, Any]]) -> None:
+        # in one thread, in the order of todo: the manifest lists finished scenes only
+        scene = todo[i]
+        manifest["scenes"][scene] = {"scene": scene, "photograph": scene[2:], "files": files[0]}
+        _write_manifest(root, manifest)
+
     with progress_bar("benchmark scenes", total=len(todo), enabled=progress) as advance:
-        for scene in todo:
-            name = scene[2:]
-            if name not in photographs:
-                photographs = {name: load_photograph(name, size=size)}
-            images, homographies = generate_scene(scene, photographs[name], seed)
-            files = _write_scene(root / scene, images, homographies)
-            manifest["scenes"][scene] = {"scene": scene, "photograph": name, "files": files}
-            _write_manifest(root, manifest)
-            advance()
+        run_staged(write, [[scene] for scene in todo], record, done=advance)
     return load_sequences(root, scenes=wanted)
