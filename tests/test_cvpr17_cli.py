@@ -112,15 +112,23 @@ def test_retrieval_generator_equals_the_port() -> None:
     assert got.distractors_idx.tolist() == df_d["idx"].tolist()
 
 
-def test_cli_cube_feeds_compare(synthetic, tmp_path, capsys) -> None:
-    descriptors, tasks = synthetic
-    other = tmp_path / "noisy"
+@pytest.fixture(scope="module")
+def noisy(synthetic, tmp_path_factory):
+    """The synthetic descriptors plus Gaussian noise: a second, worse descriptor."""
+    descriptors, _ = synthetic
+    other = tmp_path_factory.mktemp("noisy") / "noisy"
     rng = np.random.default_rng(0)
     for path in descriptors.rglob("*.csv"):
         values = np.loadtxt(path, delimiter=",", ndmin=2)
         target = other / path.relative_to(descriptors)
         target.parent.mkdir(parents=True, exist_ok=True)
         np.savetxt(target, values + rng.normal(scale=0.05, size=values.shape), delimiter=",")
+    return other
+
+
+def test_cli_cube_feeds_compare(synthetic, noisy, tmp_path, capsys) -> None:
+    descriptors, tasks = synthetic
+    other = noisy
     cubes = []
     for folder in (descriptors, other):
         out = tmp_path / "cubes" / folder.name
@@ -141,3 +149,21 @@ def test_cli_cube_feeds_compare(synthetic, tmp_path, capsys) -> None:
     assert cube.attrs["ap_method"] == "trapezoid"
     assert main(["compare", *map(str, cubes), "--n-resamples", "200"]) == 0
     assert "noisy" in capsys.readouterr().out
+
+
+def test_compare_names_the_units_of_matching_cubes(synthetic, noisy, tmp_path, capsys) -> None:
+    """A matching cube's paired units are image pairs at a level, not queries."""
+    descriptors, tasks = synthetic
+    for folder in (descriptors, noisy):
+        argv = ["patches", "hpatches-eval", str(folder), "--tasks", str(tasks), "--split", "full"]
+        assert main([*argv, "--task", "matching", "--out", str(tmp_path)]) == 0
+    cubes = [str(tmp_path / f"{f.name}.matching.nc") for f in (descriptors, noisy)]
+    capsys.readouterr()
+    shown = {}
+    for options in ([], ["--pair-by", "pair"], ["--split", "viewpoint"]):
+        assert main(["compare", *cubes, *options, "--n-resamples", "99"]) == 0
+        shown[" ".join(options)] = " ".join(capsys.readouterr().out.split())
+    assert "pair by image pair and level;" in shown[""]
+    assert "pair by image pair;" in shown["--pair-by pair"]
+    assert "pair by image pair and level, viewpoint sequences only" in shown["--split viewpoint"]
+    assert not any("query" in text or "queries" in text for text in shown.values())

@@ -317,9 +317,17 @@ def _marker(row: pd.Series) -> str:
 
 
 def print_comparisons(
-    comparisons: xr.Dataset, *, title: str = "", console: Console | None = None
+    comparisons: xr.Dataset,
+    *,
+    title: str = "",
+    console: Console | None = None,
+    unit: str | None = None,
+    split_units: str = "queries",
 ) -> None:
     """Print a :func:`metricalc.stats.compare` result, one row per comparison.
+
+    The caption names the paired unit ``unit`` (default: the ``pair_by`` attr, right for a
+    keypoint cube) and, with a split, what the split keeps (``split_units``).
 
     Means and differences of metrics in [0, 1] (``ap``, ``hit@K``, ...) are shown in percent
     points; ``>`` marks a comparison rejected at the corrected alpha in the descriptor's favour,
@@ -334,10 +342,10 @@ def print_comparisons(
     interval = "t" if attrs.get("interval") == "t" else "BCa"
     caption = (
         f"{attrs.get('test')} test, {attrs.get('correction')} correction, alpha "
-        f"{attrs.get('alpha')}, {level:g}% {interval} CI, pair by {attrs.get('pair_by')}"
+        f"{attrs.get('alpha')}, {level:g}% {interval} CI, pair by {unit or attrs.get('pair_by')}"
     )
     if attrs.get("split"):
-        caption += f", {attrs['split']} queries only"
+        caption += f", {attrs['split']} {split_units} only"
     if percent:
         caption += "; values in percent"
     table = Table(
