@@ -360,7 +360,7 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     assert error.count("\n") == 1 and "metricalc patches hpatches-compare A B" in error
 
 
-def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
+def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) -> None:
     descriptors, _, tasks = synthetic
     base = ["patches", "hpatches-eval", str(descriptors), "--tasks", str(tasks), "--split",
             "full", "--json"]  # fmt: skip
@@ -386,6 +386,15 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
     assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # the title may wrap
     assert "descriptors (x.verification.nc) - descriptors (z.verification.nc)" in out
+    monkeypatch.setenv("COLUMNS", "70")  # too narrow for one table: every part names its rows
+    assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
+    parts = capsys.readouterr().out.split("(continued)")
+    assert len(parts) >= 2
+    for part in parts:
+        header = next(line for line in part.splitlines() if "level" in line)
+        assert [c.strip() for c in header.split("┃")[1:4]] == ["level", "measure", "negatives"]
+        assert sum("imbalanced" in line for line in part.splitlines()) == 7  # its rows named
+    monkeypatch.delenv("COLUMNS")
     (tmp_path / "again").mkdir()  # and the same file name in two folders: named by path
     w = tmp_path / "again" / "x.verification.nc"
     w.write_bytes(x.read_bytes())

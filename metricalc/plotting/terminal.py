@@ -272,8 +272,12 @@ def print_metric_table(
     print_table(table, console=console)
 
 
-def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None = None) -> None:
-    """Print a table (one row per frame row); float columns named ``*_map`` in percent."""
+def print_frame(
+    frame: pd.DataFrame, *, title: str = "", console: Console | None = None, keys: int = 1
+) -> None:
+    """Print a table (one row per frame row); float columns named ``*_map`` in percent. The
+    first ``keys`` columns name the rows: a table too wide for the console continues in parts
+    that repeat them (:func:`fit_table`)."""
     table = Table(title=printable(title) if title else None)
     for column in frame.columns:
         table.add_column(
@@ -287,7 +291,7 @@ def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None
             else:
                 cells.append("-" if value is None else printable(value))
         table.add_row(*cells)
-    print_table(table, console=console)
+    print_table(table, console=console, keys=keys)
 
 
 def _number(value: float, *, percent: bool, signed: bool = False) -> str:
