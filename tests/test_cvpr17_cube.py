@@ -370,7 +370,7 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) 
     capsys.readouterr()
     x, y = tmp_path / "x.verification.nc", tmp_path / "y.verification.nc"
     cases = [
-        ([str(x), str(y), "--descriptors", "descriptors,other"], "descriptor 'descriptors'"),
+        ([str(x), str(y), "--descriptors", "raw,other"], "descriptor 'raw'"),
         ([str(x), str(tmp_path / "x.matching.nc")], "not a pair cube"),
         ([str(x), str(tmp_path / "none.nc")], "none.nc does not exist"),
         ([str(x), str(x), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
@@ -385,7 +385,7 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) 
     z.write_bytes(x.read_bytes())  # the same descriptor name in two files: named by file
     assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # the title may wrap
-    assert "descriptors (x.verification.nc) - descriptors (z.verification.nc)" in out
+    assert "raw (x.verification.nc) - raw (z.verification.nc)" in out
     monkeypatch.setenv("COLUMNS", "70")  # too narrow for one table: every part names its rows
     assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
     parts = capsys.readouterr().out.split("(continued)")
@@ -400,7 +400,7 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) 
     w.write_bytes(x.read_bytes())
     assert main(["patches", "hpatches-compare", str(x), str(w), "--n-resamples", "9"]) == 0
     out = "".join(capsys.readouterr().out.split())  # a long path may be folded anywhere
-    assert f"descriptors({x})-descriptors({w})" in out
+    assert f"raw({x})-raw({w})" in out
     folder = tmp_path / "folder"
     folder.mkdir()
     assert main([*base, "--task", "matching", "--out", str(folder), "--name", "mine"]) == 0
