@@ -423,3 +423,25 @@ def test_task_cubes_are_written_all_or_none(results, tmp_path, monkeypatch) -> N
         cc.save_task_cubes(changed, tmp_path / "run.nc")
     assert {task: path.read_bytes() for task, path in paths.items()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
+
+
+def test_a_study_of_two_matching_cubes_is_captioned_with_their_protocol_once(tmp_path) -> None:
+    """Two labelled matching cubes: the caption names the CVPR'17 protocol (task, split, ...)
+    once, and neither the keypoint protocol (tau, border, keypoints) nor a doubled dataset."""
+    rng = np.random.default_rng(5)
+    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(4) for level in "eht"
+            for k in range(1, 6)]  # fmt: skip
+    labelled = {}
+    for label, shift in (("a", 0.1), ("b", 0.0)):
+        per_pair = {key: float(np.clip(rng.random() * 0.8 + shift, 0, 1)) for key in keys}
+        labelled[label] = cc.matching_cube(per_pair, descriptor="d", split="full")
+    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
+           "tests": {"n_resamples": 99, "rank": False}, "outputs": ["markdown"]}  # fmt: skip
+    build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=labelled, out=tmp_path / "r")
+    caption = (tmp_path / "r" / "tables.md").read_text().splitlines()[0]
+    assert caption.startswith(
+        "Table: Results on the HPatches CVPR'17 benchmark. Protocol: task matching, split full, "
+        "distance l2, tie policy input\\_order, AP method trapezoid. Values in percent"
+    ), caption
+    assert caption.count("split full") == 1 and caption.count("matching") == 1
+    assert not any(word in caption for word in ("tau", "border", "keypoints"))

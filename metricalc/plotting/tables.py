@@ -73,6 +73,12 @@ _PROTOCOL_LABELS = (
 )
 _RETRIEVAL_LABELS = (("benchmark", "benchmark {}"), ("ap_method", "AP method {}"))
 """The protocol of a patch-retrieval cube (contract A): no keypoints, tolerance or border."""
+_CVPR17_LABELS = (("task", "task {}"), ("split", "split {}"), ("pool_size", "pool size {}"),
+                  ("distance", "distance {}"), ("tie_policy", "tie policy {}"),
+                  ("ap_method", "AP method {}"), ("preset", "preset {}"))  # fmt: skip
+"""The protocol of an HPatches CVPR'17 cube (:mod:`metricalc.patches.cvpr17_cube`): patch
+matching or retrieval, no keypoints, tolerance or border; the task and split named here once
+(the ``dataset`` attr repeats them, so such a caption does not name it)."""
 _TREC_LABELS = (("qrels", "qrels {}"), ("ties", "ties {}"), ("level", "relevant from {}"),
                 ("depth", "depth {} (0: no cut)"), ("complete", "-c {} (1: every qrels query)"))
 """The protocol of a TREC retrieval cube (:mod:`metricalc.retrieval.querycube`): trec_eval's
@@ -364,7 +370,10 @@ class Table:
 
     def _caption(self, first: str | None) -> str:
         attrs = self.metric_set.attrs
-        if first is None:
+        benchmark = str(attrs.get("benchmark", ""))
+        if first is None and benchmark == "hpatches-cvpr17":
+            first = "Results on the HPatches CVPR'17 benchmark."
+        elif first is None:
             dataset = dataset_name(attrs)
             first = f"Results on {dataset}." if dataset else "Results."
         parts = [first.strip()]
@@ -372,8 +381,9 @@ class Table:
             template.format(_attr_text(attrs[key]))
             for key, template in {
                 "hpatches-retrieval": _RETRIEVAL_LABELS,
+                "hpatches-cvpr17": _CVPR17_LABELS,
                 "trec_eval": _TREC_LABELS,
-            }.get(str(attrs.get("benchmark", "")), _PROTOCOL_LABELS)
+            }.get(benchmark, _PROTOCOL_LABELS)
             if key in attrs and str(attrs[key]) != ""
         ]
         if protocol:
