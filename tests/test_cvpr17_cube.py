@@ -445,3 +445,4 @@ def test_a_study_of_two_matching_cubes_is_captioned_with_their_protocol_once(tmp
     ), caption
     assert caption.count("split full") == 1 and caption.count("matching") == 1
     assert not any(word in caption for word in ("tau", "border", "keypoints"))
+    assert "paired by image pair and level," in caption  # its units, not "query"

@@ -129,9 +129,9 @@ def _unit_name(opened: list[Any], pair_by: str) -> str | None:
     """The name of the paired unit of cubes of ``patches hpatches-eval --out`` (a matching
     cube's "query" is one image pair at one level), None for other cubes (queries, image pairs,
     scenes as ``--pair-by`` says)."""
-    from metricalc.patches.cvpr17_cube import unit_name
+    from metricalc.hpatches import cvpr17_unit
 
-    names = {unit_name(cube.attrs, pair_by) for cube in opened}
+    names = {cvpr17_unit(cube.attrs, pair_by) for cube in opened}
     return names.pop() if len(names) == 1 else None
 
 

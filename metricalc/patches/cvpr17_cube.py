@@ -44,44 +44,9 @@ from metricalc.fileio import temporary_path
 from metricalc.patches.cvpr17_eval import LEVEL_NAMES, POOL_SIZES, TASKS17
 from metricalc.patches.cvpr17_pairs import pair_cube, save_pair_cube
 
-__all__ = [
-    "UNIT_NAMES",
-    "cube_paths",
-    "matching_cube",
-    "retrieval_cube",
-    "save_task_cubes",
-    "task_cubes",
-    "unit_name",
-]
+__all__ = ["cube_paths", "matching_cube", "retrieval_cube", "save_task_cubes", "task_cubes"]
 
 _LEVELS = ",".join(LEVEL_NAMES.values())
-
-UNIT_NAMES = {
-    "matching": {"query": "image pair and level", "pair": "image pair", "scene": "sequence"},
-    "retrieval": {"query": "query and level", "scene": "sequence"},
-}
-"""The paired unit of each ``pair_by`` (:func:`metricalc.stats.compare`) in a task's cube: a
-matching cube's "query" is one (sequence, image pair, level), ``pair`` averages an image pair's
-three levels, ``scene`` is a sequence; a retrieval cube's "query" is one (query, level)."""
-
-
-def unit_name(attrs: Mapping[str, Any], pair_by: str) -> str | None:
-    """The name of the paired unit ``pair_by`` in a cube of :func:`task_cubes` with the attrs
-    ``attrs`` (:data:`UNIT_NAMES`); None for any other cube (a keypoint cube's units are
-    queries, image pairs and scenes as ``pair_by`` says).
-
-    Examples
-    --------
-    >>> unit_name({"benchmark": "hpatches-cvpr17", "task": "matching"}, "query")
-    'image pair and level'
-    >>> unit_name({"benchmark": "hpatches-cvpr17", "task": "retrieval"}, "pair") is None
-    True
-    >>> unit_name({"tau_px": 3.0}, "query") is None
-    True
-    """
-    if attrs.get("benchmark") != "hpatches-cvpr17":
-        return None
-    return UNIT_NAMES.get(str(attrs.get("task")), {}).get(pair_by)
 
 
 def _attrs(task: str, split: str, distance: str, tie_policy: str, dataset: str) -> dict[str, str]:

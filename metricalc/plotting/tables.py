@@ -23,6 +23,7 @@ import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import csv_text
+from metricalc.hpatches import cvpr17_unit
 from metricalc.plotting.comparisons import (
     CORRECTION_NAMES,
     PAIR_UNITS,
@@ -399,6 +400,11 @@ class Table:
             parts.append(reference_sentence(self.reported))
         return " ".join(parts)
 
+    def _unit(self, pair_by: str) -> str:
+        """How the caption names the paired unit: an HPatches CVPR'17 cube's own
+        (:func:`metricalc.hpatches.cvpr17_unit`), else :data:`PAIR_UNITS`."""
+        return cvpr17_unit(self.metric_set.attrs, pair_by) or PAIR_UNITS.get(pair_by, pair_by)
+
     def _test_sentence(self) -> str:
         settings: dict[tuple[str, str, str, str, int, int], list[str]] = {}
         for column, comparison in self.comparisons.items():
@@ -414,7 +420,7 @@ class Table:
         described = []
         for (test, pair_by, correction, alpha, n, untestable), labels in settings.items():
             text = (
-                f"{TEST_NAMES.get(test, test)} paired by {PAIR_UNITS.get(pair_by, pair_by)}, "
+                f"{TEST_NAMES.get(test, test)} paired by {self._unit(pair_by)}, "
                 f"{CORRECTION_NAMES.get(correction, correction)} correction over "
                 f"{n} comparison{'s' if n != 1 else ''}"
                 + (f" ({untestable} more not testable)" if untestable else "")
