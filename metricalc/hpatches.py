@@ -12,6 +12,8 @@ Constants and one resolver only (no NumPy, no domain imports), so that the keypo
   ``hpatches_sequences/`` in the d2-net repository deletes these folders).
 - :data:`D2NET_SEQUENCES`: the remaining 108 (52 illumination, 56 viewpoint), 540 image pairs:
   the ``n_i = 52``, ``n_v = 56`` of D2-Net's notebook.
+- :data:`CVPR17_UNITS` and :func:`cvpr17_unit`: what the paired units of the HPatches CVPR'17
+  task cubes (``patches hpatches-eval --out``) are, as captions name them.
 
 Examples
 --------
@@ -30,11 +32,13 @@ from types import MappingProxyType
 from metricalc.errors import InvalidInputError
 
 __all__ = [
+    "CVPR17_UNITS",
     "D2NET_EXCLUDED",
     "D2NET_SEQUENCES",
     "HPATCHES_PAIRS",
     "HPATCHES_SEQUENCES",
     "SEQUENCE_SPLITS",
+    "cvpr17_unit",
     "select_sequences",
     "split_sequences",
 ]
@@ -83,6 +87,37 @@ SEQUENCE_SPLITS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {"d2net": D2NET_SEQUENCES, "full": HPATCHES_SEQUENCES}
 )
 """Named sets of sequences: ``"d2net"`` (108, D2-Net's), ``"full"`` (all 116)."""
+
+CVPR17_UNITS: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "matching": {"query": "image pair and level", "pair": "image pair", "scene": "sequence"},
+        "retrieval": {"query": "query and level", "scene": "sequence"},
+    }
+)
+"""The paired unit of each ``pair_by`` (:func:`metricalc.stats.compare`) in an HPatches CVPR'17
+task cube, by task (:mod:`metricalc.patches.cvpr17_cube`): a matching cube's "query" is one
+(sequence, image pair, level), ``pair`` averages an image pair's three levels, ``scene`` is a
+sequence; a retrieval cube's "query" is one (retrieval query, level)."""
+
+
+def cvpr17_unit(attrs: Mapping[str, object], pair_by: str) -> str | None:
+    """The name of the paired unit ``pair_by`` in a cube (or metric set) with the attrs
+    ``attrs`` when it holds an HPatches CVPR'17 task (attr ``benchmark = "hpatches-cvpr17"``,
+    :data:`CVPR17_UNITS`); None for any other cube (a keypoint cube's units are the queries,
+    image pairs and scenes ``pair_by`` names).
+
+    Examples
+    --------
+    >>> cvpr17_unit({"benchmark": "hpatches-cvpr17", "task": "matching"}, "query")
+    'image pair and level'
+    >>> cvpr17_unit({"benchmark": "hpatches-cvpr17", "task": "retrieval"}, "pair") is None
+    True
+    >>> cvpr17_unit({"tau_px": 3.0}, "query") is None
+    True
+    """
+    if attrs.get("benchmark") != "hpatches-cvpr17":
+        return None
+    return CVPR17_UNITS.get(str(attrs.get("task")), {}).get(pair_by)
 
 
 def split_sequences(split: str | Iterable[str]) -> tuple[str, ...]:

@@ -8,9 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from metricalc import cube as qc
 from metricalc.cli import main
 from metricalc.cli.patches import HPATCHES17_POOLS, HPATCHES17_TASKS
 from metricalc.datasets import make_hpatches17_set
+from metricalc.errors import InvalidInputError
 from metricalc.patches import cvpr17_eval as ev
 from metricalc.patches import cvpr17_files as cf
 
@@ -112,15 +114,23 @@ def test_retrieval_generator_equals_the_port() -> None:
     assert got.distractors_idx.tolist() == df_d["idx"].tolist()
 
 
-def test_cli_cube_feeds_compare(synthetic, tmp_path, capsys) -> None:
-    descriptors, tasks = synthetic
-    other = tmp_path / "noisy"
+@pytest.fixture(scope="module")
+def noisy(synthetic, tmp_path_factory):
+    """The synthetic descriptors plus Gaussian noise: a second, worse descriptor."""
+    descriptors, _ = synthetic
+    other = tmp_path_factory.mktemp("noisy") / "noisy"
     rng = np.random.default_rng(0)
     for path in descriptors.rglob("*.csv"):
         values = np.loadtxt(path, delimiter=",", ndmin=2)
         target = other / path.relative_to(descriptors)
         target.parent.mkdir(parents=True, exist_ok=True)
         np.savetxt(target, values + rng.normal(scale=0.05, size=values.shape), delimiter=",")
+    return other
+
+
+def test_cli_cube_feeds_compare(synthetic, noisy, tmp_path, capsys) -> None:
+    descriptors, tasks = synthetic
+    other = noisy
     cubes = []
     for folder in (descriptors, other):
         out = tmp_path / "cubes" / folder.name
@@ -128,11 +138,9 @@ def test_cli_cube_feeds_compare(synthetic, tmp_path, capsys) -> None:
         assert main([*argv, "--task", "retrieval", "--out", str(out), "--pool", "100"]) == 0
         cubes.append(tmp_path / "cubes" / f"{folder.name}.retrieval.nc")
     assert sorted(p.name for p in (tmp_path / "cubes").iterdir()) == [
-        f"{f.name}.retrieval.nc" for f in sorted((descriptors, other))
-    ]  # only the task that ran
+        "noisy.retrieval.nc", "raw.retrieval.nc"
+    ]  # only the task that ran, each named after its folder
     capsys.readouterr()
-    from metricalc import cube as qc
-
     cube = qc.open_cube(cubes[0])
     direct = ev.evaluate_hpatches17(descriptors, tasks=["retrieval"], split="full", task_dir=tasks)
     ap = direct["units"]["retrieval"][:, :, 0]  # pool 100
@@ -141,3 +149,37 @@ def test_cli_cube_feeds_compare(synthetic, tmp_path, capsys) -> None:
     assert cube.attrs["ap_method"] == "trapezoid"
     assert main(["compare", *map(str, cubes), "--n-resamples", "200"]) == 0
     assert "noisy" in capsys.readouterr().out
+
+
+def test_compare_names_the_units_of_matching_cubes(synthetic, noisy, tmp_path, capsys) -> None:
+    """A matching cube's paired units are image pairs at a level, not queries."""
+    descriptors, tasks = synthetic
+    for folder in (descriptors, noisy):
+        argv = ["patches", "hpatches-eval", str(folder), "--tasks", str(tasks), "--split", "full"]
+        assert main([*argv, "--task", "matching", "--out", str(tmp_path)]) == 0
+    cubes = [str(tmp_path / f"{f.name}.matching.nc") for f in (descriptors, noisy)]
+    capsys.readouterr()
+    shown = {}
+    for options in ([], ["--pair-by", "pair"], ["--split", "viewpoint"]):
+        assert main(["compare", *cubes, *options, "--n-resamples", "99"]) == 0
+        shown[" ".join(options)] = " ".join(capsys.readouterr().out.split())
+    assert "pair by image pair and level;" in shown[""]
+    assert "pair by image pair;" in shown["--pair-by pair"]
+    assert "pair by image pair and level, viewpoint sequences only" in shown["--split viewpoint"]
+    assert not any("query" in text or "queries" in text for text in shown.values())
+
+
+def test_the_synthetic_set_names_its_descriptor_folder_after_the_method(
+    synthetic, tmp_path, capsys
+) -> None:
+    """hpatches-benchmark's layout, descriptors/<name>/: the cubes are named after the method,
+    not "descriptors"; a bad method is refused before anything is written."""
+    descriptors, tasks = synthetic
+    assert (descriptors.parent.name, descriptors.name) == ("descriptors", "raw")
+    argv = ["patches", "hpatches-eval", str(descriptors), "--tasks", str(tasks), "--split", "full"]
+    assert main([*argv, "--task", "matching", "--out", str(tmp_path)]) == 0
+    assert "raw.matching.nc" in capsys.readouterr().err
+    assert qc.open_cube(tmp_path / "raw.matching.nc")["descriptor"].values.tolist() == ["raw"]
+    with pytest.raises(InvalidInputError, match=r"one of 'sift', 'raw'; got '\.\./x'"):
+        make_hpatches17_set(tmp_path / "bad", method="../x")
+    assert not (tmp_path / "bad").exists()

@@ -360,7 +360,7 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     assert error.count("\n") == 1 and "metricalc patches hpatches-compare A B" in error
 
 
-def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
+def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) -> None:
     descriptors, _, tasks = synthetic
     base = ["patches", "hpatches-eval", str(descriptors), "--tasks", str(tasks), "--split",
             "full", "--json"]  # fmt: skip
@@ -370,7 +370,7 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
     capsys.readouterr()
     x, y = tmp_path / "x.verification.nc", tmp_path / "y.verification.nc"
     cases = [
-        ([str(x), str(y), "--descriptors", "descriptors,other"], "descriptor 'descriptors'"),
+        ([str(x), str(y), "--descriptors", "raw,other"], "descriptor 'raw'"),
         ([str(x), str(tmp_path / "x.matching.nc")], "not a pair cube"),
         ([str(x), str(tmp_path / "none.nc")], "none.nc does not exist"),
         ([str(x), str(x), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
@@ -385,13 +385,22 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
     z.write_bytes(x.read_bytes())  # the same descriptor name in two files: named by file
     assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
     out = " ".join(capsys.readouterr().out.split())  # the title may wrap
-    assert "descriptors (x.verification.nc) - descriptors (z.verification.nc)" in out
+    assert "raw (x.verification.nc) - raw (z.verification.nc)" in out
+    monkeypatch.setenv("COLUMNS", "70")  # too narrow for one table: every part names its rows
+    assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
+    parts = capsys.readouterr().out.split("(continued)")
+    assert len(parts) >= 2
+    for part in parts:
+        header = next(line for line in part.splitlines() if "level" in line)
+        assert [c.strip() for c in header.split("┃")[1:4]] == ["level", "measure", "negatives"]
+        assert sum("imbalanced" in line for line in part.splitlines()) == 7  # its rows named
+    monkeypatch.delenv("COLUMNS")
     (tmp_path / "again").mkdir()  # and the same file name in two folders: named by path
     w = tmp_path / "again" / "x.verification.nc"
     w.write_bytes(x.read_bytes())
     assert main(["patches", "hpatches-compare", str(x), str(w), "--n-resamples", "9"]) == 0
     out = "".join(capsys.readouterr().out.split())  # a long path may be folded anywhere
-    assert f"descriptors({x})-descriptors({w})" in out
+    assert f"raw({x})-raw({w})" in out
     folder = tmp_path / "folder"
     folder.mkdir()
     assert main([*base, "--task", "matching", "--out", str(folder), "--name", "mine"]) == 0
@@ -414,3 +423,26 @@ def test_task_cubes_are_written_all_or_none(results, tmp_path, monkeypatch) -> N
         cc.save_task_cubes(changed, tmp_path / "run.nc")
     assert {task: path.read_bytes() for task, path in paths.items()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
+
+
+def test_a_study_of_two_matching_cubes_is_captioned_with_their_protocol_once(tmp_path) -> None:
+    """Two labelled matching cubes: the caption names the CVPR'17 protocol (task, split, ...)
+    once, and neither the keypoint protocol (tau, border, keypoints) nor a doubled dataset."""
+    rng = np.random.default_rng(5)
+    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(4) for level in "eht"
+            for k in range(1, 6)]  # fmt: skip
+    labelled = {}
+    for label, shift in (("a", 0.1), ("b", 0.0)):
+        per_pair = {key: float(np.clip(rng.random() * 0.8 + shift, 0, 1)) for key in keys}
+        labelled[label] = cc.matching_cube(per_pair, descriptor="d", split="full")
+    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
+           "tests": {"n_resamples": 99, "rank": False}, "outputs": ["markdown"]}  # fmt: skip
+    build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=labelled, out=tmp_path / "r")
+    caption = (tmp_path / "r" / "tables.md").read_text().splitlines()[0]
+    assert caption.startswith(
+        "Table: Results on the HPatches CVPR'17 benchmark. Protocol: task matching, split full, "
+        "distance l2, tie policy input\\_order, AP method trapezoid. Values in percent"
+    ), caption
+    assert caption.count("split full") == 1 and caption.count("matching") == 1
+    assert not any(word in caption for word in ("tau", "border", "keypoints"))
+    assert "paired by image pair and level," in caption  # its units, not "query"

@@ -17,8 +17,6 @@ from metricalc.cube.io import FORMAT_ATTR, query_codes
 from metricalc.errors import InvalidInputError
 from metricalc.metrics import metric_set, scene_metrics
 
-UNALIGNED = pytest.mark.filterwarnings("ignore:The specified chunks separate:UserWarning")
-
 
 def random_cube(
     n: int, seed: int, scenes: list[str] | None = None, policy: str = "expected"
@@ -129,7 +127,6 @@ def test_files_of_the_character_array_layout_open(tmp_path):
         assert_same_metrics(metric_set(cube), metric_set(lazy).compute())
 
 
-@UNALIGNED
 @pytest.mark.parametrize("seed", [0, 1])
 def test_lazy_metric_set_equals_eager_for_any_chunks(tmp_path, seed):
     cube = random_cube(3_000, seed)
@@ -147,12 +144,46 @@ def test_lazy_metric_set_equals_eager_for_any_chunks(tmp_path, seed):
             assert_same_metrics(metric_set(cube.isel(query=slice(0, 900))), metric_set(part))
 
 
-@UNALIGNED
 def test_lazy_metric_set_over_one_scene_and_other_tie_policies(tmp_path):
     cube = random_cube(800, 3, scenes=["v_only"], policy="pessimistic")
     qc.save(cube, tmp_path / "c.nc")
     with qc.open_cube(tmp_path / "c.nc", chunks={"query": 300}) as lazy:
         assert_same_metrics(metric_set(cube), metric_set(lazy).compute())
+
+
+def test_chunks_that_cut_the_stored_chunks_open_quietly_with_the_eager_numbers(tmp_path, capsys):
+    """``--chunks 1000`` on a file stored in chunks of 10,000 queries: opened at the stored
+    chunks and rechunked to 1000 (xarray's chunk-alignment warning is an error under the test
+    settings), every number the eager one."""
+    cube = random_cube(12_000, 6)
+    path = tmp_path / "c.nc"
+    qc.save(cube, path)
+    with qc.open_cube(path, chunks={"query": 1000}) as lazy:
+        assert set(lazy["ap"].chunks[1]) == {1000} and set(lazy["scene"].chunks[0]) == {1000}
+        assert_same_metrics(metric_set(cube), metric_set(lazy).compute())
+    assert main(["metrics", str(path), "--json"]) == 0
+    eager = json.loads(capsys.readouterr().out)
+    for chunks in ("1000", "4000", "25000"):  # cutting 10,000 apart, and more than the file
+        assert main(["metrics", str(path), "--json", "--chunks", chunks]) == 0
+        assert_same_json(json.loads(capsys.readouterr().out), eager, chunks)
+    assert main(["compare", str(path), "--json", "--chunks", "1000", "--n-resamples", "99"]) == 0
+    lazy_rows = json.loads(capsys.readouterr().out)
+    assert main(["compare", str(path), "--json", "--n-resamples", "99"]) == 0
+    assert json.loads(capsys.readouterr().out) == lazy_rows
+
+
+@pytest.mark.parametrize("verb", ["metrics", "compare"])
+def test_an_empty_scheduler_option_is_an_error_an_empty_variable_unset(
+    tmp_path, capsys, monkeypatch, verb
+):
+    qc.save(random_cube(50, 5), tmp_path / "c.nc")
+    for given in ("", "  "):
+        assert main([verb, str(tmp_path / "c.nc"), "--json", "--scheduler", given]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--scheduler {given!r}: expected the address" in err
+    monkeypatch.setenv(dask_options.SCHEDULER_ENV, " ")  # unset: no cluster, in memory
+    assert main([verb, str(tmp_path / "c.nc"), "--json"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 # before the LocalCluster test (distributed reuses the closed event loop of a finished
@@ -237,7 +268,6 @@ def edge_cube(n: int, seed: int, policy: str = "expected") -> xr.Dataset:
     )
 
 
-@UNALIGNED
 @pytest.mark.parametrize("policy", ["expected", "optimistic", "pessimistic"])
 def test_the_one_pass_equals_eager_on_edge_cases(tmp_path, policy):
     cube = edge_cube(2_500, 7, policy)
@@ -251,7 +281,6 @@ def test_the_one_pass_equals_eager_on_edge_cases(tmp_path, policy):
         assert int(expected["total_matches"].sel(descriptor="a")) == -1
 
 
-@UNALIGNED
 def test_the_one_pass_sums_equal_the_grouped_sums(tmp_path):
     """The fused pass against the eager grouped sums it replaces, quantity by quantity."""
     from metricalc.metrics.fused import query_sums
@@ -298,7 +327,6 @@ def test_the_one_pass_sums_equal_the_grouped_sums(tmp_path):
             )
 
 
-@UNALIGNED
 def test_the_one_pass_without_queries_with_a_failed_descriptor_and_zero_division(tmp_path):
     cube = random_cube(500, 1)
     qc.save(cube, tmp_path / "c.nc")

@@ -209,3 +209,18 @@ def test_a_label_baseline_without_shared_descriptors_still_ranks_the_systems(mak
     assert sorted(column.ranking["descriptor"].values.tolist()) == [
         "a (locked)", "b (locked)", "c (locked)", "d (native)",
     ]  # fmt: skip
+
+
+def test_combined_attrs_join_distinct_values_once_even_with_commas(make_query_cube):
+    """An attr value holding ", " (a dataset name, JSON options) is not joined to itself."""
+    cube = make_query_cube({"sift": 0.5}, scenes=("i_a",), per_pair=4)
+    parts = {}
+    for label, dataset in (("a", "x, split full"), ("b", "x, split full"), ("c", "y")):
+        part = cube.copy()
+        part.attrs = {**cube.attrs, "dataset": dataset}
+        parts[label] = part
+    joined = report_data.combined(parts)
+    assert joined.attrs["dataset"] == "x, split full, y"
+    assert report_data.combined({"a": parts["a"], "b": parts["b"]}).attrs["dataset"] == (
+        "x, split full"
+    )

@@ -62,6 +62,7 @@ def test_terminal_table_and_options(tmp_path):
     done = run("compare", str(path), "--metric", "hit@1", "--test", "mcnemar")
     assert done.returncode == 0, done.stderr
     assert "sift" in done.stdout and "orb" in done.stdout and "mcnemar test" in done.stdout
+    assert "pair by query" in done.stdout  # a keypoint cube's units are queries
     done = run("compare", str(path), "--pair-by", "pair", "--split", "viewpoint",
                "--correction", "bonferroni", "--test", "sign")  # fmt: skip
     assert done.returncode == 0, done.stderr

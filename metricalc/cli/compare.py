@@ -125,6 +125,16 @@ def _refuse_pair_cube(path: Path) -> None:
         )
 
 
+def _unit_name(opened: list[Any], pair_by: str) -> str | None:
+    """The name of the paired unit of cubes of ``patches hpatches-eval --out`` (a matching
+    cube's "query" is one image pair at one level), None for other cubes (queries, image pairs,
+    scenes as ``--pair-by`` says)."""
+    from metricalc.hpatches import cvpr17_unit
+
+    names = {cvpr17_unit(cube.attrs, pair_by) for cube in opened}
+    return names.pop() if len(names) == 1 else None
+
+
 def _compare(args: argparse.Namespace) -> int:
     from metricalc.fileio import json_safe
     from metricalc.plotting.terminal import print_comparisons
@@ -148,7 +158,13 @@ def _compare(args: argparse.Namespace) -> int:
         rows = result.to_dataframe().reset_index().to_dict(orient="records")
         print(json.dumps(json_safe(rows), indent=2))
     else:
-        print_comparisons(result, title=", ".join(str(p) for p in args.cubes))
+        unit = _unit_name(opened, pair_by)
+        print_comparisons(
+            result,
+            title=", ".join(str(p) for p in args.cubes),
+            unit=unit,
+            split_units="queries" if unit is None else "sequences",
+        )
         if result.attrs["excluded_descriptors"]:
             failed = ", ".join(result.attrs["excluded_descriptors"])
             print(f"left out (status error): {failed}", file=sys.stderr)

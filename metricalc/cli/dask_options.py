@@ -20,7 +20,8 @@ from typing import Any
 from metricalc.errors import InvalidInputError
 
 SCHEDULER_ENV = "METRICALC_SCHEDULER"
-"""Environment variable: the scheduler address used when ``--scheduler`` is not given."""
+"""Environment variable: the scheduler address used when ``--scheduler`` is not given (empty or
+blank: unset)."""
 
 DEFAULT_CHUNK = 1_000_000
 """Queries per chunk of a cube opened for a ``--scheduler`` run without ``--chunks`` (a
@@ -58,7 +59,8 @@ def add_dask_options(parser: argparse.ArgumentParser) -> None:
         "--chunks",
         type=positive_int,
         metavar="N",
-        help="open the cube lazily, N queries per chunk (bounded memory; a multiple of 10000)",
+        help="open the cube lazily, N queries per chunk (bounded memory; fastest a multiple of "
+        "10000, the file's chunks: other numbers are read at those and rechunked)",
     )
     parser.add_argument(
         "--scheduler",
@@ -69,9 +71,34 @@ def add_dask_options(parser: argparse.ArgumentParser) -> None:
 
 
 def scheduler_address(args: argparse.Namespace) -> str | None:
-    """``--scheduler``, else ``$METRICALC_SCHEDULER``, else None (no cluster)."""
-    address = getattr(args, "scheduler", None) or os.environ.get(SCHEDULER_ENV) or None
-    return address.strip() if address else None
+    """``--scheduler``, else ``$METRICALC_SCHEDULER``, else None (no cluster).
+
+    An empty (or blank) ``$METRICALC_SCHEDULER`` counts as unset (``METRICALC_SCHEDULER= cmd``
+    runs without a cluster); an empty ``--scheduler ""`` is an error, never a silent run
+    without the cluster asked for.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``--scheduler`` is given empty or blank.
+
+    Examples
+    --------
+    >>> scheduler_address(argparse.Namespace(scheduler=" tcp://host:8786 "))
+    'tcp://host:8786'
+    >>> scheduler_address(argparse.Namespace(scheduler=""))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    metricalc.errors.InvalidInputError: --scheduler '': expected the address of a dask scheduler...
+    """
+    given = getattr(args, "scheduler", None)
+    if given is not None:
+        if not given.strip():
+            raise InvalidInputError(
+                f"--scheduler {given!r}: expected the address of a dask scheduler such as "
+                "tcp://host:8786 (leave the option out to run without a cluster)"
+            )
+        return str(given).strip()
+    return os.environ.get(SCHEDULER_ENV, "").strip() or None
 
 
 def cube_chunks(args: argparse.Namespace) -> dict[str, int] | None:

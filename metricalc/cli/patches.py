@@ -262,7 +262,7 @@ def _patches_hpatches_compare(args: argparse.Namespace) -> int:
     title = (f"verification, split {done.attrs['split']}: {a} - {b} (%), paired bootstrap over "
              f"pairs, {done.attrs['n_resamples']} resamples, "
              f"{100 * done.attrs['confidence']:g}% percentile interval")  # fmt: skip
-    print_frame(pd.DataFrame(shown), title=title)
+    print_frame(pd.DataFrame(shown), title=title, keys=3)  # level, measure, negatives
     return 0
 
 

@@ -23,14 +23,16 @@ from metricalc.cube.model import (
 )
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import hdf5_target
+from metricalc.validation import is_integer
 
 _LATER_SEQUENCE_VARIABLES = ("image_retrieval_ap", "image_retrieval_relevant")
 """Per-sequence variables that joined the schema after the others: :func:`open_cube` adds them
 (at their sentinels) to a file written without them."""
 
 _STORAGE_CHUNKS = {DESCRIPTOR: 1, QUERY: 10_000}
-"""HDF5 chunk shape of the numeric variables: one descriptor by 10,000 queries. Lazy opening is
-fastest (and quiet) when ``chunks=`` along ``query`` is a multiple of 10,000."""
+"""HDF5 chunk shape of the numeric variables: one descriptor by 10,000 queries. A lazy open with
+``chunks=`` along ``query`` a multiple of 10,000 reads them directly; any other number is read at
+the stored chunks and rechunked (:func:`_opened`)."""
 
 FORMAT_ATTR = "metricalc_file_format"
 """Root attribute of a cube file: the layout version (absent: the layout before version 2)."""
@@ -80,14 +82,42 @@ def _unicode(variables: Mapping[Hashable, xr.DataArray]) -> dict[Hashable, xr.Da
     }
 
 
-def _text_apart(path: Path, chunks: Any) -> list[str]:
-    """For a lazy open, the string variables over ``query`` stored as character arrays: they
-    are left out of the dask open (dask cannot size their object dtype for ``chunks="auto"``)
-    and read into memory by :func:`_text_back`, as every coordinate is."""
+def _opened(path: Path, chunks: Any) -> tuple[xr.Dataset, list[str]]:
+    """``path`` opened by xarray with ``chunks=``, and for a lazy open the string variables over
+    ``query`` stored as character arrays: they are left out of the dask open (dask cannot size
+    their object dtype for ``chunks="auto"``) and read into memory by :func:`_text_back`, as
+    every coordinate is.
+
+    An integer number of queries per chunk that would cut the file's stored (HDF5) chunks apart
+    is applied after the open: the file is opened at its stored chunks along ``query`` and
+    rechunked, so every stored chunk is read and decompressed once, not once per dask chunk that
+    overlaps it (the cost xarray warns about when the chunks are given to the open)."""
     if chunks is None:
-        return []
+        return xr.open_dataset(path, engine="h5netcdf"), []
     with xr.open_dataset(path, engine="h5netcdf") as plain:  # lazily indexed: nothing read yet
-        return [str(n) for n, v in plain.variables.items() if v.dtype == object and QUERY in v.dims]
+        apart = [
+            str(n) for n, v in plain.variables.items() if v.dtype == object and QUERY in v.dims
+        ]
+        queries = _cutting_query_chunk(plain, chunks)
+    if queries is None:
+        return xr.open_dataset(path, engine="h5netcdf", chunks=chunks, drop_variables=apart), apart
+    stored = {**chunks, QUERY: None}  # None: the stored chunks along query
+    cube = xr.open_dataset(path, engine="h5netcdf", chunks=stored, drop_variables=apart)
+    return cube.chunk({QUERY: queries}), apart
+
+
+def _cutting_query_chunk(plain: xr.Dataset, chunks: Any) -> int | None:
+    """The number of queries per chunk in ``chunks`` when it cuts the stored chunks of a variable
+    of ``plain`` apart (it is neither a multiple of them nor the whole ``query`` dim), else None.
+    """
+    queries = chunks.get(QUERY) if isinstance(chunks, Mapping) else None
+    if not is_integer(queries) or int(queries) < 1:
+        return None  # "auto", -1, a tuple of sizes: xarray's own handling
+    for variable in plain.variables.values():
+        stored = variable.encoding.get("preferred_chunks", {}).get(QUERY)
+        if stored and int(queries) < variable.sizes.get(QUERY, 0) and int(queries) % stored:
+            return int(queries)
+    return None
 
 
 def _text_back(cube: xr.Dataset, path: Path, names: list[str]) -> xr.Dataset:
@@ -317,8 +347,7 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
             f"{damaged}"
         )
     try:
-        apart = _text_apart(path, chunks)
-        cube = xr.open_dataset(path, engine="h5netcdf", chunks=chunks, drop_variables=apart)
+        cube, apart = _opened(path, chunks)
     except READ_ERRORS as error:
         raise InvalidInputError(
             f"cube file {path} is not a readable netCDF-4/HDF5 file: {type(error).__name__}: "

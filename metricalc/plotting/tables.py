@@ -23,6 +23,7 @@ import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import csv_text
+from metricalc.hpatches import cvpr17_unit
 from metricalc.plotting.comparisons import (
     CORRECTION_NAMES,
     PAIR_UNITS,
@@ -73,6 +74,12 @@ _PROTOCOL_LABELS = (
 )
 _RETRIEVAL_LABELS = (("benchmark", "benchmark {}"), ("ap_method", "AP method {}"))
 """The protocol of a patch-retrieval cube (contract A): no keypoints, tolerance or border."""
+_CVPR17_LABELS = (("task", "task {}"), ("split", "split {}"), ("pool_size", "pool size {}"),
+                  ("distance", "distance {}"), ("tie_policy", "tie policy {}"),
+                  ("ap_method", "AP method {}"), ("preset", "preset {}"))  # fmt: skip
+"""The protocol of an HPatches CVPR'17 cube (:mod:`metricalc.patches.cvpr17_cube`): patch
+matching or retrieval, no keypoints, tolerance or border; the task and split named here once
+(the ``dataset`` attr repeats them, so such a caption does not name it)."""
 _TREC_LABELS = (("qrels", "qrels {}"), ("ties", "ties {}"), ("level", "relevant from {}"),
                 ("depth", "depth {} (0: no cut)"), ("complete", "-c {} (1: every qrels query)"))
 """The protocol of a TREC retrieval cube (:mod:`metricalc.retrieval.querycube`): trec_eval's
@@ -364,7 +371,10 @@ class Table:
 
     def _caption(self, first: str | None) -> str:
         attrs = self.metric_set.attrs
-        if first is None:
+        benchmark = str(attrs.get("benchmark", ""))
+        if first is None and benchmark == "hpatches-cvpr17":
+            first = "Results on the HPatches CVPR'17 benchmark."
+        elif first is None:
             dataset = dataset_name(attrs)
             first = f"Results on {dataset}." if dataset else "Results."
         parts = [first.strip()]
@@ -372,8 +382,9 @@ class Table:
             template.format(_attr_text(attrs[key]))
             for key, template in {
                 "hpatches-retrieval": _RETRIEVAL_LABELS,
+                "hpatches-cvpr17": _CVPR17_LABELS,
                 "trec_eval": _TREC_LABELS,
-            }.get(str(attrs.get("benchmark", "")), _PROTOCOL_LABELS)
+            }.get(benchmark, _PROTOCOL_LABELS)
             if key in attrs and str(attrs[key]) != ""
         ]
         if protocol:
@@ -388,6 +399,11 @@ class Table:
         if self.reported:
             parts.append(reference_sentence(self.reported))
         return " ".join(parts)
+
+    def _unit(self, pair_by: str) -> str:
+        """How the caption names the paired unit: an HPatches CVPR'17 cube's own
+        (:func:`metricalc.hpatches.cvpr17_unit`), else :data:`PAIR_UNITS`."""
+        return cvpr17_unit(self.metric_set.attrs, pair_by) or PAIR_UNITS.get(pair_by, pair_by)
 
     def _test_sentence(self) -> str:
         settings: dict[tuple[str, str, str, str, int, int], list[str]] = {}
@@ -404,7 +420,7 @@ class Table:
         described = []
         for (test, pair_by, correction, alpha, n, untestable), labels in settings.items():
             text = (
-                f"{TEST_NAMES.get(test, test)} paired by {PAIR_UNITS.get(pair_by, pair_by)}, "
+                f"{TEST_NAMES.get(test, test)} paired by {self._unit(pair_by)}, "
                 f"{CORRECTION_NAMES.get(correction, correction)} correction over "
                 f"{n} comparison{'s' if n != 1 else ''}"
                 + (f" ({untestable} more not testable)" if untestable else "")

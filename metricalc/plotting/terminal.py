@@ -272,8 +272,12 @@ def print_metric_table(
     print_table(table, console=console)
 
 
-def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None = None) -> None:
-    """Print a table (one row per frame row); float columns named ``*_map`` in percent."""
+def print_frame(
+    frame: pd.DataFrame, *, title: str = "", console: Console | None = None, keys: int = 1
+) -> None:
+    """Print a table (one row per frame row); float columns named ``*_map`` in percent. The
+    first ``keys`` columns name the rows: a table too wide for the console continues in parts
+    that repeat them (:func:`fit_table`)."""
     table = Table(title=printable(title) if title else None)
     for column in frame.columns:
         table.add_column(
@@ -287,7 +291,7 @@ def print_frame(frame: pd.DataFrame, *, title: str = "", console: Console | None
             else:
                 cells.append("-" if value is None else printable(value))
         table.add_row(*cells)
-    print_table(table, console=console)
+    print_table(table, console=console, keys=keys)
 
 
 def _number(value: float, *, percent: bool, signed: bool = False) -> str:
@@ -317,9 +321,17 @@ def _marker(row: pd.Series) -> str:
 
 
 def print_comparisons(
-    comparisons: xr.Dataset, *, title: str = "", console: Console | None = None
+    comparisons: xr.Dataset,
+    *,
+    title: str = "",
+    console: Console | None = None,
+    unit: str | None = None,
+    split_units: str = "queries",
 ) -> None:
     """Print a :func:`metricalc.stats.compare` result, one row per comparison.
+
+    The caption names the paired unit ``unit`` (default: the ``pair_by`` attr, right for a
+    keypoint cube) and, with a split, what the split keeps (``split_units``).
 
     Means and differences of metrics in [0, 1] (``ap``, ``hit@K``, ...) are shown in percent
     points; ``>`` marks a comparison rejected at the corrected alpha in the descriptor's favour,
@@ -334,10 +346,10 @@ def print_comparisons(
     interval = "t" if attrs.get("interval") == "t" else "BCa"
     caption = (
         f"{attrs.get('test')} test, {attrs.get('correction')} correction, alpha "
-        f"{attrs.get('alpha')}, {level:g}% {interval} CI, pair by {attrs.get('pair_by')}"
+        f"{attrs.get('alpha')}, {level:g}% {interval} CI, pair by {unit or attrs.get('pair_by')}"
     )
     if attrs.get("split"):
-        caption += f", {attrs['split']} queries only"
+        caption += f", {attrs['split']} {split_units} only"
     if percent:
         caption += "; values in percent"
     table = Table(

@@ -168,8 +168,9 @@ def combined(parts: Mapping[str, xr.Dataset | xr.DataArray], *, pad: str = "") -
     """Per-label results side by side over system names (:func:`system_name`).
 
     ``pad`` names a dim whose length may differ between labels (curve thresholds); shorter
-    parts are padded by repeating their last point. Attrs come from the first part, and attrs
-    whose values differ between parts are joined (``"locked:sift, native"``).
+    parts are padded by repeating their last point. Attrs come from the first part, and the
+    distinct values of a text attr that differs between parts are joined, each once
+    (``"locked:sift, native"``; a value that itself holds ``", "`` is not repeated).
     """
     items = [_renamed(part, label) for label, part in parts.items()]
     if pad and items:
@@ -182,12 +183,14 @@ def combined(parts: Mapping[str, xr.Dataset | xr.DataArray], *, pad: str = "") -
         ]
     result = xr.concat(items, dim="descriptor", join="outer", combine_attrs="drop")
     attrs: dict[Any, Any] = {}
+    seen: dict[Any, list[str]] = {}  # the distinct values joined, each once
     for part in parts.values():
         for key, value in part.attrs.items():
             if key not in attrs:
-                attrs[key] = value
-            elif isinstance(attrs[key], str) and str(value) not in attrs[key].split(", "):
-                attrs[key] = f"{attrs[key]}, {value}"
+                attrs[key], seen[key] = value, [str(value)]
+            elif isinstance(attrs[key], str) and str(value) not in seen[key]:
+                seen[key].append(str(value))
+                attrs[key] = ", ".join(seen[key])
     result.attrs = attrs
     return result
 
