@@ -155,7 +155,7 @@ def test_the_synthetic_set_is_named_in_its_folders_and_cubes(synthetic, results,
     shutil.copytree(tasks, foreign)
     cf.write_dataset_mark(foreign, "synthetic-hpatches17 (another)")
     with pytest.raises(InvalidInputError, match=r"holds 'synthetic-hpatches17 \(seed 0.* but the "
-                       r"task folder .* 'synthetic-hpatches17 \(another\)'"):  # fmt: skip
+                       r"task folder .* holds 'synthetic-hpatches17 \(another\)'"):  # fmt: skip
         ev.evaluate_hpatches17(descriptors, split="full", task_dir=foreign, tasks=["matching"])
     (foreign / cf.DATASET_MARK).write_text('{"name": "x"}')
     with pytest.raises(InvalidInputError, match=r"metricalc_dataset.json: expected \{"):

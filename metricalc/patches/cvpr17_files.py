@@ -426,11 +426,11 @@ def data_name(
     neither is marked (the HPatches release). A descriptor folder of one generated set
     evaluated with the tasks of another is refused.
     """
-    marks = {m for m in (read_dataset_mark(descr_dir), read_dataset_mark(task_dir)) if m}
-    if len(marks) > 1:
+    descriptors, tasks = read_dataset_mark(descr_dir), read_dataset_mark(task_dir)
+    if descriptors and tasks and descriptors != tasks:
         raise InvalidInputError(
-            f"the descriptor folder {descr_dir} holds {read_dataset_mark(descr_dir)!r} but the "
-            f"task folder {task_dir} {read_dataset_mark(task_dir)!r} ({DATASET_MARK}): evaluate "
-            "descriptors with the tasks of their own data"
+            f"the descriptor folder {descr_dir} holds {descriptors!r} but the task folder "
+            f"{task_dir} holds {tasks!r} ({DATASET_MARK}): evaluate descriptors with the tasks "
+            "of their own data"
         )
-    return marks.pop() if marks else ""
+    return descriptors or tasks
