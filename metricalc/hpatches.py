@@ -13,7 +13,11 @@ Constants and one resolver only (no NumPy, no domain imports), so that the keypo
 - :data:`D2NET_SEQUENCES`: the remaining 108 (52 illumination, 56 viewpoint), 540 image pairs:
   the ``n_i = 52``, ``n_v = 56`` of D2-Net's notebook.
 - :data:`CVPR17_UNITS` and :func:`cvpr17_unit`: what the paired units of the HPatches CVPR'17
-  task cubes (``patches hpatches-eval --out``) are, as captions name them.
+  task cubes (``patches hpatches-eval --out``) are, as captions and sentences name them;
+  :data:`CVPR17_PROTOCOL`: the attrs that describe such a cube's protocol.
+- :data:`SYNTHETIC_PREFIX`: how the ``dataset`` attr of a cube computed on data metricalc
+  generated starts (:func:`is_synthetic`), e.g. ``make_hpatches17_set``'s
+  (:data:`SYNTHETIC_HPATCHES17`): published numbers are never shown beside such cubes.
 
 Examples
 --------
@@ -32,13 +36,17 @@ from types import MappingProxyType
 from metricalc.errors import InvalidInputError
 
 __all__ = [
+    "CVPR17_PROTOCOL",
     "CVPR17_UNITS",
     "D2NET_EXCLUDED",
     "D2NET_SEQUENCES",
     "HPATCHES_PAIRS",
     "HPATCHES_SEQUENCES",
     "SEQUENCE_SPLITS",
+    "SYNTHETIC_HPATCHES17",
+    "SYNTHETIC_PREFIX",
     "cvpr17_unit",
+    "is_synthetic",
     "select_sequences",
     "split_sequences",
 ]
@@ -91,13 +99,47 @@ SEQUENCE_SPLITS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 CVPR17_UNITS: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
         "matching": {"query": "image pair and level", "pair": "image pair", "scene": "sequence"},
-        "retrieval": {"query": "query and level", "scene": "sequence"},
+        "retrieval": {"query": "query and level", "pair": "sequence", "scene": "sequence"},
     }
 )
 """The paired unit of each ``pair_by`` (:func:`metricalc.stats.compare`) in an HPatches CVPR'17
 task cube, by task (:mod:`metricalc.patches.cvpr17_cube`): a matching cube's "query" is one
 (sequence, image pair, level), ``pair`` averages an image pair's three levels, ``scene`` is a
-sequence; a retrieval cube's "query" is one (retrieval query, level)."""
+sequence; a retrieval cube's "query" is one (retrieval query, level), and as its queries have
+no image pair (``pair`` is ``""``), ``pair`` groups them by sequence, as ``scene`` does."""
+
+CVPR17_PROTOCOL: tuple[str, ...] = (
+    "dataset", "task", "split", "level", "pool_size", "distance", "tie_policy", "ap_method",
+    "preset",
+)  # fmt: skip
+"""The attrs that describe the protocol of an HPatches CVPR'17 task cube, in the order a report
+lists them. Such a cube also holds the keypoint attrs every QueryCube holds (``tau_px``,
+``border_px``, ``keypoints``, ...: :data:`metricalc.cube.PROTOCOL_ATTRS`, at their defaults);
+they do not apply to patches and are not shown."""
+
+SYNTHETIC_PREFIX = "synthetic-"
+"""The start of the ``dataset`` attr of a cube computed on data metricalc generated."""
+
+SYNTHETIC_HPATCHES17 = SYNTHETIC_PREFIX + "hpatches17"
+"""The data of ``make_hpatches17_set`` (:mod:`metricalc.datasets.hpatches17`), as the
+``dataset`` attr of the cubes of ``patches hpatches-eval`` names it."""
+
+
+def is_synthetic(dataset: str) -> bool:
+    """Whether the ``dataset`` attr of a cube (or the joined attr of a metric set over several
+    cubes) names data metricalc generated: one of its parts starts with
+    :data:`SYNTHETIC_PREFIX`.
+
+    Examples
+    --------
+    >>> is_synthetic("synthetic-hpatches17 seed 0: hpatches-cvpr17 matching, split full")
+    True
+    >>> is_synthetic("hpatches-cvpr17 matching, split full")
+    False
+    >>> is_synthetic("hpatches-cvpr17 matching, split full, synthetic-hpatches17 seed 1: x")
+    True
+    """
+    return dataset.startswith(SYNTHETIC_PREFIX) or f", {SYNTHETIC_PREFIX}" in dataset
 
 
 def cvpr17_unit(attrs: Mapping[str, object], pair_by: str) -> str | None:
@@ -110,8 +152,8 @@ def cvpr17_unit(attrs: Mapping[str, object], pair_by: str) -> str | None:
     --------
     >>> cvpr17_unit({"benchmark": "hpatches-cvpr17", "task": "matching"}, "query")
     'image pair and level'
-    >>> cvpr17_unit({"benchmark": "hpatches-cvpr17", "task": "retrieval"}, "pair") is None
-    True
+    >>> cvpr17_unit({"benchmark": "hpatches-cvpr17", "task": "retrieval"}, "pair")
+    'sequence'
     >>> cvpr17_unit({"tau_px": 3.0}, "query") is None
     True
     """

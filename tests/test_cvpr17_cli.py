@@ -13,6 +13,7 @@ from metricalc.cli import main
 from metricalc.cli.patches import HPATCHES17_POOLS, HPATCHES17_TASKS
 from metricalc.datasets import make_hpatches17_set
 from metricalc.errors import InvalidInputError
+from metricalc.patches import cvpr17_cube as cc
 from metricalc.patches import cvpr17_eval as ev
 from metricalc.patches import cvpr17_files as cf
 
@@ -167,6 +168,26 @@ def test_compare_names_the_units_of_matching_cubes(synthetic, noisy, tmp_path, c
     assert "pair by image pair;" in shown["--pair-by pair"]
     assert "pair by image pair and level, viewpoint sequences only" in shown["--split viewpoint"]
     assert not any("query" in text or "queries" in text for text in shown.values())
+
+
+def test_compare_names_the_units_of_retrieval_cubes(tmp_path, capsys) -> None:
+    """A retrieval cube's queries have no image pair (pair ""): --pair-by pair groups them by
+    sequence, and the caption says so rather than the plain word "pair"."""
+    rng = np.random.default_rng(1)
+    sequences = np.repeat([f"{k}_s{i}" for k in "iv" for i in range(4)], 3)
+    cubes = []
+    for name in ("a", "b"):
+        ap = rng.uniform(size=(len(sequences), 3, len(ev.POOL_SIZES)))
+        cube = cc.retrieval_cube(ap, sequences, descriptor=name, split="full")
+        qc.save(cube, tmp_path / f"{name}.retrieval.nc")
+        cubes.append(str(tmp_path / f"{name}.retrieval.nc"))
+    shown = {}
+    for pair_by in ("query", "pair", "scene"):
+        assert main(["compare", *cubes, "--pair-by", pair_by, "--n-resamples", "99"]) == 0
+        shown[pair_by] = " ".join(capsys.readouterr().out.split())
+    assert "pair by query and level;" in shown["query"]
+    assert "pair by sequence;" in shown["pair"] and "pair by pair" not in shown["pair"]
+    assert "pair by sequence;" in shown["scene"]
 
 
 def test_the_synthetic_set_names_its_descriptor_folder_after_the_method(

@@ -4,6 +4,8 @@ the ``input_order`` tie policy, and the paired bootstrap over pairs (against a s
 from __future__ import annotations
 
 import json
+import re
+import shutil
 
 import numpy as np
 import pytest
@@ -119,6 +121,45 @@ def test_matching_cube_bad_keys() -> None:
         cc.matching_cube({}, descriptor="d", split="a")
     with pytest.raises(InvalidInputError, match=r"got \('s', 'x', 1\)"):
         cc.matching_cube({("s", "x", 1): 0.5}, descriptor="d", split="a")
+
+
+# -------------------------------------------------------------------- the data a cube is of
+def test_the_synthetic_set_is_named_in_its_folders_and_cubes(synthetic, results, tmp_path) -> None:
+    """make_hpatches17_set marks its descriptor and task folders; evaluate_hpatches17 reads the
+    mark (of either: a user's own descriptor folder is unmarked) into ``dataset`` and the cubes
+    put it before their task; the release (no mark) keeps the dataset attr it always had."""
+    descriptors, other, tasks = synthetic
+    name = cf.read_dataset_mark(descriptors)
+    n = len(cf.read_splits(tasks)["full"])
+    assert name.startswith(
+        "synthetic-hpatches17 (seed 0, size 320, max_patches 120, n_queries 60, "
+        f"n_distractors 1000, {n} sequences "
+    ), name
+    assert cf.read_dataset_mark(tasks) == name and cf.read_dataset_mark(other) == ""
+    assert cf.data_name(other, tasks) == cf.data_name(descriptors) == name
+    assert results["full"]["dataset"] == name
+    cubes = cc.task_cubes(results["full"], descriptor="d", split="full", pool_size=100)
+    assert {task: cube.attrs["dataset"] for task, cube in cubes.items()} == {
+        "verification": f"{name}: hpatches-cvpr17 verification, split full",
+        "matching": f"{name}: hpatches-cvpr17 matching, split full",
+        "retrieval": f"{name}: hpatches-cvpr17 retrieval, split full, pool 100",
+    }
+    release = cc.task_cubes({**results["full"], "dataset": ""}, descriptor="d", split="full")
+    assert [release[t].attrs["dataset"] for t in ("matching", "retrieval")] == [
+        "hpatches-cvpr17 matching, split full", "hpatches-cvpr17 retrieval, split full, pool 20000"
+    ]  # as before the mark: old files of the release combine with new ones
+    with pytest.raises(InvalidInputError, match="cannot combine cubes of different data"):
+        qc.combine([release["matching"], cubes["matching"]])
+    # the tasks of another generated set, a mark that is not one
+    foreign = tmp_path / "tasks"
+    shutil.copytree(tasks, foreign)
+    cf.write_dataset_mark(foreign, "synthetic-hpatches17 (another)")
+    with pytest.raises(InvalidInputError, match=r"holds 'synthetic-hpatches17 \(seed 0.* but the "
+                       r"task folder .* holds 'synthetic-hpatches17 \(another\)'"):  # fmt: skip
+        ev.evaluate_hpatches17(descriptors, split="full", task_dir=foreign, tasks=["matching"])
+    (foreign / cf.DATASET_MARK).write_text('{"name": "x"}')
+    with pytest.raises(InvalidInputError, match=r"metricalc_dataset.json: expected \{"):
+        cf.data_name(other, foreign)
 
 
 # -------------------------------------------------------------------- verification pair cubes
@@ -334,10 +375,30 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     report = build(study, cubes={"": both}, out=tmp_path / "report")
     got = report.metrics.true_map_micro.sel(descriptor=descriptors.name)
     assert float(got) == pytest.approx(float(qc.open_cube(a).ap.mean()), abs=1e-12)
-    # the published matching mAPs as reference rows beside the measured ones, same split only
+    # the sentences count the cubes' units (an image pair at a level), never "queries"
+    assert report.sentences and not any("quer" in s for s in report.sentences)
+    assert any("paired units, one per image pair and level" in s for s in report.sentences)
+    assert report.rankings == []  # two systems: no ranking
+    # the protocol list is the CVPR'17 one, without the keypoint defaults every cube holds
+    page = (tmp_path / "report" / "report.html").read_text()
+    listed = re.findall(r'<th scope="row">([^<]+)</th>', page[page.index('id="protocol"') :])
+    assert listed == ["dataset", "task", "split", "level", "distance", "tie_policy", "ap_method"]
+    assert both.attrs["tau_px"] == 3.0  # still in the cube (validate, combine), not listed
+    assert "paired by image pair and level (coarser" in page
+    # the published matching mAPs (of the HPatches release) are refused beside cubes of the
+    # synthetic set: the data is named in the cubes' dataset attr
     raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
            "tests": {"n_resamples": 199, "rank": False}, "outputs": ["markdown"],
            "reported": ["hpatches-cvpr17/sift/hpatches17_matching_map"]}  # fmt: skip
+    assert both.attrs["dataset"].startswith("synthetic-hpatches17 (seed 0, size 320, ")
+    assert both.attrs["dataset"].endswith(": hpatches-cvpr17 matching, split full")
+    with pytest.raises(InvalidInputError, match=r"matching_map was measured on HPatches patches; "
+                       r"the study's cubes were computed on generated data \('synthetic-hpat"):
+        build(study_from_dict(raw, source=tmp_path / "r.yaml"), cubes={"": both},
+              out=tmp_path / "refused")  # fmt: skip
+    assert not (tmp_path / "refused").exists()
+    # beside cubes of the release (no mark: the dataset attr as ever), same split only
+    both.attrs["dataset"] = "hpatches-cvpr17 matching, split full"
     report = build(study_from_dict(raw, source=tmp_path / "r.yaml"), cubes={"": both},
                    out=tmp_path / "reported")  # fmt: skip
     measured = report.metrics.hpatches17_matching_map.sel(descriptor=descriptors.name)
@@ -345,7 +406,7 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     last = (tmp_path / "reported" / "tables.md").read_text().splitlines()[-1]
     assert last.startswith("| *SIFT (reported)* | *25.5*"), last
     both.attrs["split"] = "a"
-    with pytest.raises(InvalidInputError, match="split full; the study's cubes hold split 'a'"):
+    with pytest.raises(InvalidInputError, match="split 'full'; the study's cubes hold split 'a'"):
         build(study_from_dict(raw, source=tmp_path / "r.yaml"), cubes={"": both},
               out=tmp_path / "reported_a")  # fmt: skip
     a, b = (f"{p}.verification.nc" for p in prefixes)
@@ -446,3 +507,30 @@ def test_a_study_of_two_matching_cubes_is_captioned_with_their_protocol_once(tmp
     assert caption.count("split full") == 1 and caption.count("matching") == 1
     assert not any(word in caption for word in ("tau", "border", "keypoints"))
     assert "paired by image pair and level," in caption  # its units, not "query"
+
+
+def test_a_study_of_matching_cubes_counts_their_units_in_its_sentences(tmp_path) -> None:
+    """The sentences and the ranking paragraph of a study over CVPR'17 matching cubes count
+    image pairs at a level (pair_by query) and sequences (the ranking's blocks), never
+    "queries" or "scenes"; the HTML page names its tests' units the same way."""
+    rng = np.random.default_rng(7)
+    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(4) for level in "eht"
+            for k in range(1, 6)]  # fmt: skip
+    labelled = {}
+    for label, shift in (("a", 0.2), ("b", 0.1), ("c", 0.0)):
+        per_pair = {key: float(np.clip(rng.random() * 0.7 + shift, 0, 1)) for key in keys}
+        labelled[label] = cc.matching_cube(per_pair, descriptor="d", split="full")
+    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
+           "tests": {"n_resamples": 99}, "outputs": ["summary", "html"]}  # fmt: skip
+    report = build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=labelled,
+                   out=tmp_path / "r")  # fmt: skip
+    assert len(report.sentences) == 3
+    assert all(s.endswith(f"; {len(keys)} paired units, one per image pair and level).")
+               for s in report.sentences), report.sentences  # fmt: skip
+    (ranking,) = report.rankings
+    assert "Friedman test over 8 paired units (one per sequence) and 3 systems" in ranking
+    text = (tmp_path / "r" / "summary.txt").read_text().split("Notes:")[0]  # the sentences
+    assert not any(word in text for word in ("quer", "scenes")), text
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "paired by image pair and level (coarser where a column needs it)" in page
+    assert "Friedman ranks over sequences" in page

@@ -72,7 +72,7 @@ def test_issue_numbers_are_registered_as_quoted_not_checked():
         m = by_key[f"hpatches-cvpr17/{slug}/hpatches17_matching_map"]
         expected = (verification / 100, matching / 100)
         assert (v.value, m.value) == pytest.approx(expected, abs=1e-12)
-        assert not v.checked and not m.checked and v.setting == "split full"
+        assert not v.checked and not m.checked and v.split == m.split == "full"
 
 
 def test_printed_means_agree_with_their_parts():
@@ -253,6 +253,29 @@ def test_a_number_of_another_protocol_or_metric_is_refused():
     assert reference_rows(entry, {"preset": "gluefactory"}, ["H_error_dlt@1px"])[0].values == {
         "H_error_dlt@1px": 0.351
     }
+
+
+def test_a_number_of_another_split_or_of_generated_data_is_refused():
+    """The split is the entry's ``split`` field, not a parse of its setting; a cube whose
+    dataset attr names generated data (``synthetic-...``), alone or joined with others, gets no
+    published number; the HPatches release's cubes (no mark) get it."""
+    (entry,) = select_reported(["hpatches-cvpr17/sift/hpatches17_matching_map"])
+    assert entry.split == "full" and "split" not in entry.setting
+    columns = ["hpatches17_matching_map"]
+    real = {"benchmark": "hpatches-cvpr17", "split": "full",
+            "dataset": "hpatches-cvpr17 matching, split full"}  # fmt: skip
+    assert reference_rows([entry], real, columns)[0].values == {columns[0]: 0.2547}
+    with pytest.raises(InvalidInputError, match=r"a number of split 'full'; the study's cubes "
+                       r"hold split 'view' \(their split attr\)"):  # fmt: skip
+        reference_rows([entry], {**real, "split": "view"}, columns)
+    synthetic = "synthetic-hpatches17 (seed 0): hpatches-cvpr17 matching, split full"
+    refused = (r"^reported: hpatches-cvpr17/sift/hpatches17_matching_map was measured on HPatches "
+               r"patches; the study's cubes were computed on generated data \('.*synthetic-")
+    for dataset in (synthetic, f"{real['dataset']}, {synthetic}"):
+        with pytest.raises(InvalidInputError, match=refused):
+            reference_rows([entry], {**real, "dataset": dataset}, columns)
+    without = replace(entry, split="")  # a number of no split: shown beside any split
+    assert reference_rows([without], {**real, "split": "view"}, columns)
 
 
 @pytest.mark.parametrize(

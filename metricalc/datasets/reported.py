@@ -2,7 +2,9 @@
 
 Every entry of :data:`REPORTED` is one published number: the method, the metric under
 metricalc's name for it, the value as a fraction, the protocol (the ``--preset`` name of the
-evaluation it comes from) and the dataset, the paper and table, the code that produced it and
+evaluation it comes from), the dataset (the published release it was measured on) and the split
+(``split``, where the protocol has named splits: a report checks it against its cubes'), the
+paper and table, the code that produced it and
 the file where it is printed. ``checked`` says whether that file was read: ``True`` when the
 number was read in ``source`` (a public repository file, with its commit), ``False`` when the
 number is only quoted (by metricalc's issue 18) and no stored public text printing it was found;
@@ -54,8 +56,9 @@ class ReportedResult:
     """One published number (a fraction in [0, 1]) and where it comes from.
 
     ``key`` is ``<protocol>/<method slug>[/<variant>]/<metric>``, unique in :data:`REPORTED`;
-    ``setting`` says what else fixes the number (split, estimator, threshold); ``code`` is the
-    code that produced it, ``source`` the file that prints it (repository, path, commit).
+    ``split`` is the split of the protocol it was measured on (``""`` where the protocol has
+    none), ``setting`` what else fixes the number (estimator, threshold); ``code`` is the code
+    that produced it, ``source`` the file that prints it (repository, path, commit).
     """
 
     key: str
@@ -71,6 +74,7 @@ class ReportedResult:
     source: str
     checked: bool
     notes: str = ""
+    split: str = ""
 
 
 def _slug(method: str) -> str:
@@ -80,10 +84,14 @@ def _slug(method: str) -> str:
 _COMMON = ("protocol", "dataset", "setting", "paper", "table", "code", "source", "checked", "notes")
 """The fields every number of one source table shares (a block of ``reported.yaml``)."""
 
+_OPTIONAL = ("split",)
+"""The fields a block may leave out (``""``)."""
+
 
 def _load_reported() -> tuple[ReportedResult, ...]:
     """The entries of ``reported.yaml`` (package data), checked: every block names all of
-    :data:`_COMMON`, every value is a fraction in [0, 1], every key is unique."""
+    :data:`_COMMON` (and may name :data:`_OPTIONAL`), every value is a fraction in [0, 1], every
+    key is unique."""
     import yaml
 
     text = resources.files("metricalc.datasets").joinpath("reported.yaml").read_text("utf-8")
@@ -92,7 +100,7 @@ def _load_reported() -> tuple[ReportedResult, ...]:
         missing = [f for f in _COMMON if f not in block]
         if missing:
             raise InvalidInputError(f"reported.yaml: a block lacks {missing}")
-        common = {f: block[f] for f in _COMMON}
+        common = {f: block[f] for f in _COMMON} | {f: str(block.get(f, "")) for f in _OPTIONAL}
         for method, variants in block["values"].items():
             for variant, metrics in variants.items():
                 parts = [common["protocol"], _slug(method), *([variant] if variant != "-" else [])]
@@ -111,7 +119,7 @@ REPORTED: tuple[ReportedResult, ...] = _load_reported()
 """Every published number metricalc knows (the table ``metricalc/datasets/reported.yaml``), in
 the order of docs/reported.md."""
 
-FILTER_FIELDS = ("protocol", "dataset", "method", "metric", "setting")
+FILTER_FIELDS = ("protocol", "dataset", "split", "method", "metric", "setting")
 """The fields a filter of :func:`select_reported` may name."""
 
 
@@ -159,24 +167,31 @@ def select_reported(items: Iterable[str | Mapping[str, str]]) -> tuple[ReportedR
     return tuple(entry for entry in REPORTED if entry.key in chosen)
 
 
+def _where(entry: ReportedResult) -> str:
+    """``dataset, split X, setting``, leaving out the empty parts."""
+    split = f"split {entry.split}" if entry.split else ""
+    return ", ".join(part for part in (entry.dataset, split, entry.setting) if part)
+
+
 def reported_markdown() -> str:
     """The table of every published number (docs/reported.md holds it; a test checks they
-    agree): one row per entry with its key, value in percent, setting and source.
+    agree): one row per entry with its key, value in percent, dataset, split, setting and
+    source.
 
     Examples
     --------
     >>> print(reported_markdown().splitlines()[0])
-    | key | method | metric | value (%) | dataset, setting | paper, table | source | checked |
-    """
+    | key | method | metric | value (%) | dataset, split, setting | paper, table | source | checked |
+    """  # noqa: E501
     lines = [
-        "| key | method | metric | value (%) | dataset, setting | paper, table | source "
+        "| key | method | metric | value (%) | dataset, split, setting | paper, table | source "
         "| checked |",
         "| --- | --- | --- | ---: | --- | --- | --- | --- |",
     ]
     for e in REPORTED:
         cells = [
             f"`{e.key}`", e.method, f"`{e.metric}`", f"{100 * e.value:.2f}",
-            f"{e.dataset}, {e.setting}", f"{e.paper}; {e.table}", e.source,
+            _where(e), f"{e.paper}; {e.table}", e.source,
             "yes" if e.checked else "no",
         ]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

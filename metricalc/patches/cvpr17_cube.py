@@ -5,7 +5,17 @@ Two descriptors evaluated on the same split have the same units, so the paired t
 Each cube's attrs say what it holds: ``task``, ``split``, ``level`` (the levels it holds; the
 level of a unit is its ``keypoint_set``), ``ap_method="trapezoid"`` (``metrics.pr``: the
 trapezoid over recall with :math:`P_0 = 1`), ``tie_policy``, ``distance`` (``"l2"`` or
-``"l1"``) and ``dataset``.
+``"l1"``) and ``dataset``: ``"hpatches-cvpr17 <task>, split <split>[, pool <size>]"``, after
+``"<data>: "`` when the descriptors are not of the HPatches release but of data metricalc
+generated (``data``, the name the folders' mark gives:
+:func:`metricalc.patches.cvpr17_files.data_name`; ``make_hpatches17_set``'s data is
+``"synthetic-hpatches17 ..."``). Cubes of different data therefore never combine, and a report
+shows no published number beside a cube of generated data.
+
+Like every QueryCube, the cubes also hold the keypoint attrs of
+:data:`metricalc.cube.PROTOCOL_ATTRS` (``tau_px``, ``border_px``, ``keypoints``, ...) at their
+defaults, which ``validate`` and ``combine`` need and which say nothing about patches: a
+report lists the attrs of :data:`metricalc.hpatches.CVPR17_PROTOCOL` instead.
 
 - :func:`retrieval_cube`: one query per (retrieval query, level): ``scene`` the query's
   sequence, ``query_keypoint`` its row in ``retr_queries_split-X.csv``, ``ap`` its AP in the
@@ -49,6 +59,12 @@ __all__ = ["cube_paths", "matching_cube", "retrieval_cube", "save_task_cubes", "
 _LEVELS = ",".join(LEVEL_NAMES.values())
 
 
+def _dataset(data: str, description: str) -> str:
+    """The ``dataset`` attr: the task's ``description``, after ``"<data>: "`` for generated
+    data (``data`` not empty)."""
+    return f"{data}: {description}" if data else description
+
+
 def _attrs(task: str, split: str, distance: str, tie_policy: str, dataset: str) -> dict[str, str]:
     return {
         "ap_method": "trapezoid",
@@ -70,8 +86,10 @@ def retrieval_cube(
     split: str,
     pool_size: int = 20000,
     distance: str = "l2",
+    data: str = "",
 ) -> xr.Dataset:
-    """A QueryCube of the retrieval APs ``ap`` (queries x 3 levels x :data:`POOL_SIZES`)."""
+    """A QueryCube of the retrieval APs ``ap`` (queries x 3 levels x :data:`POOL_SIZES`);
+    ``data`` names generated data (module docstring), ``""`` the HPatches release."""
     if pool_size not in POOL_SIZES:
         raise InvalidInputError(f"pool_size: expected one of {POOL_SIZES}, got {pool_size}")
     n = len(queries_seq)
@@ -87,7 +105,7 @@ def retrieval_cube(
             "ap": ap[:, :, column].ravel(),
         }
     )
-    dataset = f"hpatches-cvpr17 retrieval, split {split}, pool {pool_size}"
+    dataset = _dataset(data, f"hpatches-cvpr17 retrieval, split {split}, pool {pool_size}")
     attrs = _attrs("retrieval", split, distance, "optimistic", dataset)
     return qc.from_dataframe(frame, attrs={**attrs, "pool_size": pool_size})
 
@@ -98,9 +116,11 @@ def matching_cube(
     descriptor: str,
     split: str,
     distance: str = "l2",
+    data: str = "",
 ) -> xr.Dataset:
     """A QueryCube of the matching APs ``{(sequence, level letter, k): AP}``
-    (:func:`metricalc.patches.cvpr17_eval.matching`'s ``per_pair``).
+    (:func:`metricalc.patches.cvpr17_eval.matching`'s ``per_pair``); ``data`` names generated
+    data (module docstring), ``""`` the HPatches release.
 
     The mean of ``ap`` over the units of a level is that level's mAP, over all units the
     ``mean`` (every level has the same image pairs).
@@ -111,8 +131,8 @@ def matching_cube(
     ...                   split="full")
     >>> c.pair.values.tolist(), c.keypoint_set.values.tolist(), float(c.ap.mean())
     (['1-2', '1-2'], ['easy', 'hard'], 0.375)
-    >>> c.attrs["tie_policy"], c.attrs["task"]
-    ('input_order', 'matching')
+    >>> c.attrs["tie_policy"], c.attrs["task"], c.attrs["dataset"]
+    ('input_order', 'matching', 'hpatches-cvpr17 matching, split full')
     """
     if not per_pair:
         raise InvalidInputError("per_pair: expected the AP of at least one image pair, got none")
@@ -130,13 +150,13 @@ def matching_cube(
         "keypoint_set": np.array([LEVEL_NAMES[k[1]] for k in keys], dtype=str),
         "query_keypoint": np.zeros(n, dtype=np.int64),
     }
-    data = {
+    variables = {
         "ap": np.array([[per_pair[k] for k in keys]], dtype=np.float64),
         "n_relevant": np.ones((1, n), dtype=np.int8),
     }
-    dataset = f"hpatches-cvpr17 matching, split {split}"
+    dataset = _dataset(data, f"hpatches-cvpr17 matching, split {split}")
     attrs = _attrs("matching", split, distance, "input_order", dataset)
-    return qc.new_cube([descriptor], coords, data, attrs={**qc.DEFAULT_ATTRS, **attrs})
+    return qc.new_cube([descriptor], coords, variables, attrs={**qc.DEFAULT_ATTRS, **attrs})
 
 
 def task_cubes(
@@ -149,22 +169,24 @@ def task_cubes(
     attrs: Mapping[str, Any] | None = None,
 ) -> dict[str, xr.Dataset]:
     """The cube of every task in an ``evaluate_hpatches17`` result: ``verification`` a pair
-    cube, ``matching`` and ``retrieval`` QueryCubes; ``attrs`` (e.g. a preset's) added to each."""
+    cube, ``matching`` and ``retrieval`` QueryCubes, each of the result's ``dataset`` (the
+    data the folders' marks name); ``attrs`` (e.g. a preset's) added to each."""
     units = result["units"]
+    data = str(result.get("dataset", ""))
     cubes: dict[str, xr.Dataset] = {}
     if "verification" in units:
         cubes["verification"] = pair_cube(
             units["verification"], units["verification_pairs"], descriptor=descriptor,
-            split=split, distance=distance,
+            split=split, distance=distance, data=data,
         )  # fmt: skip
     if "matching" in units:
         cubes["matching"] = matching_cube(
-            units["matching"], descriptor=descriptor, split=split, distance=distance
+            units["matching"], descriptor=descriptor, split=split, distance=distance, data=data
         )
     if "retrieval" in units:
         cubes["retrieval"] = retrieval_cube(
             units["retrieval"], units["retrieval_queries"], descriptor=descriptor, split=split,
-            pool_size=pool_size, distance=distance,
+            pool_size=pool_size, distance=distance, data=data,
         )  # fmt: skip
     for cube in cubes.values():
         cube.attrs.update(attrs or {})

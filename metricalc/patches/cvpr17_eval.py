@@ -44,6 +44,7 @@ from metricalc.patches.cvpr17_files import (
     Descriptors,
     PairSet,
     RetrievalTask,
+    data_name,
     generate_verification_pairs,
     image_index,
     read_descriptors,
@@ -448,7 +449,9 @@ def evaluate_hpatches17(
     -------
     dict
         ``{task: {split: ...}}`` in the structure of the JSON output (fractions), plus
-        ``"pairs_source"`` (where the verification pairs came from) and ``"units"``: the
+        ``"dataset"`` (the data the folders' marks name, :func:`~metricalc.patches.cvpr17_files.
+        data_name`: ``""`` for the HPatches release), ``"pairs_source"`` (where the
+        verification pairs came from) and ``"units"``: the
         per-image-pair matching APs, the per-query retrieval APs, the verification distances
         (:func:`verification_distances`) and their :class:`PairSet`.
     """
@@ -460,8 +463,9 @@ def evaluate_hpatches17(
     if split not in splits:
         raise InvalidInputError(f"split: expected one of {sorted(splits)}, got {split!r}")
     test = splits[split]
+    dataset = data_name(descr_dir, task_dir)
     descriptors = read_descriptors(descr_dir, test)
-    result: dict[str, Any] = {"units": {}}
+    result: dict[str, Any] = {"dataset": dataset, "units": {}}
     if "verification" in tasks:
         if task_dir is not None and (Path(task_dir) / f"verif_pos_split-{split}.csv").is_file():
             pairs = read_verification_pairs(split, task_dir)

@@ -16,6 +16,10 @@ The splits and retrieval files ship with metricalc (``cvpr17_data/``, BSD, see i
 the verification files do not (about 600 MB): :func:`read_verification_pairs` reads them from a
 ``tasks/`` folder, and :func:`generate_verification_pairs` draws pairs by ``gen_verif``'s rule.
 
+A descriptor or task folder of data metricalc generated holds a mark, :data:`DATASET_MARK`
+(``{"dataset": "<name>"}``, :func:`write_dataset_mark`), that names the data; the folders of the
+HPatches release hold none (:func:`data_name` of a descriptor and a task folder).
+
 >>> sorted(read_splits())
 ['a', 'b', 'c', 'full', 'illum', 'view']
 >>> len(read_splits()["full"]), read_retrieval_task("a").queries_seq[:2].tolist()
@@ -36,6 +40,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write
 
 __all__ = [
+    "DATASET_MARK",
     "DATA_DIR",
     "IMAGES17",
     "LEVELS",
@@ -43,13 +48,16 @@ __all__ = [
     "Descriptors",
     "PairSet",
     "RetrievalTask",
+    "data_name",
     "draw_pair_indices",
     "generate_retrieval_task",
     "generate_verification_pairs",
+    "read_dataset_mark",
     "read_descriptors",
     "read_retrieval_task",
     "read_splits",
     "read_verification_pairs",
+    "write_dataset_mark",
     "write_retrieval_task",
 ]
 
@@ -66,6 +74,9 @@ SPLITS17: tuple[str, ...] = ("a", "b", "c", "illum", "view", "full")
 """The splits of ``splits.json``."""
 
 PAIR_FILES: tuple[str, ...] = ("pos", "neg_intra", "neg_inter")
+
+DATASET_MARK = "metricalc_dataset.json"
+"""The file that names the data of a descriptor or task folder metricalc generated."""
 
 
 def image_index(level: str, t: np.ndarray) -> np.ndarray:
@@ -376,3 +387,50 @@ def write_retrieval_task(task: RetrievalTask, folder: str | os.PathLike[str], sp
             f"{s},{i}\n" for s, i in zip(seqs.tolist(), idx.tolist(), strict=True)
         )
         atomic_write(Path(folder) / f"retr_{name}_split-{split}.csv", text)
+
+
+def write_dataset_mark(folder: str | os.PathLike[str], dataset: str) -> None:
+    """Mark ``folder`` as holding the data ``dataset`` (:data:`DATASET_MARK`)."""
+    atomic_write(Path(folder) / DATASET_MARK, json.dumps({"dataset": dataset}) + "\n")
+
+
+def read_dataset_mark(folder: str | os.PathLike[str] | None) -> str:
+    """The data a folder's :data:`DATASET_MARK` names; ``""`` without a mark (or a folder).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     before = read_dataset_mark(tmp)
+    ...     write_dataset_mark(tmp, "synthetic-hpatches17 seed 0")
+    ...     before, read_dataset_mark(tmp)
+    ('', 'synthetic-hpatches17 seed 0')
+    """
+    if folder is None or not (Path(folder) / DATASET_MARK).is_file():
+        return ""
+    path = Path(folder) / DATASET_MARK
+    try:
+        name = json.loads(path.read_text(encoding="utf-8"))["dataset"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise InvalidInputError(f'{path}: expected {{"dataset": "<name>"}} ({error})') from None
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"{path}: expected a non-empty dataset name; got {name!r}")
+    return name
+
+
+def data_name(
+    descr_dir: str | os.PathLike[str], task_dir: str | os.PathLike[str] | None = None
+) -> str:
+    """The data an evaluation of the descriptor folder ``descr_dir`` with the task folder
+    ``task_dir`` runs on: the name their marks (:func:`read_dataset_mark`) give, ``""`` when
+    neither is marked (the HPatches release). A descriptor folder of one generated set
+    evaluated with the tasks of another is refused.
+    """
+    descriptors, tasks = read_dataset_mark(descr_dir), read_dataset_mark(task_dir)
+    if descriptors and tasks and descriptors != tasks:
+        raise InvalidInputError(
+            f"the descriptor folder {descr_dir} holds {descriptors!r} but the task folder "
+            f"{task_dir} holds {tasks!r} ({DATASET_MARK}): evaluate descriptors with the tasks "
+            "of their own data"
+        )
+    return descriptors or tasks

@@ -18,7 +18,10 @@ Layout (one file holds one or more descriptors evaluated on the same pairs):
   tied negative ahead of a positive), ``ap_method="trapezoid"``, ``auc_method`` (the
   trapezoid of the per-item ROC), ``imbalanced`` (the prefix rule), ``pairs_source`` and
   ``pairs_sha256`` (a fingerprint of the six columns of the three pair files: two cubes with
-  the same fingerprint scored the same pairs), ``metricalc_version``.
+  the same fingerprint scored the same pairs), ``metricalc_version``; and, in files written
+  since it was added, ``dataset``: ``"hpatches-cvpr17 verification, split X"``, after
+  ``"<data>: "`` for data metricalc generated (as the QueryCubes of
+  :mod:`metricalc.patches.cvpr17_cube` say it).
 
 Per level and negative file (``inter``, ``intra``) the reference's list is (negatives,
 positives): ``balanced`` = ROC AUC over all of it, ``imbalanced`` = AP over its first
@@ -107,9 +110,12 @@ def pair_cube(
     descriptor: str,
     split: str,
     distance: str = "l2",
+    data: str = "",
 ) -> xr.Dataset:
     """The pair cube of one descriptor from its verification distances
-    (:func:`metricalc.patches.cvpr17_eval.verification_distances`) and their pairs."""
+    (:func:`metricalc.patches.cvpr17_eval.verification_distances`) and their pairs; ``data``
+    names generated data (``""``: the HPatches release)."""
+    dataset = f"hpatches-cvpr17 verification, split {split}"
     sizes = [np.asarray(distances[LEVELS[0]][kind]).size for kind in KINDS]
     values = np.stack(
         [np.concatenate([np.asarray(distances[lv][k], np.float64) for k in KINDS]) for lv in LEVELS]
@@ -130,6 +136,7 @@ def pair_cube(
             **_FIXED,
             "split": split,
             "distance": distance,
+            "dataset": f"{data}: {dataset}" if data else dataset,
             "pairs_source": pairs.source,
             "pairs_sha256": pairs_fingerprint(pairs),
             "metricalc_version": __version__,

@@ -6,6 +6,10 @@ the split, and the coarsest pairing unit the column needs: scene-averaged mAP pa
 ``precision_at_K`` is tested on ``hit@K``, whose mean is the column's value). The study's
 ``pair_by`` is used unless the column needs a coarser unit. The ranking (Friedman, Nemenyi CD)
 uses the study's ``rank_by`` blocks, scenes by default (or image pairs), never single queries.
+Where the cubes name their paired units otherwise (HPatches CVPR'17 task cubes, whose "query"
+is an image pair and level: :func:`metricalc.hpatches.cvpr17_unit`), the comparison and ranking
+Datasets get the attr ``unit_name`` (:data:`metricalc.report.summary.UNIT_NAME_ATTR`) that their
+sentences count.
 
 Baselines: ``None`` compares all pairs of systems; a system name compares every other system
 against it; with several labelled cubes, a *label* (``baseline: native``) compares each
@@ -26,9 +30,11 @@ from typing import Any
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import cvpr17_unit
 from metricalc.plotting.labels import PAIR_BY_ORDER, metric_info
 from metricalc.report.data import system_name
 from metricalc.report.study import TestSpec
+from metricalc.report.summary import UNIT_NAME_ATTR
 
 __all__ = ["ColumnTests", "label_pairs", "run_tests", "systems_of"]
 
@@ -63,6 +69,17 @@ def _pair_by(study_pair_by: str, needed: str | None) -> str:
     return PAIR_BY_ORDER[max(PAIR_BY_ORDER.index(study_pair_by), PAIR_BY_ORDER.index(needed))]
 
 
+def _name_units(result: xr.Dataset, cubes: Mapping[str, xr.Dataset]) -> xr.Dataset:
+    """``result`` (a comparison or ranking) with the attr ``unit_name`` where every cube names
+    its ``pair_by`` unit the same way (:func:`metricalc.hpatches.cvpr17_unit`)."""
+    pair_by = str(result.attrs.get("pair_by", "query"))
+    names = {cvpr17_unit(cube.attrs, pair_by) for cube in cubes.values()}
+    name = names.pop() if len(names) == 1 else None
+    if name is not None:
+        result.attrs[UNIT_NAME_ATTR] = name
+    return result
+
+
 def _compare_column(
     result: ColumnTests,
     label: str,
@@ -75,7 +92,7 @@ def _compare_column(
     from metricalc.stats import compare
 
     try:
-        result.comparison = compare(
+        comparison = compare(
             _source(cubes),
             **family,
             **options,
@@ -88,10 +105,11 @@ def _compare_column(
     except InvalidInputError as error:
         result.notes.append(f"{label}: not tested ({error})")
         return
-    index = result.comparison.get_index("comparison")
+    result.comparison = _name_units(comparison, cubes)
+    index = comparison.get_index("comparison")
     result.notes += [
         f"{label}: {d} vs {b} not tested ({note})"
-        for (d, b), note in zip(index, result.comparison["note"].values, strict=True)
+        for (d, b), note in zip(index, comparison["note"].values, strict=True)
         if note
     ]
 
@@ -207,7 +225,7 @@ def run_tests(
         if tests.rank and len(systems) >= 3:
             try:
                 blocks = {**options, "pair_by": _pair_by(tests.rank_by, needed)}
-                result.ranking = rank_systems(_source(cubes), **blocks)
+                result.ranking = _name_units(rank_systems(_source(cubes), **blocks), cubes)
             except InvalidInputError as error:
                 result.notes.append(f"{info.label}: not ranked ({error})")
         advance()

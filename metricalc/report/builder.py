@@ -32,6 +32,7 @@ import xarray as xr
 from metricalc.cube import PROTOCOL_ATTRS
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write, csv_text, recover_folder, staged_folder
+from metricalc.hpatches import CVPR17_PROTOCOL, cvpr17_unit
 from metricalc.plotting.comparisons import (
     CORRECTION_NAMES,
     INTERVAL_NAMES,
@@ -247,16 +248,26 @@ def _rankings_frame(report: Report) -> pd.DataFrame:
 
 
 def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
-    return [(key, str(metrics.attrs[key])) for key in PROTOCOL_ATTRS if key in metrics.attrs]
+    """The protocol list of the HTML page: the attrs of :data:`~metricalc.cube.PROTOCOL_ATTRS`,
+    or for HPatches CVPR'17 cubes those of :data:`~metricalc.hpatches.CVPR17_PROTOCOL` that are
+    set (their keypoint attrs, ``tau_px``, ``border_px``, ..., are defaults that do not apply to
+    patches)."""
+    attrs = metrics.attrs
+    if attrs.get("benchmark") == "hpatches-cvpr17":  # the empty ones (no preset) left out
+        return [(k, str(attrs[k])) for k in CVPR17_PROTOCOL if str(attrs.get(k, "")) != ""]
+    return [(key, str(attrs[key])) for key in PROTOCOL_ATTRS if key in attrs]
 
 
-def _tests_text(study: Study) -> str:
+def _tests_text(study: Study, attrs: Mapping[str, Any]) -> str:
+    """The tests of the HTML page, their units named as the cubes name them
+    (:func:`~metricalc.hpatches.cvpr17_unit`, else :data:`PAIR_UNITS`)."""
     t = study.tests
     baseline = f"baseline {study.baseline}" if study.baseline else "all pairs of systems"
-    ranks = f", Friedman ranks over {PAIR_UNITS[t.rank_by]}s" if t.rank else ""
+    ranked = cvpr17_unit(attrs, t.rank_by) or PAIR_UNITS[t.rank_by]
+    ranks = f", Friedman ranks over {ranked}s" if t.rank else ""
+    paired = cvpr17_unit(attrs, t.pair_by) or PAIR_UNITS[t.pair_by]
     return (
-        f"{TEST_NAMES[t.test]} paired by {PAIR_UNITS[t.pair_by]} (coarser where a column needs "
-        "it), "
+        f"{TEST_NAMES[t.test]} paired by {paired} (coarser where a column needs it), "
         f"{CORRECTION_NAMES[t.correction]} correction per column, alpha = {t.alpha:g}, "
         f"{100 * t.confidence_level:g}% {INTERVAL_NAMES[t.interval]}, {baseline}{ranks}, "
         f"seed {t.seed}."
@@ -386,7 +397,7 @@ def _page(report: Report, embedded: list[tuple[str, EmbeddedFigure]]) -> str:
             "figures": [figure for group, figure in embedded if not group],
             "extra_sections": sections,
             "protocol": _protocol(metrics),
-            "tests": _tests_text(study),
+            "tests": _tests_text(study, metrics.attrs),
             "spec_text": spec_text,
             "files": [str(p.relative_to(report.out)) for p in report.files],
         }

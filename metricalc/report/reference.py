@@ -2,12 +2,15 @@
 
 A study names published numbers of :data:`metricalc.datasets.reported.REPORTED` under the key
 ``reported`` (keys, key patterns or filters). They are shown only beside measurements of their
-own protocol: the protocol of the study is the ``preset`` attr of its cubes (recorded by
-``--preset``), else their ``benchmark`` attr; a number of one split (setting ``split X``) is
-shown only beside cubes of that split (their ``split`` attr, where they have one); and each
-number's metric must be a column of the table. A number of another protocol or split, or of a
-metric the table does not show, is refused with an error that says why, rather than shown in a
-block of its own (docs/report.md).
+own protocol and data: the protocol of the study is the ``preset`` attr of its cubes (recorded
+by ``--preset``), else their ``benchmark`` attr; a number of one split (its ``split`` field) is
+shown only beside cubes of that split (their ``split`` attr, where they have one); a published
+number was measured on a published release, so none is shown beside cubes computed on data
+metricalc generated (their ``dataset`` attr starts with ``synthetic-``:
+:func:`metricalc.hpatches.is_synthetic`, e.g. the cubes of ``patches hpatches-eval`` on
+``make_hpatches17_set``'s set); and each number's metric must be a column of the table. A number
+of another protocol, split or data, or of a metric the table does not show, is refused with an
+error that says why, rather than shown in a block of its own (docs/report.md).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from metricalc.datasets.reported import ReportedResult
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import is_synthetic
 from metricalc.plotting.reference_rows import ReferenceRow
 
 __all__ = ["reference_rows", "study_protocol"]
@@ -43,11 +47,18 @@ def _check(
             "shown only beside measurements of its own protocol"
         )
     split = str(attrs.get("split", ""))
-    if split and entry.setting.startswith("split ") and entry.setting != f"split {split}":
+    if split and entry.split and entry.split != split:
         raise InvalidInputError(
-            f"reported: {entry.key} is a number of {entry.setting}; the study's cubes hold split "
-            f"{split!r} (their split attr): a published number is shown only beside measurements "
-            "of its own split"
+            f"reported: {entry.key} is a number of split {entry.split!r}; the study's cubes hold "
+            f"split {split!r} (their split attr): a published number is shown only beside "
+            "measurements of its own split"
+        )
+    dataset = str(attrs.get("dataset", ""))
+    if is_synthetic(dataset):
+        raise InvalidInputError(
+            f"reported: {entry.key} was measured on {entry.dataset}; the study's cubes were "
+            f"computed on generated data ({dataset!r}, their dataset attr): a published number "
+            "is shown only beside measurements on its own data"
         )
     if entry.metric not in columns:
         raise InvalidInputError(
@@ -68,8 +79,9 @@ def reference_rows(
     Raises
     ------
     InvalidInputError
-        A number of a protocol other than the study's (:func:`study_protocol`), or of a metric
-        that is not a column of the table.
+        A number of a protocol other than the study's (:func:`study_protocol`), of another
+        split, beside cubes of generated data, or of a metric that is not a column of the
+        table.
     """
     protocol = study_protocol(attrs)
     groups: dict[tuple[str, str, str], list[ReportedResult]] = {}

@@ -42,6 +42,7 @@ __all__ = [
     "describe_ranking",
     "effect_size",
     "summarize",
+    "unit_words",
 ]
 
 EFFECT_WORDS = ("negligible", "small", "medium", "large")
@@ -73,7 +74,13 @@ CORRECTION_WORDS = {
 """How a sentence names the multiple-comparison correction of the p-value."""
 
 UNIT_WORDS = {"query": "paired queries", "pair": "image pairs", "scene": "scenes"}
-"""The paired units counted at the end of a sentence, by ``pair_by``."""
+"""The paired units counted at the end of a sentence, by ``pair_by``, unless the comparison
+names its unit (attr ``unit_name``: :func:`unit_words`)."""
+
+UNIT_NAME_ATTR = "unit_name"
+"""The attr of a comparison or ranking Dataset that names its paired unit where ``pair_by``
+alone does not (an HPatches CVPR'17 cube's: :func:`metricalc.hpatches.cvpr17_unit`); the report
+sets it (:func:`metricalc.report.analysis.run_tests`)."""
 
 EFFECT_NAMES = {"rank_biserial": "rank-biserial r", "cohens_dz": "d_z"}
 
@@ -106,6 +113,24 @@ def effect_size(values: Mapping[str, Any], test: str) -> tuple[str, float, str]:
         return name, value, "undetermined"
     word = EFFECT_WORDS[int(np.searchsorted(EFFECT_THRESHOLDS[name], abs(value), side="right"))]
     return name, value, word
+
+
+def unit_words(attrs: Mapping[Any, Any], count: int) -> str:
+    """``count`` paired units as a sentence counts them: ``"1,234 paired queries"`` by
+    :data:`UNIT_WORDS` of the ``pair_by`` attr, or, where the attr ``unit_name``
+    (:data:`UNIT_NAME_ATTR`) names the unit, ``"60 paired units, one per <unit_name>"``.
+
+    Examples
+    --------
+    >>> unit_words({"pair_by": "query"}, 1234)
+    '1,234 paired queries'
+    >>> unit_words({"pair_by": "query", "unit_name": "image pair and level"}, 60)
+    '60 paired units, one per image pair and level'
+    """
+    name = str(attrs.get(UNIT_NAME_ATTR, "") or "")
+    if name:
+        return f"{count:,} paired units, one per {name}"
+    return f"{count:,} {UNIT_WORDS.get(str(attrs.get('pair_by', 'query')), 'paired units')}"
 
 
 def _number(value: float, decimals: int, *, plus: bool = False) -> str:
@@ -153,7 +178,8 @@ def describe_comparison(
       B), ..."`` in the Dataset's order (A = descriptor, B = baseline);
     - the p-value is the corrected one, printed by :func:`~metricalc.plotting.labels.format_p`;
       the effect size by :func:`effect_size`; the sentence ends with the number of paired units
-      (and the units dropped for missing in one system, if any).
+      (:func:`unit_words`: named by ``pair_by``, or by the attr ``unit_name`` where the
+      comparison has it) and the units dropped for missing in one system, if any.
 
     Examples
     --------
@@ -203,7 +229,7 @@ def describe_comparison(
     )
     difference = f"{_difference(diff, fraction, decimals)}{unit}"
     n = int(row.get("n", 0))
-    counted = f"{n:,} {UNIT_WORDS.get(str(attrs.get('pair_by', 'query')), 'paired units')}"
+    counted = unit_words(attrs, n)
     dropped = int(row.get("n_dropped", 0))
     if dropped:
         counted += f", {dropped:,} unpaired left out"
@@ -345,7 +371,6 @@ def describe_ranking(
     phrase = metric_phrase or compared_metric_phrase(
         str(attrs.get("metric", "ap")), str(attrs.get("split", "") or "")
     )
-    units = UNIT_WORDS.get(str(attrs.get("pair_by", "query")), "paired units")
     systems = [str(s) for s in ranking["descriptor"].values.tolist()]
     ranks = np.asarray(ranking["average_rank"].values, dtype=np.float64)
     order = np.argsort(ranks, kind="stable")
@@ -355,9 +380,11 @@ def describe_ranking(
         float(ranking["friedman_statistic"]) if "friedman_statistic" in ranking else math.nan
     )
     n_units = int(ranking["n_units"]) if "n_units" in ranking else 0
+    named = str(attrs.get(UNIT_NAME_ATTR, "") or "")
+    units = f"{n_units:,} paired units (one per {named})" if named else unit_words(attrs, n_units)
     listed = ", ".join(f"{display_name(systems[i], names)} {ranks[i]:.2f}" for i in order)
     text = (
-        f"Ranking on {phrase}: Friedman test over {n_units:,} {units} and {len(systems)} systems, "
+        f"Ranking on {phrase}: Friedman test over {units} and {len(systems)} systems, "
         f"chi-square = {statistic:.2f}, {format_p(friedman_p, alpha=alpha)}. "
         f"Average ranks (1 = best): {listed}."
     )
