@@ -509,6 +509,25 @@ def test_a_study_of_two_matching_cubes_is_captioned_with_their_protocol_once(tmp
     assert "paired by image pair and level," in caption  # its units, not "query"
 
 
+def test_the_caption_of_synthetic_matching_cubes_names_the_data(tmp_path) -> None:
+    """Cubes of the synthetic set (make_hpatches17_set's mark) are not captioned as results on
+    the HPatches benchmark."""
+    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(2) for level in "eht"
+            for k in range(1, 6)]  # fmt: skip
+    name = "synthetic-hpatches17 (seed 0)"
+    labelled = {
+        label: cc.matching_cube({key: ap for key in keys}, descriptor="d", split="full", data=name)
+        for label, ap in (("a", 0.5), ("b", 0.4))
+    }
+    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
+           "tests": {"n_resamples": 99, "rank": False}, "outputs": ["markdown"]}  # fmt: skip
+    build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=labelled, out=tmp_path / "r")
+    caption = (tmp_path / "r" / "tables.md").read_text().splitlines()[0]
+    assert caption.startswith(
+        "Table: Results on a synthetic set in the layout of the HPatches CVPR'17 benchmark. "
+    ), caption
+
+
 def test_a_study_of_matching_cubes_counts_their_units_in_its_sentences(tmp_path) -> None:
     """The sentences and the ranking paragraph of a study over CVPR'17 matching cubes count
     image pairs at a level (pair_by query) and sequences (the ranking's blocks), never

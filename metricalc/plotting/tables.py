@@ -23,7 +23,7 @@ import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import csv_text
-from metricalc.hpatches import cvpr17_unit
+from metricalc.hpatches import cvpr17_unit, is_synthetic
 from metricalc.plotting.comparisons import (
     CORRECTION_NAMES,
     PAIR_UNITS,
@@ -373,7 +373,12 @@ class Table:
         attrs = self.metric_set.attrs
         benchmark = str(attrs.get("benchmark", ""))
         if first is None and benchmark == "hpatches-cvpr17":
-            first = "Results on the HPatches CVPR'17 benchmark."
+            data = (
+                "a synthetic set in the layout of the HPatches CVPR'17 benchmark"
+                if is_synthetic(str(attrs.get("dataset", "")))
+                else "the HPatches CVPR'17 benchmark"
+            )
+            first = f"Results on {data}."
         elif first is None:
             dataset = dataset_name(attrs)
             first = f"Results on {dataset}." if dataset else "Results."
