@@ -65,7 +65,7 @@ def test_a_second_load_reads_the_cube_back_unchanged(data, evaluations, tmp_path
     again = load_cubes(spec(data), out=out)[""]
     assert evaluations == ["locked:sift"]  # not evaluated again
     xr.testing.assert_identical(first, again)
-    assert first.attrs["dataset"].startswith("sha256:")  # combines with `keypoints eval` cubes
+    assert first.attrs["dataset"].startswith("synthetic-sequences sha256:")  # as `keypoints eval`
     assert first.attrs["dataset_path"] == str(data)
     assert cache_files(out) == [f"{first.attrs['cache_key']}.nc"]
 

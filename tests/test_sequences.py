@@ -225,3 +225,35 @@ def test_constructor_validates(root: Path) -> None:
         Sequence("v_b", root, paths, (np.eye(3), np.eye(2), np.eye(3), np.eye(3), np.eye(3)))
     with pytest.raises(InvalidInputError, match=r"H_1_2: homography is singular"):
         Sequence("v_b", root, paths, (np.zeros((3, 3)),) + (np.eye(3),) * 4)
+
+
+# ---------------------------------------------------------------------------------------------
+# the fingerprint names generated data; subsets of one folder share its fingerprint
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_fingerprint_marks_the_synthetic_benchmark_and_covers_its_whole_folder(tmp_path):
+    import shutil
+
+    from metricalc.datasets.reported import select_reported
+    from metricalc.datasets.sequences import make_synthetic_dataset
+    from metricalc.keypoints.sequences import SYNTHETIC_MANIFEST, dataset_fingerprint
+    from metricalc.report.reference import reference_rows
+
+    made = make_synthetic_dataset(tmp_path / "a", scenes=["camera", "coins"], size=64)
+    assert len(made) == 4 and (tmp_path / "a" / SYNTHETIC_MANIFEST).is_file()
+    whole = dataset_fingerprint(made)
+    assert whole.startswith("synthetic-sequences sha256:") and len(whole) == 43
+    # any subset of the folder, of one scene or several, is the whole folder's data
+    assert dataset_fingerprint(made[1:3]) == dataset_fingerprint(made[:1]) == whole
+    # the same images without the generator's manifest are not marked as generated
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    (tmp_path / "b" / SYNTHETIC_MANIFEST).unlink()
+    plain = dataset_fingerprint(load_sequences(tmp_path / "b"))
+    assert plain == whole.removeprefix("synthetic-sequences ")
+    # numbers published on the real HPatches sequences are refused beside the generated ones
+    entry = select_reported([{"protocol": "gluefactory"}])[0]
+    attrs = {"preset": "gluefactory", "dataset": whole}
+    with pytest.raises(InvalidInputError, match=r"computed on generated data \('synthetic-seq"):
+        reference_rows([entry], attrs, [entry.metric])
+    assert reference_rows([entry], {**attrs, "dataset": plain}, [entry.metric])

@@ -33,7 +33,7 @@ from metricalc.datasets.viewpoint import viewpoint_homographies
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write, read_manifest
 from metricalc.keypoints.parallel import run_staged
-from metricalc.keypoints.sequences import Sequence, load_sequences
+from metricalc.keypoints.sequences import SYNTHETIC_MANIFEST, Sequence, load_sequences
 from metricalc.progress import progress_bar
 from metricalc.validation import is_integer
 
@@ -54,7 +54,7 @@ GENERATOR_VERSION = 2
 GENERATOR = "metricalc.keypoints.synthetic"
 """The manifest's ``generator``: the module's name when the format was fixed."""
 
-MANIFEST_NAME = "synthetic_manifest.json"
+MANIFEST_NAME = SYNTHETIC_MANIFEST
 """File name of the manifest written in the dataset root."""
 
 QUICK_SCENES: tuple[str, ...] = tuple(p for p in ("astronaut", "camera") if p in PHOTOGRAPHS)

@@ -32,11 +32,12 @@ import cv2
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.hpatches import select_sequences
+from metricalc.hpatches import SYNTHETIC_PREFIX, select_sequences
 from metricalc.validation import is_integer
 
 __all__ = [
     "IMAGE_SUFFIXES",
+    "SYNTHETIC_MANIFEST",
     "Sequence",
     "dataset_fingerprint",
     "load_sequences",
@@ -46,6 +47,10 @@ __all__ = [
 
 IMAGE_SUFFIXES = (".ppm", ".pgm", ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 """File suffixes (lower case) recognised for the images ``1`` .. ``6`` of a scene."""
+
+SYNTHETIC_MANIFEST = "synthetic_manifest.json"
+"""The manifest metricalc's synthetic benchmark writes in its root
+(:func:`metricalc.datasets.sequences.make_synthetic_dataset`): the mark of generated data."""
 
 _IMAGE_CACHE_SIZE = 32  # decoded images kept in memory (about 5 scenes of HPatches)
 _READ_FLAGS = cv2.IMREAD_ANYCOLOR | cv2.IMREAD_IGNORE_ORIENTATION
@@ -428,20 +433,30 @@ def _hash_file(digest: Any, path: Path) -> None:
         raise InvalidInputError(f"cannot read image file {path}: {exc}") from None
 
 
+def _folder(sequences: list[Any]) -> Path | None:
+    """The one sequences folder whose scene folders (``root``) hold ``sequences``, if any."""
+    roots = [getattr(s, "root", None) for s in sequences]
+    paths = [root for root in roots if isinstance(root, Path)]
+    if not paths or len(paths) < len(roots):
+        return None
+    folders = {path.parent for path in paths}
+    return folders.pop() if len(folders) == 1 else None
+
+
 def _whole_folder(sequences: list[Any]) -> list[Any]:
     """Every scene of the one sequences folder that holds ``sequences`` (else ``sequences``)."""
-    roots = {getattr(s, "root", None) for s in sequences}
-    root = roots.pop() if len(roots) == 1 else None
-    if not isinstance(root, Path):
+    folder = _folder(sequences)
+    if folder is None:
         return sequences
     try:
-        return load_sequences(root.parent)
+        return load_sequences(folder)
     except InvalidInputError:  # a folder that does not load as a whole: the scenes given
         return sequences
 
 
 def dataset_fingerprint(sequences: Iterable[Any]) -> str:
-    """The content identity of the data of an evaluation: ``"sha256:"`` and 16 hex digits.
+    """The content identity of the data of an evaluation: ``"sha256:"`` and 16 hex digits, after
+    ``"synthetic-sequences "`` for a folder of metricalc's synthetic benchmark.
 
     The data is the whole sequences folder the scenes were loaded from (every scene folder of it,
     as :func:`load_sequences` lists them), so evaluations of different scenes of one folder
@@ -453,6 +468,9 @@ def dataset_fingerprint(sequences: Iterable[Any]) -> str:
     ``H_1_k`` (so the text layout of the homography files does not matter). The same folder
     copied elsewhere has the same fingerprint; any changed pixel, homography, image file name or
     scene gives another. Nothing is cached: the files are hashed on every call (about 1 GB/s).
+    A folder holding :data:`SYNTHETIC_MANIFEST` is generated data: its fingerprint starts with
+    ``"synthetic-sequences "`` (:func:`metricalc.hpatches.is_synthetic`), so a report refuses
+    numbers published on real data beside its cubes.
 
     Examples
     --------
@@ -462,11 +480,12 @@ def dataset_fingerprint(sequences: Iterable[Any]) -> str:
     ...     one = make_synthetic_dataset(a, scenes=["camera"], size=64)
     ...     two = make_synthetic_dataset(b, scenes=["camera"], size=64)
     ...     same = dataset_fingerprint(one) == dataset_fingerprint(two[:1])  # folder b, i_camera
-    ...     print(same, dataset_fingerprint(one)[:7], len(dataset_fingerprint(one)))
-    True sha256: 23
+    ...     print(same, dataset_fingerprint(one)[:27], len(dataset_fingerprint(one)))
+    True synthetic-sequences sha256: 43
     """
+    given = list(sequences)
     digest = hashlib.sha256()
-    for sequence in sorted(_whole_folder(list(sequences)), key=lambda s: str(s.name)):
+    for sequence in sorted(_whole_folder(given), key=lambda s: str(s.name)):
         digest.update(f"scene {sequence.name}\n".encode())
         paths = getattr(sequence, "image_paths", None)
         for k in range(1, 7):
@@ -484,4 +503,6 @@ def dataset_fingerprint(sequences: Iterable[Any]) -> str:
             H = np.ascontiguousarray(sequence.homography(k), dtype=np.float64) + 0.0  # -0 -> 0
             digest.update(f"H_1_{k}\n".encode())
             digest.update(H.tobytes())
-    return "sha256:" + digest.hexdigest()[:16]
+    folder = _folder(given)
+    generated = folder is not None and (folder / SYNTHETIC_MANIFEST).is_file()
+    return f"{SYNTHETIC_PREFIX + 'sequences ' if generated else ''}sha256:{digest.hexdigest()[:16]}"
