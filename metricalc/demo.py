@@ -14,11 +14,13 @@ It ends with the full report of the locked cube (the study of ``reports/demo.yam
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
@@ -127,6 +129,7 @@ def run_demo(
         features: Callable[[], FeatureSet] | None = None,
         *,
         shown: bool = progress,
+        results_of: Mapping[str, xr.Dataset] | None = None,
     ) -> tuple[xr.Dataset, bool]:
         return cached_evaluation(
             sequences,
@@ -136,12 +139,13 @@ def run_demo(
             dataset_path=str(out / "benchmark"),
             progress=shown,
             features=features,
+            results_of=results_of,
         )
 
     def locked_features() -> FeatureSet:
         if native_cached or not shared:
             return extract_features(sequences, locked, progress=progress)
-        features, extracted["native"] = extract_both(
+        extracted["locked"], extracted["native"] = extract_both(
             sequences,
             locked.descriptors,
             shared,
@@ -150,7 +154,7 @@ def run_demo(
             border=locked.border,
             progress=progress,
         )
-        return features
+        return extracted["locked"]
 
     def native_in_background() -> tuple[FeatureSet, tuple[xr.Dataset, bool] | None]:
         # the native features are extracted (OpenCV, without the GIL) while the main thread
@@ -170,7 +174,16 @@ def run_demo(
         )
         if not exact:
             return features, None
-        return features, evaluate_mode("native", native, lambda: features, shown=False)
+        # a native method whose features are the locked run's (SIFT, unless the locked run
+        # dropped keypoints another method could not describe) has the locked cube's results
+        same = [m for m in done if _same_features(done[m], extracted["locked"].get(m))]
+        return features, evaluate_mode(
+            "native",
+            native,
+            lambda: features,
+            shown=False,
+            results_of={m: result.cubes["locked"] for m in same},
+        )
 
     _record(result, "locked", out, *evaluate_mode("locked", locked, locked_features))
     with ThreadPoolExecutor(1) as background:
@@ -194,6 +207,16 @@ def run_demo(
         print_metric_table(result.metrics[mode], title=f"{mode} keypoints{detector}")
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _same_features(a: Mapping[str, Any], b: Mapping[str, Any] | None) -> bool:
+    """Whether two extractions of one method hold the same keypoints and rows on every image."""
+    return b is not None and all(
+        np.array_equal(a[scene][k].keypoints, b[scene][k].keypoints)
+        and np.array_equal(a[scene][k].descriptors, b[scene][k].descriptors)
+        for scene in a
+        for k in a[scene]
+    )
 
 
 def _record(result: DemoResult, mode: str, out: Path, cube: xr.Dataset, reused: bool) -> None:

@@ -155,6 +155,9 @@ def test_quick_demo_cubes_equal_separate_evaluations(quick_demo):
     alone = evaluate_sequences(load_sequences(out / "benchmark"), settings)
     demo_cube = metricalc.cube.open_cube(out / "cube_native.nc")
     assert alone.drop_vars("processing_time_ms").equals(demo_cube.drop_vars("processing_time_ms"))
+    locked = metricalc.cube.open_cube(out / "cube_locked.nc")
+    took = [float(c.processing_time_ms.sel(descriptor="sift")) for c in (demo_cube, locked)]
+    assert took[0] == took[1]  # native SIFT's part is the locked cube's, not evaluated again
 
 
 def test_a_second_demo_reuses_its_cubes(quick_demo, tmp_path, monkeypatch):

@@ -9,7 +9,9 @@ way here.
 
 from __future__ import annotations
 
+import importlib
 import threading
+from dataclasses import replace
 
 import cv2
 import numpy as np
@@ -237,6 +239,48 @@ def test_extract_both_gives_the_two_extractions(sequences):
                     if result is native:
                         thinned += len(features.keypoints) > len(locked[name][scene][k].keypoints)
     assert thinned > 0
+
+
+@pytest.mark.parametrize(
+    ("locked_retrieval", "native_bojanic"), [(True, True), (False, True), (False, False)]
+)
+def test_results_of_a_locked_run_stand_for_native_sift(
+    sequences, monkeypatch, locked_retrieval, native_bojanic
+):
+    """Native SIFT's part of a native cube taken from a cube locked on SIFT (the same features)
+    is the part a second evaluation gives: whether the locked run had image retrieval (its
+    variables at their sentinels here) or the native run has no per-scene tasks at all."""
+    evaluation = importlib.import_module("metricalc.keypoints.evaluate")  # not kp.evaluate()
+    locked_settings = EvaluationSettings(
+        ("sift", "brief"), "locked:sift", LIMIT, image_retrieval=locked_retrieval
+    )
+    native = EvaluationSettings(("sift", "orb"), "native", LIMIT, bojanic=native_bojanic)
+    locked_features, native_features = extract_both(
+        sequences, ("sift", "brief"), ("sift",), locked="sift", max_keypoints=LIMIT
+    )
+    native_features |= extract_features(sequences, replace(native, descriptors=("orb",)))
+    locked = evaluate_sequences(sequences, locked_settings, features=locked_features)
+    alone = evaluate_sequences(sequences, native, features=native_features)
+    ran = []
+    run_task = evaluation._run_task
+    monkeypatch.setattr(evaluation, "_run_task", lambda task, *a, **k: ran.append(task.name)
+                        or run_task(task, *a, **k))  # fmt: skip
+    taken = evaluate_sequences(
+        sequences, native, features=native_features, results_of={"sift": locked}
+    )
+    assert set(ran) == {"orb"}
+    _same(taken, alone)
+
+
+def test_results_of_refuses_another_protocol_or_descriptor(sequences):
+    settings = EvaluationSettings(("sift",), "locked:sift", LIMIT)
+    features = extract_features(sequences, settings)
+    locked = evaluate_sequences(sequences, settings, features=features)
+    other = replace(settings, keypoints="native", tau=5.0)
+    with pytest.raises(InvalidInputError, match=r"another protocol \(tau_px=3.0, not 5.0\)"):
+        evaluate_sequences(sequences, other, features=features, results_of={"sift": locked})
+    with pytest.raises(InvalidInputError, match=r"results_of names \['orb'\], which are not"):
+        evaluate_sequences(sequences, settings, features=features, results_of={"orb": locked})
 
 
 def test_extract_both_takes_only_methods_of_the_locked_detector(sequences):

@@ -26,7 +26,7 @@ from metricalc.keypoints.bojanic import (
     scene_tasks,
 )
 from metricalc.keypoints.geometry import inside
-from metricalc.keypoints.image_retrieval import descriptor_image_retrieval
+from metricalc.keypoints.image_retrieval import RETRIEVAL_VARIABLES, descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
 from metricalc.keypoints.parallel import run_staged
 from metricalc.keypoints.sequences import dataset_fingerprint
@@ -269,6 +269,7 @@ def evaluate(
     dataset: str | None = None,
     dataset_path: str = "",
     progress: bool = False,
+    results_of: Mapping[str, xr.Dataset] | None = None,
 ) -> xr.Dataset:
     """Evaluate every descriptor of ``features`` on ``sequences`` into one QueryCube.
 
@@ -311,6 +312,14 @@ def evaluate(
         ``dataset_path`` when given.
     progress : bool
         Show a progress bar over image pairs.
+    results_of : mapping descriptor -> QueryCube, optional
+        Descriptors of ``features`` already evaluated on these same features (keypoints and
+        rows) and data under the same protocol, in the cube given for each (native SIFT is in
+        a cube locked on SIFT's keypoints when that run kept every keypoint): their part is that
+        cube's (their queries, the variables this run makes, this run's attrs) instead of a
+        second evaluation, which would give the same numbers. The cube's protocol attrs but
+        ``keypoints`` and ``distance`` must equal this run's; the features are the caller's
+        word (``metricalc demo`` compares them array by array).
 
     Returns
     -------
@@ -348,9 +357,16 @@ def evaluate(
         "seed": int(seed),
         **({"dataset_path": dataset_path} if dataset_path else {}),
     }
+    unknown = [name for name in results_of or {} if name not in features]
+    if unknown:
+        raise InvalidInputError(f"results_of names {unknown}, which are not in features")
+    reused = {
+        name: _reused_part(cube, name, attrs, bojanic=bojanic, image_retrieval=image_retrieval)
+        for name, cube in (results_of or {}).items()
+    }
     per_descriptor = (*range(len(sequences)), *((-1,) if image_retrieval else ()))
-    groups = [[_Task(name, index) for index in per_descriptor] for name in features]
-    names = list(features)
+    names = [name for name in features if name not in reused]
+    groups = [[_Task(name, index) for index in per_descriptor] for name in names]
     total = len(names) * len(per_descriptor)
     with progress_bar("evaluating scenes", total=total, enabled=progress) as advance:
         parts = run_staged(
@@ -366,4 +382,37 @@ def evaluate(
             ),
             done=advance,
         )
-    return cubes.combine(parts)
+    evaluated = dict(zip(names, parts, strict=True))
+    return cubes.combine([reused[n] if n in reused else evaluated[n] for n in features])
+
+
+def _reused_part(
+    cube: xr.Dataset, name: str, attrs: Mapping[str, Any], *, bojanic: bool, image_retrieval: bool
+) -> xr.Dataset:
+    """Descriptor ``name`` of an evaluated ``cube`` as this run's part of it (``results_of``)."""
+    if name not in cube.descriptor.values:
+        raise InvalidInputError(f"results_of[{name!r}]: the cube has no descriptor {name!r}")
+    differ = [
+        key
+        for key in (*cubes.PROTOCOL_ATTRS, "n_distractor_scenes", "n_distractors", "seed")
+        if key not in ("keypoints", "distance") and cube.attrs.get(key) != attrs.get(key)
+    ]
+    if differ:
+        raise InvalidInputError(
+            f"results_of[{name!r}]: the cube was evaluated under another protocol "
+            f"({', '.join(f'{k}={cube.attrs.get(k)!r}, not {attrs.get(k)!r}' for k in differ)})"
+        )
+    made = (SCENE_RESULTS if bojanic else ()) + (RETRIEVAL_VARIABLES if image_retrieval else ())
+    missing = [v for v in made if v not in cube.data_vars]
+    if missing:
+        raise InvalidInputError(f"results_of[{name!r}]: the cube lacks {missing}")
+    part = cube.sel(descriptor=[name])
+    part = part.isel(query=np.flatnonzero(part["n_relevant"].values[0] != -1))
+    others = [v for v in cubes.SEQUENCE_VARIABLES if v in part.data_vars and v not in made]
+    if not made:  # a run without per-scene tasks has no per-scene variables
+        return part.drop_vars(others).drop_dims("sequence").assign_attrs(dict(attrs))
+    for variable in others:  # not run here: at their sentinels, as this run's own parts
+        part[variable] = part[variable].copy(
+            data=cubes.sentinel_array(variable, part[variable].shape)
+        )
+    return part.assign_attrs(dict(attrs))

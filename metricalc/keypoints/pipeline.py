@@ -162,6 +162,7 @@ def evaluate_sequences(
     dataset_path: str = "",
     own: FeatureSet | None = None,
     features: FeatureSet | None = None,
+    results_of: Mapping[str, xr.Dataset] | None = None,
 ) -> xr.Dataset:
     """Extract the features of ``settings`` and evaluate them into one QueryCube.
 
@@ -180,6 +181,9 @@ def evaluate_sequences(
         The features of :func:`extract_features` with these ``settings`` (and ``own``), when
         the caller extracted them already (e.g. while it did other work): evaluated as given,
         nothing extracted.
+    results_of : mapping descriptor -> QueryCube, optional
+        Descriptors evaluated before on the same features and protocol
+        (:func:`metricalc.keypoints.evaluate`), taken from those cubes.
 
     Returns
     -------
@@ -202,6 +206,7 @@ def evaluate_sequences(
         dataset=dataset,
         dataset_path=dataset_path,
         progress=progress,
+        results_of=results_of,
     )
 
 
@@ -312,6 +317,7 @@ def cached_evaluation(
     elsewhere: Iterable[Path] = (),
     progress: bool = False,
     features: Callable[[], FeatureSet] | None = None,
+    results_of: Mapping[str, xr.Dataset] | None = None,
 ) -> tuple[xr.Dataset, bool]:
     """:func:`evaluate_sequences`, or the cube of the same inputs kept by an earlier run.
 
@@ -330,6 +336,8 @@ def cached_evaluation(
         Called only when the cube is evaluated: the features of ``settings``
         (:func:`extract_features`), e.g. the result of an extraction that ran in the
         background; by default they are extracted here.
+    results_of : mapping descriptor -> QueryCube, optional
+        As for :func:`evaluate_sequences`, when the cube is evaluated.
 
     Returns
     -------
@@ -347,6 +355,7 @@ def cached_evaluation(
             dataset_path=dataset_path,
             progress=progress,
             features=None if features is None else features(),
+            results_of=results_of,
         )
 
     target = path(key) if callable(path) else path
