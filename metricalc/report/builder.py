@@ -208,6 +208,15 @@ def _figure_jobs(
 # ----------------------------------------------------------------------------------------------
 
 
+_COMPARISON_ATTRS = ("metric", "split", "pair_by", "test", "correction", "alpha")
+"""The attrs of a comparison written as the first columns of ``comparisons.csv``."""
+_RANKING_COLUMNS = (
+    "column", "descriptor", "average_rank", "mean", "friedman_statistic", "friedman_pvalue",
+    "critical_difference", "n_units",
+)  # fmt: skip
+"""The columns of ``rankings.csv`` (``mean`` and the test's columns when the ranking has them)."""
+
+
 def _comparisons_frame(report: Report, sentences: dict[str, list[str]]) -> pd.DataFrame:
     frames = []
     for column, result in report.tests.items():
@@ -216,13 +225,16 @@ def _comparisons_frame(report: Report, sentences: dict[str, list[str]]) -> pd.Da
         frame = result.comparison.to_dataframe().reset_index()
         attrs = result.comparison.attrs
         frame.insert(0, "column", column)
-        for position, key in enumerate(
-            ("metric", "split", "pair_by", "test", "correction", "alpha"), start=1
-        ):
+        for position, key in enumerate(_COMPARISON_ATTRS, start=1):
             frame.insert(position, key, attrs.get(key, ""))
         frame["sentence"] = sentences[column]
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if frames:
+        return pd.concat(frames, ignore_index=True)
+    from metricalc.stats.compare import COMPARE_VARIABLES  # lazy, as the tests' own imports
+
+    columns = ("column", *_COMPARISON_ATTRS, "descriptor", "baseline", *COMPARE_VARIABLES)
+    return pd.DataFrame(columns=[*columns, "sentence"])  # no comparison: the header alone
 
 
 def _rankings_frame(report: Report) -> pd.DataFrame:
@@ -240,11 +252,13 @@ def _rankings_frame(report: Report) -> pd.DataFrame:
         )
         if "mean" in ranking:
             frame["mean"] = ranking["mean"].values
-        for name in ("friedman_statistic", "friedman_pvalue", "critical_difference", "n_units"):
+        for name in _RANKING_COLUMNS[4:]:
             if name in ranking:
                 frame[name] = ranking[name].values.item()
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if frames:
+        return pd.concat(frames, ignore_index=True)
+    return pd.DataFrame(columns=list(_RANKING_COLUMNS))  # no ranking: the header alone
 
 
 def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
