@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,21 @@ def test_cli_errors_name_the_file(synthetic, tmp_path, capsys) -> None:
     assert "t3.csv" in capsys.readouterr().err
     assert main(["patches", "hpatches-eval", str(bad), "--split", "zz"]) == 2
     assert "split" in capsys.readouterr().err
+
+
+def test_a_generated_set_without_its_task_folder_is_refused(synthetic, capsys) -> None:
+    # the shipped splits list the release's sequences, none of the synthetic set's: without its
+    # own task folder the run failed on the first release sequence's missing ref.csv
+    descriptors, tasks = synthetic
+    name = cf.read_dataset_mark(descriptors)
+    for split in ("full", "a"):
+        argv = ["patches", "hpatches-eval", str(descriptors), "--split", split]
+        assert main([*argv, "--task", "matching"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and repr(name) in err and "--tasks" in err, err
+        assert "missing descriptor file" not in err
+    with pytest.raises(InvalidInputError, match=re.escape(f"(task_dir, --tasks {tasks})")):
+        ev.evaluate_hpatches17(descriptors, split="full", tasks=["matching"])
 
 
 def ref_gen_retrieval(test, informative, n_queries, n_distractors):
