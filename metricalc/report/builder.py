@@ -272,13 +272,14 @@ def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
     return [(key, str(attrs[key])) for key in PROTOCOL_ATTRS if key in attrs]
 
 
-def _tests_text(study: Study, attrs: Mapping[str, Any]) -> str:
+def _tests_text(study: Study, attrs: Mapping[str, Any], *, ranked: bool) -> str:
     """The tests of the HTML page, their units named as the cubes name them
-    (:func:`~metricalc.hpatches.cvpr17_unit`, else :data:`PAIR_UNITS`)."""
+    (:func:`~metricalc.hpatches.cvpr17_unit`, else :data:`PAIR_UNITS`); the Friedman ranks
+    only when a column was ``ranked`` (three systems or more)."""
     t = study.tests
     baseline = f"baseline {study.baseline}" if study.baseline else "all pairs of systems"
-    ranked = cvpr17_unit(attrs, t.rank_by) or PAIR_UNITS[t.rank_by]
-    ranks = f", Friedman ranks over {ranked}s" if t.rank else ""
+    unit = cvpr17_unit(attrs, t.rank_by) or PAIR_UNITS[t.rank_by]
+    ranks = f", Friedman ranks over {unit}s" if ranked else ""
     paired = cvpr17_unit(attrs, t.pair_by) or PAIR_UNITS[t.pair_by]
     return (
         f"{TEST_NAMES[t.test]} paired by {paired} (coarser where a column needs it), "
@@ -386,6 +387,7 @@ def _page(report: Report, embedded: list[tuple[str, EmbeddedFigure]]) -> str:
 
     study, metrics = report.study, report.metrics
     sections = [s for hook in SECTION_HOOKS if (s := hook(report)) is not None]
+    ranked = any(result.ranking is not None for result in report.tests.values())
     groups: dict[str, list[EmbeddedFigure]] = {}
     for group, figure in embedded:
         if group:
@@ -411,7 +413,7 @@ def _page(report: Report, embedded: list[tuple[str, EmbeddedFigure]]) -> str:
             "figures": [figure for group, figure in embedded if not group],
             "extra_sections": sections,
             "protocol": _protocol(metrics),
-            "tests": _tests_text(study, metrics.attrs),
+            "tests": _tests_text(study, metrics.attrs, ranked=ranked),
             "spec_text": spec_text,
             "files": [str(p.relative_to(report.out)) for p in report.files],
         }
