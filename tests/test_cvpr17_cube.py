@@ -200,6 +200,12 @@ def test_pair_cube_errors_are_one_line(results, tmp_path) -> None:
     (tmp_path / "text.nc").write_text("no")
     with pytest.raises(InvalidInputError, match=r"text\.nc: not a netCDF-4 file"):
         cp.open_pair_cube(tmp_path / "text.nc")
+    # a pair cube given to a QueryCube verb: the error says which verb reads it
+    cp.save_pair_cube(cube, tmp_path / "pairs.nc")
+    with pytest.raises(InvalidInputError, match=r"^cube file .*pairs\.nc is not a valid QueryCube: "
+                       r".*; it is an HPatches CVPR'17 verification pair cube: "
+                       r"metricalc patches hpatches-compare reads it$"):  # fmt: skip
+        qc.open_cube(tmp_path / "pairs.nc")
 
 
 # -------------------------------------------------------------------- the paired bootstrap
