@@ -220,3 +220,18 @@ def test_the_synthetic_set_names_its_descriptor_folder_after_the_method(
     with pytest.raises(InvalidInputError, match=r"one of 'sift', 'raw'; got '\.\./x'"):
         make_hpatches17_set(tmp_path / "bad", method="../x")
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_set_holds_the_requested_scenes_only(tmp_path) -> None:
+    # the patch dataset keeps the sequences of earlier calls; the set (its splits, retrieval
+    # files and name) is of the scenes asked for now, not of every sequence in the root
+    root = tmp_path / "hp17"
+    arguments = {"max_patches": 40, "n_queries": 10, "n_distractors": 50}
+    make_hpatches17_set(root, scenes=["i_camera", "v_camera"], **arguments)
+    two = cf.read_dataset_mark(root / "tasks")
+    descriptors = make_hpatches17_set(root, scenes="i_camera", **arguments)
+    assert cf.read_splits(root / "tasks") == {"full": ["i_camera"], "illum": ["i_camera"]}
+    one = cf.read_dataset_mark(descriptors)
+    assert cf.read_dataset_mark(root / "tasks") == one != two and " 1 sequences " in one
+    queries = pd.read_csv(root / "tasks" / "retr_queries_split-full.csv")
+    assert set(queries["s"]) == {"i_camera"}
