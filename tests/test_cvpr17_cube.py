@@ -440,7 +440,9 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) 
         ([str(x), str(y), "--descriptors", "raw,other"], "descriptor 'raw'"),
         ([str(x), str(tmp_path / "x.matching.nc")], "not a pair cube"),
         ([str(x), str(tmp_path / "none.nc")], "none.nc does not exist"),
-        ([str(x), str(x), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
+        ([str(x), str(y), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
+        # the same file twice: one descriptor, nothing to compare (was a traceback)
+        ([str(x), str(x), "--n-resamples", "9"], f"{x} is given twice"),
     ]
     for argv, message in cases:
         assert main(["patches", "hpatches-compare", *argv]) == 2
