@@ -29,12 +29,15 @@ def test_every_anchor_is_recomputed_from_the_workbench_export():
         row = metrics.sel(descriptor=anchor.label)
         assert int(export.cube.experiment_id.sel(descriptor=anchor.label)) == anchor.experiment_id
         for name in ("true_map_micro", "viewpoint_map", "illumination_map"):
-            assert float(row[name]) == pytest.approx(getattr(anchor, name), abs=5e-5), name
+            assert float(row[name]) == pytest.approx(getattr(anchor, name), abs=5e-6), name
+            # the report prints 3 decimals: those of the export's value (RGB-SIFT's
+            # illumination_map is 0.5305085, which a 4-decimal anchor printed as 0.530)
+            assert f"{getattr(anchor, name):.3f}" == f"{float(row[name]):.3f}", name
         # the split mAPs are the plain means of the scenes' mAPs, by hand
         per_scene = export.cube.true_map.sel(descriptor=anchor.label)
         for prefix, name in (("v_", "viewpoint_map"), ("i_", "illumination_map")):
             values = [float(per_scene.sel(scene=s)) for s in scenes if s.startswith(prefix)]
-            assert np.mean(values) == pytest.approx(getattr(anchor, name), abs=5e-5)
+            assert np.mean(values) == pytest.approx(getattr(anchor, name), abs=5e-6)
 
 
 def test_the_real_anchors_show_the_order_the_benchmark_is_held_to():

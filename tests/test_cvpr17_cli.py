@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,21 @@ def test_cli_errors_name_the_file(synthetic, tmp_path, capsys) -> None:
     assert "t3.csv" in capsys.readouterr().err
     assert main(["patches", "hpatches-eval", str(bad), "--split", "zz"]) == 2
     assert "split" in capsys.readouterr().err
+
+
+def test_a_generated_set_without_its_task_folder_is_refused(synthetic, capsys) -> None:
+    # the shipped splits list the release's sequences, none of the synthetic set's: without its
+    # own task folder the run failed on the first release sequence's missing ref.csv
+    descriptors, tasks = synthetic
+    name = cf.read_dataset_mark(descriptors)
+    for split in ("full", "a"):
+        argv = ["patches", "hpatches-eval", str(descriptors), "--split", split]
+        assert main([*argv, "--task", "matching"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and repr(name) in err and "--tasks" in err, err
+        assert "missing descriptor file" not in err
+    with pytest.raises(InvalidInputError, match=re.escape(f"(task_dir, --tasks {tasks})")):
+        ev.evaluate_hpatches17(descriptors, split="full", tasks=["matching"])
 
 
 def ref_gen_retrieval(test, informative, n_queries, n_distractors):
@@ -204,3 +220,18 @@ def test_the_synthetic_set_names_its_descriptor_folder_after_the_method(
     with pytest.raises(InvalidInputError, match=r"one of 'sift', 'raw'; got '\.\./x'"):
         make_hpatches17_set(tmp_path / "bad", method="../x")
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_set_holds_the_requested_scenes_only(tmp_path) -> None:
+    # the patch dataset keeps the sequences of earlier calls; the set (its splits, retrieval
+    # files and name) is of the scenes asked for now, not of every sequence in the root
+    root = tmp_path / "hp17"
+    arguments = {"max_patches": 40, "n_queries": 10, "n_distractors": 50}
+    make_hpatches17_set(root, scenes=["i_camera", "v_camera"], **arguments)
+    two = cf.read_dataset_mark(root / "tasks")
+    descriptors = make_hpatches17_set(root, scenes="i_camera", **arguments)
+    assert cf.read_splits(root / "tasks") == {"full": ["i_camera"], "illum": ["i_camera"]}
+    one = cf.read_dataset_mark(descriptors)
+    assert cf.read_dataset_mark(root / "tasks") == one != two and " 1 sequences " in one
+    queries = pd.read_csv(root / "tasks" / "retr_queries_split-full.csv")
+    assert set(queries["s"]) == {"i_camera"}

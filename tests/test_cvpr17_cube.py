@@ -200,6 +200,12 @@ def test_pair_cube_errors_are_one_line(results, tmp_path) -> None:
     (tmp_path / "text.nc").write_text("no")
     with pytest.raises(InvalidInputError, match=r"text\.nc: not a netCDF-4 file"):
         cp.open_pair_cube(tmp_path / "text.nc")
+    # a pair cube given to a QueryCube verb: the error says which verb reads it
+    cp.save_pair_cube(cube, tmp_path / "pairs.nc")
+    with pytest.raises(InvalidInputError, match=r"^cube file .*pairs\.nc is not a valid QueryCube: "
+                       r".*; it is an HPatches CVPR'17 verification pair cube: "
+                       r"metricalc patches hpatches-compare reads it$"):  # fmt: skip
+        qc.open_cube(tmp_path / "pairs.nc")
 
 
 # -------------------------------------------------------------------- the paired bootstrap
@@ -434,7 +440,9 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) 
         ([str(x), str(y), "--descriptors", "raw,other"], "descriptor 'raw'"),
         ([str(x), str(tmp_path / "x.matching.nc")], "not a pair cube"),
         ([str(x), str(tmp_path / "none.nc")], "none.nc does not exist"),
-        ([str(x), str(x), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
+        ([str(x), str(y), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
+        # the same file twice: one descriptor, nothing to compare (was a traceback)
+        ([str(x), str(x), "--n-resamples", "9"], f"{x} is given twice"),
     ]
     for argv, message in cases:
         assert main(["patches", "hpatches-compare", *argv]) == 2

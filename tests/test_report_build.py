@@ -321,3 +321,42 @@ def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_quer
     result = run("report", "who.yaml", cwd=study_dir)
     assert result.returncode == 2 and "baseline: 'surf' is not a system" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_csv_files_without_rows_keep_their_header(tmp_path, make_query_cube):
+    # one system: nothing to compare or rank; the files still name their columns, so that
+    # csv readers (pandas.read_csv) read an empty table instead of failing on an empty file
+    one = make_query_cube({"sift": 0.8}, seed=2)
+    study = study_from_dict(
+        {"data": {"dataset": "synthetic"}, "metrics": ["true_map_micro"], "outputs": ["csv"]},
+        source=tmp_path / "one.yaml",
+    )
+    report = build(study, cubes={"": one})
+    comparisons = (report.out / "comparisons.csv").read_text().splitlines()
+    assert comparisons[0].split(",")[:10] == [
+        "column", "metric", "split", "pair_by", "test", "correction", "alpha", "descriptor",
+        "baseline", "n",
+    ]  # fmt: skip
+    assert comparisons[0].endswith(",caveat,sentence") and len(comparisons) == 1
+    assert (report.out / "rankings.csv").read_text().splitlines() == [
+        "column,descriptor,average_rank,mean,friedman_statistic,friedman_pvalue,"
+        "critical_difference,n_units"
+    ]
+
+
+def test_the_page_names_friedman_ranks_only_when_a_column_was_ranked(tmp_path, make_query_cube):
+    # two systems are not ranked (rank_systems needs three): the page's tests line said
+    # "Friedman ranks over scenes" all the same
+    two = make_query_cube({"sift": 0.8, "orb": 0.4}, seed=3)
+    raw = {"data": {"dataset": "synthetic"}, "metrics": ["true_map_micro"], "outputs": ["html"],
+           "figures": ["roc"], "tests": {"n_resamples": 99}}  # fmt: skip
+    report = build(study_from_dict(raw, source=tmp_path / "two.yaml"), cubes={"": two})
+    assert report.tests["true_map_micro"].ranking is None
+    page = (report.out / "report.html").read_text()
+    assert "Tests: paired randomization test" in page and "Friedman" not in page
+    three = make_query_cube({"sift": 0.8, "orb": 0.4, "brief": 0.6}, seed=3)
+    report = build(study_from_dict(raw, source=tmp_path / "three.yaml"), cubes={"": three})
+    assert report.tests["true_map_micro"].ranking is not None
+    assert "all pairs of systems, Friedman ranks over scenes, seed 0." in (
+        report.out / "report.html"
+    ).read_text()

@@ -241,6 +241,9 @@ def _patches_hpatches_compare(args: argparse.Namespace) -> int:
         names = [path.name for path in args.cubes]
         if len(set(names)) < len(names):  # and the same file name in several folders
             names = [str(path) for path in args.cubes]
+        if len(set(names)) < len(names):
+            twice = next(str(p) for p in args.cubes if names.count(str(p)) > 1)
+            raise InvalidInputError(f"{twice} is given twice; compare two different pair cubes")
         cubes = [cube.assign_coords(descriptor=[f"{n} ({name})" for n in
                                                 cube["descriptor"].values.astype(str)])
                  for cube, name in zip(cubes, names, strict=True)]  # fmt: skip

@@ -364,7 +364,16 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
         return validate(cube)
     except InvalidInputError as error:
         cube.close()
-        raise InvalidInputError(f"cube file {path} is not a valid QueryCube: {error}") from None
+        hint = _PAIR_CUBE_HINT if cube.attrs.get("task") == "verification" else ""
+        message = f"cube file {path} is not a valid QueryCube: {error}{hint}"
+        raise InvalidInputError(message) from None
+
+
+_PAIR_CUBE_HINT = (
+    "; it is an HPatches CVPR'17 verification pair cube: "
+    "metricalc patches hpatches-compare reads it"
+)
+"""Said of a verification pair cube (``patches hpatches-eval --out``) opened as a QueryCube."""
 
 
 def _unreadable(path: Path, error: Exception) -> InvalidInputError:

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from metricalc.datasets.patches import make_patch_dataset
+from metricalc.datasets.sequences import resolve_scenes
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write
 from metricalc.hpatches import SYNTHETIC_HPATCHES17
@@ -82,7 +83,8 @@ def make_hpatches17_set(
     name (:func:`hpatches17_set_name`).
 
     ``scenes``, ``seed``, ``size`` and ``max_patches`` go to
-    :func:`~metricalc.datasets.make_patch_dataset`, ``method`` to
+    :func:`~metricalc.datasets.make_patch_dataset`; the set holds the sequences of ``scenes``
+    only, also when ``root/patches`` keeps others from an earlier call. ``method`` goes to
     :func:`~metricalc.patches.describe_dataset`; ``n_queries`` and ``n_distractors`` bound the
     retrieval files of each split.
     """
@@ -93,7 +95,8 @@ def make_hpatches17_set(
     )
     descriptors = root / "descriptors" / method
     describe_dataset(dataset, descriptors, method=method, format="csv")
-    sequences = list(dataset.sequences)
+    wanted = set(resolve_scenes(scenes))  # the root may hold the sequences of earlier calls
+    sequences = [s for s in dataset.sequences if s in wanted]
     splits = {
         "full": sequences,
         "illum": [s for s in sequences if s.startswith("i_")],

@@ -208,6 +208,15 @@ def _figure_jobs(
 # ----------------------------------------------------------------------------------------------
 
 
+_COMPARISON_ATTRS = ("metric", "split", "pair_by", "test", "correction", "alpha")
+"""The attrs of a comparison written as the first columns of ``comparisons.csv``."""
+_RANKING_COLUMNS = (
+    "column", "descriptor", "average_rank", "mean", "friedman_statistic", "friedman_pvalue",
+    "critical_difference", "n_units",
+)  # fmt: skip
+"""The columns of ``rankings.csv`` (``mean`` and the test's columns when the ranking has them)."""
+
+
 def _comparisons_frame(report: Report, sentences: dict[str, list[str]]) -> pd.DataFrame:
     frames = []
     for column, result in report.tests.items():
@@ -216,13 +225,16 @@ def _comparisons_frame(report: Report, sentences: dict[str, list[str]]) -> pd.Da
         frame = result.comparison.to_dataframe().reset_index()
         attrs = result.comparison.attrs
         frame.insert(0, "column", column)
-        for position, key in enumerate(
-            ("metric", "split", "pair_by", "test", "correction", "alpha"), start=1
-        ):
+        for position, key in enumerate(_COMPARISON_ATTRS, start=1):
             frame.insert(position, key, attrs.get(key, ""))
         frame["sentence"] = sentences[column]
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if frames:
+        return pd.concat(frames, ignore_index=True)
+    from metricalc.stats.compare import COMPARE_VARIABLES  # lazy, as the tests' own imports
+
+    columns = ("column", *_COMPARISON_ATTRS, "descriptor", "baseline", *COMPARE_VARIABLES)
+    return pd.DataFrame(columns=[*columns, "sentence"])  # no comparison: the header alone
 
 
 def _rankings_frame(report: Report) -> pd.DataFrame:
@@ -240,11 +252,13 @@ def _rankings_frame(report: Report) -> pd.DataFrame:
         )
         if "mean" in ranking:
             frame["mean"] = ranking["mean"].values
-        for name in ("friedman_statistic", "friedman_pvalue", "critical_difference", "n_units"):
+        for name in _RANKING_COLUMNS[4:]:
             if name in ranking:
                 frame[name] = ranking[name].values.item()
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if frames:
+        return pd.concat(frames, ignore_index=True)
+    return pd.DataFrame(columns=list(_RANKING_COLUMNS))  # no ranking: the header alone
 
 
 def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
@@ -258,13 +272,14 @@ def _protocol(metrics: xr.Dataset) -> list[tuple[str, str]]:
     return [(key, str(attrs[key])) for key in PROTOCOL_ATTRS if key in attrs]
 
 
-def _tests_text(study: Study, attrs: Mapping[str, Any]) -> str:
+def _tests_text(study: Study, attrs: Mapping[str, Any], *, ranked: bool) -> str:
     """The tests of the HTML page, their units named as the cubes name them
-    (:func:`~metricalc.hpatches.cvpr17_unit`, else :data:`PAIR_UNITS`)."""
+    (:func:`~metricalc.hpatches.cvpr17_unit`, else :data:`PAIR_UNITS`); the Friedman ranks
+    only when a column was ``ranked`` (three systems or more)."""
     t = study.tests
     baseline = f"baseline {study.baseline}" if study.baseline else "all pairs of systems"
-    ranked = cvpr17_unit(attrs, t.rank_by) or PAIR_UNITS[t.rank_by]
-    ranks = f", Friedman ranks over {ranked}s" if t.rank else ""
+    unit = cvpr17_unit(attrs, t.rank_by) or PAIR_UNITS[t.rank_by]
+    ranks = f", Friedman ranks over {unit}s" if ranked else ""
     paired = cvpr17_unit(attrs, t.pair_by) or PAIR_UNITS[t.pair_by]
     return (
         f"{TEST_NAMES[t.test]} paired by {paired} (coarser where a column needs it), "
@@ -372,6 +387,7 @@ def _page(report: Report, embedded: list[tuple[str, EmbeddedFigure]]) -> str:
 
     study, metrics = report.study, report.metrics
     sections = [s for hook in SECTION_HOOKS if (s := hook(report)) is not None]
+    ranked = any(result.ranking is not None for result in report.tests.values())
     groups: dict[str, list[EmbeddedFigure]] = {}
     for group, figure in embedded:
         if group:
@@ -397,7 +413,7 @@ def _page(report: Report, embedded: list[tuple[str, EmbeddedFigure]]) -> str:
             "figures": [figure for group, figure in embedded if not group],
             "extra_sections": sections,
             "protocol": _protocol(metrics),
-            "tests": _tests_text(study, metrics.attrs),
+            "tests": _tests_text(study, metrics.attrs, ranked=ranked),
             "spec_text": spec_text,
             "files": [str(p.relative_to(report.out)) for p in report.files],
         }

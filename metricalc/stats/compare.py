@@ -21,7 +21,7 @@ from metricalc.stats.sides import direction, disagreement, verdict
 from metricalc.stats.units import unit_values
 from metricalc.validation import check_choice, check_fraction, check_integer
 
-__all__ = ["MIN_UNITS", "compare"]
+__all__ = ["COMPARE_VARIABLES", "MIN_UNITS", "compare"]
 
 MIN_UNITS = 5
 """A comparison needs at least this many paired units."""
@@ -40,7 +40,7 @@ _FLOAT_VARIABLES = (
     "cohens_dz",
 )
 _INT_VARIABLES = ("n", "n_dropped", "wins", "ties", "losses")
-_ORDER = (
+COMPARE_VARIABLES = (
     "n", "n_dropped", "mean_descriptor", "mean_baseline", "mean_diff", "median_diff", "ci_low",
     "ci_high", "statistic", "pvalue", "pvalue_corrected", "reject", "favours", "rank_biserial",
     "cohens_dz", "wins", "ties", "losses", "note", "caveat",
@@ -173,7 +173,8 @@ def _dataset(
     variables["reject"] = ("comparison", np.asarray(rows["reject"], dtype=bool))
     for name in ("note", "caveat"):
         variables[name] = ("comparison", np.asarray(rows[name], dtype=str))
-    return xr.Dataset({name: variables[name] for name in _ORDER}, coords=coords, attrs=attrs)
+    data = {name: variables[name] for name in COMPARE_VARIABLES}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def _resolved_test(
@@ -197,7 +198,7 @@ def _paired_rows(
     comparisons at once), the mask of paired units and the differences (0 where unpaired)."""
     values = units.values
     present = np.isfinite(values)
-    rows: dict[str, list[Any]] = {name: [] for name in _ORDER}
+    rows: dict[str, list[Any]] = {name: [] for name in COMPARE_VARIABLES}
     masks, differences = [], np.zeros((len(pairs), values.shape[1]))
     for k, (i, j) in enumerate(pairs):
         both = present[i] & present[j]
