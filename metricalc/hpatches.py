@@ -96,6 +96,11 @@ SEQUENCE_SPLITS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 """Named sets of sequences: ``"d2net"`` (108, D2-Net's), ``"full"`` (all 116)."""
 
+CVPR17_LEVELS: Mapping[str, str] = MappingProxyType({"e": "easy", "h": "hard", "t": "tough"})
+"""The noise levels of the HPatches CVPR'17 tasks: the letter of their images (``e1`` ..
+``e5``) -> the name of the JSON output, the benchmark's tables and a matching cube's
+``keypoint_set``."""
+
 CVPR17_UNITS: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
         "matching": {"query": "image pair and level", "pair": "image pair", "scene": "sequence"},

@@ -347,6 +347,49 @@ def test_bootstrap_of_identical_descriptors_and_bad_input() -> None:
         bs.verification_bootstrap([cube, moved])
 
 
+# ------------------------------------------------- hpatches-benchmark's published average
+def _results_py_average(per_pair) -> float:
+    """hpatches-benchmark's ``DescriptorMatchingResult.avg`` (python/utils/results.py), step by
+    step with loops: per sequence and level the mean AP of its pairs; per level and type (the
+    name before "_") the mean over sequences; per type the mean over the levels e, h, t (NaN
+    when one is empty); the mean of the types i and v, times 100 there, a fraction here."""
+    by_sequence = {}
+    for (sequence, level, _k), ap in per_pair.items():
+        by_sequence.setdefault((level, sequence.split("_")[0], sequence), []).append(ap)
+    cells = {}
+    for (level, kind, _sequence), aps in by_sequence.items():
+        cells.setdefault((level, kind), []).append(sum(aps) / len(aps))
+    average = {}
+    for kind in "iv":
+        values = [cells.get((level, kind)) for level in "eht"]
+        average[kind] = (float("nan") if None in values
+                         else sum(sum(v) / len(v) for v in values) / 3)  # fmt: skip
+    return (average["i"] + average["v"]) / 2
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_matching_map_is_hpatches_benchmarks_average(seed) -> None:
+    """``hpatches17_matching_map`` (the name of the published numbers) is results.py's ``avg``:
+    the types weigh the same whatever their numbers of sequences, unlike the unit mean."""
+    from metricalc.metrics import metric_set
+
+    rng = np.random.default_rng(seed)
+    n_i, n_v = rng.integers(1, 6, size=2)
+    sequences = [f"i_s{j}" for j in range(n_i)] + [f"v_s{j}" for j in range(n_v)]
+    per_pair = {(s, level, k): float(rng.random()) for s in sequences for level in "eht"
+                for k in range(1, 6)}  # fmt: skip
+    if seed % 3 == 0:  # a sequence without some pairs: its own mean first, as the reference
+        per_pair = {key: v for key, v in per_pair.items() if not (key[0] == "v_s0" and key[2] > 3)}
+    cube = cc.matching_cube(per_pair, descriptor="d", split="full")
+    got = float(metric_set(cube).hpatches17_matching_map.sel(descriptor="d"))
+    assert got == pytest.approx(_results_py_average(per_pair), abs=1e-12)
+    if n_i != n_v:  # the types weigh the same; in the mean over units they do not
+        assert got != pytest.approx(float(cube.ap.mean()), abs=1e-9)
+    only_view = {key: v for key, v in per_pair.items() if key[0].startswith("v_")}
+    cube = cc.matching_cube(only_view, descriptor="d", split="view")
+    assert np.isnan(float(metric_set(cube).hpatches17_matching_map.sel(descriptor="d")))
+
+
 # -------------------------------------------------------------------- the CLI end to end
 def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys) -> None:
     descriptors, other, tasks = synthetic
@@ -408,6 +451,12 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     report = build(study_from_dict(raw, source=tmp_path / "r.yaml"), cubes={"": both},
                    out=tmp_path / "reported")  # fmt: skip
     measured = report.metrics.hpatches17_matching_map.sel(descriptor=descriptors.name)
+    units = qc.open_cube(a)
+    per_pair = {(str(s), level[0], int(p[2:]) - 1): float(v) for s, level, p, v in
+                zip(units.scene.values, units.keypoint_set.values, units.pair.values,
+                    units.ap.values[0], strict=True)}  # fmt: skip
+    assert float(measured) == pytest.approx(_results_py_average(per_pair), abs=1e-12)
+    # as many i_ as v_ sequences here: the same as the unit mean hpatches-eval prints
     assert float(measured) == pytest.approx(printed_mean[0], abs=1e-12)
     last = (tmp_path / "reported" / "tables.md").read_text().splitlines()[-1]
     assert last.startswith("| *SIFT (reported)* | *25.5*"), last

@@ -4,7 +4,10 @@ cube, and the HPatches CVPR'17 matching mAP under the name its published numbers
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import xarray as xr
+
+from metricalc.hpatches import CVPR17_LEVELS
 
 __all__ = ["hpatches17_means", "retrieval_means"]
 
@@ -31,16 +34,36 @@ def retrieval_means(cube: xr.Dataset, ok: xr.DataArray) -> dict[str, xr.DataArra
 def hpatches17_means(cube: xr.Dataset, ok: xr.DataArray) -> dict[str, xr.DataArray]:
     r"""``hpatches17_matching_map`` of an HPatches CVPR'17 matching cube (attrs ``benchmark =
     "hpatches-cvpr17"``, ``task = "matching"``:
-    :func:`metricalc.patches.cvpr17_cube.matching_cube`): the mean AP over its units (one per
-    sequence, image pair and level),
+    :func:`metricalc.patches.cvpr17_cube.matching_cube`): hpatches-benchmark's matching average,
+    the number its published results carry (:mod:`metricalc.datasets.reported`;
+    ``DescriptorMatchingResult.avg`` in its ``python/utils/results.py``). With
+    :math:`\text{mAP}_{s,l}` the mean AP of sequence :math:`s` over its image pairs at level
+    :math:`l`, and :math:`S_t` the sequences of type :math:`t` (``i_*``, ``v_*``):
 
-    .. math:: \text{mAP} = \frac{1}{|U|} \sum_{u \in U} \text{AP}_u,
+    .. math::
 
-    hpatches-benchmark's matching mAP of the cube's split (its mean over the three levels, which
-    have the same image pairs), the metric its published numbers carry
-    (:mod:`metricalc.datasets.reported`). Empty for any other cube."""
+        m_{t,l} = \frac{1}{|S_t|} \sum_{s \in S_t} \text{mAP}_{s,l}, \qquad
+        \text{avg}_t = \frac{1}{3} \sum_{l \in \{e, h, t\}} m_{t,l}, \qquad
+        \text{mAP} = \frac{\text{avg}_i + \text{avg}_v}{2}.
+
+    The two types weigh the same whatever their numbers of sequences (57 and 59 on split
+    ``full``), so this is not the mean over the cube's units (``true_map_micro``, the mean of the
+    three levels hpatches-eval prints). NaN, as in the reference, when a type or a level has no
+    sequence (e.g. split ``view``). Empty for any other cube."""
     attrs = cube.attrs
     if str(attrs.get("benchmark", "")) != "hpatches-cvpr17" or attrs.get("task") != "matching":
         return {}
-    mean = cube["ap"].mean("query", skipna=True).where(ok).astype(np.float64)
-    return {"hpatches17_matching_map": mean}
+    ap = np.asarray(cube["ap"].values, dtype=np.float64)  # (descriptor, unit)
+    scene = np.asarray(cube["scene"].values).astype(str)
+    level = np.asarray(cube["keypoint_set"].values).astype(str)
+    kind = np.char.partition(scene, "_")[:, 0]
+    averages = np.full(ap.shape[0], np.nan)
+    for d in range(ap.shape[0]):
+        table = pd.DataFrame({"kind": kind, "scene": scene, "level": level, "ap": ap[d]})
+        per_sequence = table.dropna().groupby(["kind", "scene", "level"])["ap"].mean()
+        cells = per_sequence.groupby(level=["kind", "level"]).mean()
+        grid = cells.reindex(pd.MultiIndex.from_product([("i", "v"), CVPR17_LEVELS.values()]))
+        averages[d] = grid.to_numpy().reshape(2, 3).mean(axis=1).mean()
+    value = xr.DataArray(averages, dims=("descriptor",), coords={"descriptor": cube.descriptor})
+    return {"hpatches17_matching_map": value.where(ok)}
+

@@ -39,6 +39,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from metricalc.errors import InvalidInputError
+from metricalc.hpatches import CVPR17_LEVELS
 from metricalc.patches.cvpr17_files import (
     DATASET_MARK,
     LEVELS,
@@ -82,7 +83,7 @@ POOL_SIZES: tuple[int, ...] = (100, 500, 1000, 5000, 10000, 15000, 20000)
 SCREEN_TOLERANCE = 1e-9
 """Relative band of squared distances within which the BLAS screen is redone exactly."""
 
-LEVEL_NAMES: Mapping[str, str] = {"e": "easy", "h": "hard", "t": "tough"}
+LEVEL_NAMES: Mapping[str, str] = CVPR17_LEVELS
 """Level letters to the names of the JSON output and the benchmark's tables."""
 
 _EPS = 1e-10

@@ -122,7 +122,9 @@ METRICS: Mapping[str, MetricInfo] = {
     "hpatches17_verification_map": MetricInfo(
         "verif. mAP", "HPatches verification mAP (mean of the 6 imbalanced APs)"
     ),
-    "hpatches17_matching_map": MetricInfo(  # a matching cube's units: tested on their APs
+    # a matching cube's units, tested on their APs (the mean difference over units; the column
+    # weighs the i_ and v_ sequences equally, as hpatches-benchmark: no letter marks the lower)
+    "hpatches17_matching_map": MetricInfo(
         "match. mAP", "HPatches matching mAP", test=("ap", None, None)
     ),
 }
