@@ -52,8 +52,10 @@ def keep_freed_memory() -> bool:
 
     Examples
     --------
-    >>> isinstance(keep_freed_memory(), bool)
-    True
+    Called once, before the work (``tests/test_allocator.py`` runs it in a fresh process):
+
+    >>> MMAP_THRESHOLD >> 20, TRIM_THRESHOLD >> 20   # MiB
+    (32, 256)
     """
     if not sys.platform.startswith("linux") or any(k.startswith("MALLOC_") for k in os.environ):
         return False

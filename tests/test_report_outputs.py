@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import xarray as xr
 from matplotlib.axes import Axes
 from rich.console import Console
@@ -65,6 +66,21 @@ def test_terminal_table_shows_percentages_and_errors():
     text = console.export_text()
     assert "70.0" in text and "1,200" in text
     assert "orb (error)" in text
+
+
+@pytest.mark.parametrize("y0", ["negative", "ignore"])
+def test_terminal_table_says_why_retrieval_equals_verification(y0):
+    """Under y0 = negative the two keypoint APs are one number by definition: a caption says
+    so (a reader would suspect a bug); under y0 = ignore they differ and nothing is said."""
+    aps = {"keypoint_verification_ap": ("descriptor", [0.3, 0.2]),
+           "keypoint_retrieval_ap": ("descriptor", [0.3, 0.2])}  # fmt: skip
+    console = Console(width=160, record=True)
+    print_metric_table(metrics().assign(aps).assign_attrs(y0_policy=y0), console=console)
+    said = "retr AP = verif AP by definition" in console.export_text()
+    assert said is (y0 == "negative")
+    console = Console(width=160, record=True)
+    print_metric_table(metrics().assign_attrs(y0_policy=y0), console=console)  # no AP columns
+    assert "by definition" not in console.export_text()
 
 
 def test_exports_write_csv_and_json_with_null_for_nan(tmp_path):

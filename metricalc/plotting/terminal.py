@@ -257,10 +257,25 @@ def _shown_columns(metrics: xr.Dataset) -> list[tuple[str, str]]:
 def print_metric_table(
     metrics: xr.Dataset, *, title: str = "", console: Console | None = None
 ) -> None:
-    """Print one row per descriptor with the main metrics (percent) of a metric set."""
-    table = Table(title=printable(title) if title else None)
-    table.add_column("descriptor", no_wrap=True)
+    """Print one row per descriptor with the main metrics (percent) of a metric set.
+
+    Under DescriptorWorkbench's retrieval rule (attr ``y0_policy = "negative"``: the other
+    keypoints of the sequence are non-relevant, as in verification) the retrieval AP is the
+    verification AP by definition; a caption under the table says so when both are shown.
+    """
     shown = _shown_columns(metrics)
+    names = {name for name, _ in shown}
+    same = {"keypoint_verification_ap", "keypoint_retrieval_ap"} <= names and (
+        metrics.attrs.get("y0_policy") == "negative"
+    )
+    caption = (
+        "retr AP = verif AP by definition: DescriptorWorkbench's retrieval counts the "
+        "sequence's other keypoints as non-relevant (y0 = negative)"
+        if same
+        else None
+    )
+    table = Table(title=printable(title) if title else None, caption=caption)
+    table.add_column("descriptor", no_wrap=True)
     for _, header in shown:
         table.add_column(header, justify="right")
     for d in metrics["descriptor"].values.tolist():
