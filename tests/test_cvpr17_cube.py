@@ -610,3 +610,14 @@ def test_a_study_of_matching_cubes_counts_their_units_in_its_sentences(tmp_path)
     page = (tmp_path / "r" / "report.html").read_text()
     assert "paired by image pair and level (coarser where a column needs it)" in page
     assert "Friedman ranks over sequences" in page
+
+
+def test_hit_rates_of_a_matching_cube_are_refused_with_the_reason() -> None:
+    from metricalc.stats import unit_values
+
+    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(2) for level in "eht"
+            for k in range(1, 6)]  # fmt: skip
+    cube = cc.matching_cube({key: 0.5 for key in keys}, descriptor="d", split="full")
+    with pytest.raises(InvalidInputError, match=r"needs the rank statistics better/ties, and this "
+                       r"cube has none \(the cubes of the HPatches patch tasks hold AP only\)"):
+        unit_values(cube, metric="hit@1")

@@ -115,6 +115,14 @@ def test_detector_or_descriptor_section(cube):
         assert f"{100 * gain:.1f}" in section.sentence  # in percentage points, as the tables
     assert section.sentence.startswith(f"The {stage} limits the result for every descriptor")
     assert f"repeatability {100 * float(table.repeatability.mean()):.1f} %" in section.sentence
+    # where the AP with a perfect detector is 100 %, it names the bias of that comparison
+    perfect = [str(d) for d, ap in zip(table.descriptor.values, table.ap_perfect_detector.values,
+                                        strict=True) if ap >= 1 - 1e-12]  # fmt: skip
+    caveat = "With a perfect detector the AP is 100 % for "
+    assert (caveat in section.sentence) is bool(perfect)
+    if perfect:
+        who = "every descriptor" if len(perfect) == 2 else ", ".join(perfect)
+        assert f"{caveat}{who}: its what-if curve starts at recall 1" in section.sentence
     # and it says what "perfect" assumes
     assert section.sentence.endswith(ASSUMPTIONS)
     assert "within the pixel threshold (repeatability 100 %)" in ASSUMPTIONS

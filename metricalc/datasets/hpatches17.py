@@ -61,10 +61,13 @@ def hpatches17_set_name(sequences: Sequence[str], **arguments: object) -> str:
     --------
     >>> hpatches17_set_name(["i_a", "v_b"], seed=0, size=64)
     'synthetic-hpatches17 (seed 0, size 64, 2 sequences 15febabfb86c)'
+    >>> hpatches17_set_name(["i_a"], seed=0)[:41]
+    'synthetic-hpatches17 (seed 0, 1 sequence '
     """
     digest = hashlib.sha256("\n".join(sequences).encode()).hexdigest()[:12]
     settings = ", ".join(f"{key} {value}" for key, value in arguments.items())
-    return f"{SYNTHETIC_HPATCHES17} ({settings}, {len(sequences)} sequences {digest})"
+    count = f"{len(sequences)} sequence{'' if len(sequences) == 1 else 's'}"
+    return f"{SYNTHETIC_HPATCHES17} ({settings}, {count} {digest})"
 
 
 def make_hpatches17_set(

@@ -263,15 +263,33 @@ def _sentence(table: xr.Dataset) -> str:
             f"matching AP by {100 * gain[stage]:.1f} points"
             f"{' on average' if len(valid) > 1 else ''}, a perfect {other} only by "
             f"{100 * gain[other]:.1f} (repeatability {100 * rates[0]:.1f} %, correct among "
-            f"repeatable {100 * rates[1]:.1f} %). {ASSUMPTIONS}"
+            f"repeatable {100 * rates[1]:.1f} %).{_caveat(table, valid)} {ASSUMPTIONS}"
         )
     by_stage = {
         role: ", ".join(n for n, s in valid if s == role) for role in ("detector", "descriptor")
     }
     return (
         f"The detector limits {by_stage['detector']} and the descriptor limits "
-        f"{by_stage['descriptor']} (the stage whose perfection raises the matching AP more). "
-        f"{ASSUMPTIONS}"
+        f"{by_stage['descriptor']} (the stage whose perfection raises the matching AP more)."
+        f"{_caveat(table, valid)} {ASSUMPTIONS}"
+    )
+
+
+def _caveat(table: xr.Dataset, valid: list[tuple[str, str]]) -> str:
+    """The bias of the what-if comparison, where it shows: descriptors whose AP with a perfect
+    detector is 1 (docs/decomposition.md, "What if a stage were perfect?")."""
+    judged = {name for name, _ in valid}
+    descriptors = table["descriptor"].values.tolist()
+    perfect = zip(descriptors, table["ap_perfect_detector"].values, strict=True)
+    names = [str(n) for n, ap in perfect if str(n) in judged and ap >= 1.0 - 1e-12]
+    if not names:
+        return ""
+    which = "every descriptor" if len(names) == len(valid) > 1 else ", ".join(names)
+    return (
+        f" With a perfect detector the AP is 100 % for {which}: its what-if curve starts at "
+        "recall 1 whenever the most confident match is correct, so this comparison favours the "
+        "detector; the repeatability and the share correct among repeatable compare the stages "
+        "more fairly."
     )
 
 
@@ -309,7 +327,10 @@ def detector_or_descriptor(
     >>> print(section.sentence)  # doctest: +NORMALIZE_WHITESPACE
     The detector limits the result for sift: a perfect detector would raise the matching AP by
     83.2 points, a perfect descriptor only by 27.4 (repeatability 66.7 %, correct among
-    repeatable 50.0 %). A perfect detector: every query would have a ground-truth correspondence
+    repeatable 50.0 %). With a perfect detector the AP is 100 % for sift: its what-if curve
+    starts at recall 1 whenever the most confident match is correct, so this comparison favours
+    the detector; the repeatability and the share correct among repeatable compare the stages
+    more fairly. A perfect detector: every query would have a ground-truth correspondence
     within the pixel threshold (repeatability 100 %), the descriptor's precision among
     repeatable queries unchanged; a perfect descriptor: every repeatable query's nearest
     neighbour would be its correspondence (correct among repeatable 100 %), the detector's

@@ -109,7 +109,7 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
         if not ranked.any():
             raise InvalidInputError(
                 f"metric {metric!r} needs the rank statistics better/ties, and this cube has "
-                "none (a patch retrieval cube holds AP only); use metric='ap'"
+                "none (the cubes of the HPatches patch tasks hold AP only); use metric='ap'"
             )
         policy = str(qc.plain_value(cube.attrs["tie_policy"]))
         k = np.array([int(hit.group(1))])
