@@ -232,6 +232,6 @@ def test_the_set_holds_the_requested_scenes_only(tmp_path) -> None:
     descriptors = make_hpatches17_set(root, scenes="i_camera", **arguments)
     assert cf.read_splits(root / "tasks") == {"full": ["i_camera"], "illum": ["i_camera"]}
     one = cf.read_dataset_mark(descriptors)
-    assert cf.read_dataset_mark(root / "tasks") == one != two and " 1 sequences " in one
+    assert cf.read_dataset_mark(root / "tasks") == one != two and " 1 sequence " in one
     queries = pd.read_csv(root / "tasks" / "retr_queries_split-full.csv")
     assert set(queries["s"]) == {"i_camera"}
