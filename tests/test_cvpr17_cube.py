@@ -543,20 +543,30 @@ def test_task_cubes_are_written_all_or_none(results, tmp_path, monkeypatch) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
 
 
+def _unit_keys(per_type: int) -> list[tuple[str, str, int]]:
+    """The (sequence, level, k) keys of ``per_type`` i_ and v_ sequences, every level and pair."""
+    return [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(per_type)
+            for level in "eht" for k in range(1, 6)]  # fmt: skip
+
+
+def _caption(labelled, tmp_path) -> str:
+    """The caption of the table of a markdown study over the labelled matching cubes."""
+    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
+           "tests": {"n_resamples": 99, "rank": False}, "outputs": ["markdown"]}  # fmt: skip
+    build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=labelled, out=tmp_path / "r")
+    return (tmp_path / "r" / "tables.md").read_text().splitlines()[0]
+
+
 def test_a_study_of_two_matching_cubes_is_captioned_with_their_protocol_once(tmp_path) -> None:
     """Two labelled matching cubes: the caption names the CVPR'17 protocol (task, split, ...)
     once, and neither the keypoint protocol (tau, border, keypoints) nor a doubled dataset."""
     rng = np.random.default_rng(5)
-    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(4) for level in "eht"
-            for k in range(1, 6)]  # fmt: skip
+    keys = _unit_keys(4)
     labelled = {}
     for label, shift in (("a", 0.1), ("b", 0.0)):
         per_pair = {key: float(np.clip(rng.random() * 0.8 + shift, 0, 1)) for key in keys}
         labelled[label] = cc.matching_cube(per_pair, descriptor="d", split="full")
-    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
-           "tests": {"n_resamples": 99, "rank": False}, "outputs": ["markdown"]}  # fmt: skip
-    build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=labelled, out=tmp_path / "r")
-    caption = (tmp_path / "r" / "tables.md").read_text().splitlines()[0]
+    caption = _caption(labelled, tmp_path)
     assert caption.startswith(
         "Table: Results on the HPatches CVPR'17 benchmark. Protocol: task matching, split full, "
         "distance l2, tie policy input\\_order, AP method trapezoid. Values in percent"
@@ -569,17 +579,13 @@ def test_a_study_of_two_matching_cubes_is_captioned_with_their_protocol_once(tmp
 def test_the_caption_of_synthetic_matching_cubes_names_the_data(tmp_path) -> None:
     """Cubes of the synthetic set (make_hpatches17_set's mark) are not captioned as results on
     the HPatches benchmark."""
-    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(2) for level in "eht"
-            for k in range(1, 6)]  # fmt: skip
+    keys = _unit_keys(2)
     name = "synthetic-hpatches17 (seed 0)"
     labelled = {
         label: cc.matching_cube({key: ap for key in keys}, descriptor="d", split="full", data=name)
         for label, ap in (("a", 0.5), ("b", 0.4))
     }
-    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
-           "tests": {"n_resamples": 99, "rank": False}, "outputs": ["markdown"]}  # fmt: skip
-    build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=labelled, out=tmp_path / "r")
-    caption = (tmp_path / "r" / "tables.md").read_text().splitlines()[0]
+    caption = _caption(labelled, tmp_path)
     assert caption.startswith(
         "Table: Results on a synthetic set in the layout of the HPatches CVPR'17 benchmark. "
     ), caption
@@ -590,8 +596,7 @@ def test_a_study_of_matching_cubes_counts_their_units_in_its_sentences(tmp_path)
     image pairs at a level (pair_by query) and sequences (the ranking's blocks), never
     "queries" or "scenes"; the HTML page names its tests' units the same way."""
     rng = np.random.default_rng(7)
-    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(4) for level in "eht"
-            for k in range(1, 6)]  # fmt: skip
+    keys = _unit_keys(4)
     labelled = {}
     for label, shift in (("a", 0.2), ("b", 0.1), ("c", 0.0)):
         per_pair = {key: float(np.clip(rng.random() * 0.7 + shift, 0, 1)) for key in keys}
@@ -615,8 +620,7 @@ def test_a_study_of_matching_cubes_counts_their_units_in_its_sentences(tmp_path)
 def test_hit_rates_of_a_matching_cube_are_refused_with_the_reason() -> None:
     from metricalc.stats import unit_values
 
-    keys = [(f"{kind}_s{i}", level, k) for kind in "iv" for i in range(2) for level in "eht"
-            for k in range(1, 6)]  # fmt: skip
+    keys = _unit_keys(2)
     cube = cc.matching_cube({key: 0.5 for key in keys}, descriptor="d", split="full")
     with pytest.raises(InvalidInputError, match=r"needs the rank statistics better/ties, and this "
                        r"cube has none \(the cubes of the HPatches patch tasks hold AP only\)"):

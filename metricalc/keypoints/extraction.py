@@ -264,15 +264,14 @@ def extract_both(
 
     Examples
     --------
-    >>> import cv2
+    >>> import numpy as np
     >>> from skimage import data
-    >>> class Scene:
-    ...     name = "i_camera"
-    ...     def gray(self, k): return cv2.resize(data.camera(), (256, 256))
-    ...     def shape(self, k): return (256, 256)
-    >>> locked, native = extract_both([Scene()], ("sift", "brief"), ("sift",), locked="sift")
-    >>> same = native["sift"]["i_camera"][1].descriptors == extract([Scene()], "sift")[
-    ...     "sift"]["i_camera"][1].descriptors
+    >>> half = np.ascontiguousarray(data.camera()[::2, ::2])  # 256 x 256, the same six times
+    >>> class Camera:
+    ...     name, gray, shape = "i_camera", lambda k: half, lambda k: half.shape
+    >>> locked, native = extract_both([Camera], ("sift", "brief"), ("sift",), locked="sift")
+    >>> alone = extract([Camera], "sift")["sift"]["i_camera"][1]
+    >>> same = native["sift"]["i_camera"][1].descriptors == alone.descriptors
     >>> list(locked), list(native), bool(same.all())
     (['sift', 'brief'], ['sift'], True)
     """
