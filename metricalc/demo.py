@@ -6,7 +6,9 @@ twice (:data:`~metricalc.report.study.DEMO_LOCKED` on SIFT keypoints,
 this OpenCV has it), evaluates both into QueryCubes (with
 ``image_retrieval=True`` the locked one with DescriptorWorkbench's image retrieval,
 ``image_retrieval_map``), prints the metric tables and writes cubes, metric sets (CSV and JSON)
-and figures to the output folder.
+and figures to the output folder. Work common to the two runs is done once: SIFT's detection and
+description of each image serve both, and native SIFT's part of the native cube is the locked
+cube's when its features are the same (docs/keypoints.md, "On every core").
 It ends with the full report of the locked cube (the study of ``reports/demo.yaml``,
 :func:`metricalc.report.study.demo_study`) in ``<out>/report/``.
 """

@@ -219,6 +219,8 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
         if "pairs_source" in result:
             print(f"metricalc: verification pairs {result['pairs_source']}", file=sys.stderr)
         output = {task: result[task] for task in tasks}
+        if result.get("dataset"):  # generated data names itself (make_hpatches17_set's mark)
+            output["dataset"] = result["dataset"]
         if preset is not None:  # which protocol produced the numbers
             output["preset"] = {"name": preset.name, "source": preset.source, **options}
         print(json.dumps(output, indent=2))
