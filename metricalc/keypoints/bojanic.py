@@ -55,6 +55,12 @@ KEPT_DISTANCE_ELEMENTS = 1 << 25
 """A scene's distance matrix up to this many elements (128 MiB of float32) is computed once and
 kept for the second pass of :func:`scene_tasks`; a larger one is computed again, chunk by chunk."""
 
+
+def keeps_distances(n_references: int, n_candidates: int) -> bool:
+    """Whether a scene's (reference, candidate) distance matrix is small enough to be kept
+    whole (:data:`KEPT_DISTANCE_ELEMENTS`), rather than computed chunk by chunk when needed."""
+    return n_references * n_candidates <= KEPT_DISTANCE_ELEMENTS
+
 SCENE_RESULTS = (
     "verification_ap",
     "retrieval_ap",
@@ -290,7 +296,7 @@ def scene_tasks(
     chunks = list(kernels.row_chunks(n_ref, n_hard + n_distractor))
     hard = slice(0, n_hard)  # columns of images 2..6; the distractors follow
     # pass 1: per-keypoint APs, and the positives' distances exactly as the product gives them
-    keep = hard_distances is None and n_ref * (n_hard + n_distractor) <= KEPT_DISTANCE_ELEMENTS
+    keep = hard_distances is None and keeps_distances(n_ref, n_hard + n_distractor)
     verification, retrieval, positive_values, kept = [], [], [], []
     for rows in chunks:
         distance, s = distances(rows), slot[rows]

@@ -19,12 +19,7 @@ import xarray as xr
 
 from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
-from metricalc.keypoints.bojanic import (
-    KEPT_DISTANCE_ELEMENTS,
-    SCENE_RESULTS,
-    distractors,
-    scene_tasks,
-)
+from metricalc.keypoints.bojanic import SCENE_RESULTS, distractors, keeps_distances, scene_tasks
 from metricalc.keypoints.geometry import inside
 from metricalc.keypoints.image_retrieval import RETRIEVAL_VARIABLES, descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
@@ -123,9 +118,7 @@ def _scene_outcome(
     )
     # the scene lists rank the same (reference, image k) products as the pairs: keep them when
     # the scene's matrix is small enough (as scene_tasks itself would)
-    keep = pool is not None and _scene_elements(sequence, scene, border, len(pool)) <= (
-        KEPT_DISTANCE_ELEMENTS
-    )
+    keep = pool is not None and keeps_distances(*_scene_sizes(sequence, scene, border, len(pool)))
     relevant, blocks = {}, []
     for k in range(2, 7):
         result = evaluate_pair(
@@ -158,11 +151,13 @@ def _scene_outcome(
     return outcome
 
 
-def _scene_elements(sequence: Any, scene: Mapping[int, Any], border: float, n_pool: int) -> int:
-    """(reference, candidate) pairs of a scene's pooled lists: image 1's border-filtered
-    keypoints times those of images 2..6 and the distractors."""
+def _scene_sizes(
+    sequence: Any, scene: Mapping[int, Any], border: float, n_pool: int
+) -> tuple[int, int]:
+    """References and candidates of a scene's pooled lists: image 1's border-filtered keypoints,
+    and those of images 2..6 with the distractors."""
     kept = [int(inside(scene[k].keypoints, sequence.shape(k), border).sum()) for k in range(1, 7)]
-    return kept[0] * (sum(kept[1:]) + n_pool)
+    return kept[0], sum(kept[1:]) + n_pool
 
 
 def _run_task(
