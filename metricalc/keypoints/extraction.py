@@ -224,14 +224,12 @@ def extract(
         return {**builtin, **{n: {s.name: dict(own[n][s.name]) for s in scenes} for n in own}}
 
     every = (*names, *own)
-    tools = threading.local()  # OpenCV's detector objects: one set per thread
+    toolkit = _per_thread_toolkit(limit)
 
     def describe(task: tuple[SequenceLike, int]) -> dict[str, Features]:
         sequence, k = task
-        if not hasattr(tools, "kit"):
-            tools.kit = Toolkit(limit)
         return describe_image(
-            tools.kit,
+            toolkit(),
             _check_gray(sequence, k, border),
             names,
             locked,
@@ -285,14 +283,12 @@ def extract_both(
         )
     limit, border = _check_options(max_keypoints, border)
     scenes = _unique_scenes(sequences)
-    tools = threading.local()
+    toolkit = _per_thread_toolkit(limit)
 
     def describe(task: tuple[SequenceLike, int]) -> tuple[dict[str, Features], ...]:
         sequence, k = task
-        if not hasattr(tools, "kit"):
-            tools.kit = Toolkit(limit)
         gray = _check_gray(sequence, k, border)
-        return describe_image_both(tools.kit, gray, names, own_detector, locked, border, limit)
+        return describe_image_both(toolkit(), gray, names, own_detector, locked, border, limit)
 
     described = _run_images(scenes, describe, progress)
     return (
@@ -301,13 +297,33 @@ def extract_both(
     )
 
 
+def _per_thread_toolkit(limit: int | None) -> Callable[[], Toolkit]:
+    """A function giving the calling thread its own :class:`Toolkit` (OpenCV's detector and
+    extractor objects are not shared between threads), made on its first call there."""
+    local = threading.local()
+
+    def toolkit() -> Toolkit:
+        if not hasattr(local, "kit"):
+            local.kit = Toolkit(limit)
+        kit: Toolkit = local.kit
+        return kit
+
+    return toolkit
+
+
+def _image_tasks(scenes: list[SequenceLike]) -> list[tuple[SequenceLike, int]]:
+    """Every (scene, image) in the order of the results: scene by scene, images 1..6."""
+    return [(sequence, k) for sequence in scenes for k in IMAGES]
+
+
 def _run_images(
     scenes: list[SequenceLike],
     describe: Callable[[tuple[SequenceLike, int]], T],
     progress: bool,
 ) -> list[T]:
-    """``describe`` of every (scene, image), in threads, with a progress bar."""
-    tasks = [(sequence, k) for sequence in scenes for k in IMAGES]
+    """``describe`` of every (scene, image) of :func:`_image_tasks`, in threads, with a
+    progress bar."""
+    tasks = _image_tasks(scenes)
     with progress_bar("features", total=len(tasks), enabled=progress) as advance:
         return run_parallel(describe, tasks, done=advance)
 
@@ -315,10 +331,9 @@ def _run_images(
 def _assemble(
     scenes: list[SequenceLike], names: Iterable[str], described: list[dict[str, Features]]
 ) -> FeatureSet:
-    """Per-image results (scene-major, images 1..6) as descriptor -> scene -> image -> Features."""
+    """Per-image results, in :func:`_image_tasks` order, as descriptor -> scene -> image."""
     result: FeatureSet = {name: {s.name: {} for s in scenes} for name in names}
-    tasks = [(sequence, k) for sequence in scenes for k in IMAGES]
-    for (sequence, k), image in zip(tasks, described, strict=True):
+    for (sequence, k), image in zip(_image_tasks(scenes), described, strict=True):
         for name, features in image.items():
             result[name][sequence.name][k] = features
     return result
