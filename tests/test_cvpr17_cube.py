@@ -385,6 +385,8 @@ def test_the_matching_map_is_hpatches_benchmarks_average(seed) -> None:
     assert got == pytest.approx(_results_py_average(per_pair), abs=1e-12)
     if n_i != n_v:  # the types weigh the same; in the mean over units they do not
         assert got != pytest.approx(float(cube.ap.mean()), abs=1e-9)
+    empty = cube.isel(query=slice(0, 0))  # no unit at all (every descriptor failed): NaN
+    assert np.isnan(float(metric_set(empty).hpatches17_matching_map.sel(descriptor="d")))
     only_view = {key: v for key, v in per_pair.items() if key[0].startswith("v_")}
     cube = cc.matching_cube(only_view, descriptor="d", split="view")
     assert np.isnan(float(metric_set(cube).hpatches17_matching_map.sel(descriptor="d")))

@@ -8,6 +8,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.hpatches import CVPR17_LEVELS
+from metricalc.metrics.reductions import partition
 
 __all__ = ["hpatches17_means", "retrieval_means"]
 
@@ -56,14 +57,13 @@ def hpatches17_means(cube: xr.Dataset, ok: xr.DataArray) -> dict[str, xr.DataArr
     ap = np.asarray(cube["ap"].values, dtype=np.float64)  # (descriptor, unit)
     scene = np.asarray(cube["scene"].values).astype(str)
     level = np.asarray(cube["keypoint_set"].values).astype(str)
-    kind = np.char.partition(scene, "_")[:, 0]
-    averages = np.full(ap.shape[0], np.nan)
-    for d in range(ap.shape[0]):
-        table = pd.DataFrame({"kind": kind, "scene": scene, "level": level, "ap": ap[d]})
-        per_sequence = table.dropna().groupby(["kind", "scene", "level"])["ap"].mean()
-        cells = per_sequence.groupby(level=["kind", "level"]).mean()
-        grid = cells.reindex(pd.MultiIndex.from_product([("i", "v"), CVPR17_LEVELS.values()]))
-        averages[d] = grid.to_numpy().reshape(2, 3).mean(axis=1).mean()
+    kind = partition(scene, "_")[0]
+    # every descriptor at once: a missing unit (NaN) is skipped by each mean, as if absent
+    per_sequence = pd.DataFrame(ap.T).groupby([kind, scene, level]).mean()
+    cells = per_sequence.groupby(level=[0, 2]).mean()  # (kind, level): mean over sequences
+    levels = list(CVPR17_LEVELS.values())
+    grid = cells.reindex(pd.MultiIndex.from_product([("i", "v"), levels]))  # NaN: no sequence
+    averages = grid.to_numpy().reshape(2, len(levels), ap.shape[0]).mean(axis=1).mean(axis=0)
     value = xr.DataArray(averages, dims=("descriptor",), coords={"descriptor": cube.descriptor})
     return {"hpatches17_matching_map": value.where(ok)}
 
