@@ -174,8 +174,9 @@ def test_from_dataframe_matches_a_row_by_row_construction(seed):
 def test_row_groups_equal_lexsort_groups(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 300))
-    sizes = [int(s) for s in rng.integers(1, 6, 3)] + [int(rng.choice([7, 2**40]))]
-    columns = [(rng.integers(0, size, n), size) for size in sizes]  # 2**40: the lexsort path
+    # 7 and 2**40: one folded int64 key; 2**62 (the product reaches 2**62): the lexsort path
+    sizes = [int(s) for s in rng.integers(1, 6, 3)] + [[7, 2**40, 2**62][seed % 3]]
+    columns = [(rng.integers(0, size, n), size) for size in sizes]
     keys = np.column_stack([c for c, _ in columns]).reshape(-1, 4)
     group, first = _row_groups(columns)
     expected_group, expected_first = _groups(keys)

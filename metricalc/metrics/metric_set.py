@@ -264,8 +264,9 @@ def metric_set(
     policy = tie_policy(cube)
     lazy = cube["better"].chunks is not None
     sums = _streamed(cube, ks, policy) if lazy else _in_memory(cube, ks, policy)
-    n1, n0 = (values.sum("scene") for values in sums.by_scene[1:])
-    metrics = _map_metrics(sums, cube, policy_zero)
+    totals = tuple(values.sum("scene") for values in sums.by_scene)  # AP sum, R = 1, R = 0
+    n1, n0 = totals[1:]
+    metrics = _map_metrics(sums, totals, cube, policy_zero)
     metrics.update(sums.at_k)
     counts = {"total_queries_processed": n1, "total_queries_excluded": n0, **sums.match_counts}
     metrics["r0_rate"] = ratio(n0, n1 + n0)
@@ -327,10 +328,14 @@ def _streamed(cube: xr.Dataset, ks: list[int], policy: str) -> _Sums:
 
 
 def _map_metrics(
-    sums: _Sums, cube: xr.Dataset, zero_division: ZeroDivision
+    sums: _Sums,
+    totals: tuple[xr.DataArray, ...],
+    cube: xr.Dataset,
+    zero_division: ZeroDivision,
 ) -> dict[str, xr.DataArray]:
-    """The metrics of :data:`MAP_METRICS`, in that order."""
-    ap_sum, n1, n0 = (values.sum("scene") for values in sums.by_scene)
+    """The metrics of :data:`MAP_METRICS`, in that order; ``totals`` are the sums over scenes
+    of ``sums.by_scene`` (AP sum, R = 1 and R = 0 queries per descriptor)."""
+    ap_sum, n1, n0 = totals
     by_pair = sums.by_pair
     scene_precision = group_nanmean(by_pair, "_unit_scene")
     metrics: dict[str, xr.DataArray] = {

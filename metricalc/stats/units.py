@@ -22,7 +22,7 @@ from metricalc import cube as qc
 from metricalc.core.kernels import hit_probability
 from metricalc.cube.io import query_codes
 from metricalc.errors import InvalidInputError
-from metricalc.metrics.reductions import PAIR_UNIT, group_sum, prepare_cube, ratio
+from metricalc.metrics.reductions import PAIR_UNIT, group_sum, partition, prepare_cube, ratio
 from metricalc.validation import check_choice
 
 __all__ = ["PAIR_BY", "SPLITS", "SYSTEM_ATTRS", "metric_values", "unit_values"]
@@ -178,8 +178,8 @@ def _group_means(values: xr.DataArray, pair_by: str) -> tuple[xr.DataArray, pd.M
     means = ratio(group_sum(values.fillna(0), key), group_sum(values.notnull(), key))
     data = means.compute().drop_vars([c for c in means.coords if c not in (qc.DESCRIPTOR, key)])
     labels = np.asarray(data[key].values).astype(str)
-    parts = np.char.partition(labels, "/")
-    index = _unit_index({"scene": parts[:, 0], "pair": parts[:, 2]}, pair_by)
+    scene, _, pair = partition(labels, "/")
+    index = _unit_index({"scene": scene, "pair": pair}, pair_by)
     return data.drop_vars(key).rename({key: UNIT}), index
 
 
