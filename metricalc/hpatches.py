@@ -36,6 +36,7 @@ from types import MappingProxyType
 from metricalc.errors import InvalidInputError
 
 __all__ = [
+    "CVPR17_LEVELS",
     "CVPR17_PROTOCOL",
     "CVPR17_UNITS",
     "D2NET_EXCLUDED",
@@ -45,6 +46,7 @@ __all__ = [
     "SEQUENCE_SPLITS",
     "SYNTHETIC_HPATCHES17",
     "SYNTHETIC_PREFIX",
+    "common_cvpr17_unit",
     "cvpr17_unit",
     "is_synthetic",
     "select_sequences",
@@ -165,6 +167,22 @@ def cvpr17_unit(attrs: Mapping[str, object], pair_by: str) -> str | None:
     if attrs.get("benchmark") != "hpatches-cvpr17":
         return None
     return CVPR17_UNITS.get(str(attrs.get("task")), {}).get(pair_by)
+
+
+def common_cvpr17_unit(attrs: Iterable[Mapping[str, object]], pair_by: str) -> str | None:
+    """The :func:`cvpr17_unit` of ``pair_by`` that every cube (attrs) of a comparison shares,
+    None when they name it differently or are not HPatches CVPR'17 cubes.
+
+    Examples
+    --------
+    >>> matching = {"benchmark": "hpatches-cvpr17", "task": "matching"}
+    >>> common_cvpr17_unit([matching, matching], "query")
+    'image pair and level'
+    >>> common_cvpr17_unit([matching, {}], "query") is None
+    True
+    """
+    names = {cvpr17_unit(one, pair_by) for one in attrs}
+    return names.pop() if len(names) == 1 else None
 
 
 def split_sequences(split: str | Iterable[str]) -> tuple[str, ...]:

@@ -125,18 +125,9 @@ def _refuse_pair_cube(path: Path) -> None:
         )
 
 
-def _unit_name(opened: list[Any], pair_by: str) -> str | None:
-    """The name of the paired unit of cubes of ``patches hpatches-eval --out`` (a matching
-    cube's "query" is one image pair at one level), None for other cubes (queries, image pairs,
-    scenes as ``--pair-by`` says)."""
-    from metricalc.hpatches import cvpr17_unit
-
-    names = {cvpr17_unit(cube.attrs, pair_by) for cube in opened}
-    return names.pop() if len(names) == 1 else None
-
-
 def _compare(args: argparse.Namespace) -> int:
     from metricalc.fileio import json_safe
+    from metricalc.hpatches import common_cvpr17_unit
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
 
@@ -158,7 +149,7 @@ def _compare(args: argparse.Namespace) -> int:
         rows = result.to_dataframe().reset_index().to_dict(orient="records")
         print(json.dumps(json_safe(rows), indent=2))
     else:
-        unit = _unit_name(opened, pair_by)
+        unit = common_cvpr17_unit((cube.attrs for cube in opened), pair_by)
         print_comparisons(
             result,
             title=", ".join(str(p) for p in args.cubes),

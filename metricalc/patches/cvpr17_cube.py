@@ -52,17 +52,12 @@ from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import temporary_path
 from metricalc.patches.cvpr17_eval import LEVEL_NAMES, POOL_SIZES, TASKS17
+from metricalc.patches.cvpr17_files import dataset_attr
 from metricalc.patches.cvpr17_pairs import pair_cube, save_pair_cube
 
 __all__ = ["cube_paths", "matching_cube", "retrieval_cube", "save_task_cubes", "task_cubes"]
 
 _LEVELS = ",".join(LEVEL_NAMES.values())
-
-
-def _dataset(data: str, description: str) -> str:
-    """The ``dataset`` attr: the task's ``description``, after ``"<data>: "`` for generated
-    data (``data`` not empty)."""
-    return f"{data}: {description}" if data else description
 
 
 def _attrs(task: str, split: str, distance: str, tie_policy: str, dataset: str) -> dict[str, str]:
@@ -105,7 +100,7 @@ def retrieval_cube(
             "ap": ap[:, :, column].ravel(),
         }
     )
-    dataset = _dataset(data, f"hpatches-cvpr17 retrieval, split {split}, pool {pool_size}")
+    dataset = dataset_attr(data, f"hpatches-cvpr17 retrieval, split {split}, pool {pool_size}")
     attrs = _attrs("retrieval", split, distance, "optimistic", dataset)
     return qc.from_dataframe(frame, attrs={**attrs, "pool_size": pool_size})
 
@@ -154,7 +149,7 @@ def matching_cube(
         "ap": np.array([[per_pair[k] for k in keys]], dtype=np.float64),
         "n_relevant": np.ones((1, n), dtype=np.int8),
     }
-    dataset = _dataset(data, f"hpatches-cvpr17 matching, split {split}")
+    dataset = dataset_attr(data, f"hpatches-cvpr17 matching, split {split}")
     attrs = _attrs("matching", split, distance, "input_order", dataset)
     return qc.new_cube([descriptor], coords, variables, attrs={**qc.DEFAULT_ATTRS, **attrs})
 

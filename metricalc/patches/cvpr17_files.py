@@ -49,6 +49,7 @@ __all__ = [
     "PairSet",
     "RetrievalTask",
     "data_name",
+    "dataset_attr",
     "draw_pair_indices",
     "generate_retrieval_task",
     "generate_verification_pairs",
@@ -434,3 +435,17 @@ def data_name(
             "of their own data"
         )
     return descriptors or tasks
+
+
+def dataset_attr(data: str, description: str) -> str:
+    """The ``dataset`` attr of a task cube: the task's ``description``, after ``"<data>: "``
+    for generated data (``data``, the name :func:`data_name` gives; ``""``: the release).
+
+    Examples
+    --------
+    >>> dataset_attr("", "hpatches-cvpr17 matching, split full")
+    'hpatches-cvpr17 matching, split full'
+    >>> dataset_attr("synthetic-hpatches17 (seed 0)", "x")
+    'synthetic-hpatches17 (seed 0): x'
+    """
+    return f"{data}: {description}" if data else description

@@ -47,7 +47,7 @@ from metricalc.patches.cvpr17_eval import (
     VerificationDistances,
     verification_scores,
 )
-from metricalc.patches.cvpr17_files import LEVELS, PairSet
+from metricalc.patches.cvpr17_files import LEVELS, PairSet, dataset_attr
 from metricalc.version import __version__
 
 __all__ = [
@@ -136,7 +136,7 @@ def pair_cube(
             **_FIXED,
             "split": split,
             "distance": distance,
-            "dataset": f"{data}: {dataset}" if data else dataset,
+            "dataset": dataset_attr(data, dataset),
             "pairs_source": pairs.source,
             "pairs_sha256": pairs_fingerprint(pairs),
             "metricalc_version": __version__,

@@ -30,7 +30,7 @@ from typing import Any
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.hpatches import cvpr17_unit
+from metricalc.hpatches import common_cvpr17_unit
 from metricalc.plotting.labels import PAIR_BY_ORDER, metric_info
 from metricalc.report.data import system_name
 from metricalc.report.study import TestSpec
@@ -71,10 +71,9 @@ def _pair_by(study_pair_by: str, needed: str | None) -> str:
 
 def _name_units(result: xr.Dataset, cubes: Mapping[str, xr.Dataset]) -> xr.Dataset:
     """``result`` (a comparison or ranking) with the attr ``unit_name`` where every cube names
-    its ``pair_by`` unit the same way (:func:`metricalc.hpatches.cvpr17_unit`)."""
+    its ``pair_by`` unit the same way (:func:`metricalc.hpatches.common_cvpr17_unit`)."""
     pair_by = str(result.attrs.get("pair_by", "query"))
-    names = {cvpr17_unit(cube.attrs, pair_by) for cube in cubes.values()}
-    name = names.pop() if len(names) == 1 else None
+    name = common_cvpr17_unit((cube.attrs for cube in cubes.values()), pair_by)
     if name is not None:
         result.attrs[UNIT_NAME_ATTR] = name
     return result
