@@ -53,7 +53,12 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.patches.cvpr17_eval import LEVEL_NAMES, sorted_labels_ap, sorted_labels_auc
+from metricalc.patches.cvpr17_eval import (
+    LEVEL_NAMES,
+    imbalanced_prefix,
+    sorted_labels_ap,
+    sorted_labels_auc,
+)
 from metricalc.patches.cvpr17_pairs import pair_lists, validate_pair_cube
 from metricalc.validation import check_fraction, check_integer
 
@@ -95,11 +100,9 @@ def _lists(sizes: Mapping[str, int]) -> list[_List]:
     n_pos = sizes["pos"]
     for side in SIDES:
         n_neg = sizes[f"neg_{side}"]
-        m = n_pos + int(n_pos * 0.2)
-        a = min(n_neg, m)
-        c = min(n_pos, m - a)
+        negatives, positives = imbalanced_prefix(n_neg, n_pos)
         out.append(_List("balanced", side, (f"neg_{side}", n_neg), ("pos", n_pos)))
-        out.append(_List("imbalanced", side, (f"neg_{side}", a), ("pos", c)))
+        out.append(_List("imbalanced", side, (f"neg_{side}", negatives), ("pos", positives)))
     return out
 
 

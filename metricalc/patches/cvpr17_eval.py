@@ -65,6 +65,7 @@ __all__ = [
     "VerificationDistances",
     "ap_from_ranks",
     "evaluate_hpatches17",
+    "imbalanced_prefix",
     "matching",
     "matching_ap",
     "retrieval",
@@ -202,15 +203,30 @@ def verification_distances(
     }
 
 
+def imbalanced_prefix(n_neg: int, n_pos: int) -> tuple[int, int]:
+    """The negatives and positives of ``eval_verification``'s imbalanced list: the first
+    ``n_pos + int(n_pos * 0.2)`` items of the negatives followed by the positives.
+
+    Examples
+    --------
+    >>> imbalanced_prefix(1000, 10), imbalanced_prefix(5, 10)
+    ((12, 0), (5, 7))
+    """
+    length = n_pos + int(n_pos * 0.2)
+    negatives = min(n_neg, length)
+    return negatives, min(n_pos, length - negatives)
+
+
 def verification_scores(neg: np.ndarray, pos: np.ndarray) -> dict[str, float]:
     """``eval_verification``'s two numbers of one list (negatives, then positives).
 
     ``balanced``: ROC AUC over the whole list; ``imbalanced``: AP over its first
-    ``n_pos + int(n_pos * 0.2)`` items. A stable sort: a tied negative ranks first.
+    ``n_pos + int(n_pos * 0.2)`` items (:func:`imbalanced_prefix`). A stable sort: a tied
+    negative ranks first.
     """
     d = np.concatenate([neg, pos])
     labels = np.concatenate([np.zeros(neg.size, bool), np.ones(pos.size, bool)])
-    n_imb = pos.size + int(pos.size * 0.2)
+    n_imb = sum(imbalanced_prefix(neg.size, pos.size))
     return {
         "balanced": sorted_labels_auc(labels[np.argsort(d, kind="stable")]),
         "imbalanced": _ranked_ap(d[:n_imb], labels[:n_imb]),
