@@ -336,6 +336,9 @@ def test_bootstrap_of_identical_descriptors_and_bad_input() -> None:
     three = random_pair_cube(rng, {"neg_inter": 5, "neg_intra": 5, "pos": 5}, ("a", "b", "c"))
     with pytest.raises(InvalidInputError, match=r"hold 3 descriptors \['a', 'b', 'c'\]; name"):
         bs.verification_bootstrap(three)
+    with pytest.raises(InvalidInputError, match=r"hold 1 descriptor \['a'\]; a comparison "
+                       r"needs two: give the pair cube of another descriptor"):  # fmt: skip
+        bs.verification_bootstrap(cube)
     with pytest.raises(InvalidInputError, match="descriptor 'z': expected once"):
         bs.verification_bootstrap(three, ["a", "z"])
     with pytest.raises(InvalidInputError, match="n_resamples must be an integer >= 1; got 0"):

@@ -266,6 +266,11 @@ def _systems(
     two there are; the cubes must share their pairs."""
     found = [(c, str(n)) for c in cubes for n in np.asarray(c["descriptor"].values).astype(str)]
     labels = [n for _, n in found]
+    if len(found) < 2:
+        raise InvalidInputError(
+            f"the pair cubes hold {len(found)} descriptor{'' if len(found) == 1 else 's'} "
+            f"{labels}; a comparison needs two: give the pair cube of another descriptor"
+        )
     if names is None:
         if len(found) != 2:
             raise InvalidInputError(
