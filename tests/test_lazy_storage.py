@@ -341,3 +341,28 @@ def test_the_one_pass_without_queries_with_a_failed_descriptor_and_zero_division
         eager = metric_set(cube.isel(query=slice(0, 1)), zero_division=0)
         found = metric_set(lazy.isel(query=slice(0, 1)), zero_division=0).compute()
         assert_same_metrics(eager, found)
+
+
+def test_a_client_that_connects_after_the_timeout_is_closed(monkeypatch):
+    """The command gave up waiting (a one-line error); a connection made later in the
+    background thread is closed, not left as distributed's default client."""
+    import time
+
+    class Late:
+        closed = False
+
+        def close(self):
+            Late.closed = True
+
+    def connect():
+        time.sleep(0.3)
+        return Late()
+
+    monkeypatch.setattr(dask_options, "CONNECT_TIMEOUT_S", -4.95)  # gives up after 0.05 s
+    with pytest.raises(TimeoutError, match="no dask scheduler answered"):
+        dask_options._connected(connect)
+    for _ in range(100):
+        if Late.closed:
+            break
+        time.sleep(0.02)
+    assert Late.closed

@@ -127,19 +127,30 @@ def _connected(connect: Callable[[], Any]) -> Any:
     """``connect()``, run in a daemon thread and given up after :data:`CONNECT_TIMEOUT_S` + 5
     seconds: a server that accepts the connection but never speaks dask's protocol (an HTTP
     server, the dashboard's port) leaves distributed waiting for its handshake, past its own
-    timeout. Raises TimeoutError then, and what ``connect`` raised otherwise."""
+    timeout. Raises TimeoutError then, and what ``connect`` raised otherwise. A client that
+    connects after the caller gave up is closed at once, not left behind."""
     outcome: dict[str, Any] = {}
+    lock = threading.Lock()
 
     def run() -> None:
         try:
-            outcome["client"] = connect()
+            client = connect()
         except BaseException as error:  # handed to the caller's thread
             outcome["error"] = error
+            return
+        with lock:
+            late = outcome.get("abandoned", False)
+            outcome["client"] = client
+        if late:
+            client.close()
 
     thread = threading.Thread(target=run, name="metricalc-dask-connect", daemon=True)
     thread.start()
     thread.join(CONNECT_TIMEOUT_S + 5)
-    if thread.is_alive():
+    with lock:
+        gave_up = "client" not in outcome and "error" not in outcome
+        outcome["abandoned"] = gave_up
+    if gave_up:
         raise TimeoutError(
             f"no dask scheduler answered within {CONNECT_TIMEOUT_S + 5} s (the port is open: "
             "is it a scheduler's port, not its dashboard's?)"
