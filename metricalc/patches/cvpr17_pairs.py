@@ -45,7 +45,7 @@ from metricalc.fileio import hdf5_target
 from metricalc.patches.cvpr17_eval import (
     LEVEL_NAMES,
     VerificationDistances,
-    verification_scores,
+    summarise_verification,
 )
 from metricalc.patches.cvpr17_files import LEVELS, PairSet, dataset_attr
 from metricalc.version import __version__
@@ -269,12 +269,6 @@ def verification_from_cube(
     names = np.asarray(cube["descriptor"].values).astype(str).tolist()
     out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for name in names if descriptors is None else descriptors:
-        lists = pair_lists(cube, name)
-        out[name] = {}
-        for level, d in lists.items():
-            entry: dict[str, dict[str, float]] = {"balanced": {}, "imbalanced": {}}
-            for side in ("inter", "intra"):
-                for measure, value in verification_scores(d[f"neg_{side}"], d["pos"]).items():
-                    entry[measure][side] = value
-            out[name][level] = entry
+        lists = pair_lists(cube, name)  # by level name; the summary reads level letters
+        out[name] = summarise_verification({k: lists[v] for k, v in LEVEL_NAMES.items()})
     return out
