@@ -11,6 +11,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
+from metricalc.stats.intervals import BCA_MAX_UNITS
 
 __all__ = [
     "CORRECTION_NAMES",
@@ -35,7 +36,9 @@ TEST_NAMES = {
 """Long names of the tests of :func:`metricalc.stats.compare`."""
 
 INTERVAL_NAMES = {
-    "auto": "BCa bootstrap CIs (Student t CIs where a comparison pairs over 100,000 units)",
+    "auto": (
+        f"BCa bootstrap CIs (Student t CIs where a comparison pairs over {BCA_MAX_UNITS:,} units)"
+    ),
     "bca": "BCa bootstrap CIs",
     "t": "Student t CIs",
 }
