@@ -149,8 +149,10 @@ def as_frame(rows: list[dict[str, Any]], rng: np.random.Generator) -> pd.DataFra
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_from_dataframe_matches_a_row_by_row_construction(seed):
+def test_from_dataframe_matches_a_row_by_row_construction(seed, monkeypatch):
     rng = np.random.default_rng(seed)
+    if seed % 3 == 0:  # the AP grid computed in several slices
+        monkeypatch.setattr("metricalc.cube.frame.CHUNK_ELEMENTS", 3)
     options = {
         k: bool(rng.random() < 0.5) for k in ("pair", "rank", "positions", "split", "keypoint_set")
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ __all__ = [
     "precision_at_k",
     "rank_from_rank_stats",
     "rank_stats",
+    "ranked_ap_slices",
 ]
 
 AP_METHODS = ("step", "ir", "vlfeat", "trapezoid", "voc11", "coco101")
@@ -194,6 +195,30 @@ def ap_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> A
     0.2
     """
     return _elementwise(better, ties, policy, "ap")
+
+
+def ranked_ap_slices(
+    better: np.ndarray, ties: np.ndarray, policy: str, chunk: int = kernels.CHUNK_ELEMENTS
+) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+    """:func:`ap_from_rank_stats` of every ranked cell (``better >= 0``) of a grid, ``chunk``
+    flat cells at a time so that temporaries stay small: for each slice of the flattened grid
+    holding a ranked cell, ``(slice, mask of its ranked cells, their AP)``.
+
+    Examples
+    --------
+    >>> better, ties = np.array([[0, -1], [2, 0]]), np.array([[0, -1], [0, 1]])
+    >>> for part, mask, ap in ranked_ap_slices(better, ties, "expected", chunk=3):
+    ...     print(part, mask.tolist(), ap.tolist())
+    slice(0, 3, None) [True, False, True] [1.0, 0.3333333333333333]
+    slice(3, 6, None) [True] [0.75]
+    """
+    flat_better, flat_ties = better.reshape(-1), ties.reshape(-1)
+    for start in range(0, flat_better.size, chunk):
+        part = slice(start, start + chunk)
+        ranked = flat_better[part] >= 0
+        if ranked.any():
+            values = flat_better[part][ranked], flat_ties[part][ranked]
+            yield part, ranked, ap_from_rank_stats(*values, policy=policy)
 
 
 def rank_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> Any:

@@ -11,7 +11,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.core.kernels import CHUNK_ELEMENTS
-from metricalc.core.ranking import AP_METHODS, ap_from_rank_stats
+from metricalc.core.ranking import AP_METHODS, ranked_ap_slices
 from metricalc.cube import model
 from metricalc.cube.identity import _describe_query, _encode, _identity_keys, _repeated
 from metricalc.cube.model import (
@@ -222,13 +222,10 @@ def _ap_mismatch(better: np.ndarray, ties: np.ndarray, ap: np.ndarray, policy: A
     """Where ``better >= 0`` and ``ap`` is not ``ap_from_rank_stats(better, ties)``; computed in
     slices of ``CHUNK_ELEMENTS`` cells so that the temporaries stay small."""
     wrong = np.zeros(ap.shape, bool)
-    flat = [a.reshape(-1) for a in (better, ties, ap, wrong)]
-    for start in range(0, flat[0].size, CHUNK_ELEMENTS):
-        b, t, a, w = (a[start : start + CHUNK_ELEMENTS] for a in flat)
-        ranked = b >= 0
-        if ranked.any():
-            expected = ap_from_rank_stats(b[ranked], t[ranked], policy=policy)
-            w[ranked] = ~np.isclose(a[ranked], expected, rtol=1e-9, atol=1e-12)
+    flat_ap, flat_wrong = ap.reshape(-1), wrong.reshape(-1)
+    for part, ranked, expected in ranked_ap_slices(better, ties, policy, CHUNK_ELEMENTS):
+        agree = np.isclose(flat_ap[part][ranked], expected, rtol=1e-9, atol=1e-12)
+        flat_wrong[part][ranked] = ~agree
     return wrong
 
 

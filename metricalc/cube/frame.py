@@ -12,7 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.core.kernels import CHUNK_ELEMENTS
-from metricalc.core.ranking import ap_from_rank_stats
+from metricalc.core.ranking import ranked_ap_slices
 from metricalc.cube.build import new_cube
 from metricalc.cube.identity import (
     _canonical_ranks,
@@ -443,14 +443,9 @@ def _ap_grid(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
     """:func:`ap_from_rank_stats` where ``better >= 0``, else NaN; computed in slices of
     ``CHUNK_ELEMENTS`` cells so that its temporaries stay small."""
     ap = np.full(better.shape, np.nan)
-    flat_better, flat_ties, flat_ap = better.reshape(-1), ties.reshape(-1), ap.reshape(-1)
-    for start in range(0, flat_better.size, CHUNK_ELEMENTS):
-        part = slice(start, start + CHUNK_ELEMENTS)
-        ranked = flat_better[part] >= 0
-        if ranked.any():
-            flat_ap[part][ranked] = ap_from_rank_stats(
-                flat_better[part][ranked], flat_ties[part][ranked], policy=policy
-            )
+    flat_ap = ap.reshape(-1)
+    for part, ranked, values in ranked_ap_slices(better, ties, policy, CHUNK_ELEMENTS):
+        flat_ap[part][ranked] = values
     return ap
 
 
