@@ -8,6 +8,7 @@ scipy's one-sided tests (the direction), statsmodels' ``multipletests`` (the fam
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,8 +21,16 @@ from statsmodels.stats.multitest import multipletests
 import metricalc as mc
 from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
-from metricalc.stats import compare, correct, metric_values, rank_systems, unit_values
+from metricalc.stats import compare as stats_compare
+from metricalc.stats import correct, metric_values, rank_systems, unit_values
 from tests.shared_checks import reference_multipletests
+
+
+def compare(*args: Any, **kwargs: Any) -> xr.Dataset:
+    """:func:`metricalc.stats.compare` with per-query units unless the test names others: the
+    tests of this module exercise the unit-level machinery on small cubes of few scenes."""
+    return stats_compare(*args, **{"pair_by": "query", **kwargs})
+
 
 # ---------------------------------------------------------------------------------------------
 # hit@K: the per-query hit probability under the cube's tie policy

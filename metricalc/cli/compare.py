@@ -39,6 +39,7 @@ _COMPARE_OPTIONS = (
     "n_resamples",
     "confidence_level",
     "interval",
+    "mean_over",
 )
 """The options of :func:`metricalc.stats.compare` taken as given on the command line."""
 
@@ -59,7 +60,14 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp.add_argument(
         "--pair-by",
         choices=PAIR_BY,
-        help="unit (default: query; scene for a DescriptorWorkbench cube, the only unit it has)",
+        help="the independent unit, resampled and permuted whole (default: scene; query or "
+        "pair ignore that the keypoints of a scene are correlated, and print the design effect)",
+    )
+    cmp.add_argument(
+        "--mean-over",
+        choices=PAIR_BY,
+        help="the statistic: the mean over queries (pooled), over image pairs of pair means, "
+        "or over scenes of scene means (default: the --pair-by unit)",
     )
     cmp.add_argument("--split", choices=SPLITS, help="only the queries of one split")
     cmp.add_argument("--correction", choices=CORRECTIONS, default="holm")
@@ -92,7 +100,7 @@ def _open(
         _refuse_pair_cube(path)
     scene_cubes = [open_workbench_cube(path) for path in paths]
     if all(c is None for c in scene_cubes):
-        return [cubes.open_cube(path, chunks=chunks) for path in paths], metric, pair_by or "query"
+        return [cubes.open_cube(path, chunks=chunks) for path in paths], metric, pair_by or "scene"
     if any(c is None for c in scene_cubes):
         raise InvalidInputError(
             "cannot compare a DescriptorWorkbench cube (db import-workbench --out: one mAP per "
