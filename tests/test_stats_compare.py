@@ -199,7 +199,9 @@ def test_one_correction_family_per_call(hand, correction):
 
 def test_randomization_p_values_are_the_shared_sign_flips(hand):
     cube = hand_cube(hand)
-    ds = compare(cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=5)
+    ds = compare(
+        cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=5
+    )
     units = unit_values(cube).values  # sift, orb, brief over queries
     present = np.isfinite(units)
     differences = np.zeros((2, units.shape[1]))
@@ -210,9 +212,13 @@ def test_randomization_p_values_are_the_shared_sign_flips(hand):
     expected = sign_flip_pvalues(differences, n_resamples=4_000, rng=flips)
     assert ds.pvalue.values.tolist() == expected.tolist()
     assert ds.statistic.values.tolist() == ds.mean_diff.values.tolist()
-    again = compare(cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=5)
+    again = compare(
+        cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=5
+    )
     xr.testing.assert_identical(ds, again)
-    other = compare(cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=6)
+    other = compare(
+        cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=6
+    )
     assert not np.array_equal(other.ci_low.values, ds.ci_low.values)
 
 

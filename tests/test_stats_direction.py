@@ -125,7 +125,8 @@ def test_the_cli_table_never_marks_the_lower_mean(tmp_path, capsys):
         path = tmp_path / f"cube{seed}.nc"
         qc.save(random_cube(seed), path)
         for extra in ([], ["--test", "wilcoxon"]):
-            argv = ["compare", str(path), "--n-resamples", str(RESAMPLES), *extra]
+            argv = ["compare", str(path), "--n-resamples", str(RESAMPLES), "--pair-by", "query",
+                    *extra]  # fmt: skip
             assert main(argv) == 0
             out = capsys.readouterr().out
             rows = terminal_rows(out)
@@ -149,7 +150,8 @@ def test_the_report_letters_and_sentences_never_favour_the_lower_mean():
     for seed in SEEDS:
         cube = random_cube(seed)
         metrics = mc.metric_set(cube)
-        results = run_tests({"": cube}, list(COLUMNS), tests=TestSpec(n_resamples=RESAMPLES),
+        tests = TestSpec(n_resamples=RESAMPLES, pair_by="query")
+        results = run_tests({"": cube}, list(COLUMNS), tests=tests,
                             baseline=None)  # fmt: skip
         comparisons = {c: r.comparison for c, r in results.items() if r.comparison is not None}
         table = Table(metrics, comparisons, columns=list(COLUMNS))

@@ -254,7 +254,8 @@ def test_notes_reach_the_json_and_the_terminal_table_of_the_cli(systems, tmp_pat
 
     path = tmp_path / "c.nc"
     qc.save(ap_cube(systems), path)
-    command = ["compare", str(path), "--baseline", "sift", "--test", "wilcoxon"]
+    command = ["compare", str(path), "--baseline", "sift", "--test", "wilcoxon",
+               "--pair-by", "query"]  # fmt: skip
     done = run_cli(*command, "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["descriptor"]: row for row in json.loads(done.stdout)}

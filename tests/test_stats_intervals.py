@@ -154,15 +154,16 @@ def test_cli_interval(tmp_path):
     path = tmp_path / "cube.nc"
     qc.save(random_cube(3), path)
     result = run_cli("compare", str(path), "--baseline", "a", "--n-resamples", "200",
-                     "--interval", "t", "--json")  # fmt: skip
+                     "--interval", "t", "--json", "--pair-by", "query")  # fmt: skip
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     direct = compare(random_cube(3), baseline="a", n_resamples=200, interval="t")
     assert [row["ci_low"] for row in rows] == direct.ci_low.values.tolist()
     table = run_cli("compare", str(path), "--baseline", "a", "--n-resamples", "200",
-                    "--interval", "t")  # fmt: skip
+                    "--interval", "t", "--pair-by", "query")  # fmt: skip
     assert table.returncode == 0 and "95% t CI" in table.stdout
-    default = run_cli("compare", str(path), "--baseline", "a", "--n-resamples", "200")
+    default = run_cli("compare", str(path), "--baseline", "a", "--n-resamples", "200",
+                      "--pair-by", "query")  # fmt: skip
     assert "95% BCa CI" in default.stdout
 
 
@@ -214,7 +215,7 @@ def test_a_study_names_the_interval_it_computed(tmp_path, make_query_cube, inter
 
     qc.save(make_query_cube({"good": 0.9, "poor": 0.1}, seed=3), tmp_path / "cube.nc")
     raw = {"data": {"cube": "cube.nc"}, "metrics": ["true_map_micro"], "baseline": "poor",
-           "tests": {"n_resamples": 199, "rank": False, "interval": interval},
+           "tests": {"n_resamples": 199, "rank": False, "interval": interval, "pair_by": "query"},
            "figures": ["forest"], "outputs": ["html"]}  # fmt: skip
     report = build(study_from_dict(raw, source=tmp_path / "s.yaml"), out=tmp_path / "out")
     assert report.tests["true_map_micro"].comparison.attrs["interval"] == interval
