@@ -12,7 +12,9 @@ clusters, so units of one cluster (the keypoints of one scene) are never treated
   :math:`\\theta^*_b` below :math:`\\hat\\theta`, acceleration :math:`\\hat a` from the
   leave-one-cluster-out jackknife) where it is defined, and the percentile interval otherwise
   (``interval`` of the result says which): BCa is undefined when every resample lies on one side
-  of :math:`\\hat\\theta` or the jackknife is constant.
+  of :math:`\\hat\\theta` or the jackknife is constant. With few clusters both are too narrow
+  (a 95 % BCa interval over 16 scenes covers about 91 % of the time), so by default their normal
+  quantiles are *expanded* (:func:`expanded_levels`, Hesterberg 2015).
 - **Randomization test.** Under the null hypothesis the two systems are exchangeable within each
   cluster: swapping their records inside any set of clusters gives an equally likely data set.
   With :math:`T^*` the difference after a swap,
@@ -43,6 +45,7 @@ __all__ = [
     "BOOTSTRAP_CHUNK",
     "EXACT_MAX_CLUSTERS",
     "PairedInference",
+    "expanded_levels",
     "intraclass_correlation",
     "paired_inference",
 ]
@@ -72,7 +75,7 @@ class PairedInference:
     low, high : float
         The confidence interval of :math:`\\theta` (NaN when fewer than 2 clusters).
     interval : str
-        ``"bca"`` or ``"percentile"``.
+        ``"bca"`` or ``"percentile"``, prefixed ``"expanded "`` when widened for few clusters.
     pvalue : float
         Two-sided randomization p-value.
     exact : bool
@@ -132,17 +135,42 @@ def _jackknife(
     return out
 
 
+def expanded_levels(confidence_level: float, clusters: int) -> np.ndarray:
+    """The normal quantiles of a two-sided interval, expanded for few clusters (Hesterberg
+    2015, "expanded percentile"): :math:`z \\mapsto \\sqrt{K/(K-1)}\\, t_{K-1}(\\Phi(z))`,
+    which undoes the bootstrap's narrowness with :math:`K` clusters (its variance is
+    :math:`(K-1)/K` of the unbiased one, and its tails are normal, not Student t).
+
+    Examples
+    --------
+    >>> expanded_levels(0.95, 16).round(3).tolist()
+    [-2.201, 2.201]
+    """
+    alpha = (1 - confidence_level) / 2
+    t = scipy.stats.t.ppf(np.array([alpha, 1 - alpha]), clusters - 1)
+    out: np.ndarray = np.sqrt(clusters / (clusters - 1)) * t
+    return out
+
+
 def _interval(
     estimate: float,
     resampled: np.ndarray,
     jackknife: np.ndarray,
     confidence_level: float,
+    expand: bool,
 ) -> tuple[float, float, str]:
-    """BCa interval where defined, else percentile (the method named in the result)."""
+    """BCa interval where defined, else percentile (the method named in the result); with
+    ``expand``, at the :func:`expanded_levels` of the clusters."""
     theta = resampled[np.isfinite(resampled)]
     if theta.size == 0:
         return np.nan, np.nan, "percentile"
     alpha = (1 - confidence_level) / 2
+    z = (
+        expanded_levels(confidence_level, len(jackknife))
+        if expand
+        else ndtri(np.array([alpha, 1 - alpha]))
+    )
+    prefix = "expanded " if expand else ""
     tolerance = TOLERANCE * max(abs(estimate), 1e-3)
     below = np.count_nonzero(theta < estimate - tolerance)
     at_or_below = np.count_nonzero(theta <= estimate + tolerance)
@@ -152,13 +180,12 @@ def _interval(
     if 0 < share < 1 and np.isfinite(jackknife).all() and spread > 0:
         z0 = ndtri(share)
         a = (deviation**3).sum() / (6 * spread**1.5)
-        z = ndtri(np.array([alpha, 1 - alpha]))
         levels = ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
         if np.isfinite(levels).all():
             low, high = scipy.stats.quantile(theta, levels)
-            return float(low), float(high), "bca"
-    low, high = scipy.stats.quantile(theta, np.array([alpha, 1 - alpha]))
-    return float(low), float(high), "percentile"
+            return float(low), float(high), f"{prefix}bca"
+    low, high = scipy.stats.quantile(theta, ndtr(z))
+    return float(low), float(high), f"{prefix}percentile"
 
 
 def _swap_patterns(kept: np.ndarray, n_clusters: int, rows: np.ndarray) -> np.ndarray:
@@ -209,6 +236,7 @@ def paired_inference(
     resample_rng: np.random.Generator,
     swap_rng: np.random.Generator,
     min_clusters: int = 2,
+    expand: bool = True,
     advance: Callable[[], None] = lambda: None,
 ) -> PairedInference:
     """Estimate, cluster-bootstrap interval and randomization p-value of one comparison.
@@ -228,6 +256,9 @@ def paired_inference(
         Sources of the bootstrap weights and of the random swap patterns.
     min_clusters : int
         Fewer kept clusters: the estimate only (interval and p-value NaN).
+    expand : bool
+        Widen the interval for few clusters (:func:`expanded_levels`; default). False gives
+        the plain BCa / percentile interval, that of :func:`scipy.stats.bootstrap`.
     advance : callable
         Called once when the comparison is done (progress).
 
@@ -265,7 +296,7 @@ def paired_inference(
         )  # fmt: skip
     resampled = _bootstrap(statistic, first, second, keep, n_resamples, resample_rng)
     jackknife = _jackknife(statistic, first, second, keep)
-    low, high, method = _interval(estimate, resampled, jackknife, confidence_level)
+    low, high, method = _interval(estimate, resampled, jackknife, confidence_level, expand)
     pvalue, exact = _randomization(statistic, first, second, keep, estimate, n_resamples, swap_rng)
     advance()
     return PairedInference(

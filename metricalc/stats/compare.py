@@ -27,7 +27,7 @@ from metricalc.stats.intervals import INTERVALS, resolved_interval
 from metricalc.stats.paired import TESTS, default_test, is_binary
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.sides import direction, disagreement, verdict
-from metricalc.stats.units import unit_values
+from metricalc.stats.units import SPLITS, unit_values
 from metricalc.validation import check_choice, check_fraction, check_integer
 
 __all__ = ["COMPARE_VARIABLES", "MIN_UNITS", "compare"]
@@ -390,6 +390,8 @@ def compare(
     seed = check_integer("seed", seed, minimum=0)
     n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
     check_choice("pair_by", pair_by, LEVELS)
+    if split is not None:
+        check_choice("split", split, SPLITS)
     mean_over = pair_by if mean_over is None else mean_over
     check_choice("mean_over", mean_over, LEVELS)
     if LEVELS.index(pair_by) < LEVELS.index(mean_over):
@@ -409,7 +411,8 @@ def compare(
             "the randomization test (test='auto'), which resamples whole clusters"
         )
     flips, resamples = generators(seed)
-    if mean_over != pair_by and test in ("auto", "randomization"):
+    clustered = pair_by != "query" and (mean_over != pair_by or interval == "auto")
+    if clustered and test in ("auto", "randomization"):
         statistic, cube_attrs = cube_statistic(
             cube, metric=metric, mean_over=mean_over, pair_by=pair_by, split=split
         )
@@ -417,7 +420,9 @@ def compare(
         excluded = list(cube_attrs["excluded_descriptors"])
         pairs_ = _system_pairs(names, baseline, pairs, excluded)
         test, interval = "randomization", "cluster"
-        rows = cluster_rows(statistic, pairs_, n_resamples, confidence_level, flips, resamples)
+        rows = cluster_rows(
+            statistic, pairs_, n_resamples, confidence_level, flips, resamples, pair_by
+        )
         _tested(rows, pairs_, names)
         split_attr = split or ""
     else:

@@ -172,6 +172,7 @@ def cluster_rows(
     confidence_level: float,
     flips: np.random.Generator,
     resamples: np.random.Generator,
+    pair_by: str,
 ) -> dict[str, list[Any]]:
     """Every comparison by the paired cluster bootstrap and the within-cluster swap test
     (:func:`metricalc.stats.clustered.paired_inference`): the rows of the result without the
@@ -185,9 +186,9 @@ def cluster_rows(
         d = result.cluster_differences
         d = d[np.isfinite(d)]
         note = (
-            f"{result.clusters:,} {statistic_cluster_name(statistic)} in common "
-            f"({result.dropped:,} dropped because missing in one system); a paired test needs "
-            f"at least {MIN_UNITS}"
+            f"{result.clusters:,} paired unit{'' if result.clusters == 1 else 's'} "
+            f"(pair_by={pair_by!r}, {result.dropped:,} dropped because missing in one system); "
+            f"a paired test needs at least {MIN_UNITS}"
             if result.clusters < MIN_UNITS
             else ""
         )
@@ -216,12 +217,6 @@ def cluster_rows(
         ):
             rows[name].append(value)
     return rows
-
-
-
-def statistic_cluster_name(statistic: ClusteredStatistic) -> str:
-    """The plural name of the statistic's clusters (``"scenes"`` or ``"image pairs"``)."""
-    return "image pairs" if any("/" in str(c) for c in statistic.clusters) else "scenes"
 
 
 
