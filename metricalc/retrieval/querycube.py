@@ -124,13 +124,17 @@ def run_names(runs: Mapping[str, Run] | Sequence[Run]) -> dict[str, Run]:
 
 class EvalOptions(TypedDict, total=False):
     """The options of :func:`~metricalc.retrieval.evaluate` that several runs share:
-    ``complete`` (trec_eval ``-c``), ``level`` (``-l``), ``depth`` (``-M``) and ``ties``, each
-    with :func:`~metricalc.retrieval.evaluate`'s default where not given."""
+    ``complete`` (trec_eval ``-c``), ``level`` (``-l``), ``depth`` (``-M``), ``ties``,
+    ``scores``, ``judged_only`` (``-J``) and ``num_docs`` (``-N``), each with
+    :func:`~metricalc.retrieval.evaluate`'s default where not given."""
 
     complete: bool
     level: int
     depth: int | None
     ties: str
+    scores: str
+    judged_only: bool
+    num_docs: int
 
 
 def evaluate_runs(
