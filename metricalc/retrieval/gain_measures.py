@@ -131,8 +131,9 @@ def ndcg_rel(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
 def rndcg(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     r"""``Rndcg``: nDCG averaged at the R-levels, the ranks :math:`b` where the ideal gain
     :math:`g^*_b` is the last of its value (the last one :math:`b = R^+`), and at :math:`n` if
-    :math:`n > R^+`: the mean of :math:`DCG_b / IDCG_b` over them (0 if :math:`R = 0` or there is
-    no such rank)."""
+    :math:`n > R^+ + 1` (trec_eval's loop, as written, records no point at :math:`n = R^+ + 1`):
+    the mean of :math:`DCG_b / IDCG_b` over them (0 if :math:`R = 0` or there is no such
+    rank)."""
     g = _position_gains(ranked, gains)
     ideal, ideal_start = _ideal(ranked, gains)
     n_ideal = np.diff(ideal_start)
@@ -151,7 +152,7 @@ def rndcg(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     ratio = np.divide(num, value, out=np.zeros_like(num), where=value > 0)
     count = np.bincount(point_q[value > 0], minlength=n_q).astype(np.float64)
     total = np.bincount(point_q, weights=ratio, minlength=n_q)
-    beyond = ranked.num_ret > n_ideal
+    beyond = ranked.num_ret > n_ideal + 1  # trec_eval's loop passes rank R+ + 1 unrecorded
     full = _at(idcg, ideal_start[:-1], n_ideal)
     tail = beyond & (full > 0)
     last = _at(dcg, ranked.start[:-1], ranked.num_ret)
