@@ -27,11 +27,13 @@ __all__ = [
     "INFAP_EPSILON",
     "Gains",
     "bin_g",
+    "cumsum_within",
     "g_measure",
     "infap",
     "ndcg_gains",
     "ndcg_rel",
     "relstring",
+    "rank_within",
     "rndcg",
     "utility",
     "yaap",
@@ -72,7 +74,7 @@ def _ideal(ranked: Ranked, gains: Gains) -> tuple[np.ndarray, np.ndarray]:
     return g[order], np.r_[0, np.cumsum(np.bincount(query, minlength=n_q))]
 
 
-def _cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
+def cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Per position, the running sum of ``values`` inside its segment (segments
     ``start[q]:start[q + 1]``), added in order as a per-query loop adds them."""
     if values.size == 0:
@@ -82,7 +84,8 @@ def _cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     return result
 
 
-def _rank_within(start: np.ndarray) -> np.ndarray:
+def rank_within(start: np.ndarray) -> np.ndarray:
+    """The 1-based rank of every position inside its segment ``start[q]:start[q + 1]``."""
     return np.arange(start[-1]) - np.repeat(start[:-1], np.diff(start)) + 1
 
 
@@ -101,7 +104,7 @@ def ndcg_gains(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     g = _position_gains(ranked, gains)
     ideal, ideal_start = _ideal(ranked, gains)
     dcg = segment_sum(g / np.log2(ranked.rank + 1.0), ranked.start)
-    idcg = segment_sum(ideal / np.log2(_rank_within(ideal_start) + 1.0), ideal_start)
+    idcg = segment_sum(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
     return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
 
 
@@ -113,8 +116,8 @@ def ndcg_rel(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     g = _position_gains(ranked, gains)
     ideal, ideal_start = _ideal(ranked, gains)
     n_ideal = np.diff(ideal_start)
-    dcg = _cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
-    idcg = _cumsum_within(ideal / np.log2(_rank_within(ideal_start) + 1.0), ideal_start)
+    dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
+    idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
     q = ranked.query
     at_ideal = _at(idcg, ideal_start[q], np.minimum(ranked.rank, n_ideal[q]))
     positive = g > 0
@@ -138,8 +141,8 @@ def rndcg(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     ideal, ideal_start = _ideal(ranked, gains)
     n_ideal = np.diff(ideal_start)
     n_q = len(ranked.qids)
-    dcg = _cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
-    idcg = _cumsum_within(ideal / np.log2(_rank_within(ideal_start) + 1.0), ideal_start)
+    dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
+    idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
     ideal_q = np.repeat(np.arange(n_q), n_ideal)
     ends = np.r_[ideal[1:] != ideal[:-1], True] if ideal.size else np.zeros(0, dtype=bool)
     ends |= np.r_[ideal_q[1:] != ideal_q[:-1], True] if ideal.size else ends
@@ -174,8 +177,8 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     inside = rank <= n_ideal[q]
     ideal_here = _at(ideal, ideal_start[q], np.where(inside, rank, 0))
     cost = np.where(ideal_here >= 1.0, ideal_here, 1.0)
-    spent = _cumsum_within(cost, ranked.start)
-    got = _cumsum_within(g, ranked.start)
+    spent = cumsum_within(cost, ranked.start)
+    got = cumsum_within(g, ranked.start)
     nonzero = g != 0
     terms = np.zeros_like(g)
     terms[nonzero] = g[nonzero] / np.log2(2.0 + spent[nonzero] - got[nonzero])
@@ -187,7 +190,7 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
 def bin_g(ranked: Ranked) -> np.ndarray:
     r"""``binG``: :math:`\frac{1}{R} \sum_{i \le n,\, h_i = 1} 1 / \log_2(2 + i - H_i)`, each
     relevant document discounted by the non-relevant ones above it."""
-    found = _cumsum_within(ranked.hit, ranked.start)
+    found = cumsum_within(ranked.hit, ranked.start)
     terms = np.where(ranked.hit > 0, 1.0 / np.log2(2.0 + ranked.rank - found), 0.0)
     total = segment_sum(terms, ranked.start)
     return np.divide(total, ranked.num_rel, out=np.zeros_like(total), where=ranked.num_rel > 0)
@@ -204,7 +207,7 @@ def infap(ranked: Ranked) -> np.ndarray:
     rel = (ranked.hit > 0) & (code >= 0)
     nonrel = (code >= 0) & ~rel
     unjudged = code == UNJUDGED
-    before = [_cumsum_within(x.astype(np.float64), ranked.start) - x
+    before = [cumsum_within(x.astype(np.float64), ranked.start) - x
               for x in (rel, nonrel, unjudged)]
     r, m, u = before
     fj = ranked.rank - 1.0

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+from metricalc.retrieval import extra_measures as xm
 from metricalc.retrieval import gain_measures as gm
 from metricalc.retrieval import measures as m
+from metricalc.retrieval.ir_names import IrSpec, parse_ir_name
 from metricalc.retrieval.ranking import Ranked, rank_run
 from metricalc.retrieval.trec_files import Qrels, Run
 from metricalc.retrieval.zscores import ZScores
@@ -100,9 +102,15 @@ FAMILIES: dict[str, Family] = {
         Family("num_nonrel_judged_ret", "sum", "none", fn=m.num_nonrel_judged_ret),
         Family("yaap", "mean", "none", fn=gm.yaap),
         Family("f1", "mean", "cutoffs", (5, 10), m.f1),
+        Family("Judged", "mean", "cutoffs", (10,), xm.judged),
+        Family("ERR", "mean", "cutoffs", (20,), xm.err),
+        Family("RBP", "mean", "persistence", (0.8,), xm.rbp),
+        Family("RBP_residual", "mean", "persistence", (0.8,), xm.rbp_residual),
+        Family("NCG", "mean", "cutoffs", (10,), xm.ncg),
     )
 }
-"""The measures, in trec_eval's printing order (``f1``, ranx's F1 at k, last). trec_eval's
+"""The measures, in trec_eval's printing order (after trec_eval's: ``f1``, ranx's F1 at k, and
+``Judged``, ``ERR``, ``RBP``, ``NCG``, measures of ir_measures and the literature). trec_eval's
 preference measures (``prefs_*``, ``*_avgjg``) read other qrels formats and are not here."""
 
 NICKNAMES: dict[str, tuple[str, ...]] = {
@@ -142,9 +150,13 @@ class Requested:
     label: str | None = None  # the printable parameter string of a one-value family
     ordered: tuple[float, ...] = ()  # utility's coefficients, in the order given
     pairs: tuple[tuple[int, float], ...] = ()  # custom gains: (qrels value, gain)
+    level: int | None = None  # rel=N of an ir_measures name: this measure's relevance level
+    alias: str | None = None  # the ir_measures name it is printed under
 
     def names(self) -> list[str]:
         f = self.family
+        if self.alias is not None:
+            return [self.alias]
         if f.params == "cutoffs":
             return [f"{f.name}_{int(k)}" for k in self.values]
         if f.params in ("levels", "multiples"):
@@ -154,7 +166,7 @@ class Requested:
         return [f.name]
 
 
-SINGLE = ("beta", "average", "gains", "length", "coefficients")
+SINGLE = ("beta", "average", "gains", "length", "coefficients", "persistence")
 """Parameter kinds of the families with one value, printed with their parameter string."""
 
 
@@ -169,6 +181,11 @@ def parse_measures(specs: Iterable[str]) -> list[Requested]:
     """
     asked: dict[str, Requested] = {}
     for spec in specs:
+        ir_specs = parse_ir_name(spec.strip())
+        if ir_specs is not None:
+            for ir in ir_specs:
+                asked[f"{ir.family}\t{ir.alias}"] = _ir_measure(ir, spec)
+            continue
         for name, params in _expand(spec.strip()):
             family = FAMILIES[name]
             before = asked.get(name, Requested(family, ()))
@@ -180,7 +197,22 @@ def parse_measures(specs: Iterable[str]) -> list[Requested]:
             else:
                 parsed = _parse_params(family, params, spec)
                 asked[name] = Requested(family, tuple(sorted({*before.values, *parsed})))
-    return [asked[n] for n in FAMILIES if n in asked]
+    position = {name: i for i, name in enumerate(FAMILIES)}
+    return sorted(asked.values(), key=lambda r: position[r.family.name])
+
+
+def _ir_measure(ir: IrSpec, spec: str) -> Requested:
+    """The measure of an ir_measures name: one value, printed under that name."""
+    family = FAMILIES[ir.family]
+    if ir.params is None:
+        values = family.default
+    elif family.params == "persistence":
+        values = (float(_single(family, ir.params, spec).values[0]),)
+    else:
+        values = tuple(sorted(_parse_params(family, ir.params, spec)))
+    if family.params != "none" and len(values) != 1:
+        raise InvalidInputError(f"measure {spec!r}: one cutoff, like @10; got {ir.params!r}")
+    return Requested(family, values, level=ir.level, alias=ir.alias)
 
 
 def _single(family: Family, params: str, spec: str) -> Requested:
@@ -189,6 +221,12 @@ def _single(family: Family, params: str, spec: str) -> Requested:
         return Requested(family, (), params, pairs=_gain_pairs(params, spec))
     if family.params == "length":
         return Requested(family, (float(_atol(params, spec)),), params)
+    if family.params == "persistence":
+        values = _parse_floats(params, spec)
+        if len(values) != 1 or not 0 < values[0] < 1:
+            raise InvalidInputError(f"measure {spec!r}: the persistence p must be one number in "
+                                    f"(0, 1) like 0.8; got {params!r}")
+        return Requested(family, tuple(values), params)
     if family.params == "coefficients":
         values = tuple(_parse_floats(params, spec))
         if len(values) != 4:
@@ -408,8 +446,13 @@ def evaluate(
                 f"ties='expected' is defined for {', '.join(sorted(m.EXPECTED_OK))}; not for "
                 f"{', '.join(refused)} (use 'optimistic' or 'pessimistic' to bound them)"
             )
-    ranked = rank_run(qrels, run, level=level, depth=depth, ties=ties, scores=scores,
-                      judged_only=judged_only)
+    def ranking(at: int) -> Ranked:
+        return rank_run(qrels, run, level=at, depth=depth, ties=ties, scores=scores,
+                        judged_only=judged_only)
+
+    ranked = ranking(level)
+    by_level = {level: ranked} | {r.level: ranking(r.level) for r in requested
+                                  if r.level is not None and r.level != level}
     if not ranked.qids:
         raise InvalidInputError(
             f"no queries with both results and relevance info: {run.source} and {qrels.source} "
@@ -418,17 +461,19 @@ def evaluate(
     # with -c, trec_eval's num_rel recounts the relevant (> 0) judgments of every qrels query
     positive = int((qrels.rel > 0).sum()) if complete else None
     return evaluate_ranked(ranked, measures, complete=complete, num_docs=num_docs,
-                           zscores=zscores, qrels_num_rel=positive)
+                           zscores=zscores, qrels_num_rel=positive, by_level=by_level)
 
 
 def evaluate_ranked(ranked: Ranked, measures: Sequence[str] = ("official",), *,
                     complete: bool = False, num_docs: int = 0, zscores: ZScores | None = None,
-                    qrels_num_rel: int | None = None) -> TrecEval:
+                    qrels_num_rel: int | None = None,
+                    by_level: Mapping[int, Ranked] | None = None) -> TrecEval:
     """The measures of an already ranked run (:func:`~metricalc.retrieval.rank_run`, or ranked
     lists: :func:`~metricalc.retrieval.ranking.rank_lists`), with the ``all`` summary of
     :func:`evaluate` (``complete``: averaged over ``ranked.n_qrels_queries``; ``num_docs``,
     ``zscores``: :func:`evaluate`'s; ``qrels_num_rel``: the ``all`` value of ``num_rel`` under
-    ``complete``, default the sum over the ranked queries).
+    ``complete``, default the sum over the ranked queries; ``by_level``: the run ranked at the
+    relevance levels that ``rel=N`` of ir_measures names ask for).
 
     Examples
     --------
@@ -442,7 +487,15 @@ def evaluate_ranked(ranked: Ranked, measures: Sequence[str] = ("official",), *,
     n_avg = ranked.n_qrels_queries if complete else len(ranked.qids)
     result = TrecEval(list(ranked.qids), {}, {}, zscores=zscores is not None)
     for req in requested:
-        _add(result, req, ranked, n_avg, num_docs, zscores)
+        at = ranked
+        if req.level is not None:
+            if by_level is None or req.level not in by_level:
+                raise InvalidInputError(
+                    f"measure {req.alias!r} asks for relevance level {req.level}: evaluate the "
+                    "run with the qrels (evaluate) to rank it at that level"
+                )
+            at = by_level[req.level]
+        _add(result, req, at, n_avg, num_docs, zscores)
     if qrels_num_rel is not None and "num_rel" in result.summary:
         result.summary["num_rel"] = qrels_num_rel
     return result
@@ -472,6 +525,8 @@ def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int, num_docs:
         values = [f.fn(ranked, req.ordered or f.default, num_docs)]
     elif f.params == "length":
         values = [f.fn(ranked, int((req.values or f.default)[0]))]
+    elif f.params == "persistence":
+        values = [f.fn(ranked, (req.values or f.default)[0])]
     else:
         values = [f.fn(ranked, int(v) if f.params == "cutoffs" else v) for v in req.values]
     for name, value in zip(names, values, strict=True):
