@@ -210,7 +210,7 @@ def _ir_measure(ir: IrSpec, spec: str) -> Requested:
         values = (float(_single(family, ir.params, spec).values[0]),)
     else:
         values = tuple(sorted(_parse_params(family, ir.params, spec)))
-    if family.params != "none" and len(values) != 1:
+    if ir.params is not None and len(values) != 1:
         raise InvalidInputError(f"measure {spec!r}: one cutoff, like @10; got {ir.params!r}")
     return Requested(family, values, level=ir.level, alias=ir.alias)
 
