@@ -10,12 +10,12 @@ import math
 import numpy as np
 import pytest
 import pytrec_eval
-
 from cli_helpers import run_cli
+from test_trec_eval import random_collection
+
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval import Qrels, Run, evaluate
 from metricalc.retrieval.zscores import MISSING, read_zscores
-from test_trec_eval import random_collection
 
 NEW = ["infAP", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "utility"]
 

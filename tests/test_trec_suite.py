@@ -9,7 +9,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import run_cli
 
 SUITE = Path(__file__).parent / "data" / "trec_eval-suite"

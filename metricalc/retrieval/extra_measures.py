@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from metricalc.retrieval.gain_measures import cumsum_within, rank_within
+from metricalc.retrieval.gain_measures import cumsum_within, rank_within, safe_divide
 from metricalc.retrieval.measures import segment_sum
 from metricalc.retrieval.ranking import NOT_IN_POOL, UNJUDGED, Ranked
 
@@ -35,7 +35,7 @@ def judged(ranked: Ranked, k: int) -> np.ndarray:
     listed = (ranked.code != NOT_IN_POOL).astype(np.float64)
     m = np.minimum(k, ranked.num_ret).astype(np.float64)
     count = _upto(ranked, listed, k)
-    return np.divide(count, m, out=np.zeros_like(count), where=m > 0)
+    return safe_divide(count, m, m > 0)
 
 
 def err(ranked: Ranked, k: int) -> np.ndarray:
@@ -75,4 +75,4 @@ def ncg(ranked: Ranked, k: int) -> np.ndarray:
     gained = _upto(ranked, ranked.gain, k)
     ideal_rank = rank_within(ranked.ideal_start)
     best = segment_sum(np.where(ideal_rank <= k, ranked.ideal_gain, 0.0), ranked.ideal_start)
-    return np.divide(gained, best, out=np.zeros_like(gained), where=best > 0)
+    return safe_divide(gained, best, best > 0)

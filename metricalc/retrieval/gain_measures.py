@@ -15,6 +15,7 @@ docs/retrieval.md has every formula.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,9 +33,10 @@ __all__ = [
     "infap",
     "ndcg_gains",
     "ndcg_rel",
-    "relstring",
     "rank_within",
+    "relstring",
     "rndcg",
+    "safe_divide",
     "utility",
     "yaap",
 ]
@@ -46,9 +48,17 @@ Gains = Sequence[tuple[int, float]]
 """Custom gains: ``(qrels value, gain)`` pairs; the first pair of a value counts."""
 
 
+def safe_divide(num: np.ndarray, den: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``num / den`` where ``ok``, else 0."""
+    num = np.asarray(num, dtype=np.float64)
+    result: np.ndarray = np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape),
+                                   where=ok)
+    return result
+
+
 def gain_of(values: np.ndarray, gains: Gains) -> np.ndarray:
     """The gain of each relevance code: the code where >= 0 (else 0), or its custom gain."""
-    out = np.maximum(values, 0).astype(np.float64)
+    out: np.ndarray = np.maximum(values, 0).astype(np.float64)
     for level, gain in reversed(list(gains)):  # the first pair of a level wins
         out[values == level] = gain
     return out
@@ -86,7 +96,8 @@ def cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
 
 def rank_within(start: np.ndarray) -> np.ndarray:
     """The 1-based rank of every position inside its segment ``start[q]:start[q + 1]``."""
-    return np.arange(start[-1]) - np.repeat(start[:-1], np.diff(start)) + 1
+    rank: np.ndarray = np.arange(start[-1]) - np.repeat(start[:-1], np.diff(start)) + 1
+    return rank
 
 
 def _at(cumulative: np.ndarray, first: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -105,7 +116,7 @@ def ndcg_gains(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     ideal, ideal_start = _ideal(ranked, gains)
     dcg = segment_sum(g / np.log2(ranked.rank + 1.0), ranked.start)
     idcg = segment_sum(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
-    return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+    return safe_divide(dcg, idcg, idcg > 0)
 
 
 def ndcg_rel(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
@@ -121,14 +132,13 @@ def ndcg_rel(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     q = ranked.query
     at_ideal = _at(idcg, ideal_start[q], np.minimum(ranked.rank, n_ideal[q]))
     positive = g > 0
-    terms = np.divide(dcg, at_ideal, out=np.zeros_like(dcg), where=positive & (at_ideal > 0))
+    terms = safe_divide(dcg, at_ideal, positive & (at_ideal > 0))
     total = segment_sum(terms, ranked.start)
     found = np.bincount(q[positive], minlength=len(ranked.qids))
     full = _at(idcg, ideal_start[:-1], n_ideal)
     last = _at(dcg, ranked.start[:-1], ranked.num_ret)
-    total = total + np.divide((n_ideal - found) * last, full, out=np.zeros_like(last),
-                              where=full > 0)
-    return np.divide(total, n_ideal, out=np.zeros_like(total), where=total > 0)
+    total = total + safe_divide((n_ideal - found) * last, full, full > 0)
+    return safe_divide(total, n_ideal, total > 0)
 
 
 def rndcg(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
@@ -152,16 +162,16 @@ def rndcg(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     value = idcg[where]
     reached = np.minimum(b, ranked.num_ret[point_q])
     num = _at(dcg, ranked.start[point_q], reached)
-    ratio = np.divide(num, value, out=np.zeros_like(num), where=value > 0)
+    ratio = safe_divide(num, value, value > 0)
     count = np.bincount(point_q[value > 0], minlength=n_q).astype(np.float64)
     total = np.bincount(point_q, weights=ratio, minlength=n_q)
     beyond = ranked.num_ret > n_ideal + 1  # trec_eval's loop passes rank R+ + 1 unrecorded
     full = _at(idcg, ideal_start[:-1], n_ideal)
     tail = beyond & (full > 0)
     last = _at(dcg, ranked.start[:-1], ranked.num_ret)
-    total = total + np.divide(last, full, out=np.zeros_like(last), where=tail)
+    total = total + safe_divide(last, full, tail)
     count = count + tail
-    out = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    out = safe_divide(total, count, count > 0)
     return np.where(ranked.num_rel > 0, out, 0.0)
 
 
@@ -184,7 +194,7 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     terms[nonzero] = g[nonzero] / np.log2(2.0 + spent[nonzero] - got[nonzero])
     total = segment_sum(ideal, ideal_start)
     found = segment_sum(terms, ranked.start)
-    return np.divide(found, total, out=np.zeros_like(found), where=total > 0)
+    return safe_divide(found, total, total > 0)
 
 
 def bin_g(ranked: Ranked) -> np.ndarray:
@@ -193,7 +203,7 @@ def bin_g(ranked: Ranked) -> np.ndarray:
     found = cumsum_within(ranked.hit, ranked.start)
     terms = np.where(ranked.hit > 0, 1.0 / np.log2(2.0 + ranked.rank - found), 0.0)
     total = segment_sum(terms, ranked.start)
-    return np.divide(total, ranked.num_rel, out=np.zeros_like(total), where=ranked.num_rel > 0)
+    return safe_divide(total, ranked.num_rel, ranked.num_rel > 0)
 
 
 def infap(ranked: Ranked) -> np.ndarray:
@@ -216,7 +226,7 @@ def infap(ranked: Ranked) -> np.ndarray:
                  * ((r + INFAP_EPSILON) / (r + m + 2 * INFAP_EPSILON)))
     terms = np.where(rel, np.where(fj == 0, 1.0, later), 0.0)
     total = segment_sum(terms, ranked.start)
-    return np.divide(total, ranked.num_rel, out=np.zeros_like(total), where=ranked.num_rel > 0)
+    return safe_divide(total, ranked.num_rel, ranked.num_rel > 0)
 
 
 def yaap(ranked: Ranked) -> np.ndarray:
@@ -253,5 +263,4 @@ def relstring(ranked: Ranked, length: int) -> np.ndarray:
     text = chars[keep].astype(np.uint8).tobytes().decode("ascii")
     count = np.minimum(ranked.num_ret, max(length, 0))
     bounds = np.r_[0, np.cumsum(count)].tolist()
-    return np.array([text[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)],
-                    dtype=object)
+    return np.array([text[a:b] for a, b in itertools.pairwise(bounds)], dtype=object)

@@ -228,13 +228,13 @@ def _single(family: Family, params: str, spec: str) -> Requested:
                                     f"(0, 1) like 0.8; got {params!r}")
         return Requested(family, tuple(values), params)
     if family.params == "coefficients":
-        values = tuple(_parse_floats(params, spec))
-        if len(values) != 4:
+        coefficients = tuple(_parse_floats(params, spec))
+        if len(coefficients) != 4:
             raise InvalidInputError(
                 f"measure {spec!r}: utility takes 4 coefficients (retrieved relevant, retrieved "
                 f"non-relevant, missed relevant, missed non-relevant) like 1,-1,0,0; got {params!r}"
             )
-        return Requested(family, values, params, ordered=values)
+        return Requested(family, coefficients, params, ordered=coefficients)
     return Requested(family, tuple(sorted(_parse_params(family, params, spec))), params)
 
 

@@ -26,7 +26,8 @@ MISSING = -1000000.0
 
 @dataclass(frozen=True, eq=False)
 class ZScores:
-    """Mean and standard deviation per (query, measure), indexed by ``(qid, measure)``."""
+    """Mean and standard deviation (columns ``mean``, ``sd``) per (query, measure), indexed by
+    ``(qid, measure)`` without repeats."""
 
     table: pd.DataFrame
 
@@ -41,10 +42,10 @@ class ZScores:
         [2.0, -1000000.0, -1000000.0]
         """
         keys = pd.MultiIndex.from_arrays([queries, [name] * len(queries)])
-        found = self.table.reindex(keys)
-        mean = found["mean"].to_numpy(dtype=np.float64)
-        sd = found["sd"].to_numpy(dtype=np.float64)
-        known = found["present"].notna().to_numpy()
+        at = self.table.index.get_indexer(keys)
+        known = at >= 0
+        mean = np.where(known, self.table["mean"].to_numpy(dtype=np.float64)[at], np.nan)
+        sd = np.where(known, self.table["sd"].to_numpy(dtype=np.float64)[at], np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
             scaled = (values - mean) / sd
         out = np.where(sd != 0, scaled, np.where(values == mean, 0.0, MISSING))
@@ -93,6 +94,4 @@ def read_zscores(path: str | os.PathLike[str]) -> ZScores:
         raise InvalidInputError(f"{path}: the z-scores file is empty; expected "
                                 "'qid measure mean stddev' lines")
     frame = pd.DataFrame(rows, columns=["qid", "measure", "mean", "sd"])
-    frame = frame.drop_duplicates(["qid", "measure"]).set_index(["qid", "measure"])
-    frame["present"] = True
-    return ZScores(frame)
+    return ZScores(frame.drop_duplicates(["qid", "measure"]).set_index(["qid", "measure"]))
