@@ -73,8 +73,8 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     te.add_argument("--ties", choices=TIES, default="trec_eval",
                     help="order of tied scores (default trec_eval: docno descending)")
     te.add_argument("--scores", choices=SCORES, default="float64",
-                    help="compare run scores as doubles (default: trec_eval 9.0.8) or as "
-                    "32-bit floats (pytrec_eval, the older v9.0.8 tag)")
+                    help="compare run scores as doubles, as trec_eval 9.0.8 does, or as 32-bit "
+                    "floats, as pytrec_eval and the older v9.0.8 tag do (default: float64)")
     te.add_argument("--json", action="store_true",
                     help='print {"per_query": {qid: {measure: value}}, "all": {...}}')
     te.add_argument("--cube", type=Path, metavar="FILE",
