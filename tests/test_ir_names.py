@@ -5,15 +5,18 @@ published formulas where ir_measures needs tools not installed (RBP, NCG)."""
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 
 import ir_measures
 import numpy as np
 import pytest
+from cli_helpers import run_cli
 
+from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval import Qrels, Run, evaluate, parse_measures
+from metricalc.retrieval import Qrels, Run, evaluate, parse_measures, write_qrels, write_run
 
 NAMES = ["AP", "AP@100", "nDCG", "nDCG@10", "P@5", "P(rel=2)@5", "R@1000", "R(rel=2)@20", "RR",
          "RR(rel=3)", "Rprec", "Bpref", "infAP", "Success@10", "NumRel", "NumRet", "NumRelRet",
@@ -135,3 +138,23 @@ def test_names_print_in_trec_eval_order_under_their_own_name():
 def test_bad_ir_names(spec, message):
     with pytest.raises(InvalidInputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_measures([spec])
+
+
+def test_names_in_a_comparison_table_and_cube(tmp_path, data):
+    """Several runs: the table shows the measures named as asked, the cube stores them."""
+    qrels, run = data
+    write_qrels(tmp_path / "q", Qrels.from_dict(qrels))
+    write_run(tmp_path / "a.run", Run.from_dict(run, tag="a"))
+    worse = {q: {d: -s for d, s in docs.items()} for q, docs in run.items()}
+    write_run(tmp_path / "b.run", Run.from_dict(worse, tag="b"))
+    result = run_cli("trec-eval", str(tmp_path / "q"), str(tmp_path / "a.run"),
+                     str(tmp_path / "b.run"), "-m", "nDCG@10", "-m", "RBP(p=0.5)", "-m",
+                     "utility", "--n-resamples", "200", "--cube", str(tmp_path / "c.nc"),
+                     "--json")
+    assert result.returncode == 0, result.stderr
+    mine, _ = ours(qrels, run, ["nDCG@10", "RBP(p=0.5)"])
+    shown = json.loads(result.stdout)
+    assert shown["runs"]["a"]["all"]["nDCG@10"] == pytest.approx(mine.summary["nDCG@10"])
+    assert "RBP(p=0.5)_residual" in shown["comparisons"]
+    cube = qc.open_cube(tmp_path / "c.nc")
+    assert {"nDCG@10", "RBP(p=0.5)", "utility"} <= set(cube.data_vars)

@@ -327,8 +327,9 @@ class TrecEval:
     ``per_query[name]`` holds one value per query of ``queries`` (the evaluated queries, in byte
     order of their ids; ``relstring`` a string per query and no ``all`` value); ``summary`` maps
     every printed name to its ``all`` value (``runid`` a string, ``num_q`` and the ``num_*``
-    sums integers). ``zscores``: the values are z-scores (``-Z``), printed as trec_eval prints
-    them (a ``Z`` before the name, every number with 4 decimals).
+    sums integers). ``families`` maps every printed name to its family in :data:`FAMILIES`
+    (``P_5`` and ``P(rel=2)@5`` to ``P``). ``zscores``: the values are z-scores (``-Z``),
+    printed as trec_eval prints them (a ``Z`` before the name, every number with 4 decimals).
     """
 
     queries: list[str]
@@ -336,6 +337,7 @@ class TrecEval:
     summary: dict[str, float | int | str]
     integer: set[str] = field(default_factory=set)
     strings: list[str] = field(default_factory=list)
+    families: dict[str, str] = field(default_factory=dict)
     zscores: bool = False
 
     def _query_names(self) -> list[str]:
@@ -504,6 +506,7 @@ def evaluate_ranked(ranked: Ranked, measures: Sequence[str] = ("official",), *,
 def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int, num_docs: int,
          zscores: ZScores | None) -> None:
     f = req.family
+    result.families.update((name, f.name) for name in req.names())
     if f.kind == "runid":
         result.summary["runid"] = ranked.tag
         return
