@@ -436,3 +436,26 @@ def test_cli_no_common_query(tmp_path, capsys):
     (tmp_path / "r").write_text("b Q0 d 1 1 t\n")
     assert main(["trec-eval", str(tmp_path / "q"), str(tmp_path / "r")]) == 2
     assert "no queries with both results and relevance info" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scores", ["float64", "float32"])
+def test_order_equals_the_slow_sort(scores):
+    """trec_order against Python's sort: query, score descending (as doubles or as float32),
+    docno descending; scores tied at float32 only, at both precisions, -0.0 and 0.0."""
+    import pyarrow as pa
+
+    from metricalc.retrieval.order import trec_order
+
+    rng = np.random.default_rng(5)
+    n = 20_000
+    qid = rng.integers(0, 300, n)
+    score = rng.integers(0, 20, n) + np.where(rng.random(n) < 0.3, 1e-9, 0.0)
+    score[rng.random(n) < 0.05] = -0.0
+    score[rng.random(n) < 0.05] = 0.0
+    doc = rng.permutation(n)
+    names = [f"d{i}".encode() for i in range(n)]
+    cast = (lambda x: float(np.float32(x)) + 0.0) if scores == "float32" else (lambda x: x + 0.0)
+    by_name = sorted(range(n), key=lambda i: names[doc[i]], reverse=True)
+    slow = sorted(by_name, key=lambda i: (qid[i], -cast(score[i])))
+    fast = trec_order(qid, score, doc, pa.array(names), scores=scores)
+    assert fast.tolist() == slow

@@ -54,12 +54,10 @@ def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.A
     ...            scores="float32").tolist()  # 1.0 and 1.0 + 1e-9 tie: docno descending
     [0, 2, 1]
     """
-    key = score_key(score, scores)
-    if scores == "float32":  # query and score fit one 64-bit key: one sort
-        order = np.argsort((qid.astype(np.uint64) << np.uint64(32)) | (key >> np.uint64(32)),
-                           kind="stable")
-    else:
-        order = np.lexsort((key, qid))
+    # one sort on a 64-bit (query, float32 score) key; float32 rounding is monotone, so only
+    # documents tied there can be in another order as doubles: their groups are re-sorted below
+    key = score_key(score, "float32") >> np.uint64(32)
+    order = np.argsort((qid.astype(np.uint64) << np.uint64(32)) | key, kind="stable")
     sorted_key, sorted_q = key[order], qid[order]
     same = (sorted_key[1:] == sorted_key[:-1]) & (sorted_q[1:] == sorted_q[:-1])
     if not same.any():
@@ -77,6 +75,8 @@ def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.A
     keys = [-name_rank[inverse]]
     if code is not None and ties in ("optimistic", "pessimistic"):
         keys.append(-code[sub] if ties == "optimistic" else code[sub])
+    if scores == "float64":
+        keys.append(score_key(score[sub], "float64"))
     keys.append(group)
     order[where] = sub[np.lexsort(keys)]
     return order
