@@ -95,13 +95,13 @@ def test_rbp_and_ncg_equal_their_formulas(data):
     qrels, run = data
     run = {q: {d: s for d, s in docs.items()} | {"u": -1.0} for q, docs in run.items()}
     qrels = {q: j | {"u": -1} if q in run else j for q, j in qrels.items()}
-    names = ["RBP(p=0.5)", "RBP(rel=3,p=0.9)", "RBP", "NCG@5", "NCG@1000"]
+    names = ["RBP(p=0.5)", "RBP(rel=3,p=0.9)", "RBP()", "NCG@5", "NCG@1000"]
     result, index = ours(qrels, run, names)
     for q, i in index.items():
         order = sorted(run[q], key=lambda d: -run[q][d])
         codes = [qrels[q].get(d, -1) if qrels[q].get(d, 0) >= 0 else -2 for d in order]
         for name, p, level in [("RBP(p=0.5)", 0.5, 1), ("RBP(rel=3,p=0.9)", 0.9, 3),
-                               ("RBP", 0.8, 1)]:
+                               ("RBP()", 0.8, 1)]:
             value, residual = slow_rbp(codes, p, level)
             assert result.per_query[name][i] == pytest.approx(value, abs=1e-12)
             assert result.per_query[f"{name}_residual"][i] == pytest.approx(residual, abs=1e-12)
@@ -127,7 +127,7 @@ def test_names_print_in_trec_eval_order_under_their_own_name():
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("P", "P needs a cutoff, like P@10"),
+    ("Success", "Success needs a cutoff, like Success@10"),
     ("RR@5", "RR takes no cutoff @k"),
     ("nDCG(rel=2)@10", "nDCG takes no parameter rel"),
     ("AP(foo=1)", "AP takes no parameter foo"),

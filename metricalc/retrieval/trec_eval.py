@@ -181,7 +181,9 @@ def parse_measures(specs: Iterable[str]) -> list[Requested]:
     """
     asked: dict[str, Requested] = {}
     for spec in specs:
-        ir_specs = parse_ir_name(spec.strip())
+        trec_name = spec.strip().partition(".")[0]
+        ir_specs = None if trec_name in FAMILIES or trec_name in NICKNAMES else parse_ir_name(
+            spec.strip())
         if ir_specs is not None:
             for ir in ir_specs:
                 asked[f"{ir.family}\t{ir.alias}"] = _ir_measure(ir, spec)
