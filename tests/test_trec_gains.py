@@ -218,9 +218,10 @@ def test_debug_query_and_no_summary(files):
     quiet = run_cli("trec-eval", *files, "-m", "recip_rank", "-q", "-n")
     assert quiet.stdout == ("recip_rank            \t1\t0.5000\n"
                             "recip_rank            \t2\t1.0000\n")
-    refused = run_cli("trec-eval", *files, "-D", "1")
-    assert refused.returncode == 2
-    assert "prints no debugging traces" in refused.stderr
+    traced = run_cli("trec-eval", *files, "-m", "recip_rank", "-D", "1.1")
+    assert traced.returncode == 0
+    assert traced.stdout == "recip_rank            \tall\t0.5000\n"
+    assert "debugging traces (level 1) are not printed" in traced.stderr
 
 
 def test_judged_only_moves_judged_documents_up(files):

@@ -154,9 +154,9 @@ def rndcg(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
     idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
     ideal_q = np.repeat(np.arange(n_q), n_ideal)
-    ends = np.r_[ideal[1:] != ideal[:-1], True] if ideal.size else np.zeros(0, dtype=bool)
-    ends |= np.r_[ideal_q[1:] != ideal_q[:-1], True] if ideal.size else ends
-    where = np.flatnonzero(ends)
+    last_of_value = np.r_[ideal[1:] != ideal[:-1], True]
+    last_of_query = np.r_[ideal_q[1:] != ideal_q[:-1], True]
+    where = np.flatnonzero((last_of_value | last_of_query)[:ideal.size])
     point_q = ideal_q[where]
     b = where - ideal_start[point_q] + 1
     value = idcg[where]
