@@ -151,8 +151,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
 
 
 def _one_run(args: argparse.Namespace, qrels: Qrels, run: Run) -> int:
-    from metricalc.retrieval import evaluate
-    from metricalc.retrieval.zscores import read_zscores
+    from metricalc.retrieval import evaluate, read_zscores
 
     zscores = None if args.zscores is None else read_zscores(args.zscores)
     result = evaluate(qrels, run, args.measures or ["official"], **_options(args),
