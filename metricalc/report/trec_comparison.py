@@ -41,7 +41,7 @@ from metricalc.retrieval.querycube import (
     retrieval_cube,
     run_names,
 )
-from metricalc.retrieval.trec_eval import FAMILIES, Family, TrecEval
+from metricalc.retrieval.trec_eval import FAMILIES, TrecEval
 from metricalc.retrieval.trec_files import Qrels, Run
 
 __all__ = ["RunComparison", "compare_runs", "table_measures"]
@@ -52,15 +52,8 @@ def table_measures(result: TrecEval) -> list[str]:
     mean over queries (``map``, ``P_5``, ``gm_map``, ...), in trec_eval's order; not ``runid``,
     ``num_q`` or the counts (``num_ret``, ``num_rel``, ``num_rel_ret``,
     ``num_nonrel_judged_ret``, whose ``all`` is a sum)."""
-    return [name for name in result.summary if _family(name).kind in ("mean", "gm")]
-
-
-def _family(printed: str) -> Family:
-    """The measure family of a printed name (``P_5`` -> ``P``, ``set_F_0.5`` -> ``set_F``)."""
-    name = printed
-    while name not in FAMILIES:
-        name = name.rpartition("_")[0]
-    return FAMILIES[name]
+    return [name for name in result.summary
+            if FAMILIES[result.families[name]].kind in ("mean", "gm")]
 
 
 @dataclass(frozen=True)
