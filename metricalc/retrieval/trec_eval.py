@@ -19,7 +19,7 @@ averaged over.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,9 +137,13 @@ class Requested:
         return [f.name]
 
 
-def parse_measures(specs: Iterable[str]) -> list[Requested]:
+def parse_measures(specs: Iterable[str], *, families: Mapping[str, Family] = FAMILIES,
+                   nicknames: Mapping[str, tuple[str, ...]] = NICKNAMES,
+                   aliases: Mapping[str, str] = ALIASES) -> list[Requested]:
     """The measures asked for by trec_eval ``-m`` arguments and ranx aliases, in trec_eval's
-    order; cutoffs of one measure asked several times are merged.
+    order; cutoffs of one measure asked several times are merged. ``families``, ``nicknames``
+    and ``aliases`` default to the measures of standard qrels; the other relevance formats
+    (``-R``) pass their own tables.
 
     Examples
     --------
@@ -148,8 +152,8 @@ def parse_measures(specs: Iterable[str]) -> list[Requested]:
     """
     asked: dict[str, tuple[set[float], str | None]] = {}
     for spec in specs:
-        for name, params in _expand(spec.strip()):
-            family = FAMILIES[name]
+        for name, params in _expand(spec.strip(), families, nicknames, aliases):
+            family = families[name]
             values, _ = asked.setdefault(name, (set(), None))
             if params is None:
                 values.update(family.default)
@@ -158,25 +162,27 @@ def parse_measures(specs: Iterable[str]) -> list[Requested]:
                 values.update(parsed)
                 if family.params in ("beta", "average"):  # one value named by its parameters
                     asked[name] = (set(parsed), params)
-    return [Requested(FAMILIES[n], tuple(sorted(asked[n][0])), asked[n][1])
-            for n in FAMILIES if n in asked]
+    return [Requested(families[n], tuple(sorted(asked[n][0])), asked[n][1])
+            for n in families if n in asked]
 
 
-def _expand(spec: str) -> list[tuple[str, str | None]]:
+def _expand(spec: str, families: Mapping[str, Family], nicknames: Mapping[str, tuple[str, ...]],
+            aliases: Mapping[str, str]) -> list[tuple[str, str | None]]:
     lower = spec.lower()
-    for prefix, name in ALIASES.items():
+    for prefix, name in aliases.items():
         if prefix.endswith("@") and lower.startswith(prefix):
             return [(name, spec[len(prefix):])]
         if lower == prefix:
             return [(name, None)]
     name, dot, params = spec.partition(".")
-    if name in NICKNAMES and not dot:
-        return [(n, None) for n in NICKNAMES[name]]
-    if name not in FAMILIES:
-        known = ", ".join([*FAMILIES, *NICKNAMES])
+    if name in nicknames and not dot:
+        return [(n, None) for n in nicknames[name]]
+    if name not in families:
+        known = ", ".join([*families, *nicknames])
+        alias = " or a ranx alias like ndcg@10, precision@5, mrr" if aliases else ""
         raise InvalidInputError(
-            f"unknown measure {spec!r}; expected one of {known} (with .params, e.g. P.5,10) "
-            "or a ranx alias like ndcg@10, precision@5, mrr"
+            f"unknown measure {spec!r}; expected one of {known} (with .params, e.g. P.5,10)"
+            + alias
         )
     if dot and not params:
         raise InvalidInputError(f"measure {spec!r} has an empty parameter list after '.'")

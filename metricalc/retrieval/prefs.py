@@ -1,0 +1,332 @@
+"""Preferences of a run: trec_eval's ``form_prefs_counts.c`` (``-R prefs`` and ``qrels_prefs``).
+
+Per query, the judged documents (those of any line of the query's preferences) get a *docid
+rank*: the retrieved ones ``0 .. J_r - 1`` in the run's order (score descending as float32, ties
+by docno **ascending**, the first ``-M`` documents), the others ``J_r ..`` in docno order.
+Per judgment group (JG):
+
+- one sub-group (JSG): every line is preferred to every line with a lower ``rel_level``
+  (equivalence classes; a document twice at one level counts twice);
+- several JSGs: the preferences of each JSG, closed under transitivity (a preference array);
+  a cycle, or a document both 0 and above 0, is an error.
+
+A preference :math:`a \\succ b` (docid ranks) is *fulfilled, retrieved* if :math:`a < b < J_r`,
+*fulfilled, implied* if :math:`a < J_r \\le b`, *failed, retrieved* if :math:`b < a < J_r`,
+*failed, implied* if :math:`b < J_r \\le a`, and *not occurring* if :math:`a, b \\ge J_r`.
+:class:`PrefsCounts` holds these counts per JG and the per-pair sums the ``prefs_pair``
+measures need; :mod:`~metricalc.retrieval.prefs_measures` turns them into measures.
+docs/retrieval.md gives the definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from metricalc.errors import InvalidInputError
+from metricalc.retrieval.order import decode_ids, score_key
+from metricalc.retrieval.prefs_files import Judgments
+from metricalc.retrieval.trec_files import Run
+
+__all__ = ["COUNTS", "PrefsCounts", "prefs_counts", "run_positions"]
+
+COUNTS = ("ful_ret", "poss_ret", "ful_imp", "poss_imp", "notoccur", "num_rel", "num_rel_ret",
+          "num_nonrel", "num_nonrel_ret", "rnonrel_ful", "rnonrel_poss", "rnonrel_ret_ful",
+          "rnonrel_ret_poss")
+"""Per-JG counts: preferences by class (``poss_*`` include the fulfilled ones), relevant
+(``rel_level > 0``) and non-relevant documents (retrieved), and the fulfilled and possible
+preferences of ``prefs_avgjg_Rnonrel`` and ``prefs_avgjg_Rnonrel_ret``."""
+
+PAIRS = ("pair_sum_ret", "pairs_ret", "pair_sum_imp", "pairs_imp", "pairs_none")
+"""Per query, over document pairs with a preference in some JG: the sum of the fraction of
+their preferences that are fulfilled, and the number of pairs, both retrieved, one retrieved
+(``imp``) and none retrieved."""
+
+
+@dataclass(frozen=True, eq=False)
+class PrefsCounts:
+    """The counts of :data:`COUNTS` per JG (``jg_query[j]`` its query, an index of ``qids``)
+    and of :data:`PAIRS` per query; ``n_prefs_queries`` is the number of queries in the
+    preferences (``-c`` averages over them)."""
+
+    qids: list[str]
+    jg_query: np.ndarray
+    jg: dict[str, np.ndarray]
+    pairs: dict[str, np.ndarray]
+    n_prefs_queries: int
+    tag: str
+
+
+def run_positions(judged: Judgments, run: Run, *, depth: int | None,
+                  descending: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The evaluated queries (codes of ``judged.qids`` in both files), and per line of
+    ``judged`` its query's index among them (-1: not evaluated) and the 0-based rank of its
+    document in the run (-1: not retrieved). The run is ordered by float32 score descending,
+    ties by docno descending (``descending``, ``form_res_rels_jg.c``) or ascending
+    (``form_prefs_counts.c``), and cut at ``depth``."""
+    if depth is not None and depth < 1:
+        raise InvalidInputError(f"depth (-M) must be a positive integer; got {depth}")
+    run_q = _lookup(run.qids, judged.qids)[run.qid]
+    keep = np.flatnonzero(run_q >= 0)
+    name_rank = np.empty(len(run.docnos), dtype=np.int64)
+    name_rank[pc.sort_indices(run.docnos).to_numpy()] = np.arange(len(run.docnos))
+    ties = name_rank[run.doc[keep]]
+    order = keep[np.lexsort((-ties if descending else ties, score_key(run_q[keep],
+                                                                       run.score[keep])))]
+    q = run_q[order]
+    evaluated, first, counts = np.unique(q, return_index=True, return_counts=True)
+    rank = np.arange(q.size) - np.repeat(first, counts)
+    if depth is not None:
+        cut = rank < depth
+        order, q, rank = order[cut], q[cut], rank[cut]
+    n_docs = max(len(judged.docnos), 1)
+    run_doc = _lookup(run.docnos, judged.docnos)[run.doc[order]]
+    known = run_doc >= 0
+    found = pd.Index(q[known] * n_docs + run_doc[known]).get_indexer(
+        judged.qid * n_docs + judged.doc)
+    line_rank = np.where(found >= 0, rank[known][np.maximum(found, 0)], -1)
+    query_index = np.full(len(judged.qids), -1, dtype=np.int64)
+    query_index[evaluated] = np.arange(evaluated.size)
+    return evaluated, query_index[judged.qid], line_rank
+
+
+def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> PrefsCounts:
+    """The preference counts of ``run`` (module docstring) for every query in both files.
+
+    Examples
+    --------
+    >>> from metricalc.retrieval.trec_files import Run
+    >>> from metricalc.retrieval.prefs_files import Judgments
+    >>> prefs = Judgments(pa.array([b"q"]), np.zeros(3, int), np.zeros(3, int),
+    ...                   np.zeros(3, int), pa.array([b"a", b"b", b"c"]), np.arange(3),
+    ...                   np.array([2, 1, 0], np.float32), "prefs", "prefs")
+    >>> counts = prefs_counts(prefs, Run.from_dict({"q": {"b": 2.0, "a": 1.0}}))
+    >>> {k: int(counts.jg[k][0]) for k in ("ful_ret", "poss_ret", "ful_imp", "poss_imp")}
+    {'ful_ret': 0, 'poss_ret': 1, 'ful_imp': 2, 'poss_imp': 2}
+    """
+    evaluated, query, line_rank = run_positions(prefs, run, depth=depth, descending=False)
+    lines = np.flatnonzero(query >= 0)
+    query, line_rank = query[lines], line_rank[lines]
+    doc = prefs.doc[lines]
+    # docid ranks: per query, retrieved judged documents in run order, then the others by docno
+    n_docs = max(len(prefs.docnos), 1)
+    distinct, inverse = np.unique(query * n_docs + doc, return_inverse=True)
+    d_query, d_doc = distinct // n_docs, distinct % n_docs
+    d_rank = np.full(distinct.size, -1, dtype=np.int64)
+    d_rank[inverse] = line_rank
+    retrieved = d_rank >= 0
+    by_rank = np.lexsort((np.where(retrieved, d_rank, d_doc), ~retrieved, d_query))
+    starts = np.searchsorted(d_query[by_rank], np.arange(evaluated.size + 1))
+    docid = np.empty(distinct.size, dtype=np.int64)
+    docid[by_rank] = np.arange(distinct.size) - np.repeat(starts[:-1], np.diff(starts))
+    n_judged = np.diff(starts)
+    n_judged_ret = np.bincount(d_query[retrieved], minlength=evaluated.size)
+    # lines in trec_eval's order: query, JG, JSG, rel_level descending, docid rank
+    rank = docid[inverse]
+    jg, jsg, rel = prefs.jg[lines], prefs.jsg[lines], prefs.rel[lines]
+    order = np.lexsort((rank, -rel, jsg, jg, query))
+    query, jg, jsg, rel, rank = query[order], jg[order], jsg[order], rel[order], rank[order]
+    new_jg = np.r_[True, (query[1:] != query[:-1]) | (jg[1:] != jg[:-1])]
+    bounds = np.r_[np.flatnonzero(new_jg), query.size]
+    jg_query = query[bounds[:-1]]
+    per_jg = {name: np.zeros(jg_query.size) for name in COUNTS}
+    per_query = {name: np.zeros(evaluated.size) for name in PAIRS}
+    names = prefs.docnos.take(pa.array(prefs.doc[lines][order]))
+    q_bounds = np.searchsorted(jg_query, np.arange(evaluated.size + 1))
+    for q in range(evaluated.size):  # a loop over JGs: each builds its own preferences
+        pairs = []
+        for j in range(q_bounds[q], q_bounds[q + 1]):
+            s = slice(bounds[j], bounds[j + 1])
+            group = _Group(rank[s], rel[s], jsg[s], int(n_judged[q]), int(n_judged_ret[q]))
+            try:
+                a, b = group.preferences()
+            except _Conflict as conflict:
+                qid = prefs.qids[int(evaluated[q])].as_py().decode("utf-8", "replace")
+                docno = names[bounds[j] + conflict.args[1]].as_py().decode("utf-8", "replace")
+                raise InvalidInputError(f"{prefs.source}: query {qid!r}, document {docno!r}: "
+                                        f"{conflict.args[0]}") from None
+            for name, value in group.counts(a, b).items():
+                per_jg[name][j] = value
+            pairs.append((a, b))
+        for name, value in _pair_sums(pairs, int(n_judged[q]), int(n_judged_ret[q])).items():
+            per_query[name][q] = value
+    return PrefsCounts(decode_ids(prefs.qids.take(pa.array(evaluated))), jg_query, per_jg,
+                       per_query, len(prefs.qids), run.tag)
+
+
+class _Conflict(Exception):
+    """Inconsistent preferences in one JG: a message and the offending line of the group."""
+
+
+@dataclass
+class _Group:
+    """One JG's lines (in trec_eval's order) with the query's judged and judged retrieved
+    document counts."""
+
+    rank: np.ndarray
+    rel: np.ndarray
+    jsg: np.ndarray
+    n_judged: int
+    n_ret: int
+
+    @property
+    def classes(self) -> bool:
+        """Whether the JG is one JSG (equivalence classes by ``rel_level``)."""
+        return bool((self.jsg == self.jsg[0]).all())
+
+    def preferences(self) -> tuple[np.ndarray, np.ndarray]:
+        """Docid ranks ``(a, b)`` of every preference :math:`a \\succ b` (with multiplicity for
+        equivalence classes)."""
+        if self.classes:
+            above = self.rel[:, None] > self.rel[None, :]
+            a, b = np.nonzero(above)
+            same = self.rank[a] == self.rank[b]
+            if same.any():
+                raise _Conflict("a document has two rel_levels in one judgment sub-group",
+                                int(a[same][0]))
+            return self.rank[a], self.rank[b]
+        array = self._closure()
+        a, b = np.nonzero(array)
+        return a, b
+
+    def _levels(self) -> np.ndarray:
+        """Per docid rank, the rel_level of its last line in the JG (-1: no line), as
+        trec_eval's ``rel_array``; a document both 0 and above 0 is a conflict."""
+        zero = np.zeros(self.n_judged, dtype=bool)
+        positive = np.zeros(self.n_judged, dtype=bool)
+        zero[self.rank[self.rel == 0]] = True
+        positive[self.rank[self.rel > 0]] = True
+        if (zero & positive).any():
+            bad = int(np.flatnonzero(zero[self.rank] & positive[self.rank])[0])
+            raise _Conflict("a document has both rel_level 0 and a rel_level above 0", bad)
+        levels = np.full(self.n_judged, -1.0, dtype=np.float32)
+        levels[self.rank] = self.rel  # numpy keeps the last of repeated indices
+        return levels
+
+    def _closure(self) -> np.ndarray:
+        """The preference array of several JSGs, closed under transitivity."""
+        n = self.n_judged
+        direct = np.zeros((n, n), dtype=bool)
+        same_jsg = self.jsg[:, None] == self.jsg[None, :]
+        a, b = np.nonzero(same_jsg & (self.rel[:, None] > self.rel[None, :]))
+        direct[self.rank[a], self.rank[b]] = True
+        self._levels()  # the 0 / above 0 check
+        closed = direct | np.eye(n, dtype=bool)
+        while True:  # squaring doubles the path length: log2(n) products at most
+            wider = (closed.astype(np.float32) @ closed.astype(np.float32)) > 0
+            if (wider == closed).all():
+                break
+            closed = wider
+        np.fill_diagonal(closed, False)
+        both = closed & closed.T
+        if both.any():
+            i = int(np.flatnonzero(both.any(axis=1))[0])
+            raise _Conflict("preferences in one judgment group form a cycle",
+                            int(np.flatnonzero(self.rank == i)[0]))
+        return closed
+
+    def counts(self, a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+        """The counts of :data:`COUNTS` for the preferences ``a`` over ``b``."""
+        r = self.n_ret
+        out = _classify(a, b, r)
+        if self.classes:
+            relevant = self.rel > 0
+            ret = self.rank < r
+            out |= {"num_rel": relevant.sum(), "num_rel_ret": (relevant & ret).sum(),
+                    "num_nonrel": (~relevant).sum(), "num_nonrel_ret": (~relevant & ret).sum()}
+        else:
+            levels = self._levels()
+            ret = np.arange(self.n_judged) < r
+            out |= {"num_rel": (levels > 0).sum(), "num_rel_ret": ((levels > 0) & ret).sum(),
+                    "num_nonrel": (levels == 0).sum(),
+                    "num_nonrel_ret": ((levels == 0) & ret).sum()}
+        for retrieved_only in (False, True):
+            prefix = "rnonrel_ret_" if retrieved_only else "rnonrel_"
+            big_r = out["num_rel_ret" if retrieved_only else "num_rel"]
+            big_n = out["num_nonrel_ret" if retrieved_only else "num_nonrel"]
+            if big_r >= big_n:  # R - N non-relevant documents added below every relevant one
+                ful = out["ful_ret"] + (0 if retrieved_only else out["ful_imp"])
+                poss = out["poss_ret"] + (0 if retrieved_only else out["poss_imp"]
+                                          + out["notoccur"])
+                ful += out["num_rel_ret"] * (big_r - big_n)
+                poss += out["num_rel"] * (big_r - big_n)
+            elif self.classes:
+                ful, poss = self._rnonrel_classes(int(big_r), retrieved_only)
+            else:
+                ful, poss = self._rnonrel_array(a, b, int(out["num_rel"]), retrieved_only)
+            out[prefix + "ful"], out[prefix + "poss"] = ful, poss
+        return {k: float(v) for k, v in out.items()}
+
+    def _rnonrel_classes(self, keep: int, retrieved_only: bool) -> tuple[int, int]:
+        """trec_eval's recount with the lowest class cut to its first ``keep`` documents:
+        pairs of lines above the lowest class, plus every line against each kept one."""
+        r = self.n_ret
+        last = self.rel == self.rel.min()
+        x = np.flatnonzero(~last)
+        kept = self.rank[last][:keep]
+        rank = self.rank
+        if retrieved_only:
+            x = x[rank[x] < r]
+            kept = kept[kept < r]
+        above = self.rel[x][:, None] > self.rel[x][None, :]
+        first, second = np.nonzero(above)
+        everyone = rank if not retrieved_only else rank[rank < r]
+        a = np.r_[rank[x][first], np.repeat(everyone, kept.size)]
+        b = np.r_[rank[x][second], np.tile(kept, everyone.size)]
+        fulfilled = (a < b) & (a < r)
+        return int(fulfilled.sum()), int(a.size)
+
+    def _rnonrel_array(self, a: np.ndarray, b: np.ndarray, num_rel: int,
+                       retrieved_only: bool) -> tuple[int, int]:
+        """trec_eval's recount of a preference array without the non-relevant documents after
+        the ``num_rel``-th one (in docid rank order)."""
+        levels = self._levels()
+        scan = self.n_ret if retrieved_only else self.n_judged
+        nonrel = np.flatnonzero(levels[:scan] == 0)
+        first_dropped = nonrel[num_rel] if nonrel.size > num_rel else scan
+        dropped = (np.arange(self.n_judged) >= first_dropped) & (levels == 0)
+        keep = ~dropped[a] & ~dropped[b]
+        if retrieved_only:
+            keep &= (a < self.n_ret) & (b < self.n_ret)
+        c = _classify(a[keep], b[keep], self.n_ret)
+        if retrieved_only:
+            return c["ful_ret"], c["poss_ret"]
+        return c["ful_ret"] + c["ful_imp"], c["poss_ret"] + c["poss_imp"] + c["notoccur"]
+
+
+def _classify(a: np.ndarray, b: np.ndarray, r: int) -> dict[str, int]:
+    """Preferences :math:`a \\succ b` counted by class (``poss_*`` include the fulfilled)."""
+    a_ret, b_ret = a < r, b < r
+    return {"ful_ret": int(((a < b) & b_ret).sum()),
+            "poss_ret": int((a_ret & b_ret).sum()),
+            "ful_imp": int((a_ret & ~b_ret).sum()),
+            "poss_imp": int((a_ret != b_ret).sum()),
+            "notoccur": int((~a_ret & ~b_ret).sum())}
+
+
+def _pair_sums(pairs: list[tuple[np.ndarray, np.ndarray]], n: int, r: int) -> dict[str, float]:
+    """The per-query values of :data:`PAIRS` from every JG's preferences."""
+    a = np.concatenate([p[0] for p in pairs])
+    b = np.concatenate([p[1] for p in pairs])
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    key = low * max(n, 1) + high
+    distinct, inverse = np.unique(key, return_inverse=True)
+    toward_low = np.bincount(inverse, weights=(a < b), minlength=distinct.size)
+    total = np.bincount(inverse, minlength=distinct.size)
+    fraction = toward_low / total
+    low, high = distinct // max(n, 1), distinct % max(n, 1)
+    both, one = high < r, (low < r) & (high >= r)
+    return {"pair_sum_ret": float(fraction[both].sum()), "pairs_ret": float(both.sum()),
+            "pair_sum_imp": float(fraction[one].sum()), "pairs_imp": float(one.sum()),
+            "pairs_none": float((low >= r).sum())}
+
+
+def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
+    """Index of each of ``values`` in ``value_set``, -1 where absent."""
+    found = pc.index_in(values, value_set=value_set)
+    index: np.ndarray = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return index
