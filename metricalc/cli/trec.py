@@ -26,6 +26,8 @@ TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 TESTS = ("randomization", "ttest", "wilcoxon", "sign")
 """The tests of ``metricalc.stats.TESTS`` that take any per-query value (not McNemar's; not
 ``auto``, which would pick McNemar's for 0/1 measures: the default is the test of the mean)."""
+REL_FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
+"""trec_eval's ``-R`` relevance formats (:mod:`metricalc.retrieval.prefs_files`)."""
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
 
@@ -57,6 +59,10 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="smallest relevant qrels value (default 1)")
     te.add_argument("-M", type=int, dest="depth", metavar="DEPTH",
                     help="evaluate the first DEPTH documents of each query only")
+    te.add_argument("-R", choices=REL_FORMATS, default="qrels", dest="rel_format",
+                    help="format of QRELS: qrels (default), prefs (qid jg jsg docno rel_level), "
+                    "qrels_prefs (qrels read as preferences), qrels_jg (qid jg docno rel); "
+                    "the last three take their own measures (default: prefs, prefs, qrels_jg)")
     te.add_argument("--ties", choices=TIES, default="trec_eval",
                     help="order of tied scores (default trec_eval: docno descending)")
     te.add_argument("--json", action="store_true",
@@ -83,6 +89,8 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _trec_eval(args: argparse.Namespace) -> int:
     from metricalc.retrieval import read_qrels, read_run
 
+    if args.rel_format != "qrels":
+        return _other_format(args)
     qrels = read_qrels(args.qrels)
     if len(args.run_files) > 1:
         return _compare_runs(args, qrels, {name: read_run(path) for name, path in
@@ -91,6 +99,37 @@ def _trec_eval(args: argparse.Namespace) -> int:
         if value is not None:
             raise InvalidInputError(f"{flag} compares several runs; give two run files or more")
     return _one_run(args, qrels, read_run(args.run_files[0]))
+
+
+def _other_format(args: argparse.Namespace) -> int:
+    """One run against preferences or qrels with judgment groups (``-R``)."""
+    from metricalc.retrieval import read_run
+    from metricalc.retrieval import prefs_files as pf
+
+    given = [flag for flag, on in (("several runs", len(args.run_files) > 1),
+                                   ("--cube", args.cube is not None),
+                                   ("--ties", args.ties != "trec_eval")) if on]
+    if given:
+        raise InvalidInputError(f"-R {args.rel_format} evaluates one run with trec_eval's "
+                                f"order; {', '.join(given)} need -R qrels")
+    run = read_run(args.run_files[0])
+    if args.rel_format == "qrels_jg":
+        from metricalc.retrieval.judgment_groups import evaluate_qrels_jg
+
+        result = evaluate_qrels_jg(pf.read_qrels_jg(args.qrels), run,
+                                   args.measures or ["qrels_jg"], complete=args.complete,
+                                   level=args.level, depth=args.depth)
+    else:
+        from metricalc.retrieval.prefs_measures import evaluate_prefs
+
+        read = pf.read_prefs if args.rel_format == "prefs" else pf.read_qrels_prefs
+        result = evaluate_prefs(read(args.qrels), run, args.measures or ["prefs"],
+                                complete=args.complete, depth=args.depth)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        print(result.to_text(per_query=args.per_query), end="")
+    return 0
 
 
 def _options(args: argparse.Namespace) -> EvalOptions:
