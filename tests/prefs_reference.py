@@ -152,7 +152,7 @@ def measures(lines: list[Line], run: dict[str, dict[str, float]],
             avg = sums["Rnonrel" + name]
             values["prefs_avgjg_Rnonrel" + name] = avg / len(jgs) if avg > 0 else 0.0
         pair = {"": [], "_ret": [], "_imp": []}
-        for (a, b), n_ab in list(ca.items()):
+        for a, b in list(ca):
             if a > b and (b, a) in ca:
                 continue  # counted from the other side
             lo, hi = min(a, b), max(a, b)

@@ -192,8 +192,9 @@ def random_case(seed: int):
             for s in range(n_jsg):
                 members = pool if n_jsg == 1 else rng.sample(pool, rng.randint(2, len(pool)))
                 lines.extend((q, f"u{g}", f"s{s}", d, hidden[d]) for d in members)
-    run = {q: {d: float(rng.choice([0.5, 1.0, 1.5, 2.0, 3.0])) for d in
-               rng.sample(docs + ["x1", "x2"], rng.randint(1, 9))} for q in ("q1", "q2", "q3", "q5")}
+    run = {q: {d: rng.choice([0.5, 1.0, 1.5, 2.0, 3.0])
+               for d in rng.sample([*docs, "x1", "x2"], rng.randint(1, 9))}
+           for q in ("q1", "q2", "q3", "q5")}
     return lines, run, rng.choice([None, None, 2, 4])
 
 

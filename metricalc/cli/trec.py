@@ -60,9 +60,10 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     te.add_argument("-M", type=int, dest="depth", metavar="DEPTH",
                     help="evaluate the first DEPTH documents of each query only")
     te.add_argument("-R", choices=REL_FORMATS, default="qrels", dest="rel_format",
-                    help="format of QRELS: qrels (default), prefs (qid jg jsg docno rel_level), "
-                    "qrels_prefs (qrels read as preferences), qrels_jg (qid jg docno rel); "
-                    "the last three take their own measures (default: prefs, prefs, qrels_jg)")
+                    help="format of QRELS (default: qrels): qrels, prefs (qid jg jsg docno "
+                    "rel_level), qrels_prefs (qrels read as preferences), qrels_jg (qid jg docno "
+                    "rel); the last three have their own measures, by default the nicknames "
+                    "prefs, prefs and qrels_jg")
     te.add_argument("--ties", choices=TIES, default="trec_eval",
                     help="order of tied scores (default trec_eval: docno descending)")
     te.add_argument("--json", action="store_true",
@@ -103,8 +104,8 @@ def _trec_eval(args: argparse.Namespace) -> int:
 
 def _other_format(args: argparse.Namespace) -> int:
     """One run against preferences or qrels with judgment groups (``-R``)."""
-    from metricalc.retrieval import read_run
     from metricalc.retrieval import prefs_files as pf
+    from metricalc.retrieval import read_run
 
     given = [flag for flag, on in (("several runs", len(args.run_files) > 1),
                                    ("--cube", args.cube is not None),

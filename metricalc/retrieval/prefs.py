@@ -144,7 +144,7 @@ def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> Pre
             group = _Group(rank[s], rel[s], jsg[s], int(n_judged[q]), int(n_judged_ret[q]))
             try:
                 a, b = group.preferences()
-            except _Conflict as conflict:
+            except _ConflictError as conflict:
                 qid = prefs.qids[int(evaluated[q])].as_py().decode("utf-8", "replace")
                 docno = names[bounds[j] + conflict.args[1]].as_py().decode("utf-8", "replace")
                 raise InvalidInputError(f"{prefs.source}: query {qid!r}, document {docno!r}: "
@@ -158,7 +158,7 @@ def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> Pre
                        per_query, len(prefs.qids), run.tag)
 
 
-class _Conflict(Exception):
+class _ConflictError(Exception):
     """Inconsistent preferences in one JG: a message and the offending line of the group."""
 
 
@@ -186,7 +186,7 @@ class _Group:
             a, b = np.nonzero(above)
             same = self.rank[a] == self.rank[b]
             if same.any():
-                raise _Conflict("a document has two rel_levels in one judgment sub-group",
+                raise _ConflictError("a document has two rel_levels in one judgment sub-group",
                                 int(a[same][0]))
             return self.rank[a], self.rank[b]
         array = self._closure()
@@ -202,7 +202,7 @@ class _Group:
         positive[self.rank[self.rel > 0]] = True
         if (zero & positive).any():
             bad = int(np.flatnonzero(zero[self.rank] & positive[self.rank])[0])
-            raise _Conflict("a document has both rel_level 0 and a rel_level above 0", bad)
+            raise _ConflictError("a document has both rel_level 0 and a rel_level above 0", bad)
         levels = np.full(self.n_judged, -1.0, dtype=np.float32)
         levels[self.rank] = self.rel  # numpy keeps the last of repeated indices
         return levels
@@ -225,7 +225,7 @@ class _Group:
         both = closed & closed.T
         if both.any():
             i = int(np.flatnonzero(both.any(axis=1))[0])
-            raise _Conflict("preferences in one judgment group form a cycle",
+            raise _ConflictError("preferences in one judgment group form a cycle",
                             int(np.flatnonzero(self.rank == i)[0]))
         return closed
 

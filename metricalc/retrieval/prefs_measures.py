@@ -38,8 +38,8 @@ _IMP = ("ful_ret", "ful_imp"), ("poss_ret", "poss_imp")
 
 def _per_query(counts: PrefsCounts, names: Sequence[str]) -> np.ndarray:
     """Per query, the sum over its JGs of the counts ``names``."""
-    total = sum(counts.jg[n] for n in names)
-    summed: np.ndarray = np.bincount(counts.jg_query, weights=total, minlength=len(counts.qids))
+    summed: np.ndarray = np.bincount(counts.jg_query, weights=_jg_sum(counts, names),
+                                     minlength=len(counts.qids))
     return summed
 
 
@@ -66,11 +66,15 @@ def _jg_mean(counts: PrefsCounts, per_jg: np.ndarray) -> np.ndarray:
     return np.where(positive, total / np.maximum(n_jgs, 1), 0.0)
 
 
+def _jg_sum(counts: PrefsCounts, names: Sequence[str]) -> np.ndarray:
+    """Per JG, the sum of the counts ``names``."""
+    total: np.ndarray = np.sum([counts.jg[n] for n in names], axis=0)
+    return total
+
+
 def _avgjg(classes: tuple[Sequence[str], Sequence[str]]) -> Callable[[PrefsCounts], np.ndarray]:
     def avgjg(counts: PrefsCounts) -> np.ndarray:
-        ful = sum(counts.jg[n] for n in classes[0])
-        poss = sum(counts.jg[n] for n in classes[1])
-        return _jg_mean(counts, _ratio(ful, poss))
+        return _jg_mean(counts, _ratio(_jg_sum(counts, classes[0]), _jg_sum(counts, classes[1])))
     return avgjg
 
 
