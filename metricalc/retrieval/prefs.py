@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval.order import decode_ids, score_key
+from metricalc.retrieval.prefs_classes import ClassLines, class_counts
 from metricalc.retrieval.prefs_files import Judgments
 from metricalc.retrieval.trec_files import Run
 
@@ -133,24 +134,53 @@ def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> Pre
     new_jg = np.r_[True, (query[1:] != query[:-1]) | (jg[1:] != jg[:-1])]
     bounds = np.r_[np.flatnonzero(new_jg), query.size]
     jg_query = query[bounds[:-1]]
-    per_jg = {name: np.zeros(jg_query.size) for name in COUNTS}
-    per_query = {name: np.zeros(evaluated.size) for name in PAIRS}
+    n_jgs = jg_query.size
+    group = np.repeat(np.arange(n_jgs), np.diff(bounds))
+    sub_groups = np.bincount(group, weights=np.r_[False, (jsg[1:] != jsg[:-1]) & ~new_jg[1:]],
+                             minlength=n_jgs)
+    classes = (sub_groups == 0)[group]  # lines of one-sub-group JGs
     names = prefs.docnos.take(pa.array(prefs.doc[lines][order]))
+
+    def conflict(line: int, message: str) -> InvalidInputError:
+        qid = prefs.qids[int(evaluated[query[line]])].as_py().decode("utf-8", "replace")
+        docno = names[line].as_py().decode("utf-8", "replace")
+        return InvalidInputError(f"{prefs.source}: query {qid!r}, document {docno!r}: {message}")
+
+    # one document at two levels of one sub-group; lines are sorted by level within a JG
+    by_doc = np.flatnonzero(classes)[np.lexsort((rank[classes], group[classes]))]
+    twice = ((group[by_doc][1:] == group[by_doc][:-1]) & (rank[by_doc][1:] == rank[by_doc][:-1])
+             & (rel[by_doc][1:] != rel[by_doc][:-1]))
+    if twice.any():
+        raise conflict(int(by_doc[1:][twice][0]),
+                       "a document has two rel_levels in one judgment sub-group")
+    ec = ClassLines(group[classes], rank[classes], rel[classes], n_judged_ret[query[classes]],
+                    n_jgs)
+    per_jg = class_counts(ec)
+    # one JG of classes without a document listed twice: its pairs are its preferences
+    duplicated = np.bincount(by_doc[1:][(group[by_doc][1:] == group[by_doc][:-1])
+                                        & (rank[by_doc][1:] == rank[by_doc][:-1])],
+                             minlength=query.size) > 0
+    simple = (np.bincount(jg_query, minlength=evaluated.size) == 1) & (
+        np.bincount(query, weights=~classes | duplicated, minlength=evaluated.size) == 0)
+    simple_jg = simple[jg_query]
+    per_query = {name: np.zeros(evaluated.size) for name in PAIRS}
+    for pair, count in (("pair_sum_ret", "ful_ret"), ("pairs_ret", "poss_ret"),
+                        ("pair_sum_imp", "ful_imp"), ("pairs_imp", "poss_imp"),
+                        ("pairs_none", "notoccur")):
+        per_query[pair][jg_query[simple_jg]] = per_jg[count][simple_jg]
     q_bounds = np.searchsorted(jg_query, np.arange(evaluated.size + 1))
-    for q in range(evaluated.size):  # a loop over JGs: each builds its own preferences
+    for q in np.flatnonzero(~simple):  # a loop over the JGs of the other queries
         pairs = []
         for j in range(q_bounds[q], q_bounds[q + 1]):
             s = slice(bounds[j], bounds[j + 1])
-            group = _Group(rank[s], rel[s], jsg[s], int(n_judged[q]), int(n_judged_ret[q]))
+            one = _Group(rank[s], rel[s], jsg[s], int(n_judged[q]), int(n_judged_ret[q]))
             try:
-                a, b = group.preferences()
-            except _ConflictError as conflict:
-                qid = prefs.qids[int(evaluated[q])].as_py().decode("utf-8", "replace")
-                docno = names[bounds[j] + conflict.args[1]].as_py().decode("utf-8", "replace")
-                raise InvalidInputError(f"{prefs.source}: query {qid!r}, document {docno!r}: "
-                                        f"{conflict.args[0]}") from None
-            for name, value in group.counts(a, b).items():
-                per_jg[name][j] = value
+                a, b = one.preferences()
+            except _ConflictError as error:
+                raise conflict(bounds[j] + error.args[1], error.args[0]) from None
+            if not one.classes:
+                for name, value in one.counts(a, b).items():
+                    per_jg[name][j] = value
             pairs.append((a, b))
         for name, value in _pair_sums(pairs, int(n_judged[q]), int(n_judged_ret[q])).items():
             per_query[name][q] = value
@@ -182,15 +212,9 @@ class _Group:
         """Docid ranks ``(a, b)`` of every preference :math:`a \\succ b` (with multiplicity for
         equivalence classes)."""
         if self.classes:
-            above = self.rel[:, None] > self.rel[None, :]
-            a, b = np.nonzero(above)
-            same = self.rank[a] == self.rank[b]
-            if same.any():
-                raise _ConflictError("a document has two rel_levels in one judgment sub-group",
-                                int(a[same][0]))
+            a, b = np.nonzero(self.rel[:, None] > self.rel[None, :])
             return self.rank[a], self.rank[b]
-        array = self._closure()
-        a, b = np.nonzero(array)
+        a, b = np.nonzero(self._closure())
         return a, b
 
     def _levels(self) -> np.ndarray:
@@ -230,20 +254,14 @@ class _Group:
         return closed
 
     def counts(self, a: np.ndarray, b: np.ndarray) -> dict[str, float]:
-        """The counts of :data:`COUNTS` for the preferences ``a`` over ``b``."""
+        """The counts of :data:`COUNTS` of a preference array's preferences ``a`` over ``b``
+        (one-sub-group JGs: :func:`~metricalc.retrieval.prefs_classes.class_counts`)."""
         r = self.n_ret
-        out = _classify(a, b, r)
-        if self.classes:
-            relevant = self.rel > 0
-            ret = self.rank < r
-            out |= {"num_rel": relevant.sum(), "num_rel_ret": (relevant & ret).sum(),
-                    "num_nonrel": (~relevant).sum(), "num_nonrel_ret": (~relevant & ret).sum()}
-        else:
-            levels = self._levels()
-            ret = np.arange(self.n_judged) < r
-            out |= {"num_rel": (levels > 0).sum(), "num_rel_ret": ((levels > 0) & ret).sum(),
-                    "num_nonrel": (levels == 0).sum(),
-                    "num_nonrel_ret": ((levels == 0) & ret).sum()}
+        out: dict[str, float] = dict(_classify(a, b, r))
+        levels = self._levels()
+        ret = np.arange(self.n_judged) < r
+        out |= {"num_rel": (levels > 0).sum(), "num_rel_ret": ((levels > 0) & ret).sum(),
+                "num_nonrel": (levels == 0).sum(), "num_nonrel_ret": ((levels == 0) & ret).sum()}
         for retrieved_only in (False, True):
             prefix = "rnonrel_ret_" if retrieved_only else "rnonrel_"
             big_r = out["num_rel_ret" if retrieved_only else "num_rel"]
@@ -254,31 +272,10 @@ class _Group:
                                           + out["notoccur"])
                 ful += out["num_rel_ret"] * (big_r - big_n)
                 poss += out["num_rel"] * (big_r - big_n)
-            elif self.classes:
-                ful, poss = self._rnonrel_classes(int(big_r), retrieved_only)
             else:
                 ful, poss = self._rnonrel_array(a, b, int(out["num_rel"]), retrieved_only)
             out[prefix + "ful"], out[prefix + "poss"] = ful, poss
         return {k: float(v) for k, v in out.items()}
-
-    def _rnonrel_classes(self, keep: int, retrieved_only: bool) -> tuple[int, int]:
-        """trec_eval's recount with the lowest class cut to its first ``keep`` documents:
-        pairs of lines above the lowest class, plus every line against each kept one."""
-        r = self.n_ret
-        last = self.rel == self.rel.min()
-        x = np.flatnonzero(~last)
-        kept = self.rank[last][:keep]
-        rank = self.rank
-        if retrieved_only:
-            x = x[rank[x] < r]
-            kept = kept[kept < r]
-        above = self.rel[x][:, None] > self.rel[x][None, :]
-        first, second = np.nonzero(above)
-        everyone = rank if not retrieved_only else rank[rank < r]
-        a = np.r_[rank[x][first], np.repeat(everyone, kept.size)]
-        b = np.r_[rank[x][second], np.tile(kept, everyone.size)]
-        fulfilled = (a < b) & (a < r)
-        return int(fulfilled.sum()), int(a.size)
 
     def _rnonrel_array(self, a: np.ndarray, b: np.ndarray, num_rel: int,
                        retrieved_only: bool) -> tuple[int, int]:
