@@ -159,6 +159,12 @@ def test_ties_are_broken_by_docno_ascending_and_depth_cuts(tmp_path):
     assert cut["prefs_num_prefs_ful"] == 0 and cut["prefs_simp_imp"] == 0.0
 
 
+def test_no_judged_document_retrieved(tmp_path):
+    v = one_query(tmp_path, "q u s a 1\nq u s b 0\n", {"x": 1.0})
+    assert v["prefs_num_prefs_poss"] == 1 and v["prefs_num_prefs_ful"] == 0
+    assert v["prefs_simp"] == 0.0 and v["prefs_pair"] == 0.0
+
+
 def test_complete_averages_over_every_query_of_the_preferences(tmp_path):
     path = prefs_file(tmp_path, "q u s a 1\nq u s b 0\nz u s a 1\nz u s b 0\n")
     run = Run.from_dict({"q": {"a": 2.0, "b": 1.0}})
@@ -187,7 +193,7 @@ def random_case(seed: int):
     for q in ("q1", "q2", "q3", "q4"):
         for g in range(rng.randint(1, 3)):
             pool = rng.sample(docs, rng.randint(2, 7))
-            hidden = {d: rng.choice([0.0, 0.0, 1.0, 2.0, 3.5, -1.0]) for d in pool}
+            hidden = {d: rng.choice([0.0, 0.0, 1.0, 2.0, 3.5]) for d in pool}
             n_jsg = rng.choice([1, 1, 2, 3])
             for s in range(n_jsg):
                 members = pool if n_jsg == 1 else rng.sample(pool, rng.randint(2, len(pool)))

@@ -89,7 +89,8 @@ def run_positions(judged: Judgments, run: Run, *, depth: int | None,
     known = run_doc >= 0
     found = pd.Index(q[known] * n_docs + run_doc[known]).get_indexer(
         judged.qid * n_docs + judged.doc)
-    line_rank = np.where(found >= 0, rank[known][np.maximum(found, 0)], -1)
+    line_rank = np.full(found.size, -1, dtype=np.int64)
+    line_rank[found >= 0] = rank[known][found[found >= 0]]
     query_index = np.full(len(judged.qids), -1, dtype=np.int64)
     query_index[evaluated] = np.arange(evaluated.size)
     return evaluated, query_index[judged.qid], line_rank
