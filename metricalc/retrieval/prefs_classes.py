@@ -49,7 +49,8 @@ def _different_pairs(lines: ClassLines, mask: np.ndarray) -> np.ndarray:
     class_group = np.zeros(per_class.size, dtype=np.int64)
     class_group[lines.code] = lines.g
     np.add.at(squares, class_group, per_class.astype(np.float64) ** 2)
-    return (n * n - squares) / 2
+    pairs: np.ndarray = (n * n - squares) / 2
+    return pairs
 
 
 def _implied_fulfilled(lines: ClassLines, mask: np.ndarray) -> np.ndarray:

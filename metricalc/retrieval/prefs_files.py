@@ -109,26 +109,64 @@ def _read(path: str | os.PathLike[str], fmt: str) -> Judgments:
         raise InvalidInputError(
             f"{path}: cannot read the file ({error.strerror}); expected {expected} lines"
         ) from None
+    integer = fmt == "qrels_jg"
+    columns, values = (_split(data, n_fields, integer=integer)
+                       or _scan(path, data, n_fields, expected, integer=integer))
+    if not values.size:
+        raise InvalidInputError(f"{path}: the file is empty; expected {expected} lines")
+    qid, qids = _codes(columns[0])
+    jg, _ = _codes(columns[1])
+    jsg = _codes(columns[2])[0] if fmt == "prefs" else np.zeros(qid.size, dtype=np.int64)
+    doc, docnos = _codes(columns[-1])
+    return Judgments(qids, qid, jg, jsg, docnos, doc, values, fmt, str(path))
+
+
+WHITESPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
+"""The bytes that separate fields (C's ``isspace``, Python's ``bytes.split``)."""
+
+
+def _split(data: bytes, n_fields: int, *,
+           integer: bool) -> tuple[list[list[bytes]], np.ndarray] | None:
+    """The fields of a well-formed file (every non-blank line ``n_fields`` fields, the last one a
+    number: int64 if ``integer``, else finite, as float32), split at once; None otherwise."""
+    tokens = data.split()
+    raw = np.frombuffer(data, dtype=np.uint8)
+    space = np.isin(raw, WHITESPACE)
+    starts = ~space & np.r_[True, space[:-1]]
+    line = np.cumsum(raw == ord("\n"))[starts]
+    per_line = np.bincount(line)
+    if not tokens or not ((per_line == 0) | (per_line == n_fields)).all():
+        return None
+    columns = [tokens[i:-1:n_fields] for i in range(n_fields - 1)]
+    try:
+        values = np.array(tokens[n_fields - 1::n_fields]).astype(
+            np.int64 if integer else np.float64)
+    except ValueError:
+        return None
+    if not integer:
+        if not np.isfinite(values).all():
+            return None
+        values = values.astype(np.float32)
+    return columns, values
+
+
+def _scan(path: Path, data: bytes, n_fields: int, expected: str, *,
+          integer: bool) -> tuple[list[list[bytes]], np.ndarray]:
+    """:func:`_split` line by line: an :class:`~metricalc.errors.InvalidInputError` names the
+    first line with other than ``n_fields`` fields or a relevance that is not a number."""
     columns: list[list[bytes]] = [[] for _ in range(n_fields - 1)]
-    rel: list[float] = []
-    for number, line in enumerate(data.splitlines(), start=1):
+    values: list[float] = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
         fields = line.split()
         if not fields:
             continue
         if len(fields) != n_fields:
             raise InvalidInputError(f"{path} line {number}: expected {n_fields} fields "
                                     f"{expected}; found {len(fields)}")
-        rel.append(_number(f"{path} line {number}", fields[-1], integer=fmt == "qrels_jg"))
+        values.append(_number(f"{path} line {number}", fields[-1], integer=integer))
         for column, value in zip(columns, fields, strict=False):
             column.append(value)
-    if not rel:
-        raise InvalidInputError(f"{path}: the file is empty; expected {expected} lines")
-    qid, qids = _codes(columns[0])
-    jg, _ = _codes(columns[1])
-    jsg = _codes(columns[2])[0] if fmt == "prefs" else np.zeros(qid.size, dtype=np.int64)
-    doc, docnos = _codes(columns[-1])
-    values = np.array(rel, dtype=np.int64 if fmt == "qrels_jg" else np.float32)
-    return Judgments(qids, qid, jg, jsg, docnos, doc, values, fmt, str(path))
+    return columns, np.array(values, dtype=np.int64 if integer else np.float32)
 
 
 def _codes(values: list[bytes]) -> tuple[np.ndarray, pa.Array]:
@@ -151,7 +189,7 @@ def _number(where: str, field: bytes, *, integer: bool) -> float:
 
 def _line_numbers(path: str | os.PathLike[str]) -> list[int]:
     """The file's line number of every non-blank line (for messages only)."""
-    lines = Path(path).read_bytes().splitlines()
+    lines = Path(path).read_bytes().split(b"\n")
     return [n for n, line in enumerate(lines, start=1) if line.split()]
 
 
