@@ -62,13 +62,12 @@ class PrefsCounts:
     tag: str
 
 
-def run_positions(judged: Judgments, run: Run, *, depth: int | None,
-                  descending: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run_positions(judged: Judgments, run: Run, *,
+                  depth: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The evaluated queries (codes of ``judged.qids`` in both files), and per line of
     ``judged`` its query's index among them (-1: not evaluated) and the 0-based rank of its
-    document in the run (-1: not retrieved). The run is ordered by float32 score descending,
-    ties by docno descending (``descending``, ``form_res_rels_jg.c``) or ascending
-    (``form_prefs_counts.c``), and cut at ``depth``."""
+    document in the run (-1: not retrieved). The run is ordered as ``form_prefs_counts.c``
+    orders it: float32 score descending, ties by docno ascending, cut at ``depth``."""
     if depth is not None and depth < 1:
         raise InvalidInputError(f"depth (-M) must be a positive integer; got {depth}")
     run_q = _lookup(run.qids, judged.qids)[run.qid]
@@ -76,8 +75,7 @@ def run_positions(judged: Judgments, run: Run, *, depth: int | None,
     name_rank = np.empty(len(run.docnos), dtype=np.int64)
     name_rank[pc.sort_indices(run.docnos).to_numpy()] = np.arange(len(run.docnos))
     ties = name_rank[run.doc[keep]]
-    order = keep[np.lexsort((-ties if descending else ties, score_key(run_q[keep],
-                                                                       run.score[keep])))]
+    order = keep[np.lexsort((ties, score_key(run_q[keep], run.score[keep])))]
     q = run_q[order]
     evaluated, first, counts = np.unique(q, return_index=True, return_counts=True)
     rank = np.arange(q.size) - np.repeat(first, counts)
@@ -110,7 +108,7 @@ def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> Pre
     >>> {k: int(counts.jg[k][0]) for k in ("ful_ret", "poss_ret", "ful_imp", "poss_imp")}
     {'ful_ret': 0, 'poss_ret': 1, 'ful_imp': 2, 'poss_imp': 2}
     """
-    evaluated, query, line_rank = run_positions(prefs, run, depth=depth, descending=False)
+    evaluated, query, line_rank = run_positions(prefs, run, depth=depth)
     lines = np.flatnonzero(query >= 0)
     query, line_rank = query[lines], line_rank[lines]
     doc = prefs.doc[lines]
