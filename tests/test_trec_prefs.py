@@ -219,7 +219,8 @@ def test_every_measure_equals_the_slow_port(tmp_path, seed):
 # --------------------------------------------------------------------------------------------
 
 
-def test_qrels_jg_is_the_mean_of_the_measures_of_each_group(tmp_path):
+@pytest.mark.parametrize("depth", [None, 2])
+def test_qrels_jg_is_the_mean_of_the_measures_of_each_group(tmp_path, depth):
     groups = [{"q": {"a": 1, "b": 0, "c": 1}, "r": {"a": 1}},
               {"q": {"a": 0, "b": 2, "d": 1}},
               {"q": {"c": 1}}]
@@ -229,8 +230,9 @@ def test_qrels_jg_is_the_mean_of_the_measures_of_each_group(tmp_path):
     run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0, "e": 0.5}, "r": {"b": 1.0}})
     asked = ["map", "P.1,3", "Rprec_mult.0.5,2"]
     result = evaluate_qrels_jg(read_qrels_jg(path), run,
-                               ["map_avgjg", "P_avgjg.1,3", "Rprec_mult_avgjg.0.5,2"], level=1)
-    per_group = [evaluate(Qrels.from_dict(g), run, asked) for g in groups]
+                               ["map_avgjg", "P_avgjg.1,3", "Rprec_mult_avgjg.0.5,2"], level=1,
+                               depth=depth)
+    per_group = [evaluate(Qrels.from_dict(g), run, asked, depth=depth) for g in groups]
     for name in ("map", "P_1", "P_3", "Rprec_mult_0.50", "Rprec_mult_2.00"):
         ours = name.replace("map", "map_avgjg").replace("P_", "P_avgjg_").replace(
             "Rprec_mult_", "Rprec_mult_avgjg_")

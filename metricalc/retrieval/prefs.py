@@ -110,23 +110,10 @@ def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> Pre
     """
     evaluated, query, line_rank = run_positions(prefs, run, depth=depth)
     lines = np.flatnonzero(query >= 0)
-    query, line_rank = query[lines], line_rank[lines]
-    doc = prefs.doc[lines]
-    # docid ranks: per query, retrieved judged documents in run order, then the others by docno
-    n_docs = max(len(prefs.docnos), 1)
-    distinct, inverse = np.unique(query * n_docs + doc, return_inverse=True)
-    d_query, d_doc = distinct // n_docs, distinct % n_docs
-    d_rank = np.full(distinct.size, -1, dtype=np.int64)
-    d_rank[inverse] = line_rank
-    retrieved = d_rank >= 0
-    by_rank = np.lexsort((np.where(retrieved, d_rank, d_doc), ~retrieved, d_query))
-    starts = np.searchsorted(d_query[by_rank], np.arange(evaluated.size + 1))
-    docid = np.empty(distinct.size, dtype=np.int64)
-    docid[by_rank] = np.arange(distinct.size) - np.repeat(starts[:-1], np.diff(starts))
-    n_judged = np.diff(starts)
-    n_judged_ret = np.bincount(d_query[retrieved], minlength=evaluated.size)
+    query = query[lines]
+    rank, n_judged, n_judged_ret = _docid_ranks(query, line_rank[lines], prefs.doc[lines],
+                                                evaluated.size, len(prefs.docnos))
     # lines in trec_eval's order: query, JG, JSG, rel_level descending, docid rank
-    rank = docid[inverse]
     jg, jsg, rel = prefs.jg[lines], prefs.jsg[lines], prefs.rel[lines]
     order = np.lexsort((rank, -rel, jsg, jg, query))
     query, jg, jsg, rel, rank = query[order], jg[order], jsg[order], rel[order], rank[order]
@@ -185,6 +172,25 @@ def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> Pre
             per_query[name][q] = value
     return PrefsCounts(decode_ids(prefs.qids.take(pa.array(evaluated))), jg_query, per_jg,
                        per_query, len(prefs.qids), run.tag)
+
+
+def _docid_ranks(query: np.ndarray, line_rank: np.ndarray, doc: np.ndarray, n_queries: int,
+                 n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per line, the docid rank of its document (per query, the retrieved judged documents in
+    run order, then the others in docno order); per query, the judged documents and the
+    retrieved ones."""
+    n_docs = max(n_docs, 1)
+    distinct, inverse = np.unique(query * n_docs + doc, return_inverse=True)
+    d_query, d_doc = distinct // n_docs, distinct % n_docs
+    d_rank = np.full(distinct.size, -1, dtype=np.int64)
+    d_rank[inverse] = line_rank
+    retrieved = d_rank >= 0
+    by_rank = np.lexsort((np.where(retrieved, d_rank, d_doc), ~retrieved, d_query))
+    starts = np.searchsorted(d_query[by_rank], np.arange(n_queries + 1))
+    docid = np.empty(distinct.size, dtype=np.int64)
+    docid[by_rank] = np.arange(distinct.size) - np.repeat(starts[:-1], np.diff(starts))
+    n_judged_ret = np.bincount(d_query[retrieved], minlength=n_queries)
+    return docid[inverse], np.diff(starts), n_judged_ret
 
 
 class _ConflictError(Exception):
