@@ -265,8 +265,8 @@ def test_qrels_jg_hand_computed(tmp_path):
         (read_prefs, "", "the file is empty"),
         (read_qrels_prefs, "q 0 a 1 x\n", "line 1: expected 4 fields"),
         (read_qrels_jg, "q 0 a 1.5\n", "line 1: relevance '1.5' is not an integer"),
-        (read_qrels_jg, "q 0 a 1\nq 1 a 1\nq 0 a 0\n", "'a' is judged twice for query 'q' in "
-         "one judgment group (line 3)"),
+        (read_qrels_jg, "q 0 a 1\nq 1 a 1\nq 0 a 0\n", "line 3: document 'a' is judged twice "
+         "for query 'q' in one judgment group"),
     ],
 )
 def test_malformed_files_name_file_and_line(tmp_path, read, text, message):
@@ -280,16 +280,18 @@ def test_malformed_files_name_file_and_line(tmp_path, read, text, message):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("q u s a 2\nq u s a 1\nq u s b 0\n", "document 'a': a document has two rel_levels"),
+        ("q u s a 2\nq u s a 1\nq u s b 0\n",
+         "line 2: query 'q', document 'a': a document has two rel_levels"),
         ("q u s1 a 2\nq u s1 b 1\nq u s2 b 2\nq u s2 a 1\n", "form a cycle"),
         ("q u s1 a 0\nq u s1 b 1\nq u s2 a 2\nq u s2 c 1\n",
-         "document 'a': a document has both rel_level 0 and a rel_level above 0"),
+         "line 3: query 'q', document 'a': a document has both rel_level 0 and a rel_level "
+         "above 0"),
     ],
 )
 def test_inconsistent_judgment_groups_are_errors(tmp_path, text, message):
     with pytest.raises(InvalidInputError, match="query 'q'") as error:
         one_query(tmp_path, text, {"a": 1.0})
-    assert message in str(error.value)
+    assert str(tmp_path / "prefs.txt") in str(error.value) and message in str(error.value)
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):

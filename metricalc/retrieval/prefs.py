@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval.order import decode_ids, score_key
 from metricalc.retrieval.prefs_classes import ClassLines, class_counts
-from metricalc.retrieval.prefs_files import Judgments
+from metricalc.retrieval.prefs_files import Judgments, where
 from metricalc.retrieval.trec_files import Run
 
 __all__ = ["COUNTS", "PrefsCounts", "prefs_counts", "run_positions"]
@@ -100,7 +100,7 @@ def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> Pre
     Examples
     --------
     >>> from metricalc.retrieval.trec_files import Run
-    >>> from metricalc.retrieval.prefs_files import Judgments
+    >>> from metricalc.retrieval.prefs_files import Judgments, where
     >>> prefs = Judgments(pa.array([b"q"]), np.zeros(3, int), np.zeros(3, int),
     ...                   np.zeros(3, int), pa.array([b"a", b"b", b"c"]), np.arange(3),
     ...                   np.array([2, 1, 0], np.float32), "prefs", "prefs")
@@ -125,12 +125,13 @@ def prefs_counts(prefs: Judgments, run: Run, *, depth: int | None = None) -> Pre
     sub_groups = np.bincount(group, weights=np.r_[False, (jsg[1:] != jsg[:-1]) & ~new_jg[1:]],
                              minlength=n_jgs)
     classes = (sub_groups == 0)[group]  # lines of one-sub-group JGs
-    names = prefs.docnos.take(pa.array(prefs.doc[lines][order]))
 
     def conflict(line: int, message: str) -> InvalidInputError:
-        qid = prefs.qids[int(evaluated[query[line]])].as_py().decode("utf-8", "replace")
-        docno = names[line].as_py().decode("utf-8", "replace")
-        return InvalidInputError(f"{prefs.source}: query {qid!r}, document {docno!r}: {message}")
+        original = int(lines[order][line])
+        qid = prefs.qids[int(prefs.qid[original])].as_py().decode("utf-8", "replace")
+        docno = prefs.docnos[int(prefs.doc[original])].as_py().decode("utf-8", "replace")
+        return InvalidInputError(f"{where(prefs, original)}: query {qid!r}, document "
+                                 f"{docno!r}: {message}")
 
     # one document at two levels of one sub-group; lines are sorted by level within a JG
     by_doc = np.flatnonzero(classes)[np.lexsort((rank[classes], group[classes]))]
@@ -230,7 +231,8 @@ class _Group:
         zero[self.rank[self.rel == 0]] = True
         positive[self.rank[self.rel > 0]] = True
         if (zero & positive).any():
-            bad = int(np.flatnonzero(zero[self.rank] & positive[self.rank])[0])
+            doc = self.rank[np.flatnonzero(zero[self.rank] & positive[self.rank])[0]]
+            bad = int(np.flatnonzero(self.rank == doc)[-1])  # its line that conflicts
             raise _ConflictError("a document has both rel_level 0 and a rel_level above 0", bad)
         levels = np.full(self.n_judged, -1.0, dtype=np.float32)
         levels[self.rank] = self.rel  # numpy keeps the last of repeated indices

@@ -27,7 +27,7 @@ import pyarrow as pa
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval.trec_files import encode
 
-__all__ = ["Judgments", "read_prefs", "read_qrels_jg", "read_qrels_prefs"]
+__all__ = ["Judgments", "read_prefs", "read_qrels_jg", "read_qrels_prefs", "where"]
 
 FORMATS = {
     "prefs": "'qid jg jsg docno rel_level'",
@@ -91,10 +91,8 @@ def read_qrels_jg(path: str | os.PathLike[str]) -> Judgments:
         line = int(key[1:][same].min())
         doc = judgments.docnos[int(judgments.doc[line])].as_py()
         qid = judgments.qids[int(judgments.qid[line])].as_py()
-        raise InvalidInputError(
-            f"{judgments.source}: document {_text(doc)!r} is judged twice for query "
-            f"{_text(qid)!r} in one judgment group (line {_line_numbers(path)[line]})"
-        )
+        raise InvalidInputError(f"{where(judgments, line)}: document {_text(doc)!r} is judged "
+                                f"twice for query {_text(qid)!r} in one judgment group")
     return judgments
 
 
@@ -187,10 +185,14 @@ def _number(where: str, field: bytes, *, integer: bool) -> float:
     return value
 
 
-def _line_numbers(path: str | os.PathLike[str]) -> list[int]:
-    """The file's line number of every non-blank line (for messages only)."""
-    lines = Path(path).read_bytes().split(b"\n")
-    return [n for n, line in enumerate(lines, start=1) if line.split()]
+def where(judged: Judgments, index: int) -> str:
+    """The file and line of ``judged``'s line ``index`` (``source`` alone when it was not read
+    from a file), for messages: the file is read again, so errors cost nothing until raised."""
+    path = Path(judged.source)
+    if not path.is_file():
+        return judged.source
+    lines = [n for n, line in enumerate(path.read_bytes().split(b"\n"), start=1) if line.split()]
+    return f"{path} line {lines[index]}"
 
 
 def _text(value: bytes) -> str:
