@@ -109,6 +109,8 @@ def _other_format(args: argparse.Namespace) -> int:
 
     given = [flag for flag, on in (("several runs", len(args.run_files) > 1),
                                    ("--cube", args.cube is not None),
+                                   ("--baseline", args.baseline is not None),
+                                   ("--latex", args.latex is not None),
                                    ("--ties", args.ties != "trec_eval")) if on]
     if given:
         raise InvalidInputError(f"-R {args.rel_format} evaluates one run with trec_eval's "
