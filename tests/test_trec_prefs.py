@@ -3,6 +3,7 @@ suite's command lines, hand-computed cases, and a slow port of trec_eval on rand
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -303,3 +304,17 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and f"{prefs} line 2: expected 5 fields" in err
     assert main(["trec-eval", "-R", "prefs", str(prefs), str(run), str(run)]) == 2
     assert "need -R qrels" in capsys.readouterr().err
+
+
+def test_cli_json_and_default_measures(tmp_path, capsys):
+    prefs = prefs_file(tmp_path, "q u s a 1\nq u s b 0\n")
+    run = tmp_path / "run.txt"
+    run.write_text("q Q0 b 1 2 t\nq Q0 a 2 1 t\n")
+    assert main(["trec-eval", "-R", "prefs", str(prefs), str(run), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    # the default is trec_eval's nickname "prefs"; b is ranked above a, so a>b fails
+    assert data["all"] == {"runid": "t", "num_q": 1, "prefs_num_prefs_poss": 1,
+                           "prefs_num_prefs_ful": 0, "prefs_num_prefs_ful_ret": 0,
+                           "prefs_simp": 0.0, "prefs_pair": 0.0, "prefs_avgjg": 0.0}
+    assert main(["trec-eval", "-R", "qrels_jg", str(tmp_path / "prefs.txt"), str(run)]) == 2
+    assert "expected 4 fields" in capsys.readouterr().err
