@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -84,11 +83,14 @@ def run_positions(judged: Judgments, run: Run, *,
         order, q, rank = order[cut], q[cut], rank[cut]
     n_docs = max(len(judged.docnos), 1)
     run_doc = _lookup(run.docnos, judged.docnos)[run.doc[order]]
-    known = run_doc >= 0
-    found = pd.Index(q[known] * n_docs + run_doc[known]).get_indexer(
-        judged.qid * n_docs + judged.doc)
-    line_rank = np.full(found.size, -1, dtype=np.int64)
-    line_rank[found >= 0] = rank[known][found[found >= 0]]
+    known = np.flatnonzero(run_doc >= 0)
+    keys = q[known] * n_docs + run_doc[known]  # distinct: a run retrieves a document once
+    by_key = np.argsort(keys)
+    wanted = judged.qid * n_docs + judged.doc
+    at = np.minimum(np.searchsorted(keys[by_key], wanted), max(keys.size - 1, 0))
+    found = np.flatnonzero(keys[by_key][at] == wanted) if keys.size else np.zeros(0, np.int64)
+    line_rank = np.full(wanted.size, -1, dtype=np.int64)
+    line_rank[found] = rank[known][by_key[at[found]]]
     query_index = np.full(len(judged.qids), -1, dtype=np.int64)
     query_index[evaluated] = np.arange(evaluated.size)
     return evaluated, query_index[judged.qid], line_rank
