@@ -222,8 +222,7 @@ class _Group:
         if self.classes:
             a, b = np.nonzero(self.rel[:, None] > self.rel[None, :])
             return self.rank[a], self.rank[b]
-        a, b = np.nonzero(self._closure())
-        return a, b
+        return self._closure()
 
     def _levels(self) -> np.ndarray:
         """Per docid rank, the rel_level of its last line in the JG (-1: no line), as
@@ -240,15 +239,15 @@ class _Group:
         levels[self.rank] = self.rel  # numpy keeps the last of repeated indices
         return levels
 
-    def _closure(self) -> np.ndarray:
-        """The preference array of several JSGs, closed under transitivity."""
-        n = self.n_judged
-        direct = np.zeros((n, n), dtype=bool)
+    def _closure(self) -> tuple[np.ndarray, np.ndarray]:
+        """The preferences of several JSGs closed under transitivity, as docid ranks ``(a, b)``:
+        a Boolean array over the JG's documents, squared until it no longer changes."""
+        self._levels()  # the 0 / above 0 check
+        docs, local = np.unique(self.rank, return_inverse=True)
+        closed = np.eye(docs.size, dtype=bool)
         same_jsg = self.jsg[:, None] == self.jsg[None, :]
         a, b = np.nonzero(same_jsg & (self.rel[:, None] > self.rel[None, :]))
-        direct[self.rank[a], self.rank[b]] = True
-        self._levels()  # the 0 / above 0 check
-        closed = direct | np.eye(n, dtype=bool)
+        closed[local[a], local[b]] = True
         while True:  # squaring doubles the path length: log2(n) products at most
             wider = (closed.astype(np.float32) @ closed.astype(np.float32)) > 0
             if (wider == closed).all():
@@ -259,8 +258,9 @@ class _Group:
         if both.any():
             i = int(np.flatnonzero(both.any(axis=1))[0])
             raise _ConflictError("preferences in one judgment group form a cycle",
-                            int(np.flatnonzero(self.rank == i)[0]))
-        return closed
+                                 int(np.flatnonzero(local == i)[0]))
+        a, b = np.nonzero(closed)
+        return docs[a], docs[b]
 
     def counts(self, a: np.ndarray, b: np.ndarray) -> dict[str, float]:
         """The counts of :data:`COUNTS` of a preference array's preferences ``a`` over ``b``
