@@ -194,8 +194,9 @@ def make_cubes(folder: Path) -> None:
 
 
 def write_trec_files(folder: Path) -> None:
-    """``qrels.txt`` (graded judgments of 20 queries) and the runs ``run.txt``, ``bm25.run``,
-    ``dense.run`` and ``hybrid.run`` (50 scored documents per query, ties included)."""
+    """``qrels.txt`` (graded judgments of 20 queries), the runs ``run.txt``, ``bm25.run``,
+    ``dense.run`` and ``hybrid.run`` (50 scored documents per query, ties included) and
+    ``prefs.txt`` (preferences of two judgment groups per query)."""
     rng = np.random.default_rng(0)
     qrels = [
         f"q{q} 0 d{d} {rng.integers(0, 3)}"
@@ -210,6 +211,11 @@ def write_trec_files(folder: Path) -> None:
             for rank, d in enumerate(rng.choice(80, 50, replace=False))
         ]
         (folder / name).write_text("\n".join(run) + "\n")
+    # preferences of two assessors (judgment groups) per query, each in one sub-group
+    rng = np.random.default_rng(1)
+    prefs = [f"q{q} u{u} 0 d{d} {rng.integers(0, 3)}" for q in range(20) for u in range(2)
+             for d in rng.choice(80, 10, replace=False)]
+    (folder / "prefs.txt").write_text("\n".join(prefs) + "\n")
 
 
 def make_keypoint_inputs(folder: Path) -> None:

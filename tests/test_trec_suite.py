@@ -66,8 +66,6 @@ def same_value(ours: str, theirs: str) -> bool:
 
 @pytest.mark.parametrize(("args", "expected"), QUICKTEST, ids=[e for _, e in QUICKTEST])
 def test_quicktest_line(args, expected):
-    if args in PREFS_LINES:
-        pytest.skip("needs the preference formats (branch trec-prefs)")
     result = run_cli(*argv(args))
     assert result.returncode == 0, result.stderr
     want = (SUITE / expected).read_text()

@@ -29,6 +29,8 @@ SCORES = ("float64", "float32")
 TESTS = ("randomization", "ttest", "wilcoxon", "sign")
 """The tests of ``metricalc.stats.TESTS`` that take any per-query value (not McNemar's; not
 ``auto``, which would pick McNemar's for 0/1 measures: the default is the test of the mean)."""
+REL_FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
+"""trec_eval's ``-R`` relevance formats (:mod:`metricalc.retrieval.prefs_files`)."""
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
 
@@ -71,6 +73,11 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     te.add_argument("-D", dest="debug", metavar="LEVEL[.QID]",
                     help="trec_eval's debug option: -D LEVEL.QID evaluates query QID only; "
                     "trec_eval's traces (levels above 0) are not printed")
+    te.add_argument("-R", choices=REL_FORMATS, default="qrels", dest="rel_format",
+                    help="format of QRELS (default: qrels): qrels, prefs (qid jg jsg docno "
+                    "rel_level), qrels_prefs (qrels read as preferences), qrels_jg (qid jg docno "
+                    "rel); the last three have their own measures, by default the nicknames "
+                    "prefs, prefs and qrels_jg")
     te.add_argument("--ties", choices=TIES, default="trec_eval",
                     help="order of tied scores (default trec_eval: docno descending)")
     te.add_argument("--scores", choices=SCORES, default="float64",
@@ -100,6 +107,8 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _trec_eval(args: argparse.Namespace) -> int:
     from metricalc.retrieval import read_qrels, read_run
 
+    if args.rel_format != "qrels":
+        return _other_format(args)
     query = _debug_query(args.debug)
     qrels = read_qrels(args.qrels)
     if len(args.run_files) > 1:
@@ -212,4 +221,40 @@ def _compare_runs(args: argparse.Namespace, qrels: Qrels, runs: dict[str, Run]) 
         print(json.dumps(result.to_json(per_query=args.per_query), indent=1))
     else:
         result.print()
+    return 0
+
+
+def _other_format(args: argparse.Namespace) -> int:
+    """One run against preferences or qrels with judgment groups (``-R``)."""
+    from metricalc.retrieval import prefs_files as pf
+    from metricalc.retrieval import read_run
+
+    given = [flag for flag, on in (("several runs", len(args.run_files) > 1),
+                                   ("--cube", args.cube is not None),
+                                   ("--baseline", args.baseline is not None),
+                                   ("--latex", args.latex is not None),
+                                   ("--ties", args.ties != "trec_eval"),
+                                   ("-J", args.judged_only), ("-N", args.num_docs != 0),
+                                   ("-Z", args.zscores is not None),
+                                   ("-D", args.debug is not None)) if on]
+    if given:
+        raise InvalidInputError(f"-R {args.rel_format} evaluates one run with trec_eval's "
+                                f"order; {', '.join(given)} need -R qrels")
+    run = read_run(args.run_files[0])
+    if args.rel_format == "qrels_jg":
+        from metricalc.retrieval.judgment_groups import evaluate_qrels_jg
+
+        result = evaluate_qrels_jg(pf.read_qrels_jg(args.qrels), run,
+                                   args.measures or ["qrels_jg"], complete=args.complete,
+                                   level=args.level, depth=args.depth)
+    else:
+        from metricalc.retrieval.prefs_measures import evaluate_prefs
+
+        read = pf.read_prefs if args.rel_format == "prefs" else pf.read_qrels_prefs
+        result = evaluate_prefs(read(args.qrels), run, args.measures or ["prefs"],
+                                complete=args.complete, depth=args.depth)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        print(result.to_text(per_query=args.per_query), end="")
     return 0

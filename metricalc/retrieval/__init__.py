@@ -15,6 +15,10 @@ trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over a
   printout;
 - :mod:`~metricalc.retrieval.querycube`: several runs as a QueryCube (one variable per measure);
 - :mod:`~metricalc.retrieval.export`: a keypoint QueryCube written as a run and qrels;
+- trec_eval's other relevance formats (``-R``): :mod:`~metricalc.retrieval.prefs_files` (read),
+  :mod:`~metricalc.retrieval.prefs` and :mod:`~metricalc.retrieval.prefs_classes` (preference
+  counts), :mod:`~metricalc.retrieval.prefs_measures` (the ``prefs_*`` measures) and
+  :mod:`~metricalc.retrieval.judgment_groups` (the ``*_avgjg`` measures);
 - below them, :mod:`~metricalc.retrieval.order` (trec_eval's order of a run's lines) and
   :mod:`~metricalc.retrieval.writer` (TREC files written atomically).
 

@@ -170,9 +170,13 @@ SINGLE = ("beta", "average", "gains", "length", "coefficients", "persistence")
 """Parameter kinds of the families with one value, printed with their parameter string."""
 
 
-def parse_measures(specs: Iterable[str]) -> list[Requested]:
+def parse_measures(specs: Iterable[str], *, families: Mapping[str, Family] = FAMILIES,
+                   nicknames: Mapping[str, tuple[str, ...]] = NICKNAMES,
+                   aliases: Mapping[str, str] = ALIASES) -> list[Requested]:
     """The measures asked for by trec_eval ``-m`` arguments and ranx aliases, in trec_eval's
-    order; cutoffs of one measure asked several times are merged.
+    order; cutoffs of one measure asked several times are merged. ``families``, ``nicknames``
+    and ``aliases`` default to the measures of standard qrels; the other relevance formats
+    (``-R``) pass their own tables (and take no ir_measures names).
 
     Examples
     --------
@@ -182,14 +186,15 @@ def parse_measures(specs: Iterable[str]) -> list[Requested]:
     asked: dict[str, Requested] = {}
     for spec in specs:
         trec_name = spec.strip().partition(".")[0]
-        ir_specs = None if trec_name in FAMILIES or trec_name in NICKNAMES else parse_ir_name(
-            spec.strip())
+        standard = families is FAMILIES
+        known = trec_name in families or trec_name in nicknames
+        ir_specs = None if known or not standard else parse_ir_name(spec.strip())
         if ir_specs is not None:
             for ir in ir_specs:
                 asked[f"{ir.family}\t{ir.alias}"] = _ir_measure(ir, spec)
             continue
-        for name, params in _expand(spec.strip()):
-            family = FAMILIES[name]
+        for name, params in _expand(spec.strip(), families, nicknames, aliases):
+            family = families[name]
             before = asked.get(name, Requested(family, ()))
             if params is None:
                 asked[name] = Requested(family, tuple(sorted({*before.values, *family.default})),
@@ -199,7 +204,7 @@ def parse_measures(specs: Iterable[str]) -> list[Requested]:
             else:
                 parsed = _parse_params(family, params, spec)
                 asked[name] = Requested(family, tuple(sorted({*before.values, *parsed})))
-    position = {name: i for i, name in enumerate(FAMILIES)}
+    position = {name: i for i, name in enumerate(families)}
     return sorted(asked.values(), key=lambda r: position[r.family.name])
 
 
@@ -276,21 +281,23 @@ def _gain_pairs(params: str, spec: str) -> tuple[tuple[int, float], ...]:
     return tuple(pairs)
 
 
-def _expand(spec: str) -> list[tuple[str, str | None]]:
+def _expand(spec: str, families: Mapping[str, Family], nicknames: Mapping[str, tuple[str, ...]],
+            aliases: Mapping[str, str]) -> list[tuple[str, str | None]]:
     lower = spec.lower()
-    for prefix, name in ALIASES.items():
+    for prefix, name in aliases.items():
         if prefix.endswith("@") and lower.startswith(prefix):
             return [(name, spec[len(prefix):])]
         if lower == prefix:
             return [(name, None)]
     name, dot, params = spec.partition(".")
-    if name in NICKNAMES and not dot:
-        return [(n, None) for n in NICKNAMES[name]]
-    if name not in FAMILIES:
-        known = ", ".join([*FAMILIES, *NICKNAMES])
+    if name in nicknames and not dot:
+        return [(n, None) for n in nicknames[name]]
+    if name not in families:
+        known = ", ".join([*families, *nicknames])
+        alias = " or a ranx alias like ndcg@10, precision@5, mrr" if aliases else ""
         raise InvalidInputError(
-            f"unknown measure {spec!r}; expected one of {known} (with .params, e.g. P.5,10) "
-            "or a ranx alias like ndcg@10, precision@5, mrr"
+            f"unknown measure {spec!r}; expected one of {known} (with .params, e.g. P.5,10)"
+            + alias
         )
     if dot and not params:
         raise InvalidInputError(f"measure {spec!r} has an empty parameter list after '.'")
