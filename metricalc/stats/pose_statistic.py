@@ -243,8 +243,8 @@ def seed_noise(
     xarray.Dataset
         Over ``comparison`` (all pairs of methods, MultiIndex ``descriptor``, ``baseline``) and
         ``column``: ``difference`` (:math:`\bar D`), ``sd_seed``, ``se_bootstrap``,
-        ``share_seed``; attrs ``n_seeds``, ``n_clusters``, ``pair_by``, ``n_resamples``,
-        ``seed``.
+        ``share_seed``; attrs ``n_seeds``, ``n_clusters``, ``n_pairs``, ``pair_by``,
+        ``n_resamples``, ``seed``.
 
     Examples
     --------
@@ -292,7 +292,8 @@ def seed_noise(
         {"difference": (dims, difference), "sd_seed": (dims, sd), "se_bootstrap": (dims, se),
          "share_seed": (dims, share)},
         coords={**index, "column": list(columns)},
-        attrs={"n_seeds": n_seeds, "n_clusters": n_clusters, "pair_by": pair_by,
+        attrs={"n_seeds": n_seeds, "n_clusters": n_clusters,
+               "n_pairs": results.sizes["pair"], "pair_by": pair_by,
                "n_resamples": n_resamples, "seed": seed},
     )  # fmt: skip
 
