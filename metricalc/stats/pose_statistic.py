@@ -79,12 +79,13 @@ def _clusters(results: xr.Dataset, pair_by: str) -> tuple[np.ndarray, np.ndarray
     (files written before scenes were recorded: every pair)."""
     check_choice("pair_by", pair_by, PAIR_BY)
     pairs = np.asarray(results["pair"].values).astype(str)
-    labels = pairs
+    scenes = np.full(len(pairs), "")
     if pair_by == "scene" and "scene" in results.coords:
         scenes = np.asarray(results["scene"].values).astype(str)
-        labels = np.where(scenes != "", scenes, pairs)
-    clusters, codes = np.unique(labels, return_inverse=True)
-    return clusters, codes
+    own = scenes == ""
+    keys = np.where(own, "pair " + pairs, "scene " + scenes)  # a scene named like a pair differs
+    _, first, codes = np.unique(keys, return_index=True, return_inverse=True)
+    return np.where(own, pairs, scenes)[first], codes
 
 
 @dataclass
