@@ -14,9 +14,11 @@ import pytest
 import xarray as xr
 
 from metricalc.cli import main
+from metricalc.errors import InvalidInputError
 from metricalc.pose.accuracy import imc_maa, pose_auc
 from metricalc.pose.evaluate import summarize
 from metricalc.pose.pairs import read_pairs, write_pairs
+from metricalc.stats.clustered import intraclass_correlation
 from metricalc.stats.compare import generators
 from metricalc.stats.pose_statistic import COLUMNS, compare_pose, seed_noise
 
@@ -89,9 +91,32 @@ def test_pairs_alone_and_terminal_table(run: Path, capsys: pytest.CaptureFixture
     assert main(["compare", str(run), "--pair-by", "pair", "--metric", "auc@10"]) == 0
     out = capsys.readouterr().out
     assert "auc@10" in out and "independent unit: image pairs" in out and "mAA@10" not in out
+    assert "sift vs orb: ICC" in out  # what testing over pairs ignores
     with xr.open_dataset(run, engine="h5netcdf") as opened:
-        by_pair = compare_pose(opened.load(), columns=["auc@10"], pair_by="pair")["auc@10"]
+        results = opened.load()
+    by_pair = compare_pose(results, columns=["auc@10"], pair_by="pair")["auc@10"]
     assert int(by_pair.n[0]) == 6
+    errors = results["pose_error"].values
+    d = [_table_value(errors[0, [k]], "auc@10") - _table_value(errors[1, [k]], "auc@10")
+         for k in range(6)]
+    icc, deff = intraclass_correlation(np.array(d), np.array(SCENES))
+    assert float(by_pair.icc[0]) == pytest.approx(icc, rel=1e-9)
+    assert float(by_pair.design_effect[0]) == pytest.approx(deff, rel=1e-9)
+
+
+def test_too_few_scenes_names_the_pair_level() -> None:
+    errors = np.array([[1.0, 2.0, 3.0, 4.0, 5.0, 30.0], [2.0, 4.0, 6.0, 8.0, 10.0, 50.0]])
+    results = xr.Dataset(
+        {"pose_error": (("descriptor", "pair"), errors)},
+        coords={"descriptor": ["a", "b"], "pair": [f"p{k}" for k in range(6)],
+                "scene": ("pair", ["s", "s", "s", "u", "u", "u"])},
+    )
+    with pytest.raises(InvalidInputError, match=r"2 independent units .* pair_by='pair'"):
+        compare_pose(results)
+    by_pair = compare_pose(results, columns=["auc@20"], pair_by="pair")["auc@20"]
+    # b is worse on p0..p4; p5 is beyond 20 degrees in both, so swapping it changes nothing:
+    # none / all of p0..p4 swapped, each with p5 swapped or not, are the 4 extreme patterns
+    assert float(by_pair.pvalue[0]) == 4 / 64
 
 
 @pytest.mark.parametrize(

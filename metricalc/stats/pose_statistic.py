@@ -30,7 +30,8 @@ import xarray as xr
 from metricalc.errors import InvalidInputError
 from metricalc.pose.accuracy import weighted_imc_maa, weighted_pose_auc
 from metricalc.pose.evaluate import at_best_threshold
-from metricalc.stats.compare import compare_statistic, generators
+from metricalc.stats.clustered import intraclass_correlation
+from metricalc.stats.compare import MIN_UNITS, compare_statistic, generators
 from metricalc.stats.statistics import UnitStatistic
 from metricalc.validation import check_choice, check_integer
 
@@ -199,15 +200,51 @@ def compare_pose(
     dict of str -> xarray.Dataset
         Column name -> the comparisons (the variables of :func:`metricalc.stats.compare`).
     """
+    scenes = _scenes(results)
+    n_clusters = len(_clusters(results, pair_by)[0])
+    if pair_by == "scene" and (scenes != "").any() and n_clusters < MIN_UNITS:
+        raise InvalidInputError(
+            f"{n_clusters} independent units (scenes, and pairs without one); a paired test "
+            f"needs at least {MIN_UNITS}: with so few scenes no test "
+            "generalises to new scenes. pair_by='pair' (--pair-by pair) tests over image pairs, "
+            "ignoring that the pairs of one scene are correlated"
+        )
     out = {}
     for column in columns:
         statistic = pose_statistic(results, column, pair_by=pair_by)
-        out[column] = compare_statistic(
+        compared = compare_statistic(
             statistic, pair_by=pair_by, baseline=baseline, correction=correction, alpha=alpha,
             seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
             attrs=results.attrs,
         )  # fmt: skip
+        if pair_by == "pair" and (scenes != "").any():
+            pairs = np.asarray(results["pair"].values).astype(str)
+            _add_clustering(compared, statistic, pairs, scenes)
+        out[column] = compared
     return out
+
+
+def _scenes(results: xr.Dataset) -> np.ndarray:
+    """Each pair's scene, ``""`` for none (and for files without scenes)."""
+    if "scene" not in results.coords:
+        return np.full(results.sizes["pair"], "")
+    return np.asarray(results["scene"].values).astype(str)
+
+
+def _add_clustering(
+    compared: xr.Dataset, statistic: SeedMeanStatistic, pairs: np.ndarray, scenes: np.ndarray
+) -> None:
+    """``icc``, ``design_effect`` of pair-level tests: the intraclass correlation within scenes
+    of the per-pair differences (each pair's column alone), pairs without a scene alone."""
+    order = np.argsort(pairs)  # the clusters are the pairs, sorted by name
+    scene = scenes[order]
+    labels = np.where(scene != "", "scene " + scene, "pair " + pairs[order])
+    values = statistic.cluster_values()
+    names = list(statistic.systems)
+    for k, (descriptor, baseline) in enumerate(compared.get_index("comparison")):
+        d = values[names.index(descriptor)] - values[names.index(baseline)]
+        icc, deff = intraclass_correlation(d, labels)
+        compared["icc"][k], compared["design_effect"][k] = icc, deff
 
 
 def seed_noise(
