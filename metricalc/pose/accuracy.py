@@ -251,8 +251,8 @@ def weighted_imc_maa(errors: Any, weights: Any, *, max_threshold: int = 10) -> n
         )
     e = np.asarray(errors, dtype=np.float64)
     w = np.asarray(weights, dtype=np.float64)
-    strict = np.arange(1.0, min(max_threshold, 9) + 1.0)
-    passed = (e[..., None] < strict).sum(axis=-1).astype(np.float64)
+    strict = min(max_threshold, 9)  # #{k <= strict : e < k} = strict - floor(e), clipped
+    passed = np.clip(strict - np.floor(e), 0.0, strict)
     if max_threshold == 10:
         passed += e <= 10.0
     total = w.sum(axis=-1)
