@@ -56,7 +56,10 @@ def add_pose(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                           "to 4 decimals, as Glue Factory); replaces --threshold")
     evaluate.add_argument("--confidence", type=float, default=DEFAULTS["confidence"])
     evaluate.add_argument("--max-iters", type=int, default=DEFAULTS["max_iters"])
-    evaluate.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="cv2.setRNGSeed")
+    evaluate.add_argument("--seed", type=int, default=DEFAULTS["seed"],
+                          help="run of the estimator: 0 keeps the matches' order (the "
+                          "references' run), another seed permutes them (OpenCV's RANSAC and "
+                          "MAGSAC ignore cv2.setRNGSeed)")
     evaluate.add_argument("--seeds", type=int, metavar="N",
                           help="run the estimator with the N seeds SEED, SEED+1, ...: the table "
                           "shows the mean over seeds, and a second table how much of each method "
@@ -194,9 +197,9 @@ def pose_results_file(paths: list[Path]) -> Path | None:
     return paths[0]
 
 
-_NOT_FOR_POSE = {"labels": None, "test": "auto", "mean_over": None, "split": None,
-                 "interval": "auto"}
-"""Options of ``metricalc compare`` that a pose results file does not take (their defaults)."""
+_NOT_FOR_POSE = {"labels": (None,), "test": ("auto", "randomization"), "mean_over": (None,),
+                 "split": (None,), "interval": ("auto",)}
+"""Options of ``metricalc compare`` that a pose results file does not take: the values allowed."""
 
 
 def compare_pose_file(args: argparse.Namespace, path: Path) -> int:
@@ -209,8 +212,8 @@ def compare_pose_file(args: argparse.Namespace, path: Path) -> int:
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.pose_statistic import COLUMNS, compare_pose
 
-    for name, default in _NOT_FOR_POSE.items():
-        if getattr(args, name) not in (default, "randomization" if name == "test" else default):
+    for name, allowed in _NOT_FOR_POSE.items():
+        if getattr(args, name) not in allowed:
             raise InvalidInputError(
                 f"--{name.replace('_', '-')} does not apply to pose results ({path}): their "
                 "columns are tested by the paired cluster bootstrap and the swap test"
