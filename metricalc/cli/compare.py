@@ -47,7 +47,8 @@ _COMPARE_OPTIONS = (
 def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
-    cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE", help="cube file(s) (.nc)")
+    cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
+                     help="cube file(s) (.nc), or one pose results file (pose eval --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument("--metric", default="ap", help="cube variable or hit@K (default: ap)")
@@ -134,11 +135,15 @@ def _refuse_pair_cube(path: Path) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
     from metricalc.hpatches import common_cvpr17_unit
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
 
+    pose_file = pose_results_file(args.cubes)
+    if pose_file is not None:
+        return compare_pose_file(args, pose_file)
     labels = names(args.labels) if args.labels else None
     if labels is not None and len(labels) != len(args.cubes):
         raise InvalidInputError(

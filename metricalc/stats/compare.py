@@ -27,10 +27,11 @@ from metricalc.stats.intervals import INTERVALS, resolved_interval
 from metricalc.stats.paired import TESTS, default_test, is_binary
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.sides import direction, disagreement, verdict
+from metricalc.stats.statistics import ClusteredStatistic
 from metricalc.stats.units import SPLITS, unit_values
 from metricalc.validation import check_choice, check_fraction, check_integer
 
-__all__ = ["COMPARE_VARIABLES", "MIN_UNITS", "compare"]
+__all__ = ["COMPARE_VARIABLES", "MIN_UNITS", "compare", "compare_statistic"]
 
 def generators(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
     """The random generators of a call with ``seed``: (sign flips, bootstrap resamples).
@@ -466,3 +467,69 @@ def compare(
         if name not in ("metric", "pair_by", "split", "excluded_descriptors"):
             attrs["protocol_seed" if name == "seed" else str(name)] = value
     return _dataset(rows, [names[i] for i, _ in pairs_], [names[j] for _, j in pairs_], attrs)
+
+
+def compare_statistic(
+    statistic: ClusteredStatistic,
+    *,
+    pair_by: str,
+    baseline: str | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = 10_000,
+    confidence_level: float = 0.95,
+    attrs: Mapping[str, Any] | None = None,
+) -> xr.Dataset:
+    """Paired comparisons of the systems of any table statistic (the pose AUC of image pairs,
+    ...): the paired cluster bootstrap and the within-cluster swap test of the statistic itself
+    (:mod:`metricalc.stats.clustered`), the comparisons of the call one correction family.
+
+    The result has the variables of :func:`compare` (counts, wins and effect sizes of the
+    clusters, ``interval`` attr ``"cluster"``, ``test`` ``"randomization"``); ``pair_by`` names
+    the clusters, ``metric`` and ``statistic_phrase`` are the statistic's ``name`` and
+    ``phrase``, and ``attrs`` are added (the protocol of the records).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.stats.statistics import UnitStatistic, weighted_mean
+    >>> values = np.array([[0.9, 0.8, 0.7, 0.9, 0.6], [0.5, 0.6, 0.4, 0.7, 0.5]])
+    >>> stat = UnitStatistic("acc", "mean accuracy", ["a", "b"], np.array(list("vwxyz")),
+    ...                      values, np.arange(5), weighted_mean)
+    >>> ds = compare_statistic(stat, pair_by="pair")
+    >>> round(float(ds.mean_diff[0]), 4), float(ds.pvalue[0]), bool(ds.exact[0])
+    (0.24, 0.0625, True)
+    """
+    check_choice("correction", correction, CORRECTIONS)
+    alpha = check_fraction("alpha", alpha)
+    confidence_level = check_fraction("confidence_level", confidence_level)
+    seed = check_integer("seed", seed, minimum=0)
+    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
+    flips, resamples = generators(seed)
+    names = list(statistic.systems)
+    pairs_ = _system_pairs(names, baseline, pairs, [])
+    rows = cluster_rows(
+        statistic, pairs_, n_resamples, confidence_level, flips, resamples, pair_by
+    )
+    _tested(rows, pairs_, names)
+    systems = [(names[i], names[j]) for i, j in pairs_]
+    _add_verdicts(rows, "randomization", correction, alpha, systems)
+    result_attrs = {
+        **dict(attrs or {}),
+        "metric": statistic.name,
+        "pair_by": pair_by,
+        "mean_over": "",
+        "statistic_phrase": statistic.phrase,
+        "test": "randomization",
+        "correction": correction,
+        "alpha": alpha,
+        "split": "",
+        "seed": seed,
+        "n_resamples": n_resamples,
+        "confidence_level": confidence_level,
+        "interval": "cluster",
+        "excluded_descriptors": [],
+    }
+    return _dataset(rows, [d for d, _ in systems], [b for _, b in systems], result_attrs)
