@@ -184,6 +184,41 @@ def test_a_second_demo_reuses_its_cubes(quick_demo, tmp_path, monkeypatch):
     # a changed input misses the cache: tests/test_report_cache.py
 
 
+def test_the_demo_study_report_after_the_demo_deletes_none_of_the_demo(quick_demo, tmp_path):
+    """README's order: ``metricalc demo``, then ``metricalc report reports/demo.yaml`` (here a
+    copy of the demo's folder and the study, quick and with fast tests), which renders the same
+    study into the demo's report folder: every other file of the demo stays as it was (its
+    figures, cubes, metric sets, benchmark), and there is one report page."""
+    import yaml
+
+    from metricalc.datasets import QUICK_SCENES
+
+    first, result = quick_demo
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "demo"  # the study folder of tmp_path/demo.yaml
+    shutil.copytree(first, folder)
+
+    def files() -> dict[str, bytes]:
+        return {p.relative_to(folder).as_posix(): p.read_bytes()
+                for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+    before = files()
+    assert {f"figures/{mode}_map_by_split.png" for mode in ("locked", "native")} <= set(before)
+    study = yaml.safe_load((Path(metricalc.__file__).parents[1] / "reports/demo.yaml").read_text())
+    study["data"].update(descriptors=["sift", "rootsift"], scenes=list(QUICK_SCENES))
+    study.update(figures=["map_by_split"], tests={"n_resamples": 99, "rank": False})
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(study))
+    done = run("report", str(tmp_path / "demo.yaml"), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    after = files()
+    demo_files = {name for name in before if not name.startswith("report/")}
+    assert {name: after.get(name) for name in demo_files} == {n: before[n] for n in demo_files}
+    assert f"report: {folder / 'report' / 'report.html'}" in done.stdout
+    pages = sorted(name for name in after if name.endswith("report.html"))
+    assert pages == ["report/report.html"]
+    assert "RootSIFT" in (folder / "report" / "tables.tex").read_text()  # the new study's report
+
+
 PROTOCOL_NAMES = {
     "mean_precision", "legacy_macro_precision_by_scene", "true_map_micro",
     "true_map_macro_by_scene", "viewpoint_map", "illumination_map",

@@ -63,7 +63,7 @@ def test_section_registry_is_one_list_whichever_module_names_it():
 
 def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     study_dir, report = built
-    out = study_dir / "mine"
+    out = study_dir / "mine" / "report"
     assert report.out == out and report.html == out / "report.html"
     for name in ("report.html", "tables.tex", "tables.md", "table.csv", "comparisons.csv",
                  "rankings.csv", "metrics.csv", "summary.txt"):  # fmt: skip
@@ -305,11 +305,12 @@ def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_quer
     study_dir = write_study(tmp_path, make_query_cube, "figures: [forest]\n")
     result = run("report", "mine.yaml", "--no-progress", cwd=study_dir)
     assert result.returncode == 0, result.stderr
-    html = study_dir / "mine" / "report.html"
-    assert f"report: {Path('mine') / 'report.html'}" in result.stdout
+    html = study_dir / "mine" / "report" / "report.html"
+    assert f"report: {Path('mine') / 'report' / 'report.html'}" in result.stdout
     assert html.is_file() and "data:image/png;base64," in html.read_text()
     result = run("report", "mine.yaml", "--out", "elsewhere", "--no-progress", cwd=study_dir)
-    assert result.returncode == 0 and (study_dir / "elsewhere" / "mine" / "tables.tex").is_file()
+    assert result.returncode == 0
+    assert (study_dir / "elsewhere" / "mine" / "report" / "tables.tex").is_file()
     assert sorted(p.name for p in (study_dir / "elsewhere").iterdir()) == ["mine"]  # its folder
     (study_dir / "bad.yaml").write_text("data: {cube: cube.nc}\ntests: {alpha: 2}\n")
     result = run("report", "bad.yaml", cwd=study_dir)
