@@ -244,9 +244,12 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
     assert np.isnan(float(same.pvalue_corrected)) and not bool(same.reject)
     assert same.note.item().startswith("all 30 paired differences are zero")
     (note,) = report.notes
-    assert note == f"mAP: sift (locked) vs sift (native) not tested ({same.note.item()})"
+    assert note == f"mAP (queries): sift (locked) vs sift (native) not tested ({same.note.item()})"
     summary = (report.out / "summary.txt").read_text()
-    assert f"sift (locked) vs sift (native) on mAP: not tested: {same.note.item()}" in summary
+    assert (
+        f"sift (locked) vs sift (native) on query-weighted mAP: not tested: {same.note.item()}"
+        in summary
+    )
     # the same in one cube, all pairs: one compare call, the identical pair kept untested
     one = locked.copy(deep=True)
     for variable in one.data_vars.values():
@@ -259,7 +262,9 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
     xr.testing.assert_identical(comparison, direct)
     assert comparison.note.values.tolist() == ["", comparison.note.values[1], ""]
     (note,) = report.notes
-    assert note.startswith("mAP: sift vs brief not tested (all 30 paired differences are zero")
+    assert note.startswith(
+        "mAP (queries): sift vs brief not tested (all 30 paired differences are zero"
+    )
     assert "(1 more not testable)" in report.table.caption
 
 
@@ -284,9 +289,8 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
         source=tmp_path / "p.yaml",
     )
     report = build(study, cubes={"": cube})
-    assert report.table.columns == [
-        "true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "illumination_map",
-        "image_retrieval_map",
+    assert report.table.columns == [  # the mAP family: means over sequences
+        "true_map_macro_by_scene", "viewpoint_map", "illumination_map", "image_retrieval_map",
     ]  # fmt: skip
     expected = np.nanmean(cube.image_ap.values, axis=1)
     np.testing.assert_allclose(report.metrics.image_retrieval_map.values, expected)
@@ -299,6 +303,35 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
 
 def run(*args: str, cwd: Path) -> CliResult:
     return run_cli(*args, cwd=cwd)
+
+
+def test_a_repeated_test_or_ranking_is_stated_once(tmp_path, make_query_cube):
+    """The query-weighted and the scene-averaged mAP ranked by scene rank the same scene means,
+    and viewpoint mAP and its query-weighted variant are the same compare call: one paragraph,
+    one CD diagram, one set of sentences and one forest plot each, with a note naming the twin;
+    every column keeps its letters."""
+    folder = write_study(
+        tmp_path, make_query_cube,
+        "metrics: [true_map_micro, true_map_macro_by_scene, viewpoint_map, viewpoint_map_micro]\n"
+        "figures: [forest, cd_diagram]\n",
+    )  # fmt: skip
+    text = (folder / "mine.yaml").read_text().replace("rank_by: pair", "rank_by: scene")
+    (folder / "mine.yaml").write_text(text)
+    report = build(folder / "mine.yaml")
+    rankings = {c: t.ranking for c, t in report.tests.items()}
+    twins = stats.rank_systems(qc.open_cube(folder / "cube.nc"), pair_by="scene")
+    assert rankings["true_map_micro"] is not None and rankings["true_map_macro_by_scene"] is None
+    assert rankings["true_map_micro"].equals(twins)
+    assert len(report.rankings) == 1  # 3 viewpoint scenes: the viewpoint mAPs are not ranked
+    assert [t.repeats for t in report.tests.values()] == [None, None, None, "viewpoint_map"]
+    comparisons = [s for s in report.sentences if "viewpoint mAP" in s]
+    assert comparisons and not [s for s in report.sentences if "query-weighted viewpoint" in s]
+    figures = sorted(p.name for p in (report.out / "figures").glob("*.png"))
+    assert "cd_true_map_macro_by_scene.png" not in figures and "cd_true_map_micro.png" in figures
+    assert "forest_viewpoint_map_micro.png" not in figures
+    assert "mAP: ranked as mAP (queries) (the same units and values), stated once" in report.notes
+    assert any(n.startswith("mAP v (queries): the same test as mAP v") for n in report.notes)
+    assert report.table.comparisons["viewpoint_map_micro"] is not None
 
 
 def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_query_cube):

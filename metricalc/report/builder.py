@@ -50,7 +50,7 @@ from metricalc.plotting.comparisons import (
 from metricalc.plotting.labels import dataset_name, metric_info
 from metricalc.plotting.tables import Table
 from metricalc.progress import progress_bar
-from metricalc.report.analysis import ColumnTests, run_tests
+from metricalc.report.analysis import ColumnTests, run_tests, state_once
 from metricalc.report.data import combined, load_cubes, summary_metrics
 from metricalc.report.html import EmbeddedFigure, data_uri, png_data_uri, render_report
 from metricalc.report.model import Report, Section
@@ -155,7 +155,7 @@ def _figure_jobs(
     def per_label(compute: Callable[[xr.Dataset], Any], pad: str = "") -> Any:
         return combined({label: compute(c) for label, c in cubes.items()}, pad=pad)
 
-    split_maps = ("true_map_micro", "viewpoint_map", "illumination_map")
+    split_maps = ("true_map_macro_by_scene", "viewpoint_map", "illumination_map")
     by_split = all(m in metrics and np.isfinite(metrics[m].values).any() for m in split_maps)
     image_pairs = all(
         np.char.find(c["pair"].values.astype(str), "-").min() >= 0
@@ -168,8 +168,9 @@ def _figure_jobs(
     no_ratio = "the cube has no nearest-neighbour distances"
     general = [  # name, available, why not, title, caption, draw
         ("map_by_split", by_split, no_split, "mAP by scene type",
-         "True mAP (R = 1 queries) of every system over all scenes, viewpoint (v_*) and "
-         "illumination (i_*) scenes.",
+         "mAP of every system over all scenes, viewpoint (v_*) and illumination (i_*) "
+         "scenes: each the mean over those scenes of the scene's mean AP over its R = 1 "
+         "queries, as the table's mAP columns.",
          lambda: figures.plot_map_by_split(metrics, names=names)),
         ("split_scatter", by_split, no_split, "Viewpoint vs illumination mAP",
          "Each system's viewpoint mAP (x) against its illumination mAP (y); the dashed diagonal "
@@ -223,6 +224,8 @@ def _figure_jobs(
         for kind, stem, data, title, caption, plot in per_column:
             if data is None or kind not in study.figures:
                 continue
+            if kind == "forest" and result.repeats is not None:  # drawn for that column
+                continue
 
             def draw(plot: Any = plot, data: xr.Dataset = data, phrase: str = info.phrase) -> Any:
                 return plot(data, names=names, metric_phrase=phrase)
@@ -255,7 +258,7 @@ def _comparisons_frame(report: Report, sentences: dict[str, list[str]]) -> pd.Da
         frame.insert(0, "column", column)
         for position, key in enumerate(_COMPARISON_ATTRS, start=1):
             frame.insert(position, key, attrs.get(key, ""))
-        frame["sentence"] = sentences[column]
+        frame["sentence"] = sentences[result.repeats or column]  # a repeat: those of its twin
         frames.append(frame)
     if frames:
         return pd.concat(frames, ignore_index=True)
@@ -354,7 +357,7 @@ def _texts(
     for column, result in tests.items():
         notes += result.notes
         phrase = metric_info(column).phrase
-        if result.comparison is not None:
+        if result.comparison is not None and result.repeats is None:
             by_column[column] = summarize(
                 result.comparison, names=study.names, metric_phrase=phrase, decimals=study.decimals
             )
@@ -379,6 +382,7 @@ def _analyse(
         tests = run_tests(
             loaded, chosen, tests=study.tests, baseline=study.baseline, advance=advance
         )
+    state_once(tests)
     table = _results_table(study, metrics, tests, chosen)
     by_column, rankings = _texts(study, tests, notes)
     sentences = [s for column in by_column for s in by_column[column]]
