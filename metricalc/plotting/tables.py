@@ -285,7 +285,7 @@ class Table:
     Examples
     --------
     >>> import xarray as xr
-    >>> metrics = xr.Dataset({"true_map_micro": ("descriptor", [0.5, 0.75])},
+    >>> metrics = xr.Dataset({"true_map_macro_by_scene": ("descriptor", [0.5, 0.75])},
     ...                      coords={"descriptor": ["orb", "sift"]})
     >>> print(Table(metrics, names={"sift": "SIFT"}).to_markdown(), end="")
     Table: Results. Values in percent; best in bold, second best underlined.
