@@ -84,13 +84,8 @@ _CVPR17_LABELS = (("task", "task {}"), ("split", "split {}"), ("pool_size", "poo
 """The protocol of an HPatches CVPR'17 cube (:mod:`metricalc.patches.cvpr17_cube`): patch
 matching or retrieval, no keypoints, tolerance or border; the task and split named here once
 (the ``dataset`` attr repeats them, so such a caption does not name it)."""
-_TREC_LABELS = (
-    ("qrels", "qrels {}"),
-    ("ties", "ties {}"),
-    ("level", "relevant from {}"),
-    ("depth", "depth {} (0: no cut)"),
-    ("complete", "-c {} (1: every qrels query)"),
-)
+_TREC_LABELS = (("qrels", "qrels {}"), ("ties", "ties {}"), ("level", "relevant from {}"),
+                ("depth", "depth {} (0: no cut)"), ("complete", "-c {} (1: every qrels query)"))
 """The protocol of a TREC retrieval cube (:mod:`metricalc.retrieval.querycube`): trec_eval's
 options (depth 0: no cut; -c 1: every qrels query, 0 where a run lacks it)."""
 
