@@ -37,7 +37,8 @@ EXTERNAL = "external data"
 NOT_RUN_HERE = {
     r"demo": "the whole demo, minutes (tests/test_cli.py runs it quick)",
     r"report reports/.*": "a study of the repository, minutes on the whole built-in benchmark "
-    "(tests/test_cli.py builds the demo study quick)",
+    "(tests/test_cli.py renders the demo study quick after a quick demo, in README's order, and "
+    "checks that it deletes none of the demo's files)",
     r"eval hpatches --conf sift": "the whole built-in benchmark, minutes (the lines with "
     "data.quick=true run here)",
 }

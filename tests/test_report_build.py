@@ -63,7 +63,7 @@ def test_section_registry_is_one_list_whichever_module_names_it():
 
 def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     study_dir, report = built
-    out = study_dir / "mine"
+    out = study_dir / "mine" / "report"
     assert report.out == out and report.html == out / "report.html"
     for name in ("report.html", "tables.tex", "tables.md", "table.csv", "comparisons.csv",
                  "rankings.csv", "metrics.csv", "summary.txt"):  # fmt: skip
@@ -246,10 +246,10 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
     assert np.isnan(float(same.pvalue_corrected)) and not bool(same.reject)
     assert same.note.item().startswith("all 16 paired differences are zero")  # 16 scenes
     (note,) = report.notes
-    label = "mAP (scenes)"
+    label = "mAP"  # the mean over scenes of scene mAPs
     assert note == f"{label}: sift (locked) vs sift (native) not tested ({same.note.item()})"
     summary = (report.out / "summary.txt").read_text()
-    assert "sift (locked) vs sift (native) on scene-averaged mAP: not tested: " in summary
+    assert f"sift (locked) vs sift (native) on mAP: not tested: {same.note.item()}" in summary
     # the same in one cube, all pairs: one compare call, the identical pair kept untested
     one = locked.copy(deep=True)
     for variable in one.data_vars.values():
@@ -287,9 +287,8 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
         source=tmp_path / "p.yaml",
     )
     report = build(study, cubes={"": cube})
-    assert report.table.columns == [
-        "true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "illumination_map",
-        "image_retrieval_map",
+    assert report.table.columns == [  # the mAP family: means over sequences
+        "true_map_macro_by_scene", "viewpoint_map", "illumination_map", "image_retrieval_map",
     ]  # fmt: skip
     expected = np.nanmean(cube.image_ap.values, axis=1)
     np.testing.assert_allclose(report.metrics.image_retrieval_map.values, expected)
@@ -304,15 +303,45 @@ def run(*args: str, cwd: Path) -> CliResult:
     return run_cli(*args, cwd=cwd)
 
 
+def test_a_repeated_test_or_ranking_is_stated_once(tmp_path, make_query_cube):
+    """The query-weighted and the scene-averaged mAP ranked by scene rank the same scene means:
+    one paragraph and one CD diagram, with a note naming the twin. Their tests are of two
+    different statistics (pooled over queries, mean of scene means), so each column keeps its
+    own sentences and forest plot."""
+    folder = write_study(
+        tmp_path, make_query_cube,
+        "metrics: [true_map_micro, true_map_macro_by_scene, viewpoint_map, viewpoint_map_micro]\n"
+        "figures: [forest, cd_diagram]\n",
+    )  # fmt: skip
+    text = (folder / "mine.yaml").read_text().replace("rank_by: pair", "rank_by: scene")
+    (folder / "mine.yaml").write_text(text)
+    report = build(folder / "mine.yaml")
+    rankings = {c: t.ranking for c, t in report.tests.items()}
+    twins = stats.rank_systems(qc.open_cube(folder / "cube.nc"), pair_by="scene")
+    assert rankings["true_map_micro"] is not None and rankings["true_map_macro_by_scene"] is None
+    assert rankings["true_map_micro"].equals(twins)
+    assert len(report.rankings) == 2  # all scenes, viewpoint scenes: each ranked once
+    assert [t.repeats for t in report.tests.values()] == [None, None, None, None]
+    micro = report.tests["viewpoint_map_micro"].comparison
+    macro = report.tests["viewpoint_map"].comparison
+    assert micro.attrs["mean_over"] == "query" and macro.attrs["mean_over"] == "scene"
+    assert [s for s in report.sentences if "query-weighted viewpoint" in s]
+    figures = sorted(p.name for p in (report.out / "figures").glob("*.png"))
+    assert "cd_true_map_macro_by_scene.png" not in figures and "cd_true_map_micro.png" in figures
+    assert "forest_viewpoint_map_micro.png" in figures
+    assert "mAP: ranked as mAP (queries) (the same units and values), stated once" in report.notes
+
+
 def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_query_cube):
     study_dir = write_study(tmp_path, make_query_cube, "figures: [forest]\n")
     result = run("report", "mine.yaml", "--no-progress", cwd=study_dir)
     assert result.returncode == 0, result.stderr
-    html = study_dir / "mine" / "report.html"
-    assert f"report: {Path('mine') / 'report.html'}" in result.stdout
+    html = study_dir / "mine" / "report" / "report.html"
+    assert f"report: {Path('mine') / 'report' / 'report.html'}" in result.stdout
     assert html.is_file() and "data:image/png;base64," in html.read_text()
     result = run("report", "mine.yaml", "--out", "elsewhere", "--no-progress", cwd=study_dir)
-    assert result.returncode == 0 and (study_dir / "elsewhere" / "mine" / "tables.tex").is_file()
+    assert result.returncode == 0
+    assert (study_dir / "elsewhere" / "mine" / "report" / "tables.tex").is_file()
     assert sorted(p.name for p in (study_dir / "elsewhere").iterdir()) == ["mine"]  # its folder
     (study_dir / "bad.yaml").write_text("data: {cube: cube.nc}\ntests: {alpha: 2}\n")
     result = run("report", "bad.yaml", cwd=study_dir)

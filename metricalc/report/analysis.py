@@ -39,17 +39,54 @@ from metricalc.report.data import system_name
 from metricalc.report.study import TestSpec
 from metricalc.report.summary import UNIT_NAME_ATTR
 
-__all__ = ["ColumnTests", "label_pairs", "run_tests", "systems_of"]
+__all__ = ["ColumnTests", "label_pairs", "run_tests", "state_once", "systems_of"]
 
 
 @dataclass
 class ColumnTests:
-    """The test results of one table column (None where not run, with the reason in ``notes``)."""
+    """The test results of one table column (None where not run, with the reason in ``notes``).
+    ``repeats`` names an earlier column whose comparison is this one's (the same ``compare``
+    call: :func:`state_once`), whose sentences and forest plot stand for both."""
 
     column: str
     comparison: xr.Dataset | None = None
     ranking: xr.Dataset | None = None
     notes: list[str] = field(default_factory=list)
+    repeats: str | None = None
+
+
+def state_once(results: Mapping[str, ColumnTests]) -> None:
+    """Mark what repeats an earlier column's result, so that a report states it once: a
+    comparison equal to an earlier column's (the same metric, split and pairing, e.g. the
+    query-weighted and the scene-averaged viewpoint mAP at the study's pairing) gets
+    ``repeats``; a ranking equal to an earlier one (both columns ranked on the same scene means,
+    e.g. ``true_map_micro`` and ``true_map_macro_by_scene`` ranked by scene) is dropped. Each
+    gets a note naming the column it repeats."""
+    comparisons: list[tuple[str, xr.Dataset]] = []
+    rankings: list[tuple[str, xr.Dataset]] = []
+    for column, result in results.items():
+        label = metric_info(column).label
+        if result.comparison is not None:
+            same = next((c for c, d in comparisons if d.equals(result.comparison)), None)
+            if same is None:
+                comparisons.append((column, result.comparison))
+            else:
+                result.repeats = same
+                result.notes.append(
+                    f"{label}: the same test as {metric_info(same).label} (the same values "
+                    "paired the same way); its sentences are those of "
+                    f"{metric_info(same).label}"
+                )
+        if result.ranking is not None:
+            same = next((c for c, d in rankings if d.equals(result.ranking)), None)
+            if same is None:
+                rankings.append((column, result.ranking))
+            else:
+                result.ranking = None
+                result.notes.append(
+                    f"{label}: ranked as {metric_info(same).label} (the same units and values), "
+                    "stated once"
+                )
 
 
 def systems_of(cubes: Mapping[str, xr.Dataset]) -> list[str]:

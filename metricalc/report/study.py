@@ -146,7 +146,8 @@ class Study:
     reported: tuple[ReportedResult, ...] = ()
 
     def default_out(self) -> Path:
-        """``<folder of the YAML file>/<study name>`` (``reports/<study>/``)."""
+        """The study folder ``<folder of the YAML file>/<study name>`` (``reports/<study>/``):
+        the study's data (benchmark, cube cache), and its report in ``report/``."""
         base = self.source.parent if self.source is not None else Path("reports")
         return base / self.name
 
