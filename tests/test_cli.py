@@ -154,6 +154,20 @@ def test_quick_demo_writes_cubes_metrics_and_figures(quick_demo):
     assert f"systems &middot; dataset {tmp_path / 'benchmark'}</p>" in report.read_text()
 
 
+def test_the_quick_demo_cube_is_too_small_to_test_over_scenes_and_says_so(quick_demo, capsys):
+    """README's `compare reports/demo/cube_locked.nc` on the quick demo's 4 scenes: a clear
+    refusal (a test over scenes needs 5), and the image pairs on request, design effect shown."""
+    from metricalc.cli import main
+
+    tmp_path, _ = quick_demo
+    cube = str(tmp_path / "cube_locked.nc")
+    assert main(["compare", cube, "--baseline", "sift", "--n-resamples", "200"]) == 2
+    assert "4 paired units (pair_by='scene'" in capsys.readouterr().err
+    assert main(["compare", cube, "--baseline", "sift", "--n-resamples", "200", "--pair-by",
+                 "pair"]) == 0  # fmt: skip
+    assert "design effect" in " ".join(capsys.readouterr().out.split())
+
+
 def test_quick_demo_cubes_equal_separate_evaluations(quick_demo):
     """The demo shares work between its two runs (one detection and SIFT computation per image
     for the locked cube and native SIFT; the scene lists reuse the pairs' distances); each cube
