@@ -24,11 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from metricalc.errors import InvalidInputError
+from metricalc.retrieval.arrow import from_numpy, index_in
 from metricalc.retrieval.order import decode_ids, score_key, trec_order
 from metricalc.retrieval.trec_files import Qrels, Run
 
@@ -94,13 +92,6 @@ class Ranked:
         return rank
 
 
-def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
-    """Index of each of ``values`` in ``value_set``, -1 where absent."""
-    found = pc.index_in(values, value_set=value_set)
-    index: np.ndarray = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return index
-
-
 def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,
              ties: str = "trec_eval") -> Ranked:
     """Join ``run`` with ``qrels`` and rank every query of both as trec_eval does.
@@ -122,18 +113,20 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         raise InvalidInputError(f"level (-l) must be >= 0; got {level}")
     n_queries = len(qrels.qids)
     # queries of the run in qrels code space; lines of queries without qrels are dropped
-    run_q = _lookup(run.qids, qrels.qids)[run.qid]
+    run_q = index_in(run.qids, qrels.qids)[run.qid]
     keep = np.flatnonzero(run_q >= 0)
     run_q = run_q[keep]
     run_doc = run.doc[keep]
     # the relevance code of every kept run line: a hash join on (query, document)
     n_docs = max(len(run.docnos), 1)
-    qrels_doc = _lookup(qrels.docnos, run.docnos)[qrels.doc]
+    qrels_doc = index_in(qrels.docnos, run.docnos)[qrels.doc]
     judged = np.flatnonzero(qrels_doc >= 0)
-    index = pd.Index(qrels.qid[judged] * n_docs + qrels_doc[judged])
-    found = index.get_indexer(run_q * n_docs + run_doc)
-    code = np.where(found >= 0, qrels.rel[judged][found], NOT_IN_POOL)
-    code = np.where((found >= 0) & (code < 0), UNJUDGED, code)
+    found = index_in(from_numpy(run_q * n_docs + run_doc),
+                     from_numpy(qrels.qid[judged] * n_docs + qrels_doc[judged]))
+    code = np.full(found.size, NOT_IN_POOL, dtype=np.int64)
+    in_pool = found >= 0
+    value = qrels.rel[judged][found[in_pool]]
+    code[in_pool] = np.where(value < 0, UNJUDGED, value)
     order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code=code, ties=ties)
     run_q, code = run_q[order], code[order]
     hit = (code >= level).astype(np.float64)
@@ -158,7 +151,7 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     num_nonrel = np.bincount(qrels.qid, weights=nonrel, minlength=n_queries).astype(np.int64)
     ideal_gain, ideal_start = _ideal(qrels, evaluated, n_queries)
     return Ranked(
-        qids=decode_ids(qrels.qids.take(pa.array(evaluated))),
+        qids=decode_ids(qrels.qids.take(from_numpy(evaluated))),
         start=start,
         code=code,
         hit=hit,
