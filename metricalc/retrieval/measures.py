@@ -14,6 +14,8 @@ has every formula and the file it comes from).
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 import numpy as np
 
 from metricalc.retrieval.ranking import NOT_IN_POOL, UNJUDGED, Ranked
@@ -119,8 +121,16 @@ class _Prefix:
         return result
 
 
+_HITS: WeakKeyDictionary[Ranked, _Prefix] = WeakKeyDictionary()
+"""The cumulative hits of each :class:`Ranked` still in use: computed once, read by every measure
+and cutoff of an evaluation (``all_trec`` reads them a hundred times)."""
+
+
 def _hits(ranked: Ranked) -> _Prefix:
-    return _Prefix(ranked, ranked.hit)
+    prefix = _HITS.get(ranked)
+    if prefix is None:
+        prefix = _HITS[ranked] = _Prefix(ranked, ranked.hit)
+    return prefix
 
 
 # --------------------------------------------------------------------------------------------

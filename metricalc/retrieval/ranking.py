@@ -22,6 +22,7 @@ Tie policies other than trec_eval's docno order (``ties=``):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -75,21 +76,26 @@ class Ranked:
     ties: str
     tie_groups: TieGroups | None = None
 
-    @property
+    @cached_property
     def num_ret(self) -> np.ndarray:
-        return np.diff(self.start)
+        return _read_only(np.diff(self.start))
 
-    @property
+    @cached_property
     def query(self) -> np.ndarray:
         """The query index of every position."""
-        query: np.ndarray = np.repeat(np.arange(len(self.qids)), self.num_ret)
-        return query
+        return _read_only(np.repeat(np.arange(len(self.qids)), self.num_ret))
 
-    @property
+    @cached_property
     def rank(self) -> np.ndarray:
         """The 1-based rank of every position inside its query."""
-        rank: np.ndarray = np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1
-        return rank
+        return _read_only(np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1)
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """``values``, made read-only: a :class:`Ranked` computes it once and shares it among the
+    measures."""
+    values.flags.writeable = False
+    return values
 
 
 def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,

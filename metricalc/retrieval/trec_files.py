@@ -36,7 +36,6 @@ from metricalc.errors import InvalidInputError
 from metricalc.retrieval.arrow import from_numpy, to_numpy
 from metricalc.retrieval.order import trec_order
 from metricalc.retrieval.spacing import single_spaced
-from metricalc.retrieval.writer import trec_writer
 
 __all__ = ["Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"]
 
@@ -439,6 +438,8 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
 
 
 def _write(path: str | os.PathLike[str], table: pa.Table) -> Path:
+    from metricalc.retrieval.writer import trec_writer  # and the file utilities: when writing
+
     with trec_writer(path) as out:
         out.write_table(table)
     return Path(path)
