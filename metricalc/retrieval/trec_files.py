@@ -300,13 +300,28 @@ def _text(value: bytes) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def encode(values: pa.Array | pa.ChunkedArray, *, sort: bool) -> tuple[np.ndarray, pa.Array]:
-    """Integer codes and the distinct values (in byte order if ``sort``) of a binary column."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    encoded = pc.dictionary_encode(values)
-    codes = to_numpy(encoded.indices).astype(np.int64)
-    uniques = encoded.dictionary
+def encode(values: pa.Array | pa.ChunkedArray, *, sort: bool,
+           grouped: bool = False) -> tuple[np.ndarray, pa.Array]:
+    """Integer codes and the distinct values (in byte order if ``sort``) of a binary column.
+
+    ``grouped``: the values come in blocks of equal values (the query ids of a run or qrels
+    file), so only the first value of each block is hashed; the others take its code.
+    """
+    if isinstance(values, pa.ChunkedArray) and len(values) == 0:
+        values = values.combine_chunks()
+    if grouped and len(values) > 1:
+        n = len(values)
+        changes = pc.indices_nonzero(pc.not_equal(values.slice(1), values.slice(0, n - 1)))
+        if isinstance(changes, pa.ChunkedArray):
+            changes = changes.combine_chunks()
+        heads = np.r_[0, to_numpy(changes).astype(np.int64) + 1]
+        if heads.size < n // 2:
+            codes, uniques = encode(values.take(from_numpy(heads)), sort=sort)
+            return np.repeat(codes, np.diff(np.r_[heads, n])), uniques
+    encoded = pc.dictionary_encode(values)  # chunks share one dictionary
+    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+    codes = np.concatenate([to_numpy(chunk.indices) for chunk in chunks]).astype(np.int64)
+    uniques = chunks[0].dictionary
     if sort:
         order = to_numpy(pc.sort_indices(uniques))
         rank = np.empty_like(order)
@@ -365,7 +380,7 @@ def _identifiers(
     """Query codes and qids (byte order), document codes and docnos (first-seen order); a
     (qid, docno) pair ``verb`` twice is refused, by ``rescan`` (reading the file again line by
     line names the line) or else naming the pair."""
-    qcodes, qids = encode(qid, sort=True)
+    qcodes, qids = encode(qid, sort=True, grouped=True)
     dcodes, docnos = encode(docno, sort=False)
     row = _duplicate_row(qcodes, dcodes, len(docnos))
     if row is not None:
