@@ -14,15 +14,17 @@ from a collection of at least 200,000 documents; qrels of ~150 judgments per que
 2, a third of them drawn from the query's top 100) written as TREC-COVID writes them: ``qid 1.5
 docno rel`` with two spaces before the docno. Measures: ``map``, ``P.10``, ``ndcg_cut.10``,
 ``recip_rank``, ``Rprec`` (``common``) and ``all_trec``. Each command runs ``--repeat`` times
-(default 3), the tools taking turns; the table shows medians and the ratios metricalc / trec_eval
-and metricalc / pytrec_eval, and the ``all`` values of the common measures are checked to equal
-trec_eval's printout.
+(default 3), the tools taking turns; the table shows the medians of the wall time and of the CPU
+time (user + system; on a machine other jobs share, the steadier figure) and the ratios
+metricalc / trec_eval and metricalc / pytrec_eval, and the ``all`` values of the common measures
+are checked to equal trec_eval's printout.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -133,24 +135,40 @@ def commands(trec_eval: Path | None, pytrec: bool, qrels: Path, run: Path,
     return found
 
 
-def timed(tools: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, str]]:
-    """The median wall time of ``repeat`` runs of each command of ``tools`` and its output; the
-    tools take turns, so that a change of the machine's load reaches all of them alike."""
-    times: dict[str, list[float]] = {tool: [] for tool in tools}
+def timed(tools: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, float, str]]:
+    """The median wall time and median CPU time (user + system, of the process and its threads)
+    of ``repeat`` runs of each command of ``tools``, and its output; the tools take turns, so
+    that a change of the machine's load reaches all of them alike."""
+    wall: dict[str, list[float]] = {tool: [] for tool in tools}
+    cpu: dict[str, list[float]] = {tool: [] for tool in tools}
     output: dict[str, str] = {}
     for _ in range(repeat):
         for tool, command in tools.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             done = subprocess.run(command, capture_output=True, check=True, env=os.environ)
-            times[tool].append(time.perf_counter() - start)
+            wall[tool].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[tool].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
             output[tool] = done.stdout.decode()
-    return {tool: (statistics.median(times[tool]), output[tool]) for tool in tools}
+    return {tool: (statistics.median(wall[tool]), statistics.median(cpu[tool]), output[tool])
+            for tool in tools}
 
 
 def all_values(output: str) -> dict[str, str]:
     """``name -> value`` of the ``all`` lines of trec_eval's printout."""
     rows = (line.split() for line in output.splitlines())
     return {row[0]: row[2] for row in rows if len(row) == 3 and row[1] == "all"}
+
+
+def row(results: dict[str, tuple[float, float, str]]) -> str:
+    """The cells of one line of the table: times, then the ratios of metricalc's."""
+    ours = results["metricalc"]
+    cells = [f"{results[t][0]:>6.2f}s ({results[t][1]:.2f}s)".rjust(14) if t in results
+             else f"{'-':>14}" for t in ("metricalc", "trec_eval", "pytrec_eval")]
+    cells += [f"{ours[0] / results[t][0]:>5.2f}x ({ours[1] / results[t][1]:.2f}x)".rjust(14)
+              if t in results else f"{'-':>14}" for t in ("trec_eval", "pytrec_eval")]
+    return " ".join(cells)
 
 
 def main() -> None:
@@ -179,27 +197,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.data or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        print(f"{'lines':>10} {'measures':<9} {'metricalc':>10} {'trec_eval':>10} "
-              f"{'pytrec_eval':>12} {'/ trec_eval':>12} {'/ pytrec_eval':>14}")
+        print(f"{'lines':>10} {'measures':<9} {'metricalc':>14} {'trec_eval':>14} "
+              f"{'pytrec_eval':>14} {'/ trec_eval':>14} {'/ pytrec_eval':>14}")
+        print(f"{'':>10} {'':<9} {'wall (cpu)':>14} {'wall (cpu)':>14} {'wall (cpu)':>14} "
+              f"{'wall (cpu)':>14} {'wall (cpu)':>14}")
         for size in args.sizes.split(","):
             lines = SIZES.get(size.lower()) or int(size)
             qrels, run = write_files(folder, lines)
             for name in args.measures.split(","):
                 tools = commands(trec_eval, pytrec, qrels, run, MEASURE_SETS[name])
                 results = timed(tools, args.repeat)
-                seconds = {tool: result[0] for tool, result in results.items()}
-                ours = seconds["metricalc"]
-                cells = [f"{seconds[t]:>9.2f}s" if t in seconds else f"{'-':>10}"
-                         for t in ("metricalc", "trec_eval")]
-                cells.append(f"{seconds['pytrec_eval']:>11.2f}s" if pytrec else f"{'-':>12}")
-                cells += [f"{ours / seconds[t]:>11.2f}x" if t in seconds else f"{'-':>12}"
-                          for t in ("trec_eval",)]
-                cells.append(f"{ours / seconds['pytrec_eval']:>13.2f}x" if pytrec
-                             else f"{'-':>14}")
-                print(f"{lines:>10,} {name:<9} {' '.join(cells)}", flush=True)
+                print(f"{lines:>10,} {name:<9} {row(results)}", flush=True)
                 if "trec_eval" in results and name == "common":
-                    theirs = all_values(results["trec_eval"][1])
-                    mine = all_values(results["metricalc"][1])
+                    theirs = all_values(results["trec_eval"][2])
+                    mine = all_values(results["metricalc"][2])
                     if any(mine.get(k) != v for k, v in theirs.items() if k != "runid"):
                         print("  (!) metricalc's all values differ from trec_eval's")
 
