@@ -75,4 +75,5 @@ def _respace(text: np.ndarray) -> bytes:
     keep[first[between]] = True
     out = text[keep]
     out[_IS_SPACE[out]] = ord(" ")
-    return out.tobytes()
+    respaced: bytes = out.tobytes()
+    return respaced
