@@ -123,21 +123,25 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     keep = np.flatnonzero(run_q >= 0)
     run_q = run_q[keep]
     run_doc = run.doc[keep]
-    # the relevance code of every kept run line: a hash join on (query, document)
-    n_docs = max(len(run.docnos), 1)
-    qrels_doc = index_in(qrels.docnos, run.docnos)[qrels.doc]
-    judged = np.flatnonzero(qrels_doc >= 0)
-    found = index_in(from_numpy(run_q * n_docs + run_doc),
-                     from_numpy(qrels.qid[judged] * n_docs + qrels_doc[judged]))
+    # the relevance code of every kept run line: a hash join on (query, document), documents
+    # in the qrels' codes (the qrels' distinct documents hashed, usually fewer than the run's)
+    n_docs = max(len(qrels.docnos), 1)
+    run_qdoc = index_in(run.docnos, qrels.docnos)[run_doc]
+    listed = np.flatnonzero(run_qdoc >= 0)
+    found = np.full(run_q.size, -1, dtype=np.int64)
+    found[listed] = index_in(from_numpy(run_q[listed] * n_docs + run_qdoc[listed]),
+                             from_numpy(qrels.qid * n_docs + qrels.doc))
     code = np.full(found.size, NOT_IN_POOL, dtype=np.int64)
     in_pool = found >= 0
-    value = qrels.rel[judged][found[in_pool]]
+    value = qrels.rel[found[in_pool]]
     code[in_pool] = np.where(value < 0, UNJUDGED, value)
     order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code=code, ties=ties)
     run_q, code = run_q[order], code[order]
     hit = (code >= level).astype(np.float64)
     gain = np.maximum(code, 0).astype(np.float64)
-    evaluated, first, counts = np.unique(run_q, return_index=True, return_counts=True)
+    first = np.flatnonzero(np.r_[True, run_q[1:] != run_q[:-1]]) if run_q.size else run_q
+    evaluated = run_q[first]  # run_q is sorted: its blocks are the queries
+    counts = np.diff(np.r_[first, run_q.size])
     within = np.arange(run_q.size) - np.repeat(first, counts)  # 0-based rank in the query
     groups = None
     if ties == "expected" and run_q.size:
