@@ -1,43 +1,69 @@
 """metricalc: decomposable metrics for evaluating local image descriptors.
 
 The public API is re-exported here; see ``docs/`` for the metric definitions.
+
+Importing the package costs nothing beyond the standard library: every name of ``__all__`` is
+imported from its module on first use (a module ``__getattr__``, PEP 562), so that ``metricalc
+trec-eval`` does not load xarray, pandas, scipy or OpenCV it never uses. ``from metricalc import
+average_precision`` works as for any module attribute.
 """
 
-from metricalc import cube
-from metricalc.core.confusion import (
-    accuracy,
-    counts_at_thresholds,
-    f1,
-    fpr,
-    precision,
-    rate_confint,
-    recall,
-    tnr,
-    tpr,
-    youden_j,
-)
-from metricalc.core.curves import auc, pr_curve, roc_auc, roc_curve
-from metricalc.core.ranking import (
-    AP_METHODS,
-    TIE_POLICIES,
-    ap_from_rank_stats,
-    average_precision,
-    hit_rate_at_k,
-    precision_at_k,
-    rank_from_rank_stats,
-    rank_stats,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricWarning
 from metricalc.lazy import lazy_getattr
-from metricalc.metrics import (
-    matching_accuracy,
-    matching_counts,
-    matching_pr_curve,
-    matching_roc_curve,
-    metric_set,
-    scene_metrics,
-)
-from metricalc.version import __version__
+
+if TYPE_CHECKING:  # the names __getattr__ imports on first use, as static analysis sees them
+    from metricalc import (
+        cube,
+        datasets,
+        decompose,
+        detection,
+        experiment,
+        keypoints,
+        patches,
+        plotting,
+        pose,
+        report,
+        retrieval,
+        stats,
+        store,
+    )
+    from metricalc.core.confusion import (
+        accuracy,
+        counts_at_thresholds,
+        f1,
+        fpr,
+        precision,
+        rate_confint,
+        recall,
+        tnr,
+        tpr,
+        youden_j,
+    )
+    from metricalc.core.curves import auc, pr_curve, roc_auc, roc_curve
+    from metricalc.core.ranking import (
+        AP_METHODS,
+        TIE_POLICIES,
+        ap_from_rank_stats,
+        average_precision,
+        hit_rate_at_k,
+        precision_at_k,
+        rank_from_rank_stats,
+        rank_stats,
+    )
+    from metricalc.metrics import (
+        matching_accuracy,
+        matching_counts,
+        matching_pr_curve,
+        matching_roc_curve,
+        metric_set,
+        scene_metrics,
+    )
+    from metricalc.store.metadata import format_metadata, parse_metadata
+    from metricalc.version import __version__
 
 __all__ = [
     "AP_METHODS",
@@ -91,6 +117,7 @@ __all__ = [
 
 
 _LAZY_SUBPACKAGES = (
+    "cube",
     "datasets",
     "plotting",
     "report",
@@ -104,18 +131,40 @@ _LAZY_SUBPACKAGES = (
     "retrieval",
     "pose",
 )
-"""Subpackages imported on first attribute access (they load OpenCV, scikit-image, dask, ...)."""
+"""Subpackages imported on first attribute access (they load xarray, OpenCV, dask, ...)."""
 
 
 _LAZY_FUNCTIONS = {
+    **dict.fromkeys(
+        ("accuracy", "counts_at_thresholds", "f1", "fpr", "precision", "rate_confint", "recall",
+         "tnr", "tpr", "youden_j"),
+        "metricalc.core.confusion",
+    ),
+    **dict.fromkeys(("auc", "pr_curve", "roc_auc", "roc_curve"), "metricalc.core.curves"),
+    **dict.fromkeys(
+        ("AP_METHODS", "TIE_POLICIES", "ap_from_rank_stats", "average_precision",
+         "hit_rate_at_k", "precision_at_k", "rank_from_rank_stats", "rank_stats"),
+        "metricalc.core.ranking",
+    ),
+    **dict.fromkeys(
+        ("matching_accuracy", "matching_counts", "matching_pr_curve", "matching_roc_curve",
+         "metric_set", "scene_metrics"),
+        "metricalc.metrics",
+    ),
     "format_metadata": "metricalc.store.metadata",
     "parse_metadata": "metricalc.store.metadata",
+    "__version__": "metricalc.version",
 }
-"""Functions of a lazy subpackage that the top level offers too."""
+"""The functions and constants the top level offers, and the module of each."""
 
 
 _LAZY = {**{name: f"metricalc.{name}" for name in _LAZY_SUBPACKAGES}, **_LAZY_FUNCTIONS}
-"""A subpackage of :data:`_LAZY_SUBPACKAGES` or the module of a function of
+"""A subpackage of :data:`_LAZY_SUBPACKAGES` or the module of a name of
 :data:`_LAZY_FUNCTIONS`, imported on first use (no import-time cost)."""
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
+
+
+def __dir__() -> list[str]:
+    """The public names (imported or not yet) and the module's own attributes."""
+    return sorted({*globals(), *__all__})

@@ -137,3 +137,25 @@ def test_written_ranks_follow_trec_eval_order(tmp_path):
     run = Run.from_dict({"q": {"a": 1.0, "b": 1.0 + 1e-9, "c": 2.0}})
     lines = write_run(tmp_path / "run.txt", run).read_text().splitlines()
     assert [line.split()[2:4] for line in lines] == [["c", "1"], ["b", "2"], ["a", "3"]]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_encode_chunked_and_grouped_columns(seed):
+    """Codes and distinct values of ``encode`` (one or several chunks, hashed whole or block by
+    block) against a dictionary built line by line."""
+    import pyarrow as pa
+
+    from metricalc.retrieval.trec_files import encode
+
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        drawn = rng.integers(0, 5, int(rng.integers(0, 40)))
+        values = [b"q%d" % v for v in (np.sort(drawn) if rng.random() < 0.5 else drawn)]
+        cut = int(rng.integers(0, len(values) + 1))
+        column = pa.chunked_array([values[:cut], values[cut:]], pa.binary())
+        first_seen = list(dict.fromkeys(values))
+        for sort in (True, False):
+            for grouped in (True, False):
+                codes, uniques = encode(column, sort=sort, grouped=grouped)
+                assert uniques.to_pylist() == (sorted(first_seen) if sort else first_seen)
+                assert [uniques[int(c)].as_py() for c in codes] == values

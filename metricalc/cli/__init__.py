@@ -18,7 +18,8 @@ sub-verbs) to the sub-command parsers and set ``run``, the function the verb cal
 - :mod:`~metricalc.cli._args`: the argument types they share.
 
 Building the parser imports no heavy module (experiment runs, dask, matplotlib, statsmodels,
-OpenCV): a verb imports what it calls when it runs, so ``metricalc --help`` starts fast.
+OpenCV): a verb imports what it calls when it runs, so ``metricalc --help`` starts fast. Running a
+verb (``metricalc trec-eval ...``) imports that verb's module only (:data:`VERBS`).
 """
 
 from __future__ import annotations
@@ -27,45 +28,35 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 
-from metricalc.cli import (
-    compare,
-    db,
-    decompose,
-    experiments,
-    keypoints,
-    patches,
-    pose,
-    report,
-    reported,
-    trec,
-    trec_export,
-)
-from metricalc.cli._args import document_defaults
 from metricalc.errors import MetricalcError
-from metricalc.version import __version__
 
-VERBS = (
-    keypoints.add_demo,
-    keypoints.add_keypoints,
-    patches.add_patches,
-    pose.add_pose,
-    experiments.add_eval,
-    experiments.add_inspect,
-    keypoints.add_metrics,
-    db.add_db,
-    decompose.add_decompose,
-    compare.add_compare,
-    report.add_report,
-    reported.add_reported,
-    trec.add_trec_eval,
-    trec_export.add_trec_export,
-)
-"""The functions adding the verbs, in the order ``metricalc --help`` lists them."""
+VERBS: dict[str, str] = {
+    "demo": "keypoints.add_demo",
+    "keypoints": "keypoints.add_keypoints",
+    "patches": "patches.add_patches",
+    "pose": "pose.add_pose",
+    "eval": "experiments.add_eval",
+    "inspect": "experiments.add_inspect",
+    "metrics": "keypoints.add_metrics",
+    "db": "db.add_db",
+    "decompose": "decompose.add_decompose",
+    "compare": "compare.add_compare",
+    "report": "report.add_report",
+    "reported": "reported.add_reported",
+    "trec-eval": "trec.add_trec_eval",
+    "trec-export": "trec_export.add_trec_export",
+}
+"""Each verb and the function adding it (``module.function`` of this package), in the order
+``metricalc --help`` lists them. ``metricalc VERB ...`` imports the module of ``VERB`` only."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``metricalc`` command, one sub-command per verb."""
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``metricalc`` command, one sub-command per verb; with ``verb``
+    (a key of :data:`VERBS`), that verb's sub-command only, importing that verb's module only."""
+    from metricalc.cli._args import document_defaults
+
     parser = argparse.ArgumentParser(
         prog="metricalc",
         description=(
@@ -73,18 +64,39 @@ def build_parser() -> argparse.ArgumentParser:
             "curves, AP and mAP over descriptor x scene x query cubes."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"metricalc {__version__}")
+    parser.add_argument("--version", action=ShowVersion)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    for add_verb in VERBS:
-        add_verb(verbs)
+    for name, where in VERBS.items():
+        if verb is None or name == verb:
+            module, function = where.split(".")
+            getattr(import_module(f"metricalc.cli.{module}"), function)(verbs)
     document_defaults(parser)  # every --help shows the defaults
     return parser
 
 
+class ShowVersion(argparse.Action):
+    """``--version``: print ``metricalc VERSION`` and stop. The version is read from the installed
+    package's metadata only then (``importlib.metadata`` takes a fifth of ``metricalc trec-eval
+    --help``'s time)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from metricalc.version import __version__
+
+        print(f"metricalc {__version__}")
+        parser.exit()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    # the verb comes first (the command's own options, --help and --version, print and stop)
+    parser = build_parser(given[0] if given and given[0] in VERBS else None)
+    args = parser.parse_args(given)
     if args.verb is None:
         parser.print_help()
         return 0

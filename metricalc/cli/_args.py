@@ -1,6 +1,7 @@
 """Argument types shared by the verbs of the ``metricalc`` command.
 
-Light on purpose: building the parser imports this module, so it needs the standard library only.
+Light on purpose: building the parser imports this module, so it needs the standard library only
+(the preset table, which parses YAML, is read by the verbs that take ``--preset`` when they run).
 A type raises :class:`argparse.ArgumentTypeError`, which argparse turns into a usage error (exit 2,
 no traceback).
 """
@@ -10,9 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from metricalc.presets import Preset, preset_attrs, preset_for
+if TYPE_CHECKING:
+    from metricalc.presets import Preset
 
 
 def names(text: str) -> list[str]:
@@ -143,6 +145,8 @@ def with_preset(
     ...             "patches hpatches-eval")[0]
     {'task': 'all', 'split': 'full', 'distance': 'l1'}
     """
+    from metricalc.presets import preset_for
+
     preset = preset_for(args.preset, verb) if getattr(args, "preset", None) else None
     values = preset.values() if preset is not None else {}
     unknown = sorted(set(values) - set(defaults))
@@ -165,4 +169,6 @@ def protocol_attrs(options: Mapping[str, Any], preset: Preset | None) -> dict[st
     >>> protocol_attrs({"tau": 3.0, "split": None}, None)["protocol_options"]
     '{"split": null, "tau": 3.0}'
     """
+    from metricalc.presets import preset_attrs
+
     return {**preset_attrs(preset), "protocol_options": json.dumps(dict(options), sort_keys=True)}

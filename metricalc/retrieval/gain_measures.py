@@ -19,7 +19,6 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from metricalc.retrieval.measures import num_rel_ret, precision_sums, segment_sum
 from metricalc.retrieval.ranking import NOT_IN_POOL, UNJUDGED, Ranked
@@ -89,8 +88,20 @@ def cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     ``start[q]:start[q + 1]``), added in order as a per-query loop adds them."""
     if values.size == 0:
         return values.astype(np.float64)
-    segment = np.repeat(np.arange(start.size - 1), np.diff(start))
-    result: np.ndarray = pd.Series(values, dtype=np.float64).groupby(segment).cumsum().to_numpy()
+    lengths = np.diff(start)
+    # the segments as the rows of a padded matrix: np.cumsum along a row adds in order, as the
+    # loop does; zeros after a segment's end change nothing before it
+    rows, width = lengths.size, int(lengths.max(initial=0))
+    column = np.arange(values.size) - np.repeat(start[:-1], lengths)
+    row = np.repeat(np.arange(rows), lengths)
+    result = np.empty(values.size, dtype=np.float64)
+    block = max(1, (1 << 22) // max(width, 1))  # rows per block: bounded memory
+    for first in range(0, rows, block):
+        last = min(rows, first + block)
+        inside = slice(int(start[first]), int(start[last]))
+        padded = np.zeros((last - first, width))
+        padded[row[inside] - first, column[inside]] = values[inside]
+        result[inside] = np.cumsum(padded, axis=1)[row[inside] - first, column[inside]]
     return result
 
 

@@ -14,9 +14,16 @@ has every formula and the file it comes from).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+from typing import TypeVar
+from weakref import WeakKeyDictionary
+
 import numpy as np
 
 from metricalc.retrieval.ranking import NOT_IN_POOL, UNJUDGED, Ranked
+
+T = TypeVar("T")
 
 __all__ = [
     "EXPECTED_OK",
@@ -75,11 +82,13 @@ def _segment_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.
     out = np.full(lo.shape, empty, dtype=np.float64)
     ok = hi > lo
     if ok.any():
-        padded = np.append(values.astype(np.float64, copy=False), 0.0)
+        values = values.astype(np.float64, copy=False)
         bounds = np.empty(2 * int(ok.sum()), dtype=np.int64)
         bounds[0::2] = lo[ok]
         bounds[1::2] = hi[ok]
-        out[ok] = ufunc.reduceat(padded, bounds)[0::2]
+        if bounds[-1] == values.size:  # reduceat's last segment runs to the end anyway
+            bounds = bounds[:-1]
+        out[ok] = ufunc.reduceat(values, bounds)[0::2]
     return out
 
 
@@ -126,6 +135,21 @@ class _Prefix:
         return result
 
 
+def _once_per_ranked(compute: Callable[[Ranked], T]) -> Callable[[Ranked], T]:
+    """``compute``, called once per :class:`Ranked` (while it is in use): the arrays several
+    measures and cutoffs read (``all_trec`` reads the cumulative hits a hundred times)."""
+    done: WeakKeyDictionary[Ranked, T] = WeakKeyDictionary()
+
+    @wraps(compute)
+    def once(ranked: Ranked) -> T:
+        if ranked not in done:
+            done[ranked] = compute(ranked)
+        return done[ranked]
+
+    return once
+
+
+@_once_per_ranked
 def _hits(ranked: Ranked) -> _Prefix:
     return _Prefix(ranked, ranked.hit)
 
@@ -255,6 +279,7 @@ def rprec(ranked: Ranked) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
+@_once_per_ranked
 def _precision_at_hits(ranked: Ranked) -> np.ndarray:
     r"""Per position, :math:`h_i H_i / i`; under ``ties="expected"`` its expectation
     :math:`\frac{r}{t} \big(c + 1 + (j - 1) \frac{r - 1}{t - 1}\big) / i` for the :math:`j`-th
@@ -337,6 +362,14 @@ def bpref(ranked: Ranked) -> np.ndarray:
     \frac{\min(m_i, R)}{\min(N, R)}\right)`, :math:`m_i` the judged non-relevant documents above
     rank :math:`i` (documents not in the pool or unjudged are skipped; a term is 1 when
     :math:`m_i = 0`)."""
+    lo = ranked.start[:-1]
+    return _ratio(_segment_reduce(np.add, _bpref_terms(ranked), lo, ranked.start[1:], 0.0),
+                  ranked.num_rel)
+
+
+@_once_per_ranked
+def _bpref_terms(ranked: Ranked) -> np.ndarray:
+    """Per position, the term of :func:`bpref` (0 unless a judged relevant document)."""
     judged = (ranked.code != NOT_IN_POOL) & (ranked.code != UNJUDGED)
     nonrel = judged & (ranked.hit == 0)
     above = _Prefix(ranked, nonrel.astype(np.float64)).within()  # includes the position itself,
@@ -344,9 +377,8 @@ def bpref(ranked: Ranked) -> np.ndarray:
     R = ranked.num_rel[q].astype(np.float64)
     N = ranked.num_nonrel[q].astype(np.float64)
     term = np.where(above > 0, 1.0 - _ratio(np.minimum(above, R), np.minimum(N, R)), 1.0)
-    term = np.where(judged & (ranked.hit > 0), term, 0.0)
-    lo = ranked.start[:-1]
-    return _ratio(_segment_reduce(np.add, term, lo, ranked.start[1:], 0.0), ranked.num_rel)
+    terms: np.ndarray = np.where(judged & (ranked.hit > 0), term, 0.0)
+    return terms
 
 
 def iprec_at_recall(ranked: Ranked, level: float) -> np.ndarray:
@@ -356,14 +388,21 @@ def iprec_at_recall(ranked: Ranked, level: float) -> np.ndarray:
     :math:`c = \lfloor xR + 0.9 \rfloor` (trec_eval's rounding), the value is
     :math:`\max_{j \ge \max(c, 1)} j / r_j` if :math:`c \le H_n` and :math:`H_n > 0`, else 0.
     """
-    where = np.flatnonzero(ranked.hit > 0)
-    prec = ranked.hit[where] * _hits(ranked).within()[where] / ranked.rank[where]
+    prec = _precision_at_relevant(ranked)
     found = num_rel_ret(ranked).astype(np.int64)
     hit_start = np.r_[0, np.cumsum(found)]
     cut = (level * ranked.num_rel.astype(np.float64) + 0.9).astype(np.int64)
     lo = hit_start[:-1] + np.maximum(cut, 1) - 1
     out = _segment_reduce(np.maximum, prec, lo, hit_start[1:], 0.0)
     return np.where((cut <= found) & (found > 0), out, 0.0)
+
+
+@_once_per_ranked
+def _precision_at_relevant(ranked: Ranked) -> np.ndarray:
+    """:math:`j / r_j` of every relevant retrieved document, in rank order."""
+    where = np.flatnonzero(ranked.hit > 0)
+    prec: np.ndarray = ranked.hit[where] * _hits(ranked).within()[where] / ranked.rank[where]
+    return prec
 
 
 def eleven_point(ranked: Ranked, levels: tuple[float, ...]) -> np.ndarray:
@@ -382,17 +421,22 @@ def ndcg(ranked: Ranked) -> np.ndarray:
     {\log_2(j + 1)}` with :math:`g^*` the positive qrels values in decreasing order (0 if there
     are none). Gains are the qrels values, whatever the level."""
     lo = ranked.start[:-1]
-    dcg = _segment_reduce(np.add, ranked.gain * _log2_discount(ranked.rank), lo,
-                          ranked.start[1:], 0.0)
+    dcg = _segment_reduce(np.add, _dcg_terms(ranked), lo, ranked.start[1:], 0.0)
     return _ratio(dcg, _ideal_dcg(ranked, None))
 
 
 def ndcg_cut(ranked: Ranked, k: int) -> np.ndarray:
     r"""``ndcg_cut_k``: ``ndcg`` with both sums over the first :math:`k` ranks."""
     lo = ranked.start[:-1]
-    dcg = _segment_reduce(np.add, ranked.gain * _log2_discount(ranked.rank), lo,
-                          lo + np.minimum(k, ranked.num_ret), 0.0)
+    dcg = _segment_reduce(np.add, _dcg_terms(ranked), lo, lo + np.minimum(k, ranked.num_ret), 0.0)
     return _ratio(dcg, _ideal_dcg(ranked, k))
+
+
+@_once_per_ranked
+def _dcg_terms(ranked: Ranked) -> np.ndarray:
+    r"""Per position, :math:`g_i / \log_2(i + 1)`."""
+    terms: np.ndarray = ranked.gain * _log2_discount(ranked.rank)
+    return terms
 
 
 def _ideal_dcg(ranked: Ranked, k: int | None) -> np.ndarray:

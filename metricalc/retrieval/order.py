@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from metricalc.retrieval.arrow import from_numpy, to_numpy
+
 __all__ = ["SCORES", "decode_ids", "score_key", "trec_order"]
 
 SCORES = ("float64", "float32")
@@ -69,9 +71,9 @@ def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.A
     group = np.cumsum(np.r_[True, ~same])[where]
     sub = order[where]
     uniq, inverse = np.unique(doc[sub], return_inverse=True)
-    names = docnos.take(pa.array(uniq))
+    names = docnos.take(from_numpy(uniq))
     name_rank = np.empty(uniq.size, dtype=np.int64)
-    name_rank[pc.sort_indices(names).to_numpy()] = np.arange(uniq.size)
+    name_rank[to_numpy(pc.sort_indices(names))] = np.arange(uniq.size)
     keys = [-name_rank[inverse]]
     if code is not None and ties in ("optimistic", "pessimistic"):
         keys.append(-code[sub] if ties == "optimistic" else code[sub])

@@ -24,13 +24,12 @@ Tie policies other than trec_eval's docno order (``ties=``):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from metricalc.errors import InvalidInputError
+from metricalc.retrieval.arrow import from_numpy, index_in
 from metricalc.retrieval.order import SCORES, decode_ids, score_key, trec_order
 from metricalc.retrieval.trec_files import Qrels, Run
 
@@ -82,28 +81,26 @@ class Ranked:
     tie_groups: TieGroups | None = None
     num_zero: np.ndarray | None = None
 
-    @property
+    @cached_property
     def num_ret(self) -> np.ndarray:
-        return np.diff(self.start)
+        return _read_only(np.diff(self.start))
 
-    @property
+    @cached_property
     def query(self) -> np.ndarray:
         """The query index of every position."""
-        query: np.ndarray = np.repeat(np.arange(len(self.qids)), self.num_ret)
-        return query
+        return _read_only(np.repeat(np.arange(len(self.qids)), self.num_ret))
 
-    @property
+    @cached_property
     def rank(self) -> np.ndarray:
         """The 1-based rank of every position inside its query."""
-        rank: np.ndarray = np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1
-        return rank
+        return _read_only(np.arange(self.code.size) - np.repeat(self.start[:-1], self.num_ret) + 1)
 
 
-def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
-    """Index of each of ``values`` in ``value_set``, -1 where absent."""
-    found = pc.index_in(values, value_set=value_set)
-    index: np.ndarray = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return index
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """``values``, made read-only: a :class:`Ranked` computes it once and shares it among the
+    measures."""
+    values.flags.writeable = False
+    return values
 
 
 def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,
@@ -139,24 +136,30 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         raise InvalidInputError(f"level (-l) must be >= 0; got {level}")
     n_queries = len(qrels.qids)
     # queries of the run in qrels code space; lines of queries without qrels are dropped
-    run_q = _lookup(run.qids, qrels.qids)[run.qid]
+    run_q = index_in(run.qids, qrels.qids)[run.qid]
     keep = np.flatnonzero(run_q >= 0)
     run_q = run_q[keep]
     run_doc = run.doc[keep]
-    # the relevance code of every kept run line: a hash join on (query, document)
-    n_docs = max(len(run.docnos), 1)
-    qrels_doc = _lookup(qrels.docnos, run.docnos)[qrels.doc]
-    judged = np.flatnonzero(qrels_doc >= 0)
-    index = pd.Index(qrels.qid[judged] * n_docs + qrels_doc[judged])
-    found = index.get_indexer(run_q * n_docs + run_doc)
-    code = np.where(found >= 0, qrels.rel[judged][found], NOT_IN_POOL)
-    code = np.where((found >= 0) & (code < 0), UNJUDGED, code)
+    # the relevance code of every kept run line: a hash join on (query, document), documents
+    # in the qrels' codes (the qrels' distinct documents hashed, usually fewer than the run's)
+    n_docs = max(len(qrels.docnos), 1)
+    run_qdoc = index_in(run.docnos, qrels.docnos)[run_doc]
+    listed = np.flatnonzero(run_qdoc >= 0)
+    found = np.full(run_q.size, -1, dtype=np.int64)
+    found[listed] = index_in(from_numpy(run_q[listed] * n_docs + run_qdoc[listed]),
+                             from_numpy(qrels.qid * n_docs + qrels.doc))
+    code = np.full(found.size, NOT_IN_POOL, dtype=np.int64)
+    in_pool = found >= 0
+    value = qrels.rel[found[in_pool]]
+    code[in_pool] = np.where(value < 0, UNJUDGED, value)
     order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code=code, ties=ties,
                        scores=scores)
     run_q, code = run_q[order], code[order]
     hit = (code >= level).astype(np.float64)
     gain = np.maximum(code, 0).astype(np.float64)
-    evaluated, first, counts = np.unique(run_q, return_index=True, return_counts=True)
+    first = np.flatnonzero(np.r_[True, run_q[1:] != run_q[:-1]]) if run_q.size else run_q
+    evaluated = run_q[first]  # run_q is sorted: its blocks are the queries
+    counts = np.diff(np.r_[first, run_q.size])
     within = np.arange(run_q.size) - np.repeat(first, counts)  # 0-based rank in the query
     groups = None
     if ties == "expected" and run_q.size:
@@ -183,7 +186,7 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     num_zero = np.bincount(qrels.qid, weights=qrels.rel == 0, minlength=n_queries)
     ideal_gain, ideal_start = _ideal(qrels, evaluated, n_queries)
     return Ranked(
-        qids=decode_ids(qrels.qids.take(pa.array(evaluated))),
+        qids=decode_ids(qrels.qids.take(from_numpy(evaluated))),
         start=start,
         code=code,
         hit=hit,

@@ -551,14 +551,27 @@ def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int, num_docs:
         if f.kind == "gm":
             logs = np.log(np.maximum(value, m.GM_FLOOR))
             missing = n_avg - len(ranked.qids)
-            result.summary[name] = float(np.exp((logs.sum() + missing * math.log(m.GM_FLOOR))
-                                                / n_avg))
+            result.summary[name] = float(np.exp((in_order_sum(logs)
+                                                 + missing * math.log(m.GM_FLOOR)) / n_avg))
             continue
         result.per_query[name] = value
         if f.kind == "sum" and ranked.ties != "expected" and zscores is None:
             result.summary[name] = round(float(value.sum()))
             result.integer.add(name)
         elif f.kind == "sum":  # expected counts are fractional, z-scores too
-            result.summary[name] = float(value.sum())
+            result.summary[name] = in_order_sum(value)
         else:
-            result.summary[name] = float(value.sum() / n_avg)
+            result.summary[name] = in_order_sum(value) / n_avg
+
+
+def in_order_sum(values: np.ndarray) -> float:
+    """The sum of ``values`` added one after the other, as trec_eval adds the queries' values
+    (NumPy's pairwise ``sum`` can differ in the last bit, which shows in the printed fourth
+    decimal when a mean falls on a tie such as 0.07905).
+
+    Examples
+    --------
+    >>> in_order_sum(np.array([0.1] * 10)), float(np.array([0.1] * 10).sum())
+    (0.9999999999999999, 1.0)
+    """
+    return float(np.cumsum(values)[-1]) if values.size else 0.0

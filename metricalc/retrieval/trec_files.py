@@ -10,9 +10,10 @@
 Fields are separated by whitespace; blank lines are skipped. Identifiers are kept as bytes, so
 they compare byte by byte as trec_eval's ``strcmp`` does, whatever their encoding.
 
-Reading is fast for the usual files (one space or one tab between fields): pyarrow's
-multi-threaded CSV reader parses them. Anything that reader refuses (several spaces between
-fields, a malformed line) is read again line by line, which either parses the file or raises an
+Reading is fast: pyarrow's multi-threaded CSV reader parses the file, as it is when its fields
+are separated by one space or one tab, else re-spaced first
+(:func:`~metricalc.retrieval.spacing.single_spaced`: runs of spaces and tabs, carriage returns).
+Anything that reader refuses (a malformed line) is read again line by line, which raises an
 :class:`~metricalc.errors.InvalidInputError` naming the file and the line: a line with too few
 fields, a score or relevance that is not a number, the same document twice for one query, an empty
 file.
@@ -32,8 +33,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from metricalc.errors import InvalidInputError
+from metricalc.retrieval.arrow import from_numpy, to_numpy
 from metricalc.retrieval.order import trec_order
-from metricalc.retrieval.writer import trec_writer
+from metricalc.retrieval.spacing import single_spaced
 
 __all__ = ["Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"]
 
@@ -129,7 +131,7 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     table = _fast_table(path, ["qid", "iter", "docno", "rel"], {"rel": pa.int64()})
     if table is None:
         return _scan_qrels(path)
-    return _make_qrels(table["qid"], table["docno"], table["rel"].to_numpy(), str(path), path)
+    return _make_qrels(table["qid"], table["docno"], to_numpy(table["rel"]), str(path), path)
 
 
 def read_run(path: str | os.PathLike[str]) -> Run:
@@ -150,7 +152,7 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     table = _fast_table(path, names, {"score": pa.float64()})
     if table is None:
         return _scan_run(path)
-    score = table["score"].to_numpy()
+    score = to_numpy(table["score"])
     if np.isnan(score).any():
         return _scan_run(path)  # raises, naming the line
     tag = table["tag"][-1].as_py().decode("utf-8", "replace")
@@ -173,32 +175,47 @@ def _existing(path: str | os.PathLike[str], fmt: str) -> Path:
 
 
 def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
-    """The file through pyarrow's CSV reader (one space or one tab between fields), or None
-    when that reader cannot take it (the line-by-line reader then decides)."""
+    """The file through pyarrow's CSV reader, or None when that reader cannot take it (the
+    line-by-line reader then decides, naming the bad line).
+
+    A file whose fields are separated by one space (or one tab) is read as it is; any other
+    spacing (runs of spaces, tabs and spaces mixed, carriage returns, whitespace at the start or
+    end of a line) is first re-spaced by :func:`~metricalc.retrieval.spacing.single_spaced`.
+    """
     with path.open("rb") as f:
         first = f.readline()
     delimiter = "\t" if b"\t" in first and b" " not in first.strip() else " "
-    if _has_other_whitespace(path, delimiter):
-        return None  # fields split where the CSV reader would not: trec_eval splits on isspace
+    if not _has_other_whitespace(path, delimiter):
+        table = _csv_table(path, delimiter, names, types)
+        if table is not None:
+            return table
+    return _csv_table(pa.py_buffer(single_spaced(path)), " ", names, types)
+
+
+def _csv_table(source: Path | pa.Buffer, delimiter: str, names: list[str],
+               types: dict[str, pa.DataType]) -> pa.Table | None:
+    """``source`` read with one ``delimiter`` between fields, or None if a line has another
+    number of fields, an empty field (two delimiters in a row) or a value not of ``types``."""
     column_types = {name: pa.binary() for name in names} | types
-    keep = [name for name in names if name in ("qid", "docno", "rel", "score", "tag")]
     try:
         table = pcsv.read_csv(
-            path,
+            pa.BufferReader(source) if isinstance(source, pa.Buffer) else source,
             read_options=pcsv.ReadOptions(column_names=names),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False),
-            convert_options=pcsv.ConvertOptions(column_types=column_types, include_columns=keep),
+            convert_options=pcsv.ConvertOptions(column_types=column_types),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
-    if any(table[name].null_count for name in types):  # an empty field: the line is named there
+    if any(table[name].null_count for name in types) or any(
+        pc.min(pc.binary_length(table[name])).as_py() == 0 for name in names if name not in types
+    ):
         return None
     return table
 
 
 def _has_other_whitespace(path: Path, delimiter: str) -> bool:
     """Whether the file holds whitespace other than ``delimiter`` and line ends."""
-    others = [b"\x0b", b"\x0c", b"\t" if delimiter == " " else b" "]
+    others = [c for c in (b"\t", b"\x0b", b"\x0c", b"\r", b" ") if c != delimiter.encode()]
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         return any(data.find(c) >= 0 for c in others)
 
@@ -283,19 +300,34 @@ def _text(value: bytes) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def encode(values: pa.Array | pa.ChunkedArray, *, sort: bool) -> tuple[np.ndarray, pa.Array]:
-    """Integer codes and the distinct values (in byte order if ``sort``) of a binary column."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    encoded = pc.dictionary_encode(values)
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    uniques = encoded.dictionary
+def encode(values: pa.Array | pa.ChunkedArray, *, sort: bool,
+           grouped: bool = False) -> tuple[np.ndarray, pa.Array]:
+    """Integer codes and the distinct values (in byte order if ``sort``) of a binary column.
+
+    ``grouped``: the values come in blocks of equal values (the query ids of a run or qrels
+    file), so only the first value of each block is hashed; the others take its code.
+    """
+    if isinstance(values, pa.ChunkedArray) and len(values) == 0:
+        values = values.combine_chunks()
+    if grouped and len(values) > 1:
+        n = len(values)
+        changes = pc.indices_nonzero(pc.not_equal(values.slice(1), values.slice(0, n - 1)))
+        if isinstance(changes, pa.ChunkedArray):
+            changes = changes.combine_chunks()
+        heads = np.r_[0, to_numpy(changes).astype(np.int64) + 1]
+        if heads.size < n // 2:
+            codes, uniques = encode(values.take(from_numpy(heads)), sort=sort)
+            return np.repeat(codes, np.diff(np.r_[heads, n])), uniques
+    encoded = pc.dictionary_encode(values)  # chunks share one dictionary
+    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+    codes = np.concatenate([to_numpy(chunk.indices) for chunk in chunks]).astype(np.int64)
+    uniques = chunks[0].dictionary
     if sort:
-        order = pc.sort_indices(uniques).to_numpy()
+        order = to_numpy(pc.sort_indices(uniques))
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         codes = rank[codes]
-        uniques = uniques.take(pa.array(order))
+        uniques = uniques.take(from_numpy(order))
     return codes, uniques
 
 
@@ -305,9 +337,9 @@ def _duplicate_row(qid: np.ndarray, doc: np.ndarray, n_docs: int) -> int | None:
     ordered = np.sort(keys)  # a SIMD sort: far faster than hashing to find that there is none
     if not (ordered[1:] == ordered[:-1]).any():
         return None
-    import pandas as pd
-
-    return int(np.argmax(pd.Series(keys).duplicated().to_numpy()))
+    order = np.argsort(keys, kind="stable")  # a repeat sorts after the row it repeats
+    repeats = order[1:][keys[order[1:]] == keys[order[:-1]]]
+    return int(repeats.min())
 
 
 def _qrels_from_lists(qid: list[bytes], docno: list[bytes], rel: list[float],
@@ -348,7 +380,7 @@ def _identifiers(
     """Query codes and qids (byte order), document codes and docnos (first-seen order); a
     (qid, docno) pair ``verb`` twice is refused, by ``rescan`` (reading the file again line by
     line names the line) or else naming the pair."""
-    qcodes, qids = encode(qid, sort=True)
+    qcodes, qids = encode(qid, sort=True, grouped=True)
     dcodes, docnos = encode(docno, sort=False)
     row = _duplicate_row(qcodes, dcodes, len(docnos))
     if row is not None:
@@ -421,6 +453,8 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
 
 
 def _write(path: str | os.PathLike[str], table: pa.Table) -> Path:
+    from metricalc.retrieval.writer import trec_writer  # and the file utilities: when writing
+
     with trec_writer(path) as out:
         out.write_table(table)
     return Path(path)

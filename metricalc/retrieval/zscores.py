@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from metricalc.errors import InvalidInputError
+
+if TYPE_CHECKING:  # pandas is imported only when z-scores are asked for (-Z)
+    import pandas as pd
 
 __all__ = ["MISSING", "ZScores", "read_zscores"]
 
@@ -36,11 +39,14 @@ class ZScores:
 
         Examples
         --------
+        >>> import pandas as pd
         >>> z = ZScores(pd.DataFrame({"mean": [0.5, 2.0], "sd": [0.25, 0.0]},
         ...     index=pd.MultiIndex.from_tuples([("q1", "map"), ("q2", "map")])))
         >>> z.convert(["q1", "q2", "q3"], "map", np.array([1.0, 3.0, 1.0])).tolist()
         [2.0, -1000000.0, -1000000.0]
         """
+        import pandas as pd
+
         keys = pd.MultiIndex.from_arrays([queries, [name] * len(queries)])
         at = self.table.index.get_indexer(keys)
         known = at >= 0
@@ -93,5 +99,7 @@ def read_zscores(path: str | os.PathLike[str]) -> ZScores:
     if not rows:
         raise InvalidInputError(f"{path}: the z-scores file is empty; expected "
                                 "'qid measure mean stddev' lines")
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=["qid", "measure", "mean", "sd"])
     return ZScores(frame.drop_duplicates(["qid", "measure"]).set_index(["qid", "measure"]))
