@@ -16,10 +16,12 @@ from metricalc.errors import InvalidInputError
 from metricalc.store.metadata import METRICALC_PREFIX, SCENE_KEYS, parse_metadata
 from metricalc.validation import is_integer, is_real
 
-__all__ = ["METRIC_COLUMNS", "REQUIRED_COLUMNS", "SceneValues", "WorkbenchRow", "read_rows"]
+__all__ = [
+    "METRIC_COLUMNS", "REQUIRED_COLUMNS", "SceneValues", "WorkbenchRow", "read_rows", "where"
+]
 
-REQUIRED_COLUMNS = ("experiment_id", "descriptor_type", "true_map_macro")
-"""Columns every export must have."""
+REQUIRED_COLUMNS = ("experiment_id", "descriptor_type", "true_map_macro", "true_map_micro")
+"""Columns every export must have (both real exports have both mAPs)."""
 
 METRIC_COLUMNS: dict[str, str] = {
     "true_map_micro": "true_map_micro",
