@@ -120,9 +120,10 @@ def export_keypoints(
     :func:`load_features` refuses a file whose ``scene`` / ``image`` is not the place it is read
     from (a file copied to the wrong image). Add a ``descriptors`` array (N x D, row i describing
     keypoint i) to each file, in place or in a copy, and evaluate the folder next to the built-in
-    methods with ``metricalc keypoints eval --features NAME=FOLDER --locked <detector>``: the evaluation
-    checks that its keypoints are these (:func:`check_own_keypoints`). Each file is written to a
-    temporary name and renamed; files of the same names are replaced, other files left alone.
+    methods with ``metricalc keypoints eval --features NAME=FOLDER --locked <detector>``: the
+    evaluation checks that its keypoints are these (:func:`check_own_keypoints`). Each file is
+    written to a temporary name and renamed; files of the same names are replaced, other files
+    left alone.
 
     Parameters
     ----------
