@@ -41,7 +41,7 @@ from metricalc.cli import (
     trec,
     trec_export,
 )
-from metricalc.cli._args import document_defaults
+from metricalc.cli._args import VerbParser, document_defaults
 from metricalc.errors import MetricalcError
 from metricalc.version import __version__
 
@@ -74,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"metricalc {__version__}")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="verb", metavar="VERB", parser_class=VerbParser
+    )
     for add_verb in VERBS:
         add_verb(verbs)
     document_defaults(parser)  # every --help shows the defaults

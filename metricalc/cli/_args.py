@@ -15,6 +15,20 @@ from typing import Any
 from metricalc.presets import Preset, preset_attrs, preset_for
 
 
+class VerbParser(argparse.ArgumentParser):
+    """The parser of a verb (and of its sub-verbs): an argument it does not know is its own
+    usage error (``metricalc keypoints eval: error: unrecognized arguments: --varient`` after
+    that verb's usage), not the top-level usage that argparse prints by default."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def names(text: str) -> list[str]:
     """A comma-separated list of names, blanks dropped.
 
