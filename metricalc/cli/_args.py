@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from metricalc.presets import Preset, preset_attrs, preset_for
+from metricalc.presets import Preset, preset_attrs, preset_for, presets_of
 
 
 class VerbParser(argparse.ArgumentParser):
@@ -27,6 +27,15 @@ class VerbParser(argparse.ArgumentParser):
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+def add_preset_option(parser: argparse.ArgumentParser, verb: str, help: str) -> None:
+    """``--preset NAME`` of ``verb``: its usage and help list the presets of that verb only
+    (:func:`metricalc.presets.presets_of`); another name is refused when the verb runs, with
+    the verb it applies to (:func:`metricalc.presets.preset_for`)."""
+    own = presets_of(verb)
+    listed = f"{{{','.join(own)}}}" if own else "NAME"
+    parser.add_argument("--preset", metavar=listed, help=help if own else f"{help} (none here)")
 
 
 def names(text: str) -> list[str]:

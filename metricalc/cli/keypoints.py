@@ -8,11 +8,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metricalc.cli._args import cutoffs, max_keypoints, names, protocol_attrs, with_preset
+from metricalc.cli._args import (
+    add_preset_option,
+    cutoffs,
+    max_keypoints,
+    names,
+    protocol_attrs,
+    with_preset,
+)
 from metricalc.cli.dask_options import add_dask_options, cube_chunks, dask_session
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import SEQUENCE_SPLITS
-from metricalc.presets import PRESETS, Preset
+from metricalc.presets import Preset
 from metricalc.validation import TIE_POLICIES
 
 Y0_POLICIES = ("negative", "ignore")
@@ -85,11 +92,11 @@ def add_keypoints(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     ev = keypoint_verbs.add_parser("eval", help="evaluate descriptors into a QueryCube")
     ev.add_argument("--data", type=Path, required=True, help="sequences folder (HPatches layout)")
-    ev.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        help="a paper's or tool's protocol (docs/presets.md): d2net, superpoint or workbench "
-        "set the options below as defaults; options you give still win",
+    add_preset_option(
+        ev,
+        "keypoints eval",
+        "a paper's or tool's protocol (docs/presets.md): it sets the options below as defaults; "
+        "options you give still win",
     )
     ev.add_argument(
         "--split",
