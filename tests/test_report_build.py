@@ -35,7 +35,7 @@ def write_study(folder: Path, make_query_cube, text: str = "") -> Path:
         "data: {cube: cube.nc}\n"
         "names: {good: 'Good <b>1</b>'}\n"
         "baseline: good\n"
-        "tests: {n_resamples: 999, rank_by: pair}\n" + text  # 3 viewpoint scenes: rank pairs
+        "tests: {n_resamples: 999, rank_by: pair}\n" + text  # image pairs where a column allows
     )
     return folder
 
@@ -89,8 +89,9 @@ def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     rejected = [d for d in ("a&b <i>x</i>", "poor_one") if bool(direct.reject.sel(descriptor=d))]
     assert letters["good"] == "".join({"a&b <i>x</i>": "b", "poor_one": "c"}[d] for d in rejected)
     assert rejected  # the data are made so that the test rejects
-    # rankings equal rank_systems called directly, over the study's blocks (image pairs)
-    ranking = stats.rank_systems(cube, metric="ap", split="viewpoint", pair_by="pair")
+    # rankings equal rank_systems called directly, over scenes (the column is a mean over
+    # scenes, so its blocks are scenes whatever the study's finer rank_by)
+    ranking = stats.rank_systems(cube, metric="ap", split="viewpoint", pair_by="scene")
     rankings = [r for r in read_csv(out / "rankings.csv") if r["column"] == "viewpoint_map"]
     ranked = {r["descriptor"]: float(r["average_rank"]) for r in rankings}
     for d in QUALITY:
@@ -99,7 +100,7 @@ def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     by_scene = [
         r for r in read_csv(out / "rankings.csv") if r["column"] == "true_map_macro_by_scene"
     ]
-    assert {int(r["n_units"]) for r in by_scene} <= {6}  # a scene-averaged column: scenes
+    assert {int(r["n_units"]) for r in by_scene} <= {16}  # a scene-averaged column: scenes
     page = (out / "report.html").read_text()
     assert 'id="section-detector-or-descriptor"' in page  # the decomposition section (hook)
     assert "The detector limits" in page or "The descriptor limits" in page
@@ -189,14 +190,15 @@ def test_label_baseline_pairs_each_descriptor_and_corrects_one_family(tmp_path, 
             {"locked": locked.sel(descriptor=[d]), "native": native.sel(descriptor=[d])},
             metric="ap",
             split="viewpoint",
-            pair_by="pair",
+            pair_by="scene",  # the column is a mean over scenes: tested over scenes
             baseline=f"{d} (native)",
             correction="none",
             n_resamples=999,
         )
         mine = comparison.sel(descriptor=f"{d} (locked)", baseline=f"{d} (native)")
         assert float(mine.pvalue) == pytest.approx(float(direct.pvalue.item()))
-        assert float(mine.ci_low) == pytest.approx(float(direct.ci_low.item()))
+        # the CI: the same bootstrap, resampled with the other comparison in the study's call
+        assert float(mine.ci_low) == pytest.approx(float(direct.ci_low.item()), abs=0.01)
     expected = reference_multipletests(comparison.pvalue.values, "holm")
     np.testing.assert_allclose(comparison.pvalue_corrected.values, expected)
     assert comparison.attrs["correction"] == "holm"
@@ -223,30 +225,31 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
         {
             "data": {"dataset": "synthetic"},
             "baseline": "native",
-            "metrics": ["true_map_micro"],
+            "metrics": ["true_map_macro_by_scene"],
             # wilcoxon: a test that cannot compare identical systems (randomization gives p = 1)
-            "tests": {"test": "wilcoxon", "pair_by": "pair", "n_resamples": 999, "rank": False},
+            "tests": {"test": "wilcoxon", "pair_by": "scene", "n_resamples": 999, "rank": False},
             "outputs": ["csv", "summary"],
         },
         source=tmp_path / "lvn.yaml",
     )
     cubes = {"locked": locked, "native": native}
     report = build(study, cubes=cubes)
-    comparison = report.tests["true_map_micro"].comparison
+    comparison = report.tests["true_map_macro_by_scene"].comparison
     pairs = [("sift (locked)", "sift (native)"), ("orb (locked)", "orb (native)"),
              ("brief (locked)", "brief (native)")]  # fmt: skip
     assert list(comparison.get_index("comparison")) == pairs
-    direct = stats.compare(cubes, pairs=pairs, pair_by="pair", n_resamples=999, test="wilcoxon")
+    direct = stats.compare(cubes, pairs=pairs, pair_by="scene", n_resamples=999, test="wilcoxon")
     assert comparison.pvalue.values[1:].tolist() == direct.pvalue.values[1:].tolist()
     expected = reference_multipletests(comparison.pvalue.values[1:], "holm")
     np.testing.assert_allclose(comparison.pvalue_corrected.values[1:], expected)
     same = comparison.sel(descriptor="sift (locked)", baseline="sift (native)")
     assert np.isnan(float(same.pvalue_corrected)) and not bool(same.reject)
-    assert same.note.item().startswith("all 30 paired differences are zero")
+    assert same.note.item().startswith("all 16 paired differences are zero")  # 16 scenes
     (note,) = report.notes
-    assert note == f"mAP: sift (locked) vs sift (native) not tested ({same.note.item()})"
+    label = "mAP (scenes)"
+    assert note == f"{label}: sift (locked) vs sift (native) not tested ({same.note.item()})"
     summary = (report.out / "summary.txt").read_text()
-    assert f"sift (locked) vs sift (native) on mAP: not tested: {same.note.item()}" in summary
+    assert "sift (locked) vs sift (native) on scene-averaged mAP: not tested: " in summary
     # the same in one cube, all pairs: one compare call, the identical pair kept untested
     one = locked.copy(deep=True)
     for variable in one.data_vars.values():
@@ -254,19 +257,19 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
             variable.loc[{"descriptor": "brief"}] = variable.sel(descriptor="sift")
     study = replace(study, baseline=None)
     report = build(study, cubes={"": one}, out=tmp_path / "one")
-    comparison = report.tests["true_map_micro"].comparison
-    direct = stats.compare(one, pair_by="pair", n_resamples=999, test="wilcoxon")
+    comparison = report.tests["true_map_macro_by_scene"].comparison
+    direct = stats.compare(one, pair_by="scene", n_resamples=999, test="wilcoxon")
     xr.testing.assert_identical(comparison, direct)
     assert comparison.note.values.tolist() == ["", comparison.note.values[1], ""]
     (note,) = report.notes
-    assert note.startswith("mAP: sift vs brief not tested (all 30 paired differences are zero")
+    assert note.startswith(f"{label}: sift vs brief not tested (all 16 paired differences are zero")
     assert "(1 more not testable)" in report.table.caption
 
 
 def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
     rng = np.random.default_rng(0)
     n = 60
-    scenes = np.repeat(["i_a", "i_b", "v_a", "v_b"], n // 4)
+    scenes = np.repeat([f"{t}_{k}" for t in "iv" for k in "abc"], n // 6)  # 6 sequences
     cube = qc.new_cube(
         ["hardnet", "sift"],
         {

@@ -41,6 +41,7 @@ _COMPARE_OPTIONS = (
     "n_resamples",
     "confidence_level",
     "interval",
+    "mean_over",
 )
 """The options of :func:`metricalc.stats.compare` taken as given on the command line."""
 
@@ -65,7 +66,14 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp.add_argument(
         "--pair-by",
         choices=PAIR_BY,
-        help="unit (default: query; scene for a DescriptorWorkbench cube, the only unit it has)",
+        help="the independent unit, resampled and permuted whole (default: scene; query or "
+        "pair ignore that the keypoints of a scene are correlated, and print the design effect)",
+    )
+    cmp.add_argument(
+        "--mean-over",
+        choices=PAIR_BY,
+        help="the statistic: the mean over queries (pooled), over image pairs of pair means, "
+        "or over scenes of scene means (default: the --pair-by unit)",
     )
     cmp.add_argument("--split", choices=SPLITS, help="only the queries of one split")
     cmp.add_argument("--correction", choices=CORRECTIONS, default="holm")
@@ -100,7 +108,7 @@ def _open(
     if all(c is None for c in scene_cubes):
         opened = [cubes.open_cube(path, chunks=chunks) for path in paths]
         available = [str(name) for name in opened[0].data_vars]
-        return opened, compare_metric(metric, available), pair_by or "query"
+        return opened, compare_metric(metric, available), pair_by or "scene"
     if any(c is None for c in scene_cubes):
         raise InvalidInputError(
             "cannot compare a DescriptorWorkbench cube (db import-workbench --out: one mAP per "
@@ -122,8 +130,9 @@ def compare_metric(name: str, available: Collection[str]) -> str:
 
     ``NAME`` as given when the cube has that variable or it is ``hit@K``; else a name the
     tables print for a per-query metric, or its metric-set name, as an alias of the variable
-    whose mean it is: ``mAP`` / ``true_map_micro`` -> ``ap``, ``HR@K`` / ``precision_at_K`` ->
-    ``hit@K``, ``image mAP`` / ``image_retrieval_map`` -> ``image_ap``; case does not matter
+    whose mean it is (over all queries, not one split): ``mAP`` / ``true_map_micro`` -> ``ap``,
+    ``HR@K`` / ``precision_at_K`` -> ``hit@K``, ``image mAP`` / ``image_retrieval_map`` ->
+    ``image_ap``, ``precision`` -> ``nn_correct``; case does not matter
     where only one name matches (``AP`` -> ``ap``). Any other name is returned as given, for
     :func:`metricalc.stats.compare` to refuse with the cube's variables.
 
@@ -142,7 +151,7 @@ def compare_metric(name: str, available: Collection[str]) -> str:
         return f"hit@{int(hit.group(1))}"
     aliases: dict[str, set[str]] = {}
     for metric, info in METRICS.items():
-        if info.test is not None and info.test[1:] == (None, None) and "@" not in info.test[0]:
+        if info.test is not None and info.test[1] is None and "@" not in info.test[0]:
             for alias in (metric, info.label):
                 aliases.setdefault(alias.lower(), set()).add(info.test[0])
     for variable in available:

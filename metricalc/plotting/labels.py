@@ -61,11 +61,14 @@ class MetricInfo:
     higher_is_better : bool
         Direction of "best" (bold) and "second" (underlined).
     test : tuple or None
-        ``(metric, split, pair_by)`` of the :func:`metricalc.stats.compare` call that tests this
-        column on a QueryCube: the compare metric (a cube variable, or ``hit@K`` for
+        ``(metric, split, mean_over)`` of the :func:`metricalc.stats.compare` call that tests
+        this column on a QueryCube: the compare metric (a cube variable, or ``hit@K`` for
         ``precision_at_K``: per query the hit probability under the tie policy, whose mean is
-        the column's value), the split (None for all queries) and the coarsest-needed pairing
-        unit (None: the study's choice). None when the column
+        the column's value), the split (None for all queries) and the level of the column's
+        mean (``"query"``: pooled over queries; ``"pair"``: over image pairs of pair means;
+        ``"scene"``: over scenes of scene means), so that the test is of the column's own
+        statistic; the independent unit is the study's ``pair_by`` or this level, whichever
+        is coarser. None when the column
         cannot be tested from per-query values (e.g. the Bojanic APs are per scene).
     """
 
@@ -77,19 +80,20 @@ class MetricInfo:
 
 
 METRICS: Mapping[str, MetricInfo] = {
-    "true_map_micro": MetricInfo("mAP", "mAP", test=("ap", None, None)),
+    "true_map_micro": MetricInfo("mAP", "mAP", test=("ap", None, "query")),
     "true_map_macro_by_scene": MetricInfo(
         "mAP (scenes)", "scene-averaged mAP", test=("ap", None, "scene")
     ),
-    # the split mAPs are means over scenes (DescriptorWorkbench); their test stays the paired
-    # test of the split's per-query APs at the study's pairing, as before
-    "viewpoint_map": MetricInfo("mAP v", "viewpoint mAP", test=("ap", "viewpoint", None)),
-    "illumination_map": MetricInfo("mAP i", "illumination mAP", test=("ap", "illumination", None)),
+    # the split mAPs are means over scenes (DescriptorWorkbench), tested as such
+    "viewpoint_map": MetricInfo("mAP v", "viewpoint mAP", test=("ap", "viewpoint", "scene")),
+    "illumination_map": MetricInfo(
+        "mAP i", "illumination mAP", test=("ap", "illumination", "scene")
+    ),
     "viewpoint_map_micro": MetricInfo(
-        "mAP v (queries)", "query-weighted viewpoint mAP", test=("ap", "viewpoint", None)
+        "mAP v (queries)", "query-weighted viewpoint mAP", test=("ap", "viewpoint", "query")
     ),
     "illumination_map_micro": MetricInfo(
-        "mAP i (queries)", "query-weighted illumination mAP", test=("ap", "illumination", None)
+        "mAP i (queries)", "query-weighted illumination mAP", test=("ap", "illumination", "query")
     ),
     "true_map_micro_including_zeros": MetricInfo("mAP (R=0 as 0)", "mAP including R=0 queries"),
     "true_map_macro_by_scene_including_zeros": MetricInfo(
@@ -107,9 +111,9 @@ METRICS: Mapping[str, MetricInfo] = {
     "legacy_macro_precision_by_scene": MetricInfo(
         "precision (scenes)", "scene-averaged legacy precision", test=("nn_correct", None, "scene")
     ),
-    "precision_at_1": MetricInfo("HR@1", "hit rate at 1", test=("hit@1", None, None)),
-    "precision_at_5": MetricInfo("HR@5", "hit rate at 5", test=("hit@5", None, None)),
-    "precision_at_10": MetricInfo("HR@10", "hit rate at 10", test=("hit@10", None, None)),
+    "precision_at_1": MetricInfo("HR@1", "hit rate at 1", test=("hit@1", None, "query")),
+    "precision_at_5": MetricInfo("HR@5", "hit rate at 5", test=("hit@5", None, "query")),
+    "precision_at_10": MetricInfo("HR@10", "hit rate at 10", test=("hit@10", None, "query")),
     "keypoint_verification_ap": MetricInfo("verif. AP", "keypoint verification AP"),
     "keypoint_retrieval_ap": MetricInfo("retr. AP", "keypoint retrieval AP"),
     "r0_rate": MetricInfo("R=0 rate", "R=0 rate", higher_is_better=False),
@@ -125,7 +129,7 @@ METRICS: Mapping[str, MetricInfo] = {
     # a matching cube's units, tested on their APs (the mean difference over units; the column
     # weighs the i_ and v_ sequences equally, as hpatches-benchmark: no letter marks the lower)
     "hpatches17_matching_map": MetricInfo(
-        "match. mAP", "HPatches matching mAP", test=("ap", None, None)
+        "match. mAP", "HPatches matching mAP", test=("ap", None, "query")
     ),
 }
 """Known metric-set columns (PROTOCOLS.md section 3 names, and the patch-retrieval means)."""
@@ -163,7 +167,7 @@ def metric_info(name: str) -> MetricInfo:
     >>> metric_info("precision_at_20").label, metric_info("my_score").label
     ('HR@20', 'my_score')
     >>> metric_info("ndcg_cut_10").test, metric_info("map").test  # trec_eval measures
-    (('ndcg_cut_10', None, None), ('ap', None, None))
+    (('ndcg_cut_10', None, 'query'), ('ap', None, 'query'))
     """
     if name in METRICS:
         return METRICS[name]
@@ -172,11 +176,11 @@ def metric_info(name: str) -> MetricInfo:
         ir, _, k = match.groups()
         if ir:
             return MetricInfo(f"P@{k}", f"IR precision at {k}")
-        test = (f"hit@{k}", None, None)
+        test = (f"hit@{k}", None, "query")
         return MetricInfo(f"HR@{k}", f"hit rate at {k}", test=test)
     if _TREC_PER_QUERY.fullmatch(name):  # a retrieval cube's measure: tested per query (qid)
         variable = "ap" if name == "map" else name
-        return MetricInfo(name, name, kind="value", test=(variable, None, None))
+        return MetricInfo(name, name, kind="value", test=(variable, None, "query"))
     if name in _TREC_COUNTS:
         return MetricInfo(name, name, kind="value")
     if _GEOMETRY.fullmatch(name):

@@ -2,9 +2,12 @@
 :func:`metricalc.stats.rank_systems`) per table column that can be tested on per-query values.
 
 A column's test comes from :data:`metricalc.plotting.labels.METRICS` (``test``: the cube metric,
-the split, and the coarsest pairing unit the column needs: scene-averaged mAP pairs by scene;
-``precision_at_K`` is tested on ``hit@K``, whose mean is the column's value). The study's
-``pair_by`` is used unless the column needs a coarser unit. The ranking (Friedman, Nemenyi CD)
+the split, and the level of the column's mean: a mean over scenes of scene means is tested on
+it, a mean pooled over queries on that pooled mean; ``precision_at_K`` is tested on ``hit@K``,
+whose mean is the column's value). The independent unit is the study's ``pair_by`` (scenes by
+default), or the column's level where that is coarser: the test and interval are always of the
+statistic the column prints, resampled at the independent level (docs/stats.md).
+The ranking (Friedman, Nemenyi CD)
 uses the study's ``rank_by`` blocks, scenes by default (or image pairs), never single queries.
 Where the cubes name their paired units otherwise (HPatches CVPR'17 task cubes, whose "query"
 is an image pair and level: :func:`metricalc.hpatches.cvpr17_unit`), the comparison and ranking
@@ -67,6 +70,17 @@ def _pair_by(study_pair_by: str, needed: str | None) -> str:
     if needed is None:
         return study_pair_by
     return PAIR_BY_ORDER[max(PAIR_BY_ORDER.index(study_pair_by), PAIR_BY_ORDER.index(needed))]
+
+
+def _independent_unit(cubes: Mapping[str, xr.Dataset], pair_by: str) -> str:
+    """The study's independent unit for these cubes: TREC topics are independent samples and
+    each is its own "scene" in a retrieval cube, so retrieval cubes are tested per query
+    (topic); keypoint and patch cubes by the study's ``pair_by``."""
+    from metricalc.retrieval.querycube import BENCHMARK
+
+    if all(str(cube.attrs.get("benchmark", "")) == BENCHMARK for cube in cubes.values()):
+        return "query"
+    return pair_by
 
 
 def _name_units(result: xr.Dataset, cubes: Mapping[str, xr.Dataset]) -> xr.Dataset:
@@ -196,6 +210,7 @@ def run_tests(
     if by_label:
         family = {"pairs": label_pairs(cubes, str(baseline))}
     results = {}
+    study_unit = _independent_unit(cubes, tests.pair_by)
     for column in columns:
         result = ColumnTests(column)
         results[column] = result
@@ -211,7 +226,8 @@ def run_tests(
             continue
         options: dict[str, Any] = {
             "metric": metric,
-            "pair_by": _pair_by(tests.pair_by, needed),
+            "pair_by": _pair_by(study_unit, needed),
+            "mean_over": needed,
             "split": split,
             "alpha": tests.alpha,
             "correction": tests.correction,
@@ -223,7 +239,8 @@ def run_tests(
             _compare_column(result, info.label, cubes, family, options, tests)
         if tests.rank and len(systems) >= 3:
             try:
-                blocks = {**options, "pair_by": _pair_by(tests.rank_by, needed)}
+                blocks = {k: v for k, v in options.items() if k != "mean_over"}
+                blocks["pair_by"] = _pair_by(tests.rank_by, needed)
                 result.ranking = _name_units(rank_systems(_source(cubes), **blocks), cubes)
             except InvalidInputError as error:
                 result.notes.append(f"{info.label}: not ranked ({error})")

@@ -282,7 +282,8 @@ def _tests_text(study: Study, attrs: Mapping[str, Any], *, ranked: bool) -> str:
     ranks = f", Friedman ranks over {unit}s" if ranked else ""
     paired = cvpr17_unit(attrs, t.pair_by) or PAIR_UNITS[t.pair_by]
     return (
-        f"{TEST_NAMES[t.test]} paired by {paired} (coarser where a column needs it), "
+        f"{TEST_NAMES[t.test]} of each column's own statistic, independent unit: {paired} "
+        "(coarser where a column needs it), "
         f"{CORRECTION_NAMES[t.correction]} correction per column, alpha = {t.alpha:g}, "
         f"{100 * t.confidence_level:g}% {INTERVAL_NAMES[t.interval]}, {baseline}{ranks}, "
         f"seed {t.seed}."
