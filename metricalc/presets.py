@@ -102,16 +102,27 @@ PRESETS: Mapping[str, Preset] = _load_presets()
 """Every preset by name (the table ``metricalc/presets.yaml``)."""
 
 
+def presets_of(verb: str) -> tuple[str, ...]:
+    """The names of the presets of ``verb`` (sorted): the choices of its ``--preset``.
+
+    Examples
+    --------
+    >>> presets_of("keypoints eval")
+    ('d2net', 'superpoint', 'workbench')
+    """
+    return tuple(sorted(p.name for p in PRESETS.values() if p.verb == verb))
+
+
 def preset_for(name: str, verb: str) -> Preset:
     """The preset ``name`` of ``verb``; a one-line error if it is unknown or belongs to another
     verb (the message says which verbs take it)."""
+    own = ", ".join(presets_of(verb)) or "none"
     if name not in PRESETS:
         raise InvalidInputError(
-            f"--preset {name!r} is unknown; expected one of {', '.join(sorted(PRESETS))}"
+            f"--preset {name!r} is unknown; the presets of metricalc {verb}: {own}"
         )
     preset = PRESETS[name]
     if preset.verb != verb:
-        own = ", ".join(sorted(p.name for p in PRESETS.values() if p.verb == verb)) or "none"
         raise InvalidInputError(
             f"--preset {name} applies to metricalc {preset.verb}, not to metricalc {verb}; "
             f"the presets of {verb}: {own}"

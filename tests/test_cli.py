@@ -284,6 +284,18 @@ def test_eval_of_missing_data_is_a_clear_error(tmp_path):
     assert "nope" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_an_unknown_descriptor_points_to_the_features_option(tmp_path):
+    """On the command line your own descriptor is --features NAME=DIR, not a Python call."""
+    result = run("keypoints", "eval", "--data", str(tmp_path / "nope"), "--out",
+                 str(tmp_path / "c.nc"), "--descriptors", "sift,mine")  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "metricalc: error: --descriptors mine: not a built-in method (available: sift, "
+        "rootsift, dspsift, orb, brief, brisk, akaze, kaze, raw_patch); evaluate your own "
+        "descriptor with --features mine=DIR (DIR/<scene>/1.npz .. 6.npz, see docs/features.md)"
+    )
+
+
 def test_metrics_of_a_broken_file_is_a_clear_error(tmp_path):
     broken = tmp_path / "broken.nc"
     broken.write_text("not a cube")

@@ -80,3 +80,22 @@ def test_a_file_system_error_is_one_line_naming_the_path(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"metricalc: error: cannot use {taken}") and "Not a directory" in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "prog", "unknown"),
+    [
+        (["keypoints", "eval", "--data", "d", "--out", "c.nc", "--varient"],
+         "metricalc keypoints eval", "--varient"),
+        (["compare", "cube.nc", "--metirc", "ap"], "metricalc compare", "--metirc ap"),
+        (["db", "list", "--tga", "x"], "metricalc db list", "--tga x"),
+    ],
+)
+def test_an_unknown_option_shows_the_usage_of_its_verb(argv, prog, unknown, capsys):
+    """A typo is the verb's usage error, not the top-level usage of every verb."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(f"usage: {prog} ")
+    assert err[-1] == f"{prog}: error: unrecognized arguments: {unknown}"

@@ -370,11 +370,20 @@ def broken(path: str, value) -> dict:
         ("annotations.0.id", 10**40, r"annotations\[0\]: id must be a 64-bit integer; got 10{40}"),
         ("images.0.id", -(2**63) - 1, "id must be a 64-bit integer"),
         ("annotations.0.area", "16", r"area must be a finite number >= 0; got '16'"),
+        # w * h of a 1e308 box is inf: refused, as any value beyond 2**53 (no whole pixels)
+        ("annotations.0.bbox", [0, 0, 1e308, 4],
+         r"annotations\[0\] \(id 1\): bbox .*within \+-2\*\*53 .*; got \[0, 0, 1e\+308, 4\]"),
+        ("annotations.0.bbox", [-(2.0**53) - 2, 0, 4, 4], r"within \+-2\*\*53"),
     ],
 )
 def test_bad_ground_truth_is_named(path, value, message):
     with pytest.raises(mc.InvalidInputError, match=message):
         load_ground_truth(broken(path, value))
+
+
+def test_the_largest_box_values_are_read():
+    data = broken("annotations.0.bbox", [-(2.0**53), 0, 2.0**53, 4])
+    assert load_ground_truth(data).bbox[0].tolist() == [-(2.0**53), 0, 2.0**53, 4]
 
 
 def test_duplicate_ids_and_bad_json(tmp_path):
@@ -404,6 +413,8 @@ def test_duplicate_ids_and_bad_json(tmp_path):
         ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "score": True}, "score must"),
         ({"image_id": 1, "category_id": 1, "bbox": ["0", 0, 1, 1], "score": 1}, "bbox must"),
         ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1], "score": 1}, "bbox must"),
+        ({"image_id": 1, "category_id": 1, "bbox": [0, 0, 1e308, 1e308], "score": 1},
+         r"results\[0\] \(id 1\): bbox must be .*within \+-2\*\*53"),
         ({"image_id": 1, "category_id": 3, "bbox": [0, 0, 1, 1], "score": 1},
          r"category_id 3 is not in the ground truth's categories$"),
     ],

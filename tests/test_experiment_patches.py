@@ -283,7 +283,7 @@ def test_run_result_is_what_a_database_records(base, tmp_path):
     per-file and per-group values as extras, per-sequence rows."""
     meta = base.metadata()
     assert mc.parse_metadata(base.metadata_string()) == meta
-    assert meta["true_map_micro"] == round(float(base.metric_set.true_map_micro[0]), 6)
+    assert meta["metricalc_true_map_micro"] == round(float(base.metric_set.true_map_micro[0]), 6)
     assert meta["v_camera_query_count"] == int(
         base.scene_metrics.query_count.sel(descriptor="base", scene="v_camera")
     )

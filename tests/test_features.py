@@ -517,3 +517,37 @@ def test_save_validates_before_writing(tmp_path):
     with pytest.raises(InvalidInputError, match="non-empty mapping"):
         save_features(tmp_path, {})
     assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    "point, inside",
+    [((-1e6, 50.0), False), ((50.0, 1e6), False), ((200.0, 50.0), False), ((-0.6, 5.0), False),
+     ((199.5, 199.5), True), ((-0.5, -0.5), True)],
+)
+def test_keypoints_outside_their_image_are_refused(tmp_path, point, inside):
+    """IdentityScene images are 200 x 200 px: x and y in [-0.5, 199.5] (pixel centres at
+    integers). A keypoint outside is refused, naming the file, the keypoint and the size."""
+    from metricalc.keypoints import evaluate
+    from metricalc.keypoints.features import load_image_features
+    from tests.shared_checks import IdentityScene
+
+    rng = np.random.default_rng(0)
+    points = np.vstack([rng.uniform(45, 155, (20, 2)), point])
+    files = {}
+    for k in range(1, 7):
+        files[k] = tmp_path / f"{k}.npz"
+        np.savez(files[k], keypoints=points, descriptors=rng.random((21, 8)))
+    images = {k: load_image_features(path) for k, path in files.items()}
+    run = lambda: evaluate(  # noqa: E731
+        [IdentityScene("v_x", "viewpoint")], {"mine": {"v_x": images}},
+        keypoints="external", bojanic=False,
+    )  # fmt: skip
+    if inside:
+        assert run().sizes["descriptor"] == 1
+        return
+    message = (
+        rf"features file {re.escape(str(files[1]))}: keypoint 20 at \({point[0]:.9g}, "
+        rf"{point[1]:.9g}\) is outside the image \(200 x 200 px: x in \[-0.5, 199.5\]"
+    )
+    with pytest.raises(InvalidInputError, match=message):
+        run()

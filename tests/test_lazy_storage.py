@@ -127,6 +127,29 @@ def test_files_of_the_character_array_layout_open(tmp_path):
         assert_same_metrics(metric_set(cube), metric_set(lazy).compute())
 
 
+def test_a_cube_edited_with_plain_xarray_opens(tmp_path):
+    """Plain xarray opens a cube file as codes and vocabularies; replacing a coordinate drops
+    its attrs (the link to its vocabulary), and the edited file saved with to_netcdf still
+    opens, with the edit. Codes outside their vocabulary are refused, naming the file."""
+    cube = random_cube(500, 2)
+    qc.save(cube, tmp_path / "c.nc")
+    with xr.open_dataset(tmp_path / "c.nc", engine="h5netcdf") as plain:
+        edited = plain.load()
+    assert edited["scene"].dtype.kind == "u" and "scene_vocabulary" in edited.dims
+    edited = edited.assign_coords(scene=("query", edited["scene"].values))  # attrs dropped
+    edited["nn_distance"] = edited["nn_distance"] * 2
+    edited.to_netcdf(tmp_path / "edited.nc", engine="h5netcdf")
+    expected = cube.assign(nn_distance=cube["nn_distance"] * 2)
+    xr.testing.assert_identical(qc.open_cube(tmp_path / "edited.nc"), expected)
+    with qc.open_cube(tmp_path / "edited.nc", chunks={}) as lazy:
+        np.testing.assert_array_equal(lazy["scene"].values, cube["scene"].values)
+    broken = edited.assign_coords(scene=("query", edited["scene"].values + 7))
+    broken.to_netcdf(tmp_path / "broken.nc", engine="h5netcdf")
+    with pytest.raises(InvalidInputError, match=r"broken.nc is not a valid QueryCube: query "
+                       r"coordinate 'scene': codes \d+ .. \d+, but its vocabulary"):
+        qc.open_cube(tmp_path / "broken.nc")
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_lazy_metric_set_equals_eager_for_any_chunks(tmp_path, seed):
     cube = random_cube(3_000, seed)

@@ -814,24 +814,24 @@ def test_real_export_relations_match_our_definitions() -> None:
 
 def test_metadata_for(metrics: xr.Dataset, scenes: xr.Dataset) -> None:
     meta = metadata_for(metrics, scenes, "beta")
-    assert meta["true_map_micro"] == pytest.approx(29 / 36)
-    assert meta["true_map_macro_by_scene"] == pytest.approx(19 / 24)
+    assert meta["metricalc_true_map_micro"] == pytest.approx(29 / 36)
+    assert meta["metricalc_true_map_macro_by_scene"] == pytest.approx(19 / 24)
     assert meta["precision_at_1"] == pytest.approx(4 / 6) == meta["recall_at_1"]
     assert meta["r0_rate"] == pytest.approx(0.25)
     assert meta["total_queries_processed"] == 6 and type(meta["total_queries_processed"]) is int
     assert meta["total_queries_excluded"] == 2
-    assert meta["processing_time_ms"] == 250.0
+    assert meta["metricalc_processing_time_ms"] == 250.0
     assert meta["v_b_query_count"] == 2 and meta["v_b_excluded_count"] == 1
     assert meta["i_a_true_map"] == pytest.approx(10 / 12)
     assert meta["v_b_true_map_with_zeros"] == pytest.approx(1 / 2)
     expected_keys = {
-        "true_map_micro",
-        "true_map_macro_by_scene",
+        "metricalc_true_map_micro",
+        "metricalc_true_map_macro_by_scene",
         *(f"{p}_at_{k}" for p in ("precision", "recall") for k in (1, 5, 10)),
         "r0_rate",
         "total_queries_processed",
         "total_queries_excluded",
-        "processing_time_ms",
+        "metricalc_processing_time_ms",
         *(
             f"{s}_{key}"
             for s in ("i_a", "v_b")
@@ -860,9 +860,9 @@ def test_metadata_keys_follow_real_export(metrics: xr.Dataset, scenes: xr.Datase
 
 def test_metadata_for_error_descriptor(metrics: xr.Dataset, scenes: xr.Dataset) -> None:
     meta = metadata_for(metrics, scenes, "broken")
-    assert math.isnan(meta["true_map_micro"]) and meta["total_queries_processed"] == 0
+    assert math.isnan(meta["metricalc_true_map_micro"]) and meta["total_queries_processed"] == 0
     assert not any(k.endswith("_query_count") for k in meta)  # no scene with queries
-    assert "true_map_micro=nan;" in format_metadata(meta)
+    assert "metricalc_true_map_micro=nan;" in format_metadata(meta)
     with pytest.raises(InvalidInputError, match="'nope' is not in metrics"):
         metadata_for(metrics, scenes, "nope")
 
@@ -924,7 +924,7 @@ def test_metadata_for_round_trips_through_the_metadata_string():
     scene = IdentityScene("v_x", "viewpoint")
     cube = evaluate([scene], {"d": {"v_x": images}}, keypoints="external", bojanic=False)
     values = metadata_for(mc.metric_set(cube), mc.scene_metrics(cube), "d")
-    assert 0 < values["true_map_micro"] < 1  # random descriptors: a real, unrounded mean
+    assert 0 < values["metricalc_true_map_micro"] < 1  # random descriptors: a real, unrounded mean
     assert mc.parse_metadata(mc.format_metadata(values)) == values
 
 

@@ -273,8 +273,44 @@ def _cube_over(names):
     return evaluate(scenes, {"d": images}, keypoints="external", border=0.0, bojanic=False)
 
 
+@pytest.mark.parametrize("selection", [["i_x"], ["i_y"], ["i_x", "i_y"]])
+def test_keypoint_counts_of_a_selection_count_only_its_images(selection):
+    """Two sequences, two keypoints in every image: whatever the selection, every image it
+    holds has 2 keypoints (D2-Net's ``# Features``: 2 - [2, 2]); the other sequence's images
+    are not images of the selection."""
+    rng = np.random.default_rng(0)
+    points = np.array([[50.0, 50.0], [90.0, 70.0]])
+    images = {n: {k: Features(points, rng.random((2, 4)).astype(np.float32)) for k in range(1, 7)}
+              for n in ("i_x", "i_y")}  # fmt: skip
+    scenes = [Scene(n, {k: np.eye(3) for k in range(2, 7)}) for n in ("i_x", "i_y")]
+    cube = evaluate(scenes, {"d": images}, keypoints="external", border=0.0, bojanic=False)
+    counts = matching_counts(cube, sequences=selection).sel(descriptor="d")
+    assert [counts[f"keypoints_{s}"].item() for s in ("mean", "min", "max")] == [2.0, 2.0, 2.0]
+    assert counts.n_pairs.values.tolist() == [5 * len(selection), 5 * len(selection), 0]
+
+
+def test_keypoints_on_the_last_pixel_row_and_column_count_under_border_0():
+    """D2-Net matches every keypoint: one at x = W - 0.7 (in the last pixel column, beyond
+    W - 1) and one at y = H - 0.6 are queries and candidates like the others, and their matches
+    are correct under the identity homography."""
+    height, width = SHAPE
+    points = np.array([[width - 0.7, 10.0], [20.0, height - 0.6], [50.0, 50.0]])
+    descriptors = np.eye(3, 4, dtype=np.float32)
+    images = {"i_x": {k: Features(points, descriptors) for k in range(1, 7)}}
+    scenes = [Scene("i_x", {k: np.eye(3) for k in range(2, 7)})]
+    cube = evaluate(scenes, {"d": images}, keypoints="external", border=0.0, bojanic=False)
+    assert cube.sizes["query"] == 3 * 5
+    assert sorted(set(cube.x.values.tolist())) == [20.0, 50.0, width - 0.7]
+    counts = matching_counts(cube).sel(descriptor="d")
+    assert counts.keypoints_min.item() == 3 and counts.matches_per_pair.sel(split="overall") == 3
+    assert matching_accuracy(cube, [1]).sel(descriptor="d").values.tolist() == [1.0]
+
+
 def test_d2net_split_on_a_full_hpatches_cube():
     cube = _cube_over(HPATCHES_SEQUENCES)
+    counts = matching_counts(cube, sequences="d2net").sel(descriptor="d")
+    # one keypoint per image in each of the 108 sequences' 648 images, not 656 reference slots
+    assert [counts[f"keypoints_{s}"].item() for s in ("mean", "min", "max")] == [1.0, 1.0, 1.0]
     mma = matching_accuracy(cube, [1], sequences="d2net", by_split=True)
     assert mma.n_pairs.values.tolist() == [540, 260, 280]
     assert mma.values.ravel().tolist() == [1.0, 1.0, 1.0]

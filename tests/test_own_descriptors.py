@@ -10,6 +10,7 @@ when the keypoints are not SIFT's, several ``--features``, and the dataset finge
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -95,6 +96,31 @@ def test_exported_keypoints_are_the_locked_keypoints_of_sift(recipe):
             assert keypoints.dtype == np.float64 and len(keypoints) > 100
             np.testing.assert_array_equal(keypoints, locked[sequence.name][k].keypoints)
             assert inside(keypoints, sequence.shape(k), 40.0).all()  # after the border
+
+
+def test_exported_keypoints_record_their_image(recipe, tmp_path):
+    """Each exported file names its scene and image; descriptors added in place keep them, and a
+    file moved to another image is refused by load_features, naming the file and both places."""
+    scene = recipe["sequences"][0].name
+    arrays = {}
+    for k in IMAGES:
+        with np.load(recipe["kps"] / scene / f"{k}.npz") as exported:
+            assert exported["scene"].tolist() == scene and exported["image"].tolist() == k
+            arrays[k] = dict(exported)
+        arrays[k]["descriptors"] = np.ones((len(arrays[k]["keypoints"]), 4), np.float32)
+    good, swapped = tmp_path / "good", tmp_path / "swapped"
+    for k in IMAGES:
+        for root, source in ((good, k), (swapped, {2: 3, 3: 2}.get(k, k))):
+            (root / scene).mkdir(parents=True, exist_ok=True)
+            np.savez(root / scene / f"{k}.npz", **arrays[source])
+    loaded = load_features({"mine": good})["mine"][scene]
+    np.testing.assert_array_equal(loaded[3].keypoints, arrays[3]["keypoints"])
+    message = (
+        rf"features file {re.escape(str(swapped / scene / '2.npz'))} records scene "
+        rf"'{scene}', image 3 .* but lies at scene '{scene}' image 2"
+    )
+    with pytest.raises(InvalidInputError, match=message):
+        load_features({"mine": swapped})
 
 
 def test_three_command_recipe_compares_at_query_level(recipe, capsys, tmp_path):

@@ -197,6 +197,20 @@ def test_malformed_names_in_each_file(tmp_path: Path) -> None:
         mp.read_results(path)
 
 
+@pytest.mark.parametrize("reader", [mp.read_benchmark, mp.read_labels, mp.read_results])
+def test_patch_indices_beyond_64_bits(tmp_path: Path, reader) -> None:
+    """2**63 - 1 is the largest index (a signed 64-bit integer); 2**63 and 2**64 are refused,
+    naming the file, the line and the index."""
+    largest = 2**63 - 1
+    path = write(tmp_path / "x.txt", ["a.ref,a.e1", f"a.ref.{largest}"])
+    assert reader(path).pool == ("a.ref", "a.e1")  # read without a word
+    assert mp.parse_signature(f"a.ref.{largest}").index == largest
+    for index in (2**63, 2**64, 10**30):
+        path = write(tmp_path / "x.txt", ["a.ref,a.e1", "a.ref.0", f"a.ref.{index}"])
+        with raises_at(path, 3, rf"name 1: .*patch index {index} does not fit in 64 bits"):
+            reader(path)
+
+
 def test_benchmark_lines_hold_one_query(tmp_path: Path) -> None:
     path = write(tmp_path / "x.benchmark", ["a.ref", "a.ref.0", "a.ref.1,a.ref.2"])
     with raises_at(path, 3, "expected one query signature, got 2 names"):

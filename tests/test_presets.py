@@ -270,6 +270,24 @@ def test_hpatches_eval_records_the_preset(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
+    ("argv", "own"),
+    [
+        (["keypoints", "eval"], "{d2net,superpoint,workbench}"),
+        (["eval", "hpatches"], "{gluefactory}"),
+        (["patches", "hpatches-eval"], "{hpatches-cvpr17}"),
+        (["eval", "patches"], "NAME"),
+    ],
+)
+def test_each_verb_lists_only_its_own_presets(capsys, argv, own):
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"[--preset {own}]" in shown
+    others = [name for name in PRESETS if name not in own]
+    assert others and not any(name in shown for name in others), others
+
+
+@pytest.mark.parametrize(
     ("argv", "owner"),
     [
         (["keypoints", "eval", "--data", "d", "--out", "c.nc", "--preset", "gluefactory"],

@@ -58,3 +58,27 @@ def test_readme_starts_with_the_two_commands():
     assert "metricalc demo" in commands[0]
     assert "pip install" in commands[0]
     assert 'pip install ".[test]"' in commands[1] and "python -m pytest" in commands[1]
+
+
+def test_the_reports_readme_names_the_descriptors_of_each_study():
+    """reports/README.md describes each study with the display names of exactly the
+    descriptors its YAML evaluates (a name of another descriptor, or a missing one, fails)."""
+    import yaml
+
+    folder = examples.ROOT / "reports"
+    rows = dict(re.findall(r"^\| `([\w-]+\.yaml)` \| (.*) \|$", (folder / "README.md").read_text(),
+                           flags=re.MULTILINE))  # fmt: skip
+    studies = sorted(p.name for p in folder.glob("*.yaml"))
+    assert sorted(rows) == studies
+    known = {"sift": "SIFT", "rootsift": "RootSIFT", "dspsift": "DSP-SIFT", "orb": "ORB",
+             "brief": "BRIEF", "brisk": "BRISK", "akaze": "AKAZE", "kaze": "KAZE",
+             "raw_patch": "Raw patch"}  # fmt: skip
+    for study in studies:
+        spec = yaml.safe_load((folder / study).read_text())
+        shown = {**known, **spec.get("names", {})}
+        # a name on its own, not "the SIFT detector's" (keypoints, not a descriptor)
+        named = {
+            d for d, name in shown.items()
+            if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])(?! detector)", rows[study])
+        }  # fmt: skip
+        assert named == set(spec["data"]["descriptors"]), (study, named)

@@ -89,6 +89,10 @@ DATA_ERRORS = [
     ("data: {experiment: ''}\n", "data.experiment[0]: expected a non-empty string"),
     ("data: {experiment: [a, a]}\n", "data.experiment: names repeat"),
     ("data: {experiment: a, tag: b}\n", "data.tag: unknown key"),
+    ("data: {experiment: [a, ../b]}\n", "data.experiment[1]: a tag '../b': expected letters"),
+    ("data: {experiment: .hidden}\n", "data.experiment[0]: a tag '.hidden': expected letters"),
+    ("data: {experiment: a/b}\n", "data.experiment[0]: a tag 'a/b'"),
+    ("data: {experiment: a, benchmark: ../x}\n", "data.benchmark: a benchmark '../x'"),
     ("data: {dataset: synthetic, root: ../../x}\n", "data.root: '../../x' leads outside"),
     ("data: {dataset: synthetic, root: /tmp/x}\n", "data.root: '/tmp/x' is an absolute path"),
     ("- data\n", "(top level): expected a mapping of keys; got list"),
@@ -136,6 +140,14 @@ def test_yaml_syntax_error_gives_the_line(tmp_path):
         load_study(path)
     with pytest.raises(InvalidInputError, match="no such study file"):
         load_study(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize(("benchmark", "tag"), [("hpatches", "../x"), ("../x", "sift")])
+def test_run_folders_take_names_not_paths(tmp_path, benchmark, tag):
+    from metricalc.experiment.rundir import RunDir
+
+    with pytest.raises(InvalidInputError, match=r"'\.\./x': expected letters, digits"):
+        RunDir(tmp_path, benchmark, tag)
 
 
 def test_experiment_tags_load_the_runs_results(tmp_path, make_query_cube):

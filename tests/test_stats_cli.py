@@ -77,6 +77,22 @@ def test_terminal_table_and_options(tmp_path):
     assert "bonferroni correction" in done.stdout and "viewpoint queries only" in done.stdout
 
 
+@pytest.mark.parametrize(
+    ("alias", "metric"),
+    [("mAP", "ap"), ("map", "ap"), ("AP", "ap"), ("true_map_micro", "ap"), ("HR@1", "hit@1"),
+     ("precision_at_5", "hit@5"), ("hr@3", "hit@3")],
+)
+def test_the_tables_names_are_aliases_of_their_variables(tmp_path, alias, metric):
+    """--metric takes the table's name of a per-query metric: the same rows as the variable."""
+    path = write_cube(tmp_path / "c.nc")
+    given = ("--baseline", "sift", "--n-resamples", "200", "--seed", "1", "--json")
+    by_alias = run("compare", str(path), "--metric", alias, *given)
+    assert by_alias.returncode == 0, by_alias.stderr
+    assert json.loads(by_alias.stdout) == json.loads(
+        run("compare", str(path), "--metric", metric, *given).stdout
+    )
+
+
 def test_two_cubes_with_labels(tmp_path):
     locked = write_cube(tmp_path / "locked.nc")
     native = write_cube(tmp_path / "native.nc", keypoints="native", seed=1)
@@ -94,7 +110,7 @@ def test_two_cubes_with_labels(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--metric", "map"], "metric 'map' is not in the cube; available: ap"),
+        (["--metric", "mapp"], "metric 'mapp' is not in the cube; available: ap"),
         (["--baseline", "brief"], "baseline 'brief' is not a system"),
         (["--labels", "a,b"], "--labels gives 2 labels for 1 cube files"),
         (["--alpha", "2"], "alpha must be a number strictly between 0 and 1"),

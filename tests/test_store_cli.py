@@ -146,10 +146,12 @@ def test_errors(tmp_path, db):
     assert_clean_error(run("db", "list", "--db", str(tmp_path / "none.sqlite")), "no database at")
     assert_clean_error(run("db", "show", "nope", "--db", str(db)), "no experiment with tag 'nope'")
     bad = tmp_path / "bad.csv"
-    bad.write_text("experiment_id,descriptor_type,true_map_macro\n1,sift,0.5\n2,orb\n")
+    bad.write_text(
+        "experiment_id,descriptor_type,true_map_macro,true_map_micro\n1,sift,0.5,0.5\n2,orb\n"
+    )
     assert_clean_error(
         run("db", "import-workbench", str(bad), "--db", str(tmp_path / "x.sqlite")),
-        f"{bad} line 3: 2 fields, the header has 3",
+        f"{bad} line 3: 2 fields, the header has 4",
     )
     assert not (tmp_path / "x.sqlite").exists()
     not_db = tmp_path / "text.sqlite"
@@ -157,3 +159,40 @@ def test_errors(tmp_path, db):
     assert_clean_error(run("db", "list", "--db", str(not_db)), "file is not a database")
     usage = run("db", "export", "--db", str(db))
     assert usage.returncode == 2 and "--format" in usage.stderr
+
+
+def _real_rows() -> list[list[str]]:
+    import csv
+
+    with real(PERFORMANCE).open(newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def _write_rows(path: Path, rows: list[list[str]]) -> Path:
+    import csv
+
+    with path.open("w", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+    return path
+
+
+def test_a_nan_map_is_refused_before_anything_is_written(tmp_path):
+    rows = _real_rows()
+    rows[3][rows[0].index("true_map_macro")] = "nan"  # file line 4
+    bad = _write_rows(tmp_path / "nan.csv", rows)
+    out, db = tmp_path / "wb.nc", tmp_path / "r.sqlite"
+    result = run("db", "import-workbench", str(bad), "--db", str(db), "--out", str(out))
+    assert_clean_error(result, f"{bad} line 4, column 'true_map_macro': 'nan', but the row's 12")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists() and not db.exists()
+
+
+def test_an_export_without_true_map_micro_is_refused(tmp_path):
+    rows = _real_rows()
+    column = rows[0].index("true_map_micro")
+    bad = _write_rows(tmp_path / "no_micro.csv", [r[:column] + r[column + 1 :] for r in rows])
+    out, db = tmp_path / "wb.nc", tmp_path / "r.sqlite"
+    result = run("db", "import-workbench", str(bad), "--db", str(db), "--out", str(out))
+    assert_clean_error(result, f"{bad} line 1: missing column(s) ['true_map_micro']")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists() and not db.exists()

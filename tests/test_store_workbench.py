@@ -222,8 +222,8 @@ SCENE = (
 def test_repeated_descriptor_types_get_distinct_labels(tmp_path):
     path = small(
         tmp_path,
-        f"experiment_id,descriptor_type,true_map_macro,metadata\n"
-        f"1,sift,0.5,{SCENE}\n2,sift,0.5,{SCENE}\n3,orb,0.5,{SCENE}\n",
+        f"experiment_id,descriptor_type,true_map_micro,true_map_macro,metadata\n"
+        f"1,sift,0.5,0.5,{SCENE}\n2,sift,0.5,0.5,{SCENE}\n3,orb,0.5,0.5,{SCENE}\n",
     )
     cube = read_workbench(path).cube
     assert cube.descriptor.values.tolist() == ["sift#1", "sift#2", "orb"]
@@ -232,8 +232,8 @@ def test_repeated_descriptor_types_get_distinct_labels(tmp_path):
 def test_success_false_is_an_error_row(tmp_path):
     path = small(
         tmp_path,
-        "experiment_id,descriptor_type,true_map_macro,metadata\n"
-        f"1,sift,0.5,{SCENE}success=false;\n",
+        "experiment_id,descriptor_type,true_map_micro,true_map_macro,metadata\n"
+        f"1,sift,0.5,0.5,{SCENE}success=false;\n",
     )
     db = tmp_path / "r.sqlite"
     import_workbench(path, db=db)
@@ -259,7 +259,7 @@ def test_a_scene_with_only_excluded_queries_is_no_mismatch(tmp_path):
     )
 
 
-HEADER = "experiment_id,descriptor_type,true_map_macro,metadata\n"
+HEADER = "experiment_id,descriptor_type,true_map_micro,true_map_macro,metadata\n"
 
 
 @pytest.mark.parametrize(
@@ -268,66 +268,79 @@ HEADER = "experiment_id,descriptor_type,true_map_macro,metadata\n"
         ("", r"empty file; expected a CSV header"),
         (
             "experiment_id,true_map_macro\n1,0.5\n",
-            r"line 1: missing column\(s\) \['descriptor_type'\]",
+            r"line 1: missing column\(s\) \['descriptor_type', 'true_map_micro'\]",
         ),
-        ("experiment_id,descriptor_type,descriptor_type,true_map_macro\n", "appear twice"),
-        (HEADER, "a header but no rows"),
-        (HEADER + f"1,sift,0.5,{SCENE}\n2,orb,0.5,x,y\n", "line 3: 5 fields, the header has 4"),
         (
-            HEADER + f"1,sift,abc,{SCENE}\n",
+            "experiment_id,descriptor_type,descriptor_type,true_map_macro,true_map_micro\n",
+            "appear twice",
+        ),
+        (HEADER + f"1,sift,nan,0.5,{SCENE}\n", r"'true_map_micro': 'nan', but the row's 1 scenes"),
+        (HEADER, "a header but no rows"),
+        (
+            HEADER + f"1,sift,0.5,0.5,{SCENE}\n2,orb,0.5,0.5,x,y\n",
+            "line 3: 6 fields, the header has 5",
+        ),
+        (
+            HEADER + f"1,sift,0.5,abc,{SCENE}\n",
             r"line 2, column 'true_map_macro': 'abc' is not a number",
         ),
-        (HEADER + f"1,sift,,{SCENE}\n", r"line 2, column 'true_map_macro': empty"),
+        (HEADER + f"1,sift,0.5,,{SCENE}\n", r"line 2, column 'true_map_macro': empty"),
         (
-            HEADER + f"4.5,sift,0.5,{SCENE}\n",
+            HEADER + f"4.5,sift,0.5,0.5,{SCENE}\n",
             r"line 2, column 'experiment_id': '4.5' is not an integer",
         ),
-        (HEADER + f"1,,0.5,{SCENE}\n", r"line 2, column 'descriptor_type': empty"),
-        (HEADER + f"1,sift,0.5,{SCENE}\n1,orb,0.5,{SCENE}\n", "experiment_id 1 already on line 2"),
-        (HEADER + "1,sift,0.5,a=1;b;\n", r"line 2, column 'metadata': parse_metadata: pair 2"),
+        (HEADER + f"1,,0.5,0.5,{SCENE}\n", r"line 2, column 'descriptor_type': empty"),
+        (
+            HEADER + f"1,sift,0.5,0.5,{SCENE}\n1,orb,0.5,0.5,{SCENE}\n",
+            "experiment_id 1 already on line 2",
+        ),
+        (HEADER + "1,sift,0.5,0.5,a=1;b;\n", r"line 2, column 'metadata': parse_metadata: pair 2"),
         (
             HEADER
-            + "1,sift,0.5,i_a_true_map=0.5;i_a_true_map_with_zeros=0.5;i_a_excluded_count=0;\n",
+            + "1,sift,0.5,0.5,i_a_true_map=0.5;i_a_true_map_with_zeros=0.5;i_a_excluded_count=0;\n",
             r"line 2, column 'metadata'.*not \['i_a_query_count'\]",
         ),
         (
-            HEADER + f"1,sift,0.5,{SCENE.replace('excluded_count=0', 'excluded_count=-1')}\n",
+            HEADER + f"1,sift,0.5,0.5,{SCENE.replace('excluded_count=0', 'excluded_count=-1')}\n",
             r"line 2, column 'metadata': metadata key i_a_excluded_count=-1; expected an integer",
         ),
         (
-            HEADER + f"1,sift,0.5,{SCENE.replace('query_count=4', 'query_count=4.000000')}\n",
+            HEADER + f"1,sift,0.5,0.5,{SCENE.replace('query_count=4', 'query_count=4.000000')}\n",
             r"metadata key i_a_query_count=4.0; expected an integer >= 0",
         ),
         (
             HEADER
-            + f"1,sift,0.5,{SCENE.replace('i_a_true_map=0.500000', 'i_a_true_map=1.500000')}\n",
+            + f"1,sift,0.5,0.5,{SCENE.replace('i_a_true_map=0.500000', 'i_a_true_map=1.500000')}\n",
             r"metadata key i_a_true_map=1.5 is outside \[0, 1\]",
         ),
         (
-            HEADER + f"1,sift,0.5,{SCENE.replace('i_a_true_map=0.500000', 'i_a_true_map=high')}\n",
+            HEADER
+            + f"1,sift,0.5,0.5,{SCENE.replace('i_a_true_map=0.500000', 'i_a_true_map=high')}\n",
             r"metadata key i_a_true_map='high'; expected a number",
         ),
         (
-            HEADER + f"{'1' * 40},sift,0.5,{SCENE}\n",
+            HEADER + f"{'1' * 40},sift,0.5,0.5,{SCENE}\n",
             r"column 'experiment_id': 1{40} is outside the 64-bit integers",
         ),
-        (HEADER + f"9223372036854775808,sift,0.5,{SCENE}\n", "outside the 64-bit integers"),
+        (HEADER + f"9223372036854775808,sift,0.5,0.5,{SCENE}\n", "outside the 64-bit integers"),
         (
-            HEADER + f"1,sift,1e308,{SCENE}\n",
+            HEADER + f"1,sift,0.5,1e308,{SCENE}\n",
             r"column 'true_map_macro': '1e308'; expected a fraction in \[0, 1\]",
         ),
-        (HEADER + f"1,sift,-0.1,{SCENE}\n", r"'-0.1'; expected a fraction in \[0, 1\]"),
-        (HEADER + f"1,sift,inf,{SCENE}\n", r"'inf'; expected a fraction"),
+        (HEADER + f"1,sift,0.5,-0.1,{SCENE}\n", r"'-0.1'; expected a fraction in \[0, 1\]"),
+        (HEADER + f"1,sift,0.5,inf,{SCENE}\n", r"'inf'; expected a fraction"),
         (
-            HEADER.replace("metadata", "total_matches,metadata") + f"1,sift,0.5,1e308,{SCENE}\n",
+            HEADER.replace("metadata", "total_matches,metadata")
+            + f"1,sift,0.5,0.5,1e308,{SCENE}\n",
             r"column 'total_matches': '1e308'; expected a count, 0 .. 2\*\*53",
         ),
         (
-            HEADER.replace("metadata", "total_matches,metadata") + f"1,sift,0.5,2.5,{SCENE}\n",
+            HEADER.replace("metadata", "total_matches,metadata") + f"1,sift,0.5,0.5,2.5,{SCENE}\n",
             r"'2.5'; expected a count",
         ),
         (
-            HEADER.replace("metadata", "processing_time_ms,metadata") + f"1,sift,0.5,-3,{SCENE}\n",
+            HEADER.replace("metadata", "processing_time_ms,metadata")
+            + f"1,sift,0.5,0.5,-3,{SCENE}\n",
             r"column 'processing_time_ms': '-3'; expected a finite number >= 0",
         ),
     ],
@@ -348,9 +361,9 @@ def test_result_columns_the_file_lacks_are_named(tmp_path, export, capsys):
     from metricalc.store.workbench_file import METRIC_COLUMNS
 
     assert export.absent_columns == []  # the performance export has every result column
-    path = small(tmp_path, HEADER + f"1,sift,0.5,{SCENE}\n")
+    path = small(tmp_path, HEADER + f"1,sift,0.5,0.5,{SCENE}\n")
     lacking = read_workbench(path).absent_columns
-    assert lacking == [c for c in METRIC_COLUMNS if c != "true_map_macro"]
+    assert lacking == [c for c in METRIC_COLUMNS if c not in ("true_map_macro", "true_map_micro")]
     assert main(["db", "import-workbench", str(path), "--db", str(tmp_path / "r.sqlite")]) == 0
     out = capsys.readouterr().out
     assert f"not in the file, stored as NULL: {', '.join(lacking)}" in out
@@ -362,7 +375,9 @@ def test_unreadable_files(tmp_path):
     with pytest.raises(InvalidInputError, match="no such file"):
         read_workbench(tmp_path / "missing.csv")
     binary = tmp_path / "binary.csv"
-    binary.write_bytes(b"experiment_id,descriptor_type,true_map_macro\n1,\xff\xfe,0.5\n")
+    binary.write_bytes(
+        b"experiment_id,descriptor_type,true_map_macro,true_map_micro\n1,\xff\xfe,0.5,0.5\n"
+    )
     with pytest.raises(InvalidInputError, match=r"binary\.csv line"):
         read_workbench(binary)
 
@@ -392,7 +407,7 @@ def test_names_with_control_characters_are_printed_escaped(tmp_path, capsys):
     from metricalc.cli import main
 
     hostile = tmp_path / "evil\x1b[2J\rname.csv"
-    hostile.write_text(HEADER + f"1,sift,0.5,{SCENE}\n")
+    hostile.write_text(HEADER + f"1,sift,0.5,0.5,{SCENE}\n")
     assert main(["db", "import-workbench", str(hostile), "--db", str(tmp_path / "r.sqlite")]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\r" not in out

@@ -55,7 +55,7 @@ VERBS: dict[str, str] = {
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The argument parser of the ``metricalc`` command, one sub-command per verb; with ``verb``
     (a key of :data:`VERBS`), that verb's sub-command only, importing that verb's module only."""
-    from metricalc.cli._args import document_defaults
+    from metricalc.cli._args import VerbParser, document_defaults
 
     parser = argparse.ArgumentParser(
         prog="metricalc",
@@ -65,7 +65,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action=ShowVersion)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="verb", metavar="VERB", parser_class=VerbParser
+    )
     for name, where in VERBS.items():
         if verb is None or name == verb:
             module, function = where.split(".")

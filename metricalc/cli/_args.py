@@ -17,6 +17,32 @@ if TYPE_CHECKING:
     from metricalc.presets import Preset
 
 
+class VerbParser(argparse.ArgumentParser):
+    """The parser of a verb (and of its sub-verbs): an argument it does not know is its own
+    usage error (``metricalc keypoints eval: error: unrecognized arguments: --varient`` after
+    that verb's usage), not the top-level usage that argparse prints by default."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+def add_preset_option(parser: argparse.ArgumentParser, verb: str, help: str) -> None:
+    """``--preset NAME`` of ``verb``: its usage and help list the presets of that verb only
+    (:func:`metricalc.presets.presets_of`); another name is refused when the verb runs, with
+    the verb it applies to (:func:`metricalc.presets.preset_for`). The preset table is read
+    only by the verbs that take one."""
+    from metricalc.presets import presets_of
+
+    own = presets_of(verb)
+    listed = f"{{{','.join(own)}}}" if own else "NAME"
+    parser.add_argument("--preset", metavar=listed, help=help if own else f"{help} (none here)")
+
+
 def names(text: str) -> list[str]:
     """A comma-separated list of names, blanks dropped.
 

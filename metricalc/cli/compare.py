@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,11 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                      help="cube file(s) (.nc), or one pose results file (pose eval --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
-    cmp.add_argument("--metric", default="ap", help="cube variable or hit@K (default: ap)")
+    cmp.add_argument(
+        "--metric",
+        default="ap",
+        help="cube variable or hit@K, or a table's name of one: mAP, HR@K (default: ap)",
+    )
     cmp.add_argument(
         "--test",
         choices=TESTS,
@@ -101,7 +107,9 @@ def _open(
         _refuse_pair_cube(path)
     scene_cubes = [open_workbench_cube(path) for path in paths]
     if all(c is None for c in scene_cubes):
-        return [cubes.open_cube(path, chunks=chunks) for path in paths], metric, pair_by or "scene"
+        opened = [cubes.open_cube(path, chunks=chunks) for path in paths]
+        available = [str(name) for name in opened[0].data_vars]
+        return opened, compare_metric(metric, available), pair_by or "scene"
     if any(c is None for c in scene_cubes):
         raise InvalidInputError(
             "cannot compare a DescriptorWorkbench cube (db import-workbench --out: one mAP per "
@@ -112,9 +120,45 @@ def _open(
             f"--pair-by {pair_by}: a DescriptorWorkbench cube has one mAP per scene and no "
             "queries or image pairs; use --pair-by scene (the default for it)"
         )
+    metric = compare_metric(metric, ())
     scene_metric = "true_map" if metric == "ap" else metric
     opened = [scene_query_cube(c, metric=scene_metric) for c in scene_cubes if c is not None]
     return opened, "ap", "scene"
+
+
+def compare_metric(name: str, available: Collection[str]) -> str:
+    """The cube variable (or ``hit@K``) that ``--metric NAME`` means.
+
+    ``NAME`` as given when the cube has that variable or it is ``hit@K``; else a name the
+    tables print for a per-query metric, or its metric-set name, as an alias of the variable
+    whose mean it is (over all queries, not one split): ``mAP`` / ``true_map_micro`` -> ``ap``,
+    ``HR@K`` / ``precision_at_K`` -> ``hit@K``, ``image mAP`` / ``image_retrieval_map`` ->
+    ``image_ap``, ``precision`` -> ``nn_correct``; case does not matter
+    where only one name matches (``AP`` -> ``ap``). Any other name is returned as given, for
+    :func:`metricalc.stats.compare` to refuse with the cube's variables.
+
+    Examples
+    --------
+    >>> [compare_metric(n, ["ap", "nn_correct"]) for n in ("mAP", "AP", "HR@5", "nn_correct")]
+    ['ap', 'ap', 'hit@5', 'nn_correct']
+    """
+    from metricalc.plotting.labels import METRICS
+
+    if name in available or re.fullmatch(r"hit@[0-9]+", name):
+        return name
+    key = name.strip().lower()
+    hit = re.fullmatch(r"(?:hr@|hit@|precision_at_)([0-9]+)", key)
+    if hit:
+        return f"hit@{int(hit.group(1))}"
+    aliases: dict[str, set[str]] = {}
+    for metric, info in METRICS.items():
+        if info.test is not None and info.test[1] is None and "@" not in info.test[0]:
+            for alias in (metric, info.label):
+                aliases.setdefault(alias.lower(), set()).add(info.test[0])
+    for variable in available:
+        aliases.setdefault(variable.lower(), set()).add(variable)
+    found = aliases.get(key, set())
+    return found.pop() if len(found) == 1 else name
 
 
 def _refuse_pair_cube(path: Path) -> None:

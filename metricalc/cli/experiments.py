@@ -12,9 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from metricalc.cli._args import passed
+from metricalc.cli._args import add_preset_option, passed
 from metricalc.errors import MetricalcError
-from metricalc.presets import PRESETS
 
 BENCHMARK_NAMES = ("hpatches", "patches")
 """The benchmarks of experiment runs: the keys of ``metricalc.experiment.run.BENCHMARKS``."""
@@ -32,12 +31,12 @@ def add_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     hpatches = benchmarks.add_parser(
         "hpatches", help="image sequences: keypoints, matches, homography estimation"
     )
-    _eval_arguments(hpatches)
+    _eval_arguments(hpatches, "eval hpatches")
     hpatches.set_defaults(run=_eval)
     patch_run = benchmarks.add_parser(
         "patches", help="patch and image retrieval (HPatches ECCV 2016): descriptors, top-51 lists"
     )
-    _eval_arguments(patch_run)
+    _eval_arguments(patch_run, "eval patches")
     patch_run.set_defaults(run=_eval)
 
 
@@ -66,13 +65,13 @@ def _outputs_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _eval_arguments(parser: argparse.ArgumentParser) -> None:
+def _eval_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument("--conf", help="config file, or a shipped config name (sift, orb, ...)")
-    parser.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        help="a protocol (docs/presets.md; gluefactory for eval hpatches): its settings are "
-        "defaults that --conf and key=value overrides still override",
+    add_preset_option(
+        parser,
+        verb,
+        "a protocol (docs/presets.md): its settings are defaults that --conf and key=value "
+        "overrides still override",
     )
     parser.add_argument(
         "--tag", help="experiment name (default: the config name, else the preset name)"

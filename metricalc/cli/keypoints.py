@@ -8,11 +8,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metricalc.cli._args import cutoffs, max_keypoints, names, protocol_attrs, with_preset
+from metricalc.cli._args import (
+    add_preset_option,
+    cutoffs,
+    max_keypoints,
+    names,
+    protocol_attrs,
+    with_preset,
+)
 from metricalc.cli.dask_options import add_dask_options, cube_chunks, dask_session
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import SEQUENCE_SPLITS
-from metricalc.presets import PRESETS, Preset
+from metricalc.presets import Preset
 from metricalc.validation import TIE_POLICIES
 
 Y0_POLICIES = ("negative", "ignore")
@@ -85,11 +92,11 @@ def add_keypoints(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     ev = keypoint_verbs.add_parser("eval", help="evaluate descriptors into a QueryCube")
     ev.add_argument("--data", type=Path, required=True, help="sequences folder (HPatches layout)")
-    ev.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        help="a paper's or tool's protocol (docs/presets.md): d2net, superpoint or workbench "
-        "set the options below as defaults; options you give still win",
+    add_preset_option(
+        ev,
+        "keypoints eval",
+        "a paper's or tool's protocol (docs/presets.md): it sets the options below as defaults; "
+        "options you give still win",
     )
     ev.add_argument(
         "--split",
@@ -253,7 +260,7 @@ def _eval_settings(
     """The settings of ``keypoints eval`` (protocol ``options``: :func:`keypoint_protocol`) and
     your own features: ``external`` keypoints when your features come alone (no built-in
     descriptor and no ``--locked``)."""
-    from metricalc.keypoints.features import DEFAULT_METHODS
+    from metricalc.keypoints.features import BUILTIN_METHODS, DEFAULT_METHODS
     from metricalc.keypoints.pipeline import EvaluationSettings, keypoint_mode
 
     descriptors = names(args.descriptors) if args.descriptors else None
@@ -261,6 +268,13 @@ def _eval_settings(
     if args.features:
         own, descriptors = _own_features(args, descriptors)
     builtins = tuple(DEFAULT_METHODS if descriptors is None else descriptors)
+    unknown = [name for name in builtins if name not in BUILTIN_METHODS]
+    if unknown:
+        raise InvalidInputError(
+            f"--descriptors {unknown[0]}: not a built-in method (available: "
+            f"{', '.join(BUILTIN_METHODS)}); evaluate your own descriptor with --features "
+            f"{unknown[0]}=DIR (DIR/<scene>/1.npz .. 6.npz, see docs/features.md)"
+        )
     external = own is not None and not args.locked and not builtins
     settings = EvaluationSettings(
         descriptors=builtins,
@@ -295,8 +309,8 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
     keep_freed_memory()
     if args.out.is_dir():
         raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
+    settings, own = _eval_settings(args, options)  # a wrong name before reading the data
     sequences = load_sequences(args.data, split=options["split"])
-    settings, own = _eval_settings(args, options)
     cube = evaluate_sequences(
         sequences, settings, own=own, dataset_path=str(args.data), progress=not args.no_progress
     )

@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from metricalc.cli._args import names, passed, protocol_attrs, with_preset
+from metricalc.cli._args import add_preset_option, names, passed, protocol_attrs, with_preset
 from metricalc.core.operating import FPR_AT_RECALL_VARIANTS
 from metricalc.core.ranking import AP_METHODS
 from metricalc.errors import InvalidInputError
-from metricalc.presets import PRESETS
 
 
 def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,11 +65,11 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "hpatches-eval", help="the HPatches CVPR'17 tasks (hpatches-benchmark's Python evaluation)"
     )
     ph.add_argument("descr_dir", type=Path, metavar="DESCR_DIR", help="DESCR_DIR/<seq>/<img>.csv")
-    ph.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        help="a protocol (docs/presets.md): hpatches-cvpr17 sets --task, --split and "
-        "--distance as defaults; options you give still win",
+    add_preset_option(
+        ph,
+        "patches hpatches-eval",
+        "a protocol (docs/presets.md): hpatches-cvpr17 sets --task, --split and --distance as "
+        "defaults; options you give still win",
     )
     ph.add_argument("--task", choices=(*HPATCHES17_TASKS, "all"), default=argparse.SUPPRESS,
                     help="(default: all, or the preset's)")  # fmt: skip

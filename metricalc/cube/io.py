@@ -232,11 +232,7 @@ def _decoded(cube: xr.Dataset) -> xr.Dataset:
     """A file cube (layout 2) with its coded variables decoded: ``vocabulary[codes]`` in
     memory; for a lazy cube a dask array decoded chunk by chunk, whose ``encoding`` keeps the
     vocabulary (and the file's codes, for :func:`query_codes`)."""
-    coded = {
-        n: str(v.attrs[_VOCABULARY_OF])
-        for n, v in cube.variables.items()
-        if _VOCABULARY_OF in v.attrs
-    }
+    coded = _coded_variables(cube)
     coords: dict[Hashable, xr.Variable] = {}
     variables: dict[Hashable, xr.Variable] = {}
     for name, dim in coded.items():
@@ -244,7 +240,14 @@ def _decoded(cube: xr.Dataset) -> xr.Dataset:
         variable = cube.variables[name]
         attrs = {k: v for k, v in variable.attrs.items() if k != _VOCABULARY_OF}
         if variable.chunks is None:
-            decoded = xr.Variable((QUERY,), vocabulary[np.asarray(variable.values)], attrs)
+            codes = np.asarray(variable.values)
+            if codes.size and not (codes.min() >= 0 and codes.max() < vocabulary.size):
+                raise InvalidInputError(
+                    f"query coordinate {str(name)!r}: codes {int(codes.min())} .. "
+                    f"{int(codes.max())}, but its vocabulary {dim!r} has {vocabulary.size} "
+                    "labels; expected codes 0 .. (labels - 1)"
+                )
+            decoded = xr.Variable((QUERY,), vocabulary[codes], attrs)
         else:
             data = variable.data.map_blocks(
                 _decode_block,
@@ -257,6 +260,26 @@ def _decoded(cube: xr.Dataset) -> xr.Dataset:
         (coords if name in cube.coords else variables)[name] = decoded
     cube = cube.drop_vars(list(coded.values()))
     return cube.assign_coords(coords).assign(variables)
+
+
+def _coded_variables(cube: xr.Dataset) -> dict[Hashable, str]:
+    """The coded variables of a file cube and their vocabulary variables: those that name it in
+    their attrs, and those that lost the attr to an edit with plain xarray (which drops attrs
+    when a coordinate is replaced): integer codes ``<name>`` over ``query`` beside a vocabulary
+    ``<name>_vocabulary`` on its own dim, as :func:`save` names them."""
+    coded = {
+        n: str(v.attrs[_VOCABULARY_OF])
+        for n, v in cube.variables.items()
+        if _VOCABULARY_OF in v.attrs
+    }
+    for name, variable in cube.variables.items():
+        if name in coded or variable.dims != (QUERY,) or variable.dtype.kind not in "iu":
+            continue
+        dim = _vocabulary_name(name, {})
+        vocabulary = cube.variables.get(dim)
+        if vocabulary is not None and vocabulary.dims == (dim,) and dim not in coded.values():
+            coded[name] = dim
+    return coded
 
 
 def save(cube: xr.Dataset, path: str | os.PathLike[str] | io.BytesIO) -> None:
@@ -354,9 +377,14 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
             f"{error}"
         ) from error
     if chunks is None:
-        cube = _decoded(_load_all(cube, path))
-    else:
-        cube = _load_small(_decoded(cube), path, apart)
+        cube = _load_all(cube, path)
+    try:
+        cube = _decoded(cube)
+    except InvalidInputError as error:
+        cube.close()
+        raise InvalidInputError(f"cube file {path} is not a valid QueryCube: {error}") from None
+    if chunks is not None:
+        cube = _load_small(cube, path, apart)
     cube = cube.assign_coords(_unicode(cube.coords)).assign(_unicode(cube.data_vars))
     cube.attrs = {k: v for k, v in plain_attrs(cube.attrs).items() if k != FORMAT_ATTR}
     cube = _add_later_variables(cube)

@@ -26,7 +26,13 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 
-__all__ = ["CocoDetections", "CocoGroundTruth", "load_detections", "load_ground_truth"]
+__all__ = [
+    "MAX_BOX_VALUE",
+    "CocoDetections",
+    "CocoGroundTruth",
+    "load_detections",
+    "load_ground_truth",
+]
 
 IOU_TYPES = ("bbox", "segm")
 
@@ -184,6 +190,11 @@ def _floats(
     )
 
 
+MAX_BOX_VALUE = 2.0**53
+"""Largest accepted magnitude of a box value: beyond it float64 no longer holds whole pixels, and
+areas, corners and IoUs lose their meaning (a ``1e308`` box has an infinite area)."""
+
+
 def _boxes(source: str, values: list[Any], where: str, ids: np.ndarray | None = None) -> np.ndarray:
     """[x, y, w, h] of every entry, vectorized; the first bad one is named."""
     if not values:
@@ -197,6 +208,7 @@ def _boxes(source: str, values: list[Any], where: str, ids: np.ndarray | None = 
         ok = False
     if ok:
         bad = ~np.isfinite(array).all(axis=1) | (array[:, 2] < 0) | (array[:, 3] < 0)
+        bad |= (np.abs(array) > MAX_BOX_VALUE).any(axis=1)
         if not bad.any():
             return array
         i = int(np.flatnonzero(bad)[0])
@@ -209,7 +221,8 @@ def _boxes(source: str, values: list[Any], where: str, ids: np.ndarray | None = 
     raise _fail(
         source,
         _entry(where, i, ids),
-        f"bbox must be [x, y, w, h] with finite numbers, w, h >= 0; got {values[i]!r}",
+        "bbox must be [x, y, w, h] with finite numbers, w, h >= 0, each within +-2**53 (whole "
+        f"pixels in float64); got {values[i]!r}",
     )
 
 
@@ -410,7 +423,9 @@ def _detection_boxes(source: str, raw: Sequence[Mapping[str, Any]], from_box: bo
         )
     boxes = np.full((n, 4), np.nan)
     if has_box.any():
-        boxes[has_box] = _boxes(source, [b for b in given if b is not None and b != []], "")
+        positions = np.flatnonzero(has_box)  # named by the result's id, its 1-based position
+        kept = [given[i] for i in positions]
+        boxes[has_box] = _boxes(source, kept, "results", positions + 1)
     return boxes
 
 

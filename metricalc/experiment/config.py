@@ -365,17 +365,22 @@ def load_config(
     return Config(values=cast(dict[str, Any], plain), name=name, path=path, layers=tuple(layers))
 
 
-def check_tag(tag: Any) -> str:
-    """A tag usable as a folder name: letters, digits and ``. _ + = -``, not starting with ``.``.
+def check_tag(tag: Any, what: str = "tag") -> str:
+    """A tag usable as a folder name: letters, digits and ``. _ + = -``, not starting with ``.``
+    (so never a path: no ``/``, no ``..``). ``what`` names the value in the message.
 
     Examples
     --------
     >>> check_tag("sift+magsac_th2")
     'sift+magsac_th2'
-    """
+    >>> check_tag("../sift")
+    Traceback (most recent call last):
+    metricalc.errors.InvalidInputError: tag '../sift': expected letters, digits and . _ + = - (starting with a letter or digit)
+    """  # noqa: E501
     if not isinstance(tag, str) or not _TAG.fullmatch(tag):
         raise InvalidInputError(
-            f"tag {tag!r}: expected letters, digits and . _ + = - (starting with a letter or digit)"
+            f"{what} {tag!r}: expected letters, digits and . _ + = - (starting with a letter or "
+            "digit)"
         )
     return tag
 

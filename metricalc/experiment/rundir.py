@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from metricalc.errors import InvalidInputError
+from metricalc.experiment.config import check_tag
 from metricalc.fileio import atomic_write, json_safe
 
 try:  # POSIX; elsewhere runs are not locked
@@ -76,6 +77,9 @@ class RunDir:
     """
 
     def __init__(self, outputs: Path, benchmark: str, tag: str) -> None:
+        # both become folder names under outputs: names, never paths (no '/', no '..')
+        check_tag(benchmark, "benchmark")
+        check_tag(tag)
         self.outputs = Path(outputs)
         self.path = self.outputs / "results" / benchmark / tag
         self.conf = self.path / "conf.yaml"

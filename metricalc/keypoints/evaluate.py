@@ -20,6 +20,7 @@ import xarray as xr
 from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.bojanic import SCENE_RESULTS, distractors, keeps_distances, scene_tasks
+from metricalc.keypoints.featureset import check_inside_images
 from metricalc.keypoints.geometry import inside
 from metricalc.keypoints.image_retrieval import RETRIEVAL_VARIABLES, descriptor_image_retrieval
 from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
@@ -330,6 +331,7 @@ def evaluate(
         raise InvalidInputError("no sequences to evaluate")
     if not features:
         raise InvalidInputError("no features to evaluate")
+    check_inside_images(features, sequences)
     if keypoints.startswith("locked:"):
         locked = keypoints.split(":", 1)[1]
     elif keypoints in ("native", "external"):

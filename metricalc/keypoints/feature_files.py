@@ -115,12 +115,15 @@ def export_keypoints(
 
     ``out/<scene>/<image>.npz`` (image 1..6), the layout of one descriptor folder of
     :func:`load_features`, with the arrays of :func:`detect_keypoints`: ``keypoints`` (N x 2
-    float64, x y), ``size``, ``angle``, ``response`` and ``image_size`` (height, width), and no
-    ``descriptors``. Add a ``descriptors`` array (N x D, row i describing keypoint i) to each file,
-    in place or in a copy, and evaluate the folder next to the built-in methods with
-    ``metricalc keypoints eval --features NAME=FOLDER --locked <detector>``: the evaluation
-    checks that its keypoints are these (:func:`check_own_keypoints`). Each file is written to a
-    temporary name and renamed; files of the same names are replaced, other files left alone.
+    float64, x y), ``size``, ``angle``, ``response`` and ``image_size`` (height, width), the image
+    they belong to (``scene``, a string, and ``image``, its number 1..6) and no ``descriptors``.
+    :func:`load_features` refuses a file whose ``scene`` / ``image`` is not the place it is read
+    from (a file copied to the wrong image). Add a ``descriptors`` array (N x D, row i describing
+    keypoint i) to each file, in place or in a copy, and evaluate the folder next to the built-in
+    methods with ``metricalc keypoints eval --features NAME=FOLDER --locked <detector>``: the
+    evaluation checks that its keypoints are these (:func:`check_own_keypoints`). Each file is
+    written to a temporary name and renamed; files of the same names are replaced, other files
+    left alone.
 
     Parameters
     ----------
@@ -153,13 +156,16 @@ def export_keypoints(
     for scene, images in kept.items():
         _check_folder_name(scene, "scene")
         for k, arrays in images.items():
+            arrays.update(scene=np.array(scene), image=np.array(k, dtype=np.int64))
             with temporary_path(base / scene / f"{k}.npz") as tmp, open(tmp, "wb") as stream:
                 fields: dict[str, Any] = dict(arrays)  # the stub types every keyword as a bool
                 np.savez(stream, **fields)
     return kept
 
 
-def _read_npz(path: Path) -> Features:
+def _read_npz(path: Path, at: tuple[str, int] | None = None) -> Features:
+    """One image's features; ``at`` (scene, image) is where the file lies in a descriptor folder,
+    checked against the image an exported file records (``scene``, ``image``)."""
     where = f"features file {path}"
     unreadable = (OSError, ValueError, EOFError, zipfile.BadZipFile)
     try:
@@ -184,10 +190,20 @@ def _read_npz(path: Path) -> Features:
         try:
             keypoints = archive["keypoints"]
             descriptors = archive["descriptors"]
+            recorded = tuple(
+                archive[key].tolist() for key in ("scene", "image") if key in archive.files
+            )
         except unreadable as error:
             raise InvalidInputError(f"{where}: an array cannot be read: {error}") from error
+    if at is not None and recorded and recorded != at[: len(recorded)]:
+        keys = ("scene", "image")[: len(recorded)]
+        said = ", ".join(f"{key} {value!r}" for key, value in zip(keys, recorded, strict=True))
+        raise InvalidInputError(
+            f"{where} records {said} (export-keypoints wrote it for that image) but lies at "
+            f"scene {at[0]!r} image {at[1]}; describe each image's own keypoints"
+        )
     kp, desc = _coerce(keypoints, descriptors, where)
-    return Features(kp, desc)
+    return Features(kp, desc, source=str(path))
 
 
 def load_image_features(path: str | os.PathLike[str]) -> Features:
@@ -332,7 +348,7 @@ def _load_descriptor_folder(folder: Path) -> dict[str, dict[int, Features]]:
                 raise InvalidInputError(
                     f"missing features file {path}; every scene needs 1.npz .. 6.npz"
                 )
-            item = _read_npz(path)
+            item = _read_npz(path, (scene_folder.name, k))
             dims, dtype = item.descriptors.shape[1], item.descriptors.dtype
             if first is None:
                 first = (path, dims, dtype)

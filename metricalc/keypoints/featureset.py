@@ -7,14 +7,22 @@ keypoints are the locked detector's (``docs/features.md``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from metricalc.errors import InvalidInputError
 
-__all__ = ["IMAGES", "FeatureSet", "Features", "SequenceLike", "check_own_keypoints"]
+__all__ = [
+    "IMAGES",
+    "FeatureSet",
+    "Features",
+    "SequenceLike",
+    "check_inside_images",
+    "check_own_keypoints",
+]
 
 IMAGES: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
 """Image numbers of a sequence; image 1 is the reference."""
@@ -102,6 +110,9 @@ class Features:
     descriptors : ndarray, shape (N, D)
         float32 (compared by L2 distance) or uint8 packed bits (compared by Hamming distance).
         Row i describes keypoint i.
+    source : str or None
+        The file the features were read from (:func:`~metricalc.keypoints.load_features`), for
+        error messages; None when built in memory.
 
     Examples
     --------
@@ -113,6 +124,7 @@ class Features:
 
     keypoints: np.ndarray
     descriptors: np.ndarray
+    source: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         kp, desc = _coerce(self.keypoints, self.descriptors, "Features")
@@ -136,6 +148,58 @@ class Features:
 
 FeatureSet = dict[str, dict[str, dict[int, Features]]]
 """descriptor -> scene -> image (1..6) -> :class:`Features`."""
+
+
+def check_inside_images(
+    features: Mapping[str, Mapping[str, Mapping[int, Any]]], sequences: Sequence[SequenceLike]
+) -> None:
+    """Refuse keypoints that lie outside their image.
+
+    With pixel centres at integers (OpenCV's convention), an image of width :math:`W` and height
+    :math:`H` covers :math:`x \\in [-0.5, W - 0.5]`, :math:`y \\in [-0.5, H - 0.5]`; a keypoint
+    outside is not a point of that image (a wrong image, scale or coordinate order) and is
+    refused rather than silently dropped as a border keypoint. Scenes or images a descriptor
+    lacks are left to the evaluation's own checks.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the features file (or descriptor, scene and image), the first such keypoint, its
+        coordinates and the image size, and how many keypoints of the image are outside.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> scene = SimpleNamespace(name="i_a", shape=lambda k: (480, 640))
+    >>> f = Features(np.array([[10.0, 20.0], [-1e6, 5.0]]), np.zeros((2, 4), dtype=np.float32))
+    >>> check_inside_images({"mine": {"i_a": {1: f}}}, [scene])
+    Traceback (most recent call last):
+    metricalc.errors.InvalidInputError: descriptor 'mine', scene 'i_a', image 1: keypoint 1 at (-1000000, 5) is outside the image (640 x 480 px: x in [-0.5, 639.5], y in [-0.5, 479.5]); 1 of 2 keypoints are outside; keypoints are x, y pixel coordinates of that image
+    """  # noqa: E501
+    for sequence in sequences:
+        for name, scenes in features.items():
+            for k, one in scenes.get(sequence.name, {}).items():
+                points = np.asarray(getattr(one, "keypoints", np.empty((0, 2))), dtype=np.float64)
+                if points.size == 0:
+                    continue
+                height, width = sequence.shape(k)
+                limits = np.array([width, height], dtype=np.float64) - 0.5
+                outside = np.flatnonzero(((points < -0.5) | (points > limits)).any(axis=1))
+                if outside.size == 0:
+                    continue
+                i = int(outside[0])
+                source = getattr(one, "source", None)
+                where = (
+                    f"features file {source}"
+                    if source
+                    else f"descriptor {name!r}, scene {sequence.name!r}, image {k}"
+                )
+                raise InvalidInputError(
+                    f"{where}: keypoint {i} at ({points[i, 0]:.9g}, {points[i, 1]:.9g}) is outside "
+                    f"the image ({width} x {height} px: x in [-0.5, {width - 0.5:g}], y in "
+                    f"[-0.5, {height - 0.5:g}]); {outside.size} of {len(points)} keypoints are "
+                    "outside; keypoints are x, y pixel coordinates of that image"
+                )
 
 
 def check_own_keypoints(

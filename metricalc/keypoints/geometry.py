@@ -64,23 +64,29 @@ def project(H: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def inside(points: np.ndarray, shape: tuple[int, int], border: float) -> np.ndarray:
     """Whether points lie at least ``border`` px inside an image of ``shape`` (height, width).
 
-    A point (x, y) is kept when ``border <= x <= width - 1 - border`` and likewise for y; NaN
-    points are outside.
+    A point (x, y) is kept when ``border <= x <= width - 1 - border`` and likewise for y. A
+    ``border`` of 0 is no border filter: every point of the image is kept, the whole pixels
+    included (pixel centres at integers, so :math:`x \\in [-0.5, W - 0.5]`,
+    :math:`y \\in [-0.5, H - 0.5]`), as D2-Net's evaluation matches every keypoint. NaN points
+    are outside.
 
     Examples
     --------
     >>> import numpy as np
     >>> inside(np.array([[40.0, 50.0], [39.9, 50.0], [59.0, 59.0]]), (100, 100), 40).tolist()
     [True, False, True]
+    >>> inside(np.array([[99.3, 0.0], [-0.5, 99.5], [99.6, 0.0]]), (100, 100), 0).tolist()
+    [True, True, False]
     """
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
     height, width = shape
+    low, margin = (-0.5, 0.5) if border == 0 else (border, 1 + border)
     with np.errstate(invalid="ignore"):
         return (
-            (pts[:, 0] >= border)
-            & (pts[:, 0] <= width - 1 - border)
-            & (pts[:, 1] >= border)
-            & (pts[:, 1] <= height - 1 - border)
+            (pts[:, 0] >= low)
+            & (pts[:, 0] <= width - margin)
+            & (pts[:, 1] >= low)
+            & (pts[:, 1] <= height - margin)
         )
 
 

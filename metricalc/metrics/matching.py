@@ -252,8 +252,10 @@ def matching_counts(
     pairs = xr.DataArray(n_pairs, dims="split", coords={"split": list(MMA_SPLITS)})
     per_pair = ratio(xr.dot(matches, members, dim=PAIR_UNIT), pairs).where(ok)
     present = cube["n_relevant"] >= 0
-    queries = group_sum(present, PAIR_UNIT)  # image 1's keypoints: the same in every pair
-    candidates = pair_keypoints(cube)  # NaN where unknown (-1): left out of min / mean / max
+    # only the selected pairs' images: the group codes also name pairs the selection dropped
+    units = {PAIR_UNIT: np.unique(np.asarray(cube[PAIR_UNIT].values).astype(str))}
+    queries = group_sum(present, PAIR_UNIT).sel(units)  # image 1's keypoints, in every pair
+    candidates = pair_keypoints(cube).sel(units)  # NaN where unknown (-1): left out
     scene_of = unit_scene(queries[PAIR_UNIT].values.astype(str))
     queries = queries.assign_coords(_unit_scene=(PAIR_UNIT, scene_of))
     reference = group_max(queries, "_unit_scene")  # pairs of one scene share image 1

@@ -38,11 +38,14 @@ N_RESULTS = 51
 
 _SEQUENCE = re.compile(r"[^.,\s/\\]+")  # no dot, comma, whitespace or path separator
 _INDEX = re.compile(r"[0-9]+")
+_MAX_INDEX = 2**63 - 1  # patch indices are stored as 64-bit integers
 _IMAGE_SET = frozenset(IMAGES)
-_SIGNATURE_RE = r"[^.,\s/\\]+\.(?:ref|[eht][1-5])\.[0-9]+"
+# the fast path takes up to 18 digits (always below 2**63); longer indices go the slow way
+_SIGNATURE_RE = r"[^.,\s/\\]+\.(?:ref|[eht][1-5])\.[0-9]{1,18}"
 _SIGNATURE_LINE = re.compile(rf"{_SIGNATURE_RE}(?:,{_SIGNATURE_RE})*")  # fast path, one per line
 _EXPECTED_SIGNATURE = (
-    "a signature 'seq.img.idx' (img one of ref, e1..e5, h1..h5, t1..t5; idx an integer >= 0)"
+    "a signature 'seq.img.idx' (img one of ref, e1..e5, h1..h5, t1..t5; idx an integer "
+    "0 .. 2**63 - 1)"
 )
 _EXPECTED_PATCH_IMAGE = "a patch-image 'seq.img' (img one of ref, e1..e5, h1..h5, t1..t5)"
 
@@ -74,6 +77,8 @@ def _signature_problem(text: str) -> str | None:
         return f"unknown image {image!r}"
     if not _INDEX.fullmatch(index):
         return f"patch index {index!r} is not a non-negative integer"
+    if int(index) > _MAX_INDEX:
+        return f"patch index {index} does not fit in 64 bits"
     return None
 
 
@@ -95,7 +100,7 @@ def parse_signature(text: str) -> Signature:
     ----------
     text : str
         ``seq.img.idx``: a sequence name without dots, commas, whitespace or path separators, an
-        image of :data:`IMAGES` and a non-negative decimal integer.
+        image of :data:`IMAGES` and a decimal integer 0 .. 2**63 - 1 (a 64-bit patch index).
 
     Returns
     -------

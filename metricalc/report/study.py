@@ -262,12 +262,24 @@ def _cube_data(check: _Checker, raw: dict[str, Any], base: Path, kind: str) -> D
 
 def _experiment_data(check: _Checker, raw: dict[str, Any], base: Path) -> DataSpec:
     """``data: {experiment: TAG(S), benchmark, outputs}``: recorded runs."""
+    from metricalc.experiment.config import check_tag
+
     check.keys(raw, "data", ("experiment", "benchmark", "outputs"))
     outputs = raw.get("outputs")
+    named = {"data.benchmark": check.string(raw.get("benchmark", "hpatches"), "data.benchmark")}
+    named.update(
+        (f"data.experiment[{i}]", tag)
+        for i, tag in enumerate(check.strings(raw["experiment"], "data.experiment"))
+    )
+    for key, name in named.items():  # folder names under the outputs, never paths
+        try:
+            check_tag(name, "a tag" if key != "data.benchmark" else "a benchmark")
+        except InvalidInputError as error:
+            raise check.fail(key, str(error)) from None
     return DataSpec(
         kind="experiment",
-        experiments=check.strings(raw["experiment"], "data.experiment"),
-        benchmark=check.string(raw.get("benchmark", "hpatches"), "data.benchmark"),
+        experiments=tuple(named[k] for k in named if k != "data.benchmark"),
+        benchmark=named["data.benchmark"],
         outputs=base / check.string(outputs, "data.outputs") if outputs is not None else None,
     )
 

@@ -2,10 +2,11 @@
 
 DescriptorWorkbench keeps every metric of a result in the ``metadata`` text column of its results
 table. :func:`format_metadata` writes that format, :func:`parse_metadata` reads it back
-(``parse_metadata(format_metadata(x)) == x``), and :func:`metadata_for` builds the seed's keys for
-one descriptor from a metric set and its per-scene metrics. The results database
-(:mod:`metricalc.store`) fills its ``metadata`` column with them, and the workbench import reads
-the per-scene keys (:data:`SCENE_KEYS`) back into a descriptor x scene cube.
+(``parse_metadata(format_metadata(x)) == x``), and :func:`metadata_for` builds one descriptor's
+string from a metric set and its per-scene metrics: exactly the keys DescriptorWorkbench writes,
+under its names, and every other value under the :data:`METRICALC_PREFIX` namespace. The results
+database (:mod:`metricalc.store`) fills its ``metadata`` column with them, and the workbench
+import reads the per-scene keys (:data:`SCENE_KEYS`) back into a descriptor x scene cube.
 """
 
 from __future__ import annotations
@@ -19,10 +20,24 @@ import xarray as xr
 
 from metricalc.errors import InvalidInputError
 
-__all__ = ["SCENE_KEYS", "format_metadata", "metadata_for", "parse_metadata"]
+__all__ = [
+    "METRICALC_PREFIX",
+    "SCENE_KEYS",
+    "WORKBENCH_K",
+    "format_metadata",
+    "metadata_for",
+    "parse_metadata",
+]
 
 SCENE_KEYS = ("true_map", "true_map_with_zeros", "query_count", "excluded_count")
 """Per-scene keys of the metadata string, ``<scene>_<key>`` (as in the real export)."""
+
+METRICALC_PREFIX = "metricalc_"
+"""Prefix of the metadata keys DescriptorWorkbench does not write (``metricalc_true_map_micro``,
+``metricalc_<scene>_excluded_count``, ...); readers of DescriptorWorkbench keys skip them."""
+
+WORKBENCH_K = (1, 5, 10)
+"""The ``k`` of the ``precision_at_<k>`` / ``recall_at_<k>`` keys DescriptorWorkbench writes."""
 
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|nan|inf)")
@@ -151,14 +166,20 @@ def _scalar(values: xr.Dataset, name: str, kind: type) -> Any:
 def metadata_for(
     metrics: xr.Dataset, scenes: xr.Dataset | None, descriptor: str
 ) -> dict[str, object]:
-    """The seed's metadata of one descriptor, ready for :func:`format_metadata`.
+    """The metadata of one descriptor, ready for :func:`format_metadata`.
 
-    Keys (as in the DescriptorWorkbench export): ``true_map_micro``,
-    ``true_map_macro_by_scene``, ``precision_at_<k>``, ``recall_at_<k>`` (every ``k`` of the
-    metric set), ``r0_rate``, ``processing_time_ms`` (floats); ``total_queries_processed``,
-    ``total_queries_excluded`` (ints); and for every scene in which the descriptor has queries
-    (``query_count + excluded_count > 0``) ``<scene>_true_map``, ``<scene>_true_map_with_zeros``
-    (floats) and ``<scene>_query_count``, ``<scene>_excluded_count`` (ints).
+    DescriptorWorkbench's keys, under its names and only where it writes them:
+    ``precision_at_<k>``, ``recall_at_<k>`` (``k`` in :data:`WORKBENCH_K` and in the metric set),
+    ``r0_rate`` (floats); ``total_queries_processed``, ``total_queries_excluded`` (ints); and for
+    every scene with at least one R = 1 query (``query_count > 0``; DescriptorWorkbench skips the
+    others) ``<scene>_true_map``, ``<scene>_true_map_with_zeros`` (floats),
+    ``<scene>_query_count``, ``<scene>_excluded_count`` (ints).
+
+    metricalc's own values, under :data:`METRICALC_PREFIX`: ``metricalc_true_map_micro``,
+    ``metricalc_true_map_macro_by_scene``, ``metricalc_processing_time_ms`` (columns of
+    DescriptorWorkbench's results table, not metadata keys there), ``metricalc_precision_at_<k>``
+    and ``metricalc_recall_at_<k>`` for the other ``k``, and ``metricalc_<scene>_excluded_count``
+    for a scene whose queries all have R = 0.
 
     Parameters
     ----------
@@ -175,8 +196,8 @@ def metadata_for(
     >>> from metricalc.store.metadata import metadata_for
     >>> cube = example_cube()
     >>> meta = metadata_for(metric_set(cube), scene_metrics(cube), "sift")
-    >>> meta["i_x_query_count"], meta["i_x_true_map"], meta["total_queries_excluded"]
-    (2, 0.75, 1)
+    >>> meta["i_x_query_count"], meta["i_x_true_map"], meta["metricalc_true_map_micro"]
+    (2, 0.75, 0.75)
     """
     _check_given(metrics, scenes, descriptor)
     m = metrics.sel(descriptor=descriptor)
@@ -190,7 +211,9 @@ def metadata_for(
             f"metadata_for: {missing} missing; pass the outputs of metric_set and scene_metrics"
         )
     # floats rounded to the 6 decimals of the string, so parse(format(x)) == x holds
-    out: dict[str, object] = {n: round(_scalar(m, n, float), 6) for n in float_keys}
+    out: dict[str, object] = {
+        _key(n): round(_scalar(m, n, float), 6) for n in float_keys
+    }
     out.update({n: _scalar(m, n, int) for n in int_keys})
     if scenes is not None:
         out.update(_scene_keys(scenes, descriptor))
@@ -230,13 +253,22 @@ def _float_keys(m: xr.Dataset) -> list[str]:
     ]
 
 
+def _key(name: str) -> str:
+    """``name`` if DescriptorWorkbench writes it as a metadata key, else ``metricalc_<name>``."""
+    workbench = {"r0_rate", *(f"{p}_at_{k}" for p in ("precision", "recall") for k in WORKBENCH_K)}
+    return name if name in workbench else METRICALC_PREFIX + name
+
+
 def _scene_keys(scenes: xr.Dataset, descriptor: str) -> dict[str, object]:
-    """The per-scene keys of one descriptor, for the scenes in which it has queries."""
+    """The per-scene keys of one descriptor: DescriptorWorkbench's four for the scenes with an
+    R = 1 query, ``metricalc_<scene>_excluded_count`` for those whose queries all have R = 0."""
     out: dict[str, object] = {}
     s = scenes.sel(descriptor=descriptor)[list(SCENE_KEYS)].compute()
     for scene in s["scene"].values.tolist():
         one = s.sel(scene=scene)
-        if int(one["query_count"]) + int(one["excluded_count"]) == 0:
+        if int(one["query_count"]) == 0:
+            if int(one["excluded_count"]) > 0:
+                out[f"{METRICALC_PREFIX}{scene}_excluded_count"] = int(one["excluded_count"])
             continue
         out[f"{scene}_true_map"] = round(float(one["true_map"]), 6)
         out[f"{scene}_true_map_with_zeros"] = round(float(one["true_map_with_zeros"]), 6)

@@ -266,8 +266,9 @@ def read_workbench(
     --------
     >>> import tempfile, pathlib
     >>> from metricalc.store.workbench import read_workbench
-    >>> text = ("experiment_id,descriptor_type,true_map_macro,metadata\\n"
-    ...         "7,sift,0.55,i_a_excluded_count=0;i_a_query_count=10;i_a_true_map=0.500000;"
+    >>> text = ("experiment_id,descriptor_type,true_map_macro,true_map_micro,metadata\\n"
+    ...         "7,sift,0.55,0.533333,i_a_excluded_count=0;i_a_query_count=10;"
+    ...         "i_a_true_map=0.500000;"
     ...         "i_a_true_map_with_zeros=0.500000;v_b_excluded_count=5;v_b_query_count=5;"
     ...         "v_b_true_map=0.600000;v_b_true_map_with_zeros=0.300000;\\n")
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -276,13 +277,15 @@ def read_workbench(
     ...     export = read_workbench(csv_path)
     >>> export.cube.true_map.sel(descriptor="sift").values.tolist()
     [0.5, 0.6]
-    >>> export.checks[["check", "file", "recomputed", "ok"]].to_dict("records")
-    [{'check': 'true_map_macro', 'file': 0.55, 'recomputed': 0.55, 'ok': True}]
+    >>> for check in export.checks.itertuples():
+    ...     print(check.check, check.file, round(check.recomputed, 6), check.ok)
+    true_map_macro 0.55 0.55 True
+    true_map_micro 0.533333 0.533333 True
     """
     limit = check_number("tolerance", tolerance, minimum=0)
     path = Path(path)
     rows = read_rows(path)
-    checks, recomputed = check_rows(rows, limit)
+    checks, recomputed = check_rows(rows, limit, path)
     cube = _cube(path, rows, checks, recomputed, limit)
     return WorkbenchExport(path, rows, checks, cube, limit, recomputed=recomputed)
 

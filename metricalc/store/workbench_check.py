@@ -7,14 +7,16 @@ compared with the file's columns (:func:`check_rows`), and the status a row is s
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from metricalc.errors import InvalidInputError
 from metricalc.metrics import SPLIT_LETTERS
-from metricalc.store.workbench_file import WorkbenchRow
+from metricalc.store.workbench_file import WorkbenchRow, where
 from metricalc.validation import is_integer
 
 __all__ = [
@@ -99,10 +101,17 @@ def _ratio(numerator: float, denominator: float) -> float:
 
 
 def check_rows(
-    rows: list[WorkbenchRow], tolerance: float
+    rows: list[WorkbenchRow], tolerance: float, path: Path
 ) -> tuple[pd.DataFrame, dict[int, dict[str, float]]]:
     """The checks of the rows with scenes (a frame of :data:`CHECK_COLUMNS`) and, per file line,
-    the values :func:`recompute` gives."""
+    the values :func:`recompute` gives.
+
+    Raises
+    ------
+    InvalidInputError
+        A summary mAP of the file is ``nan`` where the row's scenes define it (``path`` and the
+        line in the message): not a value DescriptorWorkbench writes, and no number to store.
+    """
     records = []
     recomputed_by_line: dict[int, dict[str, float]] = {}
     for row in rows:
@@ -111,12 +120,25 @@ def check_rows(
         recomputed = recompute(row)
         recomputed_by_line[row.line] = recomputed
         for name in CHECKS:
+            _refuse_undefined(row, name, recomputed[name], path)
             record = _check(row, name, recomputed[name], tolerance)
             if record is not None:
                 records.append(record)
     frame = pd.DataFrame.from_records(records, columns=list(CHECK_COLUMNS))
     frame["ok"] = frame["ok"].astype(bool)
     return frame, recomputed_by_line
+
+
+def _refuse_undefined(row: WorkbenchRow, name: str, value: float, path: Path) -> None:
+    """A file mAP that is NaN although the row's scenes give ``value`` is refused."""
+    given = row.values.get(name)
+    if name.startswith("total_") or given is None or not math.isnan(given):
+        return
+    if not math.isnan(value):
+        raise InvalidInputError(
+            f"{where(path, row.line, name)}: 'nan', but the row's {len(row.scenes)} scenes give "
+            f"{value:.6f}; expected that mAP, a fraction in [0, 1]"
+        )
 
 
 def _check(

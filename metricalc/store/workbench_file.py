@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metricalc.errors import InvalidInputError
-from metricalc.store.metadata import SCENE_KEYS, parse_metadata
+from metricalc.store.metadata import METRICALC_PREFIX, SCENE_KEYS, parse_metadata
 from metricalc.validation import is_integer, is_real
 
-__all__ = ["METRIC_COLUMNS", "REQUIRED_COLUMNS", "SceneValues", "WorkbenchRow", "read_rows"]
+__all__ = [
+    "METRIC_COLUMNS", "REQUIRED_COLUMNS", "SceneValues", "WorkbenchRow", "read_rows", "where"
+]
 
-REQUIRED_COLUMNS = ("experiment_id", "descriptor_type", "true_map_macro")
-"""Columns every export must have."""
+REQUIRED_COLUMNS = ("experiment_id", "descriptor_type", "true_map_macro", "true_map_micro")
+"""Columns every export must have (both real exports have both mAPs)."""
 
 METRIC_COLUMNS: dict[str, str] = {
     "true_map_micro": "true_map_micro",
@@ -110,9 +112,11 @@ def _float(text: str, where: str, *, required: bool, column: str) -> float | Non
 
 
 def _scenes(meta: Mapping[str, object], at: str) -> dict[str, SceneValues]:
-    """The per-scene values of one metadata mapping, by scene name (sorted)."""
-    found = _scene_keys(meta)
-    out = {}
+    """The per-scene values of one metadata mapping, by scene name (sorted): DescriptorWorkbench's
+    four keys per scene, and a scene whose queries all have R = 0 from metricalc's
+    ``metricalc_<scene>_excluded_count`` (DescriptorWorkbench writes nothing for it)."""
+    found, without_r1 = _scene_keys(meta)
+    out: dict[str, SceneValues] = {}
     for scene in sorted(found):
         values = found[scene]
         missing = [f"{scene}_{k}" for k in SCENE_KEYS if k not in values]
@@ -127,18 +131,37 @@ def _scenes(meta: Mapping[str, object], at: str) -> dict[str, SceneValues]:
         q, e = (_scene_count(values[key], f"{scene}_{key}", at)
                 for key in ("query_count", "excluded_count"))
         out[scene] = (m, z, q, e)
-    return out
+    for scene, value in without_r1.items():
+        key = f"{METRICALC_PREFIX}{scene}_excluded_count"
+        if scene in out:
+            raise InvalidInputError(
+                f"{at}: metadata has both {key} and the keys of scene {scene!r}; a scene is "
+                "either one with R = 1 queries or one without"
+            )
+        out[scene] = (math.nan, 0.0, 0, _scene_count(value, key, at))
+    return dict(sorted(out.items()))
 
 
-def _scene_keys(meta: Mapping[str, object]) -> dict[str, dict[str, object]]:
-    """The per-scene keys of a metadata mapping: scene -> {key: value}."""
+def _scene_keys(
+    meta: Mapping[str, object],
+) -> tuple[dict[str, dict[str, object]], dict[str, object]]:
+    """The per-scene keys of a metadata mapping: scene -> {key: value} for DescriptorWorkbench's
+    keys, and scene -> excluded count for metricalc's ``metricalc_<scene>_excluded_count``
+    (other keys of metricalc's namespace, :data:`~metricalc.store.metadata.METRICALC_PREFIX`,
+    are not per-scene values)."""
     found: dict[str, dict[str, object]] = {}
+    without_r1: dict[str, object] = {}
     for key, value in meta.items():
+        if key.startswith(METRICALC_PREFIX):
+            scene = key.removeprefix(METRICALC_PREFIX).removesuffix("_excluded_count")
+            if key.endswith("_excluded_count") and scene:
+                without_r1[scene] = value
+            continue
         for suffix in _SUFFIXES:
             if key.endswith(suffix) and len(key) > len(suffix):
                 found.setdefault(key[: -len(suffix)], {})[suffix[1:]] = value
                 break
-    return found
+    return found, without_r1
 
 
 def _scene_map(value: object, key: str, at: str) -> float:
