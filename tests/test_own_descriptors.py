@@ -154,7 +154,11 @@ def test_three_command_recipe_compares_at_query_level(recipe, capsys, tmp_path):
     nearest = np.linalg.norm(queries[:, None] - candidates[None], axis=2).min(axis=1)
     np.testing.assert_allclose(one.nn_distance.values, nearest, rtol=1e-4, atol=1e-5)
 
+    # the recipe's 4 scenes are too few to test over scenes: identical queries, image pairs
     code, out, err = run(capsys, "compare", str(both), "--baseline", "sift", "--json")
+    assert code == 2 and "4 paired units (pair_by='scene'" in err
+    code, out, err = run(capsys, "compare", str(both), "--baseline", "sift", "--json",
+                         "--pair-by", "query")  # fmt: skip
     assert code == 0, err
     rootsift, row = json.loads(out)
     assert (row["descriptor"], row["baseline"]) == ("mine", "sift")
@@ -222,7 +226,8 @@ def test_several_features_on_identical_queries(recipe, capsys, tmp_path):
     assert cube.descriptor.values.tolist() == ["sift", "mine", "small"]
     assert (cube.n_relevant.values != -1).all()
     assert not np.array_equal(cube.ap.sel(descriptor="mine"), cube.ap.sel(descriptor="small"))
-    code, out_json, err = run(capsys, "compare", str(out), "--baseline", "sift", "--json")
+    code, out_json, err = run(capsys, "compare", str(out), "--baseline", "sift", "--json",
+                              "--pair-by", "query")  # fmt: skip
     rows = json.loads(out_json)
     assert code == 0 and len(rows) == 2 and all(row["n_dropped"] == 0 for row in rows)
     for bad in ([f"mine={recipe['mine']}", f"mine={small}"], [str(small), f"x={small}"]):
