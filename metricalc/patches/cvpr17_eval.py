@@ -175,15 +175,6 @@ def _ranked_ap(distances: np.ndarray, labels: np.ndarray, numpos: int | None = N
     return sorted_labels_ap(labels[order], numpos)
 
 
-def _pair_distances(
-    descriptors: Descriptors, pairs: tuple[np.ndarray, ...], level: str, distance: _Distance
-) -> np.ndarray:
-    s1, t1, i1, s2, t2, i2 = pairs
-    rows1 = descriptors.rows(s1, image_index(level, t1), i1)
-    rows2 = descriptors.rows(s2, image_index(level, t2), i2)
-    return distance.exact(descriptors.matrix, rows1, descriptors.matrix, rows2)
-
-
 VerificationDistances = Mapping[str, Mapping[str, np.ndarray]]
 """Per level letter (``e``, ``h``, ``t``) and pair file (``pos``, ``neg_inter``, ``neg_intra``)
 the distance of every row of the file, in file order."""
@@ -192,15 +183,22 @@ the distance of every row of the file, in file order."""
 def verification_distances(
     descriptors: Descriptors, pairs: PairSet, *, distance: str = "l2"
 ) -> dict[str, dict[str, np.ndarray]]:
-    """The distance of every verification pair per level (:data:`VerificationDistances`)."""
+    """The distance of every verification pair per level (:data:`VerificationDistances`).
+
+    The sequences of a pair file are looked up once (:meth:`Descriptors.locate`); a level only
+    moves the rows to its images."""
     metric = _distance(distance)
-    return {
-        level: {
-            kind: _pair_distances(descriptors, pairs.pairs[kind], level, metric)
-            for kind in ("pos", "neg_inter", "neg_intra")
-        }
-        for level in LEVELS
-    }
+    result: dict[str, dict[str, np.ndarray]] = {level: {} for level in LEVELS}
+    for kind in ("pos", "neg_inter", "neg_intra"):
+        s1, t1, i1, s2, t2, i2 = pairs.pairs[kind]
+        (first1, count1), (first2, count2) = descriptors.locate(s1, i1), descriptors.locate(s2, i2)
+        for level in LEVELS:
+            rows1 = first1 + image_index(level, t1) * count1
+            rows2 = first2 + image_index(level, t2) * count2
+            result[level][kind] = metric.exact(
+                descriptors.matrix, rows1, descriptors.matrix, rows2
+            )
+    return result
 
 
 def imbalanced_prefix(n_neg: int, n_pos: int) -> tuple[int, int]:
