@@ -236,3 +236,22 @@ def test_the_set_holds_the_requested_scenes_only(tmp_path) -> None:
     assert cf.read_dataset_mark(root / "tasks") == one != two and " 1 sequence " in one
     queries = pd.read_csv(root / "tasks" / "retr_queries_split-full.csv")
     assert set(queries["s"]) == {"i_camera"}
+
+
+def test_pools_larger_than_every_list_are_named(synthetic, capsys) -> None:
+    """The small set's retrieval lists are shorter than the large pools: their equal columns
+    are explained in a line, with the longest list counted here from the task files."""
+    descriptors, tasks = synthetic
+    queries = pd.read_csv(tasks / "retr_queries_split-full.csv")  # columns s, idx
+    distractors = pd.read_csv(tasks / "retr_distractors_split-full.csv")
+    longest = max(5 + int((distractors["s"] != s).sum()) for s in set(queries["s"]))
+    argv = ["patches", "hpatches-eval", str(descriptors), "--tasks", str(tasks)]
+    assert main([*argv, "--split", "full", "--task", "retrieval"]) == 0
+    out = capsys.readouterr().out
+    whole = [p for p in ev.POOL_SIZES if p >= longest]
+    assert whole and f"the longest list has {longest:,} items" in out
+    assert f"pools of {', '.join(f'{p:,}' for p in whole)} hold every list whole" in out
+    direct = ev.evaluate_hpatches17(descriptors, tasks=["retrieval"], split="full", task_dir=tasks)
+    assert direct["retrieval_longest_list"] == longest
+    mean = direct["retrieval"]["full"]["mean"]
+    assert len({mean[str(p)] for p in whole}) == 1

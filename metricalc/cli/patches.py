@@ -188,6 +188,22 @@ def _print_hpatches17(result: dict[str, Any], split: str) -> None:
         print_frame(pd.DataFrame(rows), title=f"retrieval, split {split} (mAP by pool size, %)")
         mean = result["retrieval"][split]["mean"]
         print(f"retrieval: mean mAP {_percent(sum(mean.values()) / len(mean))}")
+        note = whole_list_note(result["retrieval_longest_list"])
+        if note:
+            print(note)
+
+
+def whole_list_note(longest: int) -> str:
+    """A line saying which pools hold every retrieval list whole ("" if none does): their
+    columns are equal because the set is smaller than the pools, not by chance."""
+    whole = [p for p in HPATCHES17_POOLS if p >= longest]
+    if not whole:
+        return ""
+    return (
+        f"retrieval: the longest list has {longest:,} items (5 positives and the distractors of "
+        f"other sequences), so pools of {', '.join(f'{p:,}' for p in whole)} hold every list "
+        "whole and their columns are equal: the set is smaller than those pools"
+    )
 
 
 def _patches_hpatches_eval(args: argparse.Namespace) -> int:
@@ -218,6 +234,9 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
     if args.json:
         if "pairs_source" in result:
             print(f"metricalc: verification pairs {result['pairs_source']}", file=sys.stderr)
+        note = whole_list_note(result.get("retrieval_longest_list", sys.maxsize))
+        if note:
+            print(f"metricalc: {note}", file=sys.stderr)
         output = {task: result[task] for task in tasks}
         if result.get("dataset"):  # generated data names itself (make_hpatches17_set's mark)
             output["dataset"] = result["dataset"]

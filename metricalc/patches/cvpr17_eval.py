@@ -421,9 +421,17 @@ def retrieval(
     descriptors: Descriptors, task: RetrievalTask, test: Sequence[str], *, distance: str = "l2"
 ) -> dict[str, object]:
     """``results_retrieval``: per level and pool size the mean AP over the queries, and ``mean``
-    over the levels; also ``per_query`` (queries x 3 x pools)."""
+    over the levels; also ``per_query`` (queries x 3 x pools) and ``longest_list``, the longest
+    list of any query (5 positives and the distractors of other sequences): pools at least that
+    long hold every list whole and give equal columns."""
     ap = retrieval_ap(descriptors, task, test, distance=distance)
-    result: dict[str, object] = {}
+    names, codes = np.unique(
+        np.concatenate([task.queries_seq, task.distractors_seq]).astype(str), return_inverse=True
+    )
+    per_sequence = np.bincount(codes[task.queries_seq.size :], minlength=names.size)
+    own = per_sequence[codes[: task.queries_seq.size]]
+    longest = 5 + int(task.distractors_seq.size - own.min()) if own.size else 5
+    result: dict[str, object] = {"longest_list": longest}
     means = ap.mean(axis=0)
     for li, level in enumerate(LEVELS):
         result[LEVEL_NAMES[level]] = {
@@ -469,7 +477,8 @@ def evaluate_hpatches17(
         ``{task: {split: ...}}`` in the structure of the JSON output (fractions), plus
         ``"dataset"`` (the data the folders' marks name, :func:`~metricalc.patches.cvpr17_files.
         data_name`: ``""`` for the HPatches release), ``"pairs_source"`` (where the
-        verification pairs came from) and ``"units"``: the
+        verification pairs came from), ``"retrieval_longest_list"`` (the longest retrieval
+        list: larger pools repeat its AP) and ``"units"``: the
         per-image-pair matching APs, the per-query retrieval APs, the verification distances
         (:func:`verification_distances`) and their :class:`PairSet`.
     """
@@ -505,6 +514,7 @@ def evaluate_hpatches17(
         done = retrieval(descriptors, retrieval_task, test, distance=distance)
         result["units"]["retrieval"] = done.pop("per_query")
         result["units"]["retrieval_queries"] = retrieval_task.queries_seq
+        result["retrieval_longest_list"] = done.pop("longest_list")
         result["retrieval"] = {split: done}
     return result
 
