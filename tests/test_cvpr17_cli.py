@@ -255,3 +255,28 @@ def test_pools_larger_than_every_list_are_named(synthetic, capsys) -> None:
     assert direct["retrieval_longest_list"] == longest
     mean = direct["retrieval"]["full"]["mean"]
     assert len({mean[str(p)] for p in whole}) == 1
+
+
+def test_make_hpatches17_verb_writes_the_library_set(tmp_path, capsys) -> None:
+    """``patches make-hpatches17 ROOT``: the files of make_hpatches17_set with the same
+    arguments, byte for byte, and the line that evaluates them; a bad scene is one line, exit 2."""
+    argv = ["patches", "make-hpatches17", str(tmp_path / "cli"), "--scenes", "camera",
+            "--max-patches", "40", "--queries", "20", "--distractors", "50"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"hpatches-eval {tmp_path / 'cli' / 'descriptors' / 'raw'} --tasks" in out
+    library = make_hpatches17_set(tmp_path / "lib", scenes=["camera"], max_patches=40,
+                                  n_queries=20, n_distractors=50)  # fmt: skip
+    for sub in ("descriptors/raw", "tasks"):
+        mine = sorted(p.relative_to(tmp_path / "cli" / sub) for p in
+                      (tmp_path / "cli" / sub).rglob("*") if p.is_file())  # fmt: skip
+        theirs = sorted(p.relative_to(library.parent.parent / sub) for p in
+                        (library.parent.parent / sub).rglob("*") if p.is_file())  # fmt: skip
+        assert mine == theirs and len(mine) > 2
+        for rel in mine:
+            assert (tmp_path / "cli" / sub / rel).read_bytes() == (
+                library.parent.parent / sub / rel
+            ).read_bytes()
+    assert main(["patches", "make-hpatches17", str(tmp_path / "bad"), "--scenes", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("metricalc: error:") and len(err.strip().splitlines()) == 1
