@@ -58,7 +58,6 @@ DEFAULT_CONFIDENCE = "ratio"
 """The confidence of a match everywhere a matching AP is printed (CLI, report): the ratio test,
 as :func:`metricalc.matching_pr_curve`, so every matching AP of a cube is one number."""
 STAGES = ("L", "C|L")
-STAGE_ROLE = {"L": "detector", "C|L": "descriptor"}
 PERFECT_MEANING = {
     "detector": "every query would have a ground-truth correspondence within the pixel "
     "threshold (repeatability 100 %), the descriptor's precision among repeatable queries "
