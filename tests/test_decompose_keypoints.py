@@ -108,6 +108,8 @@ def test_detector_or_descriptor_section(cube):
         assert f"{name} {100 * low:.1f} % < {100 * high:.1f} %" in section.sentence
         assert section.sentence.index(f"The {expected} limits") < section.sentence.index(name)
     assert HOW_DECIDED in section.sentence and section.sentence.endswith(ASSUMPTIONS)
+    named = detector_or_descriptor(cube, names={"sift": "SIFT", "orb": "ORB"}).sentence
+    assert named == section.sentence.replace("sift", "SIFT").replace("orb", "ORB")
     assert "within the pixel threshold (repeatability 100 %)" in ASSUMPTIONS
     assert isinstance(section.plot(), Axes)
     payload = json.loads(json.dumps(section.to_dict()))

@@ -43,6 +43,7 @@ from metricalc.decompose.identity import Verification, verify
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.metrics import ratio_score
+from metricalc.plotting.labels import display_name
 from metricalc.validation import check_choice
 
 __all__ = [
@@ -259,9 +260,9 @@ HOW_DECIDED = (
 _FACTOR = {"detector": "repeatability", "descriptor": "correct among repeatable"}
 
 
-def _sentence(table: xr.Dataset) -> str:
+def _sentence(table: xr.Dataset, names: Mapping[str, str] | None) -> str:
     rows = [
-        (str(n), str(s), float(r), float(c))
+        (display_name(str(n), names), str(s), float(r), float(c))
         for n, s, r, c in zip(
             table["descriptor"].values.tolist(),
             table["limited_by"].values.tolist(),
@@ -300,7 +301,11 @@ def _sentence(table: xr.Dataset) -> str:
 
 
 def detector_or_descriptor(
-    cube: xr.Dataset, *, confidence: str = DEFAULT_CONFIDENCE, method: str = "coco101"
+    cube: xr.Dataset,
+    *,
+    confidence: str = DEFAULT_CONFIDENCE,
+    method: str = "coco101",
+    names: Mapping[str, str] | None = None,
 ) -> DetectorDescriptorSection:
     r"""The "detector or descriptor?" section of a report, for a keypoint QueryCube.
 
@@ -319,6 +324,8 @@ def detector_or_descriptor(
         Confidence of a match (:func:`keypoint_chains`), which orders the matching AP's curve.
     method : str
         AP method of the curves.
+    names : mapping, optional
+        Display names of the descriptors in the sentence (``{"sift": "SIFT"}``).
 
     Returns
     -------
@@ -368,7 +375,7 @@ def detector_or_descriptor(
     table.attrs.update(method=method, confidence=confidence)
     return DetectorDescriptorSection(
         table=table,
-        sentence=_sentence(table),
+        sentence=_sentence(table, names),
         chains=chains,
         verification=verify(chains),
         method=method,

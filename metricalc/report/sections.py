@@ -65,7 +65,10 @@ def detector_or_descriptor_section(report: Report) -> Section | None:
         return None
     if not all("nn_correct" in c and _known(c["nn_correct"].values) for c in report.cubes.values()):
         return None
-    parts = {label: detector_or_descriptor(cube) for label, cube in report.cubes.items()}
+    parts = {
+        label: detector_or_descriptor(cube, names=study.names)
+        for label, cube in report.cubes.items()
+    }
     table = combined({label: part.table for label, part in parts.items()})
     sentences = [
         f"{label}: {part.sentence}" if label else part.sentence for label, part in parts.items()
