@@ -49,7 +49,7 @@ from metricalc.plotting.figures import (
     save_figure,
 )
 from metricalc.plotting.terminal import print_metric_table
-from metricalc.report.builder import build
+from metricalc.report.builder import REPORT_FOLDER, build
 from metricalc.report.study import DEMO_LOCKED, DEMO_NATIVE, demo_study
 
 LOCKED_DETECTOR = "sift"
@@ -193,7 +193,7 @@ def run_demo(
         _write_mode(result, "locked", out)
         report = build(
             demo_study(quick=quick, seed=seed),
-            out=out / "report",
+            out=out / REPORT_FOLDER,
             cubes={"": result.cubes["locked"]},
             progress=progress,
         )

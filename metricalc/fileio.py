@@ -40,7 +40,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -323,23 +323,50 @@ def _leftovers(target: Path) -> list[Path]:
     return sorted(p for p in target.parent.iterdir() if p.name.startswith(prefix) and p.is_dir())
 
 
-def _carry_over(source: Path, target: Path, replaced: Collection[str]) -> None:
-    """Move every entry of ``source`` that is not an output (``replaced``) and that ``target``
-    lacks into ``target`` (caches, the user's own files), then delete ``source``."""
-    for entry in sorted(source.iterdir()):
-        if entry.name not in replaced and not os.path.lexists(target / entry.name):
-            os.rename(entry, target / entry.name)
+Outputs = Collection[str] | Callable[[Path], Collection[str]]
+"""The outputs of a folder of :func:`staged_folder`: paths relative to the folder (``/``
+between parts; a folder's path covers everything below it), or a function of the folder that
+returns them (e.g. read from the manifest the previous run wrote there)."""
+
+
+def _carry_over(source: Path, target: Path, replaced: Outputs) -> None:
+    """Move everything below ``source`` that is not one of its outputs (``replaced``) and that
+    ``target`` lacks to the same place below ``target`` (caches, other jobs' and the user's
+    files, also inside a folder both hold), then delete ``source``."""
+    outputs = set(replaced(source) if callable(replaced) else replaced)
+    _move_kept(source, target, outputs, "")
     shutil.rmtree(source)
 
 
-def recover_folder(target: str | os.PathLike[str], replaced: Collection[str]) -> None:
+def _move_kept(source: Path, target: Path, outputs: set[str], prefix: str) -> None:
+    """The work of :func:`_carry_over` in one folder (``prefix``: its path, ``""`` at the top)."""
+    for entry in sorted(source.iterdir()):
+        name = prefix + entry.name
+        if name in outputs:
+            continue
+        there = target / entry.name
+        folder = entry.is_dir() and not entry.is_symlink()
+        holds_outputs = folder and any(o.startswith(name + "/") for o in outputs)
+        created = not os.path.lexists(there)
+        if created and not holds_outputs:
+            os.rename(entry, there)
+            continue
+        if created:
+            there.mkdir()
+        if folder and there.is_dir() and not there.is_symlink():
+            _move_kept(entry, there, outputs, name + "/")
+        if created and not any(there.iterdir()):  # it held nothing but outputs
+            there.rmdir()
+
+
+def recover_folder(target: str | os.PathLike[str], replaced: Outputs) -> None:
     """Complete the swap of a :func:`staged_folder` that a kill interrupted.
 
     A staged folder left beside ``target`` (``.<name>.staged-*``) holds either the outputs of a
     run that did not finish (marked as such: deleted) or the previous folder (put back where
-    ``target`` is missing; else every entry that is not an output, ``replaced``, and that
-    ``target`` lacks is moved into ``target``, and the rest deleted). Nothing but outputs is
-    removed.
+    ``target`` is missing; else everything that is not one of its outputs, ``replaced`` as in
+    :func:`staged_folder`, and that ``target`` lacks is moved into ``target``, and the rest
+    deleted). Nothing but outputs is removed.
     """
     target = Path(target)
     for leftover in _leftovers(target):
@@ -355,15 +382,18 @@ _STAGING_MARK = ".metricalc-staging"
 
 
 @contextmanager
-def staged_folder(target: str | os.PathLike[str], replaced: Collection[str]) -> Iterator[Path]:
+def staged_folder(target: str | os.PathLike[str], replaced: Outputs) -> Iterator[Path]:
     """A new folder beside ``target`` to write outputs into, swapped in for ``target`` whole.
 
     When the block succeeds, the staged folder and ``target`` are exchanged in one atomic step
-    (Linux ``renameat2``; elsewhere two renames), then every entry of the previous ``target``
-    that is not an output (``replaced``: the names the writer may produce) is moved into the
-    new one (a cache, the user's own files) and the previous folder is deleted. So ``target``
-    holds either all the previous outputs or all the new ones, never a mix, and a stale output
-    the new run does not produce disappears with the previous folder. When the block fails,
+    (Linux ``renameat2``; elsewhere two renames), then everything in the previous ``target``
+    that is not one of its outputs (``replaced``: :data:`Outputs`, the paths the previous run
+    wrote, or a function reading them from the previous folder) and that the new one lacks is
+    moved into the new one, inside subfolders too (a cache, another job's figures, the user's
+    own files), and the previous folder is deleted. So ``target`` holds either all the previous
+    outputs or all the new ones, never a mix, a stale output the new run does not produce
+    disappears with the previous folder, and nothing else is deleted (a file the new run writes
+    under the same path replaces it). When the block fails,
     the staged folder is deleted and ``target`` is untouched. A run killed half-way leaves a
     hidden ``.<name>.staged-*`` folder that :func:`recover_folder` (called first here) settles.
 

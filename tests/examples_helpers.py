@@ -37,7 +37,8 @@ EXTERNAL = "external data"
 NOT_RUN_HERE = {
     r"demo": "the whole demo, minutes (tests/test_cli.py runs it quick)",
     r"report reports/.*": "a study of the repository, minutes on the whole built-in benchmark "
-    "(tests/test_cli.py builds the demo study quick)",
+    "(tests/test_cli.py renders the demo study quick after a quick demo, in README's order, and "
+    "checks that it deletes none of the demo's files)",
     r"eval hpatches --conf sift": "the whole built-in benchmark, minutes (the lines with "
     "data.quick=true run here)",
 }
@@ -194,8 +195,9 @@ def make_cubes(folder: Path) -> None:
 
 
 def write_trec_files(folder: Path) -> None:
-    """``qrels.txt`` (graded judgments of 20 queries) and the runs ``run.txt``, ``bm25.run``,
-    ``dense.run`` and ``hybrid.run`` (50 scored documents per query, ties included)."""
+    """``qrels.txt`` (graded judgments of 20 queries), the runs ``run.txt``, ``bm25.run``,
+    ``dense.run`` and ``hybrid.run`` (50 scored documents per query, ties included) and
+    ``prefs.txt`` (preferences of two judgment groups per query)."""
     rng = np.random.default_rng(0)
     qrels = [
         f"q{q} 0 d{d} {rng.integers(0, 3)}"
@@ -210,6 +212,11 @@ def write_trec_files(folder: Path) -> None:
             for rank, d in enumerate(rng.choice(80, 50, replace=False))
         ]
         (folder / name).write_text("\n".join(run) + "\n")
+    # preferences of two assessors (judgment groups) per query, each in one sub-group
+    rng = np.random.default_rng(1)
+    prefs = [f"q{q} u{u} 0 d{d} {rng.integers(0, 3)}" for q in range(20) for u in range(2)
+             for d in rng.choice(80, 10, replace=False)]
+    (folder / "prefs.txt").write_text("\n".join(prefs) + "\n")
 
 
 def make_keypoint_inputs(folder: Path) -> None:

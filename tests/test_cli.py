@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 import metricalc
@@ -123,7 +125,22 @@ def test_quick_demo_writes_cubes_metrics_and_figures(quick_demo):
     report = tmp_path / "report" / "report.html"
     assert f"report: {report}" in result.stdout
     assert "data:image/png;base64," in report.read_text()
-    assert (tmp_path / "report" / "tables.tex").read_text().count(r"\begin{tabular}") == 1
+    tables = (tmp_path / "report" / "tables.tex").read_text()
+    assert tables.count(r"\begin{tabular}") == 1
+    # the paper table as it comes out: the data called synthetic under the study's own title,
+    # every header defined in the caption, no column twice, the overall mAP (a mean over scenes,
+    # as the split mAPs) between the two split values
+    caption = tables.split(r"\caption{", 1)[1].split("}\n", 1)[0]
+    assert caption.startswith("Built-in descriptors on the built-in benchmark. Data: metricalc's")
+    assert "synthetic" in caption.split(".")[1]
+    headers = tables.split(r"\midrule", 1)[0].splitlines()[-1].rstrip(" \\").split(" & ")[1:]
+    assert headers[:3] == ["mAP", "mAP v", "mAP i"] and "retr. AP" not in headers
+    assert all(f"{h} is the " in caption for h in headers), headers
+    table = pd.read_csv(tmp_path / "report" / "table.csv")
+    lo, hi = np.minimum(table.viewpoint_map, table.illumination_map), np.maximum(
+        table.viewpoint_map, table.illumination_map
+    )
+    assert ((lo <= table.true_map_macro_by_scene) & (table.true_map_macro_by_scene <= hi)).all()
     # every file is readable by others as the umask allows (not mkstemp's 0600)
     umask = current_umask()
     modes = {p.relative_to(tmp_path): stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")
@@ -182,6 +199,41 @@ def test_a_second_demo_reuses_its_cubes(quick_demo, tmp_path, monkeypatch):
     for mode in ("locked", "native"):
         assert again.cubes[mode].identical(metricalc.cube.open_cube(first / f"cube_{mode}.nc"))
     # a changed input misses the cache: tests/test_report_cache.py
+
+
+def test_the_demo_study_report_after_the_demo_deletes_none_of_the_demo(quick_demo, tmp_path):
+    """README's order: ``metricalc demo``, then ``metricalc report reports/demo.yaml`` (here a
+    copy of the demo's folder and the study, quick and with fast tests), which renders the same
+    study into the demo's report folder: every other file of the demo stays as it was (its
+    figures, cubes, metric sets, benchmark), and there is one report page."""
+    import yaml
+
+    from metricalc.datasets import QUICK_SCENES
+
+    first, result = quick_demo
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "demo"  # the study folder of tmp_path/demo.yaml
+    shutil.copytree(first, folder)
+
+    def files() -> dict[str, bytes]:
+        return {p.relative_to(folder).as_posix(): p.read_bytes()
+                for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+    before = files()
+    assert {f"figures/{mode}_map_by_split.png" for mode in ("locked", "native")} <= set(before)
+    study = yaml.safe_load((Path(metricalc.__file__).parents[1] / "reports/demo.yaml").read_text())
+    study["data"].update(descriptors=["sift", "rootsift"], scenes=list(QUICK_SCENES))
+    study.update(figures=["map_by_split"], tests={"n_resamples": 99, "rank": False})
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(study))
+    done = run("report", str(tmp_path / "demo.yaml"), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    after = files()
+    demo_files = {name for name in before if not name.startswith("report/")}
+    assert {name: after.get(name) for name in demo_files} == {n: before[n] for n in demo_files}
+    assert f"report: {folder / 'report' / 'report.html'}" in done.stdout
+    pages = sorted(name for name in after if name.endswith("report.html"))
+    assert pages == ["report/report.html"]
+    assert "RootSIFT" in (folder / "report" / "tables.tex").read_text()  # the new study's report
 
 
 PROTOCOL_NAMES = {

@@ -418,19 +418,23 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
         f"{f.name}.{t}.nc" for f in (descriptors, other) for t in ev.TASKS17
     )
     a, b = (f"{p}.matching.nc" for p in prefixes)
-    assert main(["compare", a, b, "--n-resamples", "200"]) == 0
+    assert main(["compare", a, b, "--n-resamples", "200"]) == 2  # 2 sequences: too few
+    assert "2 paired units (pair_by='scene'" in capsys.readouterr().err
+    assert main(["compare", a, b, "--n-resamples", "200", "--pair-by", "query"]) == 0
     assert "noisy" in capsys.readouterr().out
     assert main(["compare", a, b, "--n-resamples", "200", "--pair-by", "pair", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["n"] == 5 * len(cf.read_splits(tasks)["full"])  # image pairs, levels averaged
-    study = study_from_dict({"data": {"dataset": "synthetic"}, "tests": {"n_resamples": 199}},
+    # 2 sequences: too few to test over sequences; the pooled mAP tested over image pairs
+    study = study_from_dict({"data": {"dataset": "synthetic"}, "metrics": ["true_map_micro"],
+                             "tests": {"n_resamples": 199, "pair_by": "query"}},
                             source=tmp_path / "s.yaml")  # fmt: skip
     both = qc.combine([qc.open_cube(a), qc.open_cube(b)])
     report = build(study, cubes={"": both}, out=tmp_path / "report")
     got = report.metrics.true_map_micro.sel(descriptor=descriptors.name)
     assert float(got) == pytest.approx(float(qc.open_cube(a).ap.mean()), abs=1e-12)
     # the sentences count the cubes' units (an image pair at a level), never "queries"
-    assert report.sentences and not any("quer" in s for s in report.sentences)
+    assert report.sentences and not any("queries" in s for s in report.sentences)
     assert any("paired units, one per image pair and level" in s for s in report.sentences)
     assert report.rankings == []  # two systems: no ranking
     # the protocol list is the CVPR'17 one, without the keypoint defaults every cube holds
@@ -438,7 +442,7 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
     listed = re.findall(r'<th scope="row">([^<]+)</th>', page[page.index('id="protocol"') :])
     assert listed == ["dataset", "task", "split", "level", "distance", "tie_policy", "ap_method"]
     assert both.attrs["tau_px"] == 3.0  # still in the cube (validate, combine), not listed
-    assert "paired by image pair and level (coarser" in page
+    assert "independent unit: image pair and level (coarser" in page
     # the published matching mAPs (of the HPatches release) are refused beside cubes of the
     # synthetic set: the data is named in the cubes' dataset attr
     raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
@@ -578,7 +582,7 @@ def test_a_study_of_two_matching_cubes_is_captioned_with_their_protocol_once(tmp
     ), caption
     assert caption.count("split full") == 1 and caption.count("matching") == 1
     assert not any(word in caption for word in ("tau", "border", "keypoints"))
-    assert "paired by image pair and level," in caption  # its units, not "query"
+    assert "paired by sequence," in caption  # its independent units, not "scene"
 
 
 def test_the_caption_of_synthetic_matching_cubes_names_the_data(tmp_path) -> None:
@@ -611,14 +615,15 @@ def test_a_study_of_matching_cubes_counts_their_units_in_its_sentences(tmp_path)
     report = build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=labelled,
                    out=tmp_path / "r")  # fmt: skip
     assert len(report.sentences) == 3
-    assert all(s.endswith(f"; {len(keys)} paired units, one per image pair and level).")
+    sequences = len({key[0] for key in keys})
+    assert all(s.endswith(f"; {sequences} paired units, one per sequence).")
                for s in report.sentences), report.sentences  # fmt: skip
     (ranking,) = report.rankings
     assert "Friedman test over 8 paired units (one per sequence) and 3 systems" in ranking
     text = (tmp_path / "r" / "summary.txt").read_text().split("Notes:")[0]  # the sentences
     assert not any(word in text for word in ("quer", "scenes")), text
     page = (tmp_path / "r" / "report.html").read_text()
-    assert "paired by image pair and level (coarser where a column needs it)" in page
+    assert "statistic, independent unit: sequence (coarser where a column needs it)" in page
     assert "Friedman ranks over sequences" in page
 
 

@@ -137,3 +137,35 @@ def test_sweep_keeps_each_methods_best_threshold(dataset: Path,
                    str(dataset / "images"), "--method", "orb", "--sweep")
     assert result["summary"]["orb"]["threshold"] == best
     assert result["settings"]["pose_threshold"] == "sweep"
+
+
+def test_seeds_keep_every_run(dataset: Path, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    from metricalc.stats.pose_statistic import seed_noise
+
+    common = ["--pairs", str(dataset / "pairs.txt"), "--images", str(dataset / "images"),
+              "--method", "orb", "--method", "sift", "--max-keypoints", "300"]
+    plain, seeds = tmp_path / "plain.nc", tmp_path / "seeds.nc"
+    _eval(capsys, *common, "--out", str(plain))
+    result = _eval(capsys, *common, "--seeds", "2", "--out", str(seeds))
+    with xr.open_dataset(plain, engine="h5netcdf") as one, \
+            xr.open_dataset(seeds, engine="h5netcdf") as runs:
+        assert runs["pose_error"].dims == ("descriptor", "seed", "pair")
+        assert runs["seed"].values.tolist() == [0, 1]
+        # seed 0 is the plain run; the table is the mean over seeds of each seed's table
+        xr.testing.assert_equal(runs["pose_error"].sel(seed=0, drop=True), one["pose_error"])
+        per_seed = [_orb_auc10(runs.sel(seed=s, drop=True)) for s in (0, 1)]
+        assert result["summary"]["orb"]["auc@10"] == pytest.approx(np.mean(per_seed))
+        expected = seed_noise(runs.load()).to_dataframe().reset_index()
+    rows = result["seed_noise"]
+    assert [(r["descriptor"], r["baseline"], r["column"]) for r in rows] == [
+        ("orb", "sift", c) for c in ("auc@5", "auc@10", "auc@20", "mAA@10")]
+    assert [r["se_bootstrap"] for r in rows] == expected["se_bootstrap"].tolist()
+    assert main(["pose", "eval", *common, "--seeds", "1"]) == 2
+    assert "expected 2 or more seeds" in capsys.readouterr().err
+
+
+def _orb_auc10(results: xr.Dataset) -> float:
+    from metricalc.pose.accuracy import pose_auc
+
+    return float(pose_auc(results["pose_error"].sel(descriptor="orb").values, [10.0])[0])

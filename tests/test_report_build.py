@@ -35,7 +35,7 @@ def write_study(folder: Path, make_query_cube, text: str = "") -> Path:
         "data: {cube: cube.nc}\n"
         "names: {good: 'Good <b>1</b>'}\n"
         "baseline: good\n"
-        "tests: {n_resamples: 999, rank_by: pair}\n" + text  # 3 viewpoint scenes: rank pairs
+        "tests: {n_resamples: 999, rank_by: pair}\n" + text  # image pairs where a column allows
     )
     return folder
 
@@ -63,7 +63,7 @@ def test_section_registry_is_one_list_whichever_module_names_it():
 
 def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     study_dir, report = built
-    out = study_dir / "mine"
+    out = study_dir / "mine" / "report"
     assert report.out == out and report.html == out / "report.html"
     for name in ("report.html", "tables.tex", "tables.md", "table.csv", "comparisons.csv",
                  "rankings.csv", "metrics.csv", "summary.txt"):  # fmt: skip
@@ -89,8 +89,9 @@ def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     rejected = [d for d in ("a&b <i>x</i>", "poor_one") if bool(direct.reject.sel(descriptor=d))]
     assert letters["good"] == "".join({"a&b <i>x</i>": "b", "poor_one": "c"}[d] for d in rejected)
     assert rejected  # the data are made so that the test rejects
-    # rankings equal rank_systems called directly, over the study's blocks (image pairs)
-    ranking = stats.rank_systems(cube, metric="ap", split="viewpoint", pair_by="pair")
+    # rankings equal rank_systems called directly, over scenes (the column is a mean over
+    # scenes, so its blocks are scenes whatever the study's finer rank_by)
+    ranking = stats.rank_systems(cube, metric="ap", split="viewpoint", pair_by="scene")
     rankings = [r for r in read_csv(out / "rankings.csv") if r["column"] == "viewpoint_map"]
     ranked = {r["descriptor"]: float(r["average_rank"]) for r in rankings}
     for d in QUALITY:
@@ -99,7 +100,7 @@ def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     by_scene = [
         r for r in read_csv(out / "rankings.csv") if r["column"] == "true_map_macro_by_scene"
     ]
-    assert {int(r["n_units"]) for r in by_scene} <= {6}  # a scene-averaged column: scenes
+    assert {int(r["n_units"]) for r in by_scene} <= {16}  # a scene-averaged column: scenes
     page = (out / "report.html").read_text()
     assert 'id="section-detector-or-descriptor"' in page  # the decomposition section (hook)
     assert "The detector limits" in page or "The descriptor limits" in page
@@ -190,14 +191,15 @@ def test_label_baseline_pairs_each_descriptor_and_corrects_one_family(tmp_path, 
             {"locked": locked.sel(descriptor=[d]), "native": native.sel(descriptor=[d])},
             metric="ap",
             split="viewpoint",
-            pair_by="pair",
+            pair_by="scene",  # the column is a mean over scenes: tested over scenes
             baseline=f"{d} (native)",
             correction="none",
             n_resamples=999,
         )
         mine = comparison.sel(descriptor=f"{d} (locked)", baseline=f"{d} (native)")
         assert float(mine.pvalue) == pytest.approx(float(direct.pvalue.item()))
-        assert float(mine.ci_low) == pytest.approx(float(direct.ci_low.item()))
+        # the CI: the same bootstrap, resampled with the other comparison in the study's call
+        assert float(mine.ci_low) == pytest.approx(float(direct.ci_low.item()), abs=0.01)
     expected = reference_multipletests(comparison.pvalue.values, "holm")
     np.testing.assert_allclose(comparison.pvalue_corrected.values, expected)
     assert comparison.attrs["correction"] == "holm"
@@ -224,28 +226,29 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
         {
             "data": {"dataset": "synthetic"},
             "baseline": "native",
-            "metrics": ["true_map_micro"],
+            "metrics": ["true_map_macro_by_scene"],
             # wilcoxon: a test that cannot compare identical systems (randomization gives p = 1)
-            "tests": {"test": "wilcoxon", "pair_by": "pair", "n_resamples": 999, "rank": False},
+            "tests": {"test": "wilcoxon", "pair_by": "scene", "n_resamples": 999, "rank": False},
             "outputs": ["csv", "summary"],
         },
         source=tmp_path / "lvn.yaml",
     )
     cubes = {"locked": locked, "native": native}
     report = build(study, cubes=cubes)
-    comparison = report.tests["true_map_micro"].comparison
+    comparison = report.tests["true_map_macro_by_scene"].comparison
     pairs = [("sift (locked)", "sift (native)"), ("orb (locked)", "orb (native)"),
              ("brief (locked)", "brief (native)")]  # fmt: skip
     assert list(comparison.get_index("comparison")) == pairs
-    direct = stats.compare(cubes, pairs=pairs, pair_by="pair", n_resamples=999, test="wilcoxon")
+    direct = stats.compare(cubes, pairs=pairs, pair_by="scene", n_resamples=999, test="wilcoxon")
     assert comparison.pvalue.values[1:].tolist() == direct.pvalue.values[1:].tolist()
     expected = reference_multipletests(comparison.pvalue.values[1:], "holm")
     np.testing.assert_allclose(comparison.pvalue_corrected.values[1:], expected)
     same = comparison.sel(descriptor="sift (locked)", baseline="sift (native)")
     assert np.isnan(float(same.pvalue_corrected)) and not bool(same.reject)
-    assert same.note.item().startswith("all 30 paired differences are zero")
+    assert same.note.item().startswith("all 16 paired differences are zero")  # 16 scenes
     (note,) = report.notes
-    assert note == f"mAP: sift (locked) vs sift (native) not tested ({same.note.item()})"
+    label = "mAP"  # the mean over scenes of scene mAPs
+    assert note == f"{label}: sift (locked) vs sift (native) not tested ({same.note.item()})"
     summary = (report.out / "summary.txt").read_text()
     assert f"sift (locked) vs sift (native) on mAP: not tested: {same.note.item()}" in summary
     # the same in one cube, all pairs: one compare call, the identical pair kept untested
@@ -255,19 +258,19 @@ def test_identical_systems_are_kept_untested_outside_the_family(tmp_path, make_q
             variable.loc[{"descriptor": "brief"}] = variable.sel(descriptor="sift")
     study = replace(study, baseline=None)
     report = build(study, cubes={"": one}, out=tmp_path / "one")
-    comparison = report.tests["true_map_micro"].comparison
-    direct = stats.compare(one, pair_by="pair", n_resamples=999, test="wilcoxon")
+    comparison = report.tests["true_map_macro_by_scene"].comparison
+    direct = stats.compare(one, pair_by="scene", n_resamples=999, test="wilcoxon")
     xr.testing.assert_identical(comparison, direct)
     assert comparison.note.values.tolist() == ["", comparison.note.values[1], ""]
     (note,) = report.notes
-    assert note.startswith("mAP: sift vs brief not tested (all 30 paired differences are zero")
+    assert note.startswith(f"{label}: sift vs brief not tested (all 16 paired differences are zero")
     assert "(1 more not testable)" in report.table.caption
 
 
 def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
     rng = np.random.default_rng(0)
     n = 60
-    scenes = np.repeat(["i_a", "i_b", "v_a", "v_b"], n // 4)
+    scenes = np.repeat([f"{t}_{k}" for t in "iv" for k in "abc"], n // 6)  # 6 sequences
     cube = qc.new_cube(
         ["hardnet", "sift"],
         {
@@ -285,9 +288,8 @@ def test_patch_retrieval_cube_keeps_its_own_columns(tmp_path):
         source=tmp_path / "p.yaml",
     )
     report = build(study, cubes={"": cube})
-    assert report.table.columns == [
-        "true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "illumination_map",
-        "image_retrieval_map",
+    assert report.table.columns == [  # the mAP family: means over sequences
+        "true_map_macro_by_scene", "viewpoint_map", "illumination_map", "image_retrieval_map",
     ]  # fmt: skip
     expected = np.nanmean(cube.image_ap.values, axis=1)
     np.testing.assert_allclose(report.metrics.image_retrieval_map.values, expected)
@@ -302,15 +304,45 @@ def run(*args: str, cwd: Path) -> CliResult:
     return run_cli(*args, cwd=cwd)
 
 
+def test_a_repeated_test_or_ranking_is_stated_once(tmp_path, make_query_cube):
+    """The query-weighted and the scene-averaged mAP ranked by scene rank the same scene means:
+    one paragraph and one CD diagram, with a note naming the twin. Their tests are of two
+    different statistics (pooled over queries, mean of scene means), so each column keeps its
+    own sentences and forest plot."""
+    folder = write_study(
+        tmp_path, make_query_cube,
+        "metrics: [true_map_micro, true_map_macro_by_scene, viewpoint_map, viewpoint_map_micro]\n"
+        "figures: [forest, cd_diagram]\n",
+    )  # fmt: skip
+    text = (folder / "mine.yaml").read_text().replace("rank_by: pair", "rank_by: scene")
+    (folder / "mine.yaml").write_text(text)
+    report = build(folder / "mine.yaml")
+    rankings = {c: t.ranking for c, t in report.tests.items()}
+    twins = stats.rank_systems(qc.open_cube(folder / "cube.nc"), pair_by="scene")
+    assert rankings["true_map_micro"] is not None and rankings["true_map_macro_by_scene"] is None
+    assert rankings["true_map_micro"].equals(twins)
+    assert len(report.rankings) == 2  # all scenes, viewpoint scenes: each ranked once
+    assert [t.repeats for t in report.tests.values()] == [None, None, None, None]
+    micro = report.tests["viewpoint_map_micro"].comparison
+    macro = report.tests["viewpoint_map"].comparison
+    assert micro.attrs["mean_over"] == "query" and macro.attrs["mean_over"] == "scene"
+    assert [s for s in report.sentences if "query-weighted viewpoint" in s]
+    figures = sorted(p.name for p in (report.out / "figures").glob("*.png"))
+    assert "cd_true_map_macro_by_scene.png" not in figures and "cd_true_map_micro.png" in figures
+    assert "forest_viewpoint_map_micro.png" in figures
+    assert "mAP: ranked as mAP (queries) (the same units and values), stated once" in report.notes
+
+
 def test_report_verb_renders_a_study_and_reports_spec_errors(tmp_path, make_query_cube):
     study_dir = write_study(tmp_path, make_query_cube, "figures: [forest]\n")
     result = run("report", "mine.yaml", "--no-progress", cwd=study_dir)
     assert result.returncode == 0, result.stderr
-    html = study_dir / "mine" / "report.html"
-    assert f"report: {Path('mine') / 'report.html'}" in result.stdout
+    html = study_dir / "mine" / "report" / "report.html"
+    assert f"report: {Path('mine') / 'report' / 'report.html'}" in result.stdout
     assert html.is_file() and "data:image/png;base64," in html.read_text()
     result = run("report", "mine.yaml", "--out", "elsewhere", "--no-progress", cwd=study_dir)
-    assert result.returncode == 0 and (study_dir / "elsewhere" / "mine" / "tables.tex").is_file()
+    assert result.returncode == 0
+    assert (study_dir / "elsewhere" / "mine" / "report" / "tables.tex").is_file()
     assert sorted(p.name for p in (study_dir / "elsewhere").iterdir()) == ["mine"]  # its folder
     (study_dir / "bad.yaml").write_text("data: {cube: cube.nc}\ntests: {alpha: 2}\n")
     result = run("report", "bad.yaml", cwd=study_dir)

@@ -33,7 +33,7 @@ def test_shipped_studies_load():
     study = load_study(REPORTS / "locked_vs_native.yaml")
     assert study.data.kind == "dataset" and study.data.dataset == "synthetic"
     assert dict(study.data.keypoints) == {"locked": "locked:sift", "native": "native"}
-    assert study.baseline == "native" and study.tests.pair_by == "pair"
+    assert study.baseline == "native" and study.tests.pair_by == "scene"
     assert study.figures == FIGURES and study.outputs == OUTPUTS
 
 
@@ -157,7 +157,7 @@ def test_experiment_tags_load_the_runs_results(tmp_path, make_query_cube):
         )
     (cube,) = report_data.load_cubes(study.data, out=tmp_path).values()
     assert cube.descriptor.values.tolist() == ["sift", "orb"]
-    assert cube.sizes["query"] == 2 * 600  # each run's own queries (keypoint_set = tag)
+    assert cube.sizes["query"] == 2 * 640  # each run's own queries (keypoint_set = tag)
 
 
 def test_data_loaders_can_be_registered(tmp_path, make_query_cube):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from metricalc import cube as qc
 from metricalc.fileio import atomic_write, recover_folder, staged_folder
-from metricalc.report.builder import REPORT_OUTPUTS, build
+from metricalc.report.builder import MANIFEST, REPORT_OUTPUTS, build
 
 STUDY = (
     "data: {cube: cube.nc}\nbaseline: good\nfigures: [forest]\n"
@@ -36,7 +37,7 @@ def test_a_rebuild_replaces_every_output_and_keeps_everything_else(tmp_path, mak
     spec = _study(tmp_path, make_query_cube, "html, csv, latex, figures")
     first = build(spec)
     out = first.out
-    assert out == tmp_path / "mine" and first.html == out / "report.html"
+    assert out == tmp_path / "mine" / "report" and first.html == out / "report.html"
     assert all(p.is_file() and p.is_relative_to(out) for p in first.files)
     atomic_write(out / "cache" / "key.nc", "a cache")  # what load_cubes keeps there
     atomic_write(out / "notes.txt", "my own notes")
@@ -45,10 +46,51 @@ def test_a_rebuild_replaces_every_output_and_keeps_everything_else(tmp_path, mak
     names = sorted(p.name for p in out.iterdir())
     # the html page, tables.tex and figures/ of the first run are gone: not this run's outputs
     assert names == ["cache", "comparisons.csv", "metrics.csv", "notes.txt", "rankings.csv",
-                     "table.csv"]  # fmt: skip
+                     "report-files.json", "table.csv"]  # fmt: skip
     assert (out / "notes.txt").read_text() == "my own notes"
-    assert sorted(p.name for p in second.files) == sorted(n for n in names if n in REPORT_OUTPUTS)
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert sorted(p.name for p in second.files) == sorted(
+        n for n in names if n in REPORT_OUTPUTS and n != MANIFEST
+    )
+    listed = json.loads((out / MANIFEST).read_text())["files"]
+    assert listed == sorted(p.name for p in second.files)
+    assert [p.name for p in out.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_rebuild_removes_only_the_files_the_previous_build_wrote(tmp_path, make_query_cube):
+    """Another job's files in the report's folders (the demo's figures in ``figures/``, a
+    second study's page) survive every rebuild; the report's own stale figures do not."""
+    spec = _study(tmp_path, make_query_cube, "html, csv, figures")
+    out = tmp_path / "shared"
+    first = build(spec, out=out)
+    ours = sorted(p.relative_to(out).as_posix() for p in first.files)
+    forest = next(name for name in ours if name.startswith("figures/forest_"))
+    theirs = {"figures/locked_map_by_split.png": "demo", "figures/native/scene_map.svg": "demo",
+              "report/report.html": "another page", "summary.md": "mine"}  # fmt: skip
+    for name, text in theirs.items():
+        atomic_write(out / name, text)
+    build(spec, out=out)  # the same outputs again
+    (tmp_path / "mine.yaml").write_text(STUDY + "outputs: [csv]\n")
+    last = build(spec, out=out)
+    for name, text in theirs.items():
+        assert (out / name).read_text() == text, name
+    kept = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert kept == sorted([*theirs, MANIFEST, *(p.relative_to(out).as_posix() for p in last.files)])
+    assert not (out / "report.html").exists()
+    assert not (out / forest).exists()
+
+
+def test_a_report_folder_without_manifest_keeps_its_figures(tmp_path, make_query_cube):
+    """A folder of an earlier version (no manifest): its top-level report files are replaced,
+    the files of ``figures/`` cannot be told apart from other jobs' and stay."""
+    spec = _study(tmp_path, make_query_cube, "csv")
+    out = tmp_path / "old"
+    for name in ("report.html", "figures/forest_x.png", "figures/locked_scene_map.png"):
+        atomic_write(out / name, "old")
+    build(spec, out=out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == sorted([
+        "comparisons.csv", "figures/forest_x.png", "figures/locked_scene_map.png", "metrics.csv",
+        MANIFEST, "rankings.csv", "table.csv",
+    ])  # fmt: skip
 
 
 def test_a_failing_build_leaves_the_previous_report_as_it_was(
@@ -65,7 +107,7 @@ def test_a_failing_build_leaves_the_previous_report_as_it_was(
     with pytest.raises(OSError, match="No space left"):
         build(spec)
     assert _tree(out) == before
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in out.parent.iterdir() if p.name.startswith(".")] == []
 
 
 def test_a_report_killed_mid_write_leaves_the_previous_one_and_the_next_run_recovers(
@@ -89,11 +131,11 @@ def test_a_report_killed_mid_write_leaves_the_previous_one_and_the_next_run_reco
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False)
     assert killed.returncode == -9
     assert _tree(out) == before  # the previous report, whole
-    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".mine.staged-")]
+    leftovers = [p for p in out.parent.iterdir() if p.name.startswith(".report.staged-")]
     assert len(leftovers) == 1 and (leftovers[0] / "table.csv").is_file()
     again = build(spec)
     assert again.html.is_file()
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in out.parent.iterdir() if p.name.startswith(".")] == []
 
 
 def test_recovery_puts_back_or_carries_over_the_previous_folder(tmp_path):

@@ -19,6 +19,7 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import metricalc as mc
 from metricalc.errors import InvalidInputError
 from metricalc.plotting.comparisons import comparison_from_frame
 from metricalc.plotting.labels import escape_latex, escape_markdown, format_p
@@ -257,16 +258,16 @@ def test_caption_names_test_correction_alpha_and_protocol():
     caption = table().caption
     for part in (
         "Results on hpatches_release.",
-        "tau = 3 px",
-        "border = 40 px",
-        "tie policy expected",
-        "AP method ir",
-        "distance l2",
-        "keypoints locked:sift",
+        "(every descriptor on the keypoints of the SIFT detector)",
+        "ranked by descriptor distance (L2)",
+        "the keypoint within 3 px of its position mapped by the ground-truth homography",
+        "(keypoints within 40 px of the border left out)",
+        "information-retrieval average precision (1/rank of the correct match; a correct match "
+        "tied with other candidates scores the mean over the tied ranks)",
         "Wilcoxon signed-rank test paired by query",
         "Holm correction",
         "alpha = 0.05",
-        "over 6 comparisons, alpha = 0.05 (mAP)",
+        "over 6 comparisons, alpha = 0.05 (mAP (queries))",
         "over 2 comparisons, alpha = 0.05 (mAP v)",
         "Not tested: mAP i, R=0 rate, queries.",
     ):
@@ -609,6 +610,56 @@ def test_fraction_metrics_are_the_same_for_the_report_and_the_terminal_table():
         text = console.file.getvalue()
         assert ("-25.00" in text and "values in percent" in text) == percent, metric
         assert ("-0.25" in text and "values in percent" not in text) == (not percent), metric
+
+
+def _definitions(caption: str) -> dict[str, str]:
+    """The column definitions of a caption: ``{header: definition}``."""
+    listed = caption.split("Columns: ", 1)[1].split(". Values in percent", 1)[0]
+    return dict(item.split(" is the ", 1) for item in listed.split("; "))
+
+
+def test_the_default_mean_ap_columns_are_scene_means_and_every_column_is_defined(make_query_cube):
+    """One definition per family: mAP, mAP v and mAP i are means over scenes of scene mAPs
+    (recomputed here with pandas), each header defined once in the caption; the data's nature is
+    stated under a custom title."""
+    cube = make_query_cube({"sift": 0.5, "orb": 0.3}, seed=3)
+    cube.attrs["dataset"] = "synthetic-sequences sha256:0123"
+    metrics = mc.metric_set(cube)
+    t = Table(metrics, caption="My title.")
+    assert t.columns[:3] == ["true_map_macro_by_scene", "viewpoint_map", "illumination_map"]
+    assert "true_map_micro" not in t.columns
+    frame = pd.DataFrame({"scene": cube.scene.values, "ap": cube.ap.sel(descriptor="sift").values})
+    scene_map = frame.dropna().groupby("scene")["ap"].mean()
+    views = scene_map[scene_map.index.str.startswith("v_")]
+    shown = t.to_frame().loc["sift"]
+    assert shown["true_map_macro_by_scene"] == round(100 * scene_map.mean(), 1)
+    assert shown["viewpoint_map"] == round(100 * views.mean(), 1)
+    caption = t.caption
+    assert caption.startswith("My title. Data: metricalc's built-in synthetic benchmark")
+    defined = _definitions(caption)
+    assert list(defined) == t.headers()  # every column, once, in order
+    assert defined["mAP"] == "mean of the scene mAPs over all scenes"
+    assert "a scene's mAP is the mean AP over its R = 1 queries" in caption
+    # a metric set without the scene mean: the query-weighted mean stands in, named as such
+    micro = Table(metrics.drop_vars("true_map_macro_by_scene"))
+    assert micro.columns[0] == "true_map_micro" and micro.headers()[0] == "mAP (queries)"
+
+
+def test_a_column_equal_to_another_by_definition_is_shown_once():
+    metrics = xr.Dataset(
+        {"true_map_micro": ("descriptor", [0.5, 0.6]),
+         "keypoint_verification_ap": ("descriptor", [0.2, 0.3]),
+         "keypoint_retrieval_ap": ("descriptor", [0.2, 0.3])},
+        coords={"descriptor": ["a", "b"]}, attrs={**PROTOCOL, "y0_policy": "negative"},
+    )  # fmt: skip
+    chosen = ["true_map_micro", "keypoint_verification_ap", "keypoint_retrieval_ap"]
+    for t in (Table(metrics), Table(metrics, columns=chosen)):
+        assert t.columns == ["true_map_micro", "keypoint_verification_ap"]
+        assert "The keypoint retrieval AP equals the keypoint verification AP" in t.caption
+    # under the HPatches rule (y0 = ignore) the two differ by definition: both are shown
+    metrics.attrs["y0_policy"] = "ignore"
+    assert Table(metrics).columns == chosen
+    assert "equals" not in Table(metrics).caption
 
 
 def test_caption_names_the_data_by_its_path_not_its_fingerprint():

@@ -59,10 +59,18 @@ def test_json_rows_equal_the_library_and_non_finite_values_are_null(tmp_path):
 
 def test_terminal_table_and_options(tmp_path):
     path = write_cube(tmp_path / "c.nc")
-    done = run("compare", str(path), "--metric", "hit@1", "--test", "mcnemar")
+    done = run("compare", str(path), "--metric", "hit@1", "--test", "mcnemar", "--pair-by",
+               "query")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "sift" in done.stdout and "orb" in done.stdout and "mcnemar test" in done.stdout
-    assert "pair by query" in done.stdout  # a keypoint cube's units are queries
+    words = " ".join(done.stdout.split())
+    assert "independent unit: query" in words
+    assert "design effect" in words  # queries of a scene are not independent: said so
+    done = run("compare", str(path), "--mean-over", "query")  # pooled mAP, tested by scene
+    assert done.returncode == 0, done.stderr
+    words = " ".join(done.stdout.split())
+    assert "mean over queries; randomization test" in words
+    assert "independent unit: scene" in words and "design effect" not in words
     done = run("compare", str(path), "--pair-by", "pair", "--split", "viewpoint",
                "--correction", "bonferroni", "--test", "sign")  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -20,8 +20,9 @@ from tests.shared_checks import reference_multipletests
 
 CONTRACT_VARIABLES = (
     "n", "n_dropped", "mean_descriptor", "mean_baseline", "mean_diff", "median_diff", "ci_low",
-    "ci_high", "statistic", "pvalue", "pvalue_corrected", "reject", "favours", "rank_biserial",
-    "cohens_dz", "wins", "ties", "losses", "note", "caveat",
+    "ci_high", "interval_method", "statistic", "pvalue", "pvalue_corrected", "exact", "reject",
+    "favours", "rank_biserial", "cohens_dz", "wins", "ties", "losses", "icc", "design_effect",
+    "note", "caveat",
 )  # fmt: skip
 CONTRACT_ATTRS = (
     "metric", "pair_by", "test", "correction", "alpha", "split", "seed", "n_resamples",
@@ -120,7 +121,7 @@ def test_units_pairing_and_every_variable_by_hand(hand, pair_by):
 
 def test_the_confidence_interval_is_scipys_bootstrap_of_the_unit_differences(hand):
     cube = hand_cube(hand)
-    ds = compare(cube, pair_by="pair", baseline="sift", seed=7)
+    ds = compare(cube, pair_by="pair", baseline="sift", seed=7, interval="bca")
     units = unit_values(cube, pair_by="pair")  # the unit means (checked by hand above)
     # the two comparisons pair different units: one bootstrap call each, in comparison order
     _, resamples = generators(7)
@@ -171,7 +172,10 @@ def test_layout_all_pairs_order_multiindex_dtypes_and_attrs(hand):
         assert ds[name].dtype == np.int64
     assert ds.reject.dtype == bool and ds.note.dtype.kind == "U" and ds.caveat.dtype.kind == "U"
     assert ds.note.values.tolist() == ["", "", ""]
-    for name in set(CONTRACT_VARIABLES) - {*integers, "reject", "note", "caveat"}:
+    assert ds.exact.dtype == bool and ds.interval_method.values.tolist() == ["bca"] * 3
+    for name in set(CONTRACT_VARIABLES) - {
+        *integers, "reject", "exact", "note", "caveat", "interval_method"
+    }:
         assert ds[name].dtype == np.float64
     frame = ds.to_dataframe()
     assert frame.index.names == ["descriptor", "baseline"] and len(frame) == 3
@@ -195,7 +199,9 @@ def test_one_correction_family_per_call(hand, correction):
 
 def test_randomization_p_values_are_the_shared_sign_flips(hand):
     cube = hand_cube(hand)
-    ds = compare(cube, test="randomization", baseline="sift", n_resamples=4_000, seed=5)
+    ds = compare(
+        cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=5
+    )
     units = unit_values(cube).values  # sift, orb, brief over queries
     present = np.isfinite(units)
     differences = np.zeros((2, units.shape[1]))
@@ -206,9 +212,13 @@ def test_randomization_p_values_are_the_shared_sign_flips(hand):
     expected = sign_flip_pvalues(differences, n_resamples=4_000, rng=flips)
     assert ds.pvalue.values.tolist() == expected.tolist()
     assert ds.statistic.values.tolist() == ds.mean_diff.values.tolist()
-    again = compare(cube, test="randomization", baseline="sift", n_resamples=4_000, seed=5)
+    again = compare(
+        cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=5
+    )
     xr.testing.assert_identical(ds, again)
-    other = compare(cube, test="randomization", baseline="sift", n_resamples=4_000, seed=6)
+    other = compare(
+        cube, pair_by="query", test="randomization", baseline="sift", n_resamples=4_000, seed=6
+    )
     assert not np.array_equal(other.ci_low.values, ds.ci_low.values)
 
 
@@ -253,7 +263,7 @@ def test_hit_at_k_by_hand_and_mcnemar_equals_statsmodels():
     hit = np.where(b >= 0, (rank <= 2).astype(float), np.nan)
     units = unit_values(cube, metric="hit@2")
     np.testing.assert_array_equal(units.values, hit)
-    ds = compare(cube, metric="hit@2", test="mcnemar", baseline="sift")
+    ds = compare(cube, pair_by="query", metric="hit@2", test="mcnemar", baseline="sift")
     x, y = hit[1, 5:], hit[0, 5:]
     table = [[np.sum((x == 1) & (y == 1)), np.sum((x == 1) & (y == 0))],
              [np.sum((x == 0) & (y == 1)), np.sum((x == 0) & (y == 0))]]  # fmt: skip
@@ -266,12 +276,12 @@ def test_hit_at_k_by_hand_and_mcnemar_equals_statsmodels():
 
 def test_nn_correct_split_and_failed_descriptors():
     cube = rank_cube()
-    ds = compare(cube, metric="nn_correct", split="viewpoint", test="sign")
+    ds = compare(cube, pair_by="query", metric="nn_correct", split="viewpoint", test="sign")
     viewpoint = cube.split.values == "viewpoint"
     assert int(ds.n.item()) == int(viewpoint.sum())  # nn_correct is 0 (not missing) at R = 0
     assert ds.attrs["split"] == "viewpoint"
     broken = qc.combine([cube, qc.error_record("brief", "crashed", attrs=dict(cube.attrs))])
-    ds = compare(broken, metric="nn_correct", test="sign")
+    ds = compare(broken, pair_by="query", metric="nn_correct", test="sign")
     assert ds.attrs["excluded_descriptors"] == ["brief"]
     assert list(ds.indexes["comparison"]) == [("sift", "orb")]
 
@@ -296,7 +306,7 @@ def patch_cube() -> xr.Dataset:
 def test_patch_retrieval_cubes_compare_on_ap_and_image_ap():
     cube = patch_cube()
     for metric in ("ap", "image_ap"):
-        ds = compare(cube, metric=metric, baseline="sift", test="wilcoxon")
+        ds = compare(cube, pair_by="query", metric=metric, baseline="sift", test="wilcoxon")
         values = cube[metric].values
         expected = scipy.stats.wilcoxon(values[0], values[1]).pvalue
         assert float(ds.sel(descriptor="tfeat", baseline="sift").pvalue) == expected
@@ -314,10 +324,10 @@ def test_patch_retrieval_cubes_compare_on_ap_and_image_ap():
 def test_guard_rails_name_what_is_wrong(hand):
     cube = hand_cube(hand)
     with pytest.raises(InvalidInputError, match=r"'orb' vs 'sift': 2 paired units"):
-        compare(cube.isel(query=slice(0, 3)), baseline="sift")
+        compare(cube.isel(query=slice(0, 3)), pair_by="query", baseline="sift")
     same = hand_cube({"sift": hand["sift"], "copy": hand["sift"]})
     with pytest.raises(InvalidInputError, match=r"'sift' vs 'copy': all 56 paired differences"):
-        compare(same, test="wilcoxon")
+        compare(same, pair_by="query", test="wilcoxon")
     ds = compare(same, n_resamples=99)  # the default randomization test: p = 1, CI [0, 0]
     assert float(ds.pvalue.item()) == 1.0 and float(ds.ci_low.item()) == 0.0
     with pytest.raises(InvalidInputError, match=r"available: ap, better, .*hit@K"):
@@ -335,7 +345,7 @@ def test_guard_rails_name_what_is_wrong(hand):
     with pytest.raises(InvalidInputError, match="seed must be"):
         compare(cube, seed=-1)
     with pytest.raises(InvalidInputError, match="binary metric"):
-        compare(cube, test="mcnemar")
+        compare(cube, pair_by="query", test="mcnemar")
     with pytest.raises(InvalidInputError, match="use pair_by='query'"):
         compare(rank_cube(), metric="hit@1", test="mcnemar", pair_by="pair")
 
@@ -412,7 +422,7 @@ def test_native_keypoints_paired_by_query_point_to_pair_by_pair(benchmark):
     with pytest.raises(InvalidInputError, match=r"share no query .* pair_by='pair'"):
         compare(native, pair_by="query")
     # several comparisons: the one without shared queries is kept untested, with the reason
-    ds = compare({"locked": locked, "native": native}, baseline="sift (locked)",
+    ds = compare({"locked": locked, "native": native}, pair_by="query", baseline="sift (locked)",
                  test="randomization", n_resamples=100)  # fmt: skip
     untested = ds.sel(descriptor="orb (native)", baseline="sift (locked)")
     assert re.fullmatch(r"the two systems share no query .* pair_by='pair'", untested.note.item())

@@ -14,9 +14,11 @@ lot.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import metricalc as mc
 from metricalc import cube as qc
@@ -24,7 +26,14 @@ from metricalc.plotting import Table
 from metricalc.report import summarize
 from metricalc.report.analysis import run_tests
 from metricalc.report.study import TestSpec
-from metricalc.stats import compare
+from metricalc.stats import compare as stats_compare
+
+
+def compare(*args: Any, **kwargs: Any) -> xr.Dataset:
+    """:func:`metricalc.stats.compare` with per-query units unless the test names others: the
+    tests of this module exercise the unit-level machinery on small cubes of few scenes."""
+    return stats_compare(*args, **{"pair_by": "query", **kwargs})
+
 
 SEEDS = range(24)
 SYSTEMS = ("a", "b", "c")
@@ -116,7 +125,8 @@ def test_the_cli_table_never_marks_the_lower_mean(tmp_path, capsys):
         path = tmp_path / f"cube{seed}.nc"
         qc.save(random_cube(seed), path)
         for extra in ([], ["--test", "wilcoxon"]):
-            argv = ["compare", str(path), "--n-resamples", str(RESAMPLES), *extra]
+            argv = ["compare", str(path), "--n-resamples", str(RESAMPLES), "--pair-by", "query",
+                    *extra]  # fmt: skip
             assert main(argv) == 0
             out = capsys.readouterr().out
             rows = terminal_rows(out)
@@ -140,7 +150,8 @@ def test_the_report_letters_and_sentences_never_favour_the_lower_mean():
     for seed in SEEDS:
         cube = random_cube(seed)
         metrics = mc.metric_set(cube)
-        results = run_tests({"": cube}, list(COLUMNS), tests=TestSpec(n_resamples=RESAMPLES),
+        tests = TestSpec(n_resamples=RESAMPLES, pair_by="query")
+        results = run_tests({"": cube}, list(COLUMNS), tests=tests,
                             baseline=None)  # fmt: skip
         comparisons = {c: r.comparison for c, r in results.items() if r.comparison is not None}
         table = Table(metrics, comparisons, columns=list(COLUMNS))

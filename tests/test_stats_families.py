@@ -8,6 +8,7 @@ scipy's one-sided tests (the direction), statsmodels' ``multipletests`` (the fam
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,8 +21,16 @@ from statsmodels.stats.multitest import multipletests
 import metricalc as mc
 from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
-from metricalc.stats import compare, correct, metric_values, rank_systems, unit_values
+from metricalc.stats import compare as stats_compare
+from metricalc.stats import correct, metric_values, rank_systems, unit_values
 from tests.shared_checks import reference_multipletests
+
+
+def compare(*args: Any, **kwargs: Any) -> xr.Dataset:
+    """:func:`metricalc.stats.compare` with per-query units unless the test names others: the
+    tests of this module exercise the unit-level machinery on small cubes of few scenes."""
+    return stats_compare(*args, **{"pair_by": "query", **kwargs})
+
 
 # ---------------------------------------------------------------------------------------------
 # hit@K: the per-query hit probability under the cube's tie policy
@@ -245,7 +254,8 @@ def test_notes_reach_the_json_and_the_terminal_table_of_the_cli(systems, tmp_pat
 
     path = tmp_path / "c.nc"
     qc.save(ap_cube(systems), path)
-    command = ["compare", str(path), "--baseline", "sift", "--test", "wilcoxon"]
+    command = ["compare", str(path), "--baseline", "sift", "--test", "wilcoxon",
+               "--pair-by", "query"]  # fmt: skip
     done = run_cli(*command, "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["descriptor"]: row for row in json.loads(done.stdout)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,12 +17,18 @@ from metricalc.stats import (
     INTERVALS,
     bca_interval,
     bootstrap,
-    compare,
     intervals,
     t_interval,
     unit_values,
 )
+from metricalc.stats import compare as stats_compare
 from tests.cli_helpers import run_cli
+
+
+def compare(*args: Any, **kwargs: Any) -> xr.Dataset:
+    """:func:`metricalc.stats.compare` with per-query units unless the test names others: the
+    intervals of unit differences are what this module tests."""
+    return stats_compare(*args, **{"pair_by": "query", **kwargs})
 
 N = 3_000  # above bootstrap.SCIPY_MAX_UNITS: the BCa interval takes the fast engine
 
@@ -107,7 +114,7 @@ def test_the_t_interval_changes_only_the_interval(seed, test):
     bca = compare(cube, test=test, n_resamples=500, seed=seed, interval="bca")
     t = compare(cube, test=test, n_resamples=500, seed=seed, interval="t")
     assert bca.attrs["interval"] == "bca" and t.attrs["interval"] == "t"
-    others = [name for name in bca.data_vars if name not in ("ci_low", "ci_high")]
+    others = [n for n in bca.data_vars if n not in ("ci_low", "ci_high", "interval_method")]
     xr.testing.assert_identical(
         bca[others].drop_attrs(deep=False), t[others].drop_attrs(deep=False)
     )
@@ -147,15 +154,16 @@ def test_cli_interval(tmp_path):
     path = tmp_path / "cube.nc"
     qc.save(random_cube(3), path)
     result = run_cli("compare", str(path), "--baseline", "a", "--n-resamples", "200",
-                     "--interval", "t", "--json")  # fmt: skip
+                     "--interval", "t", "--json", "--pair-by", "query")  # fmt: skip
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     direct = compare(random_cube(3), baseline="a", n_resamples=200, interval="t")
     assert [row["ci_low"] for row in rows] == direct.ci_low.values.tolist()
     table = run_cli("compare", str(path), "--baseline", "a", "--n-resamples", "200",
-                    "--interval", "t")  # fmt: skip
+                    "--interval", "t", "--pair-by", "query")  # fmt: skip
     assert table.returncode == 0 and "95% t CI" in table.stdout
-    default = run_cli("compare", str(path), "--baseline", "a", "--n-resamples", "200")
+    default = run_cli("compare", str(path), "--baseline", "a", "--n-resamples", "200",
+                      "--pair-by", "query")  # fmt: skip
     assert "95% BCa CI" in default.stdout
 
 
@@ -207,7 +215,7 @@ def test_a_study_names_the_interval_it_computed(tmp_path, make_query_cube, inter
 
     qc.save(make_query_cube({"good": 0.9, "poor": 0.1}, seed=3), tmp_path / "cube.nc")
     raw = {"data": {"cube": "cube.nc"}, "metrics": ["true_map_micro"], "baseline": "poor",
-           "tests": {"n_resamples": 199, "rank": False, "interval": interval},
+           "tests": {"n_resamples": 199, "rank": False, "interval": interval, "pair_by": "query"},
            "figures": ["forest"], "outputs": ["html"]}  # fmt: skip
     report = build(study_from_dict(raw, source=tmp_path / "s.yaml"), out=tmp_path / "out")
     assert report.tests["true_map_micro"].comparison.attrs["interval"] == interval

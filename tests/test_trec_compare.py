@@ -398,11 +398,11 @@ def test_report_of_a_retrieval_cube_tests_each_measure_per_query(data, tmp_path,
     )
     assert main(["report", str(tmp_path / "study.yaml"), "--out", str(tmp_path / "out")]) == 0
     capsys.readouterr()
-    latex = (tmp_path / "out" / "study" / "tables.tex").read_text()  # --out DIR: DIR/<study>/
+    latex = (tmp_path / "out" / "study" / "report" / "tables.tex").read_text()  # DIR/<study>/
     for name, run in runs.items():
         single = evaluate(qrels, run, ["map", "P.10"])
         row = next(line for line in latex.splitlines() if line.startswith(f"({name[0]}) {name}"))
         assert f"{single.summary['map']:.4f}" in row and f"{single.summary['P_10']:.4f}" in row
     assert "paired randomization test paired by query, Holm correction over 2" in latex
-    comparisons = (tmp_path / "out" / "study" / "comparisons.csv").read_text()
+    comparisons = (tmp_path / "out" / "study" / "report" / "comparisons.csv").read_text()
     assert "P_10" in comparisons and "map" in comparisons

@@ -21,7 +21,8 @@ PYTREC_MEASURES = {
     "map", "P", "recall", "Rprec", "recip_rank", "bpref", "ndcg", "ndcg_cut", "map_cut",
     "iprec_at_recall", "success", "set_P", "set_recall", "set_F", "num_ret", "num_rel",
     "num_rel_ret", "gm_map", "gm_bpref", "Rprec_mult", "11pt_avg", "relative_P",
-    "set_relative_P", "set_map", "num_nonrel_judged_ret",
+    "set_relative_P", "set_map", "num_nonrel_judged_ret", "infAP", "binG", "G", "ndcg_rel",
+    "Rndcg", "utility",
 }
 ALL = ["all_trec", "success.1,5,10"]
 
@@ -86,7 +87,8 @@ def assert_matches(result, ref):
 def test_every_measure_matches_pytrec_eval_per_query_and_all(collection, level):
     qrels, run = collection
     ref = reference(qrels, run, level)
-    result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL, level=level)
+    result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL, level=level,
+                      scores="float32")
     assert_matches(result, ref)
     for name, value in result.summary.items():
         if name in ("runid", "num_q"):
@@ -101,7 +103,8 @@ def test_complete_averages_over_every_qrels_query(collection):
     """-c: a slow obvious implementation of trec_eval's averaging from pytrec_eval's values."""
     qrels, run = collection
     ref = reference(qrels, run)
-    result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL, complete=True)
+    result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL, complete=True,
+                      scores="float32")
     n = len(qrels)
     assert len(ref) < n
     for name, value in result.summary.items():
@@ -109,6 +112,8 @@ def test_complete_averages_over_every_qrels_query(collection):
             continue
         if name == "num_q":
             assert value == n
+        elif name == "num_rel":  # trec_eval recounts every qrels query's judgments above 0
+            assert value == sum(v > 0 for judged in qrels.values() for v in judged.values())
         elif name.startswith("num_"):
             assert value == sum(ref[q][name] for q in ref)
         elif name.startswith("gm_"):
@@ -129,7 +134,8 @@ def test_depth_cut_equals_pytrec_eval_on_the_truncated_run(collection):
     depth = 7
     cut = {q: {d: scores[d] for d in slow_trec_order(scores)[:depth]} for q, scores in run.items()}
     ref = reference(qrels, cut)
-    result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL, depth=depth)
+    result = evaluate(Qrels.from_dict(qrels), Run.from_dict(run), ALL, depth=depth,
+                      scores="float32")
     assert_matches(result, ref)
 
 
@@ -137,9 +143,20 @@ def test_float32_ties_are_broken_by_docno_descending():
     qrels = Qrels.from_dict({"q": {"a": 1}})
     # equal at float32 precision: 'b' (greater docno) goes first, whatever the 1e-9
     run = Run.from_dict({"q": {"a": 1.0 + 1e-9, "b": 1.0}})
-    assert evaluate(qrels, run, ["recip_rank"]).summary["recip_rank"] == 0.5
+    assert evaluate(qrels, run, ["recip_rank"], scores="float32").summary["recip_rank"] == 0.5
     run = Run.from_dict({"q": {"a": 1.0 + 1e-6, "b": 1.0}})  # distinct in float32
+    assert evaluate(qrels, run, ["recip_rank"], scores="float32").summary["recip_rank"] == 1.0
+
+
+def test_scores_compare_as_doubles_by_default():
+    """trec_eval 9.0.8 (tag trec_eval-9.0.8) reads scores as doubles: 1 + 1e-9 ranks first."""
+    qrels = Qrels.from_dict({"q": {"a": 1}})
+    run = Run.from_dict({"q": {"a": 1.0 + 1e-9, "b": 1.0}})
     assert evaluate(qrels, run, ["recip_rank"]).summary["recip_rank"] == 1.0
+    run = Run.from_dict({"q": {"a": -0.0, "b": 0.0}})  # equal doubles: docno descending
+    assert evaluate(qrels, run, ["recip_rank"]).summary["recip_rank"] == 0.5
+    with pytest.raises(InvalidInputError, match="scores must be one of float64, float32"):
+        evaluate(qrels, run, ["map"], scores="float16")
 
 
 @pytest.mark.parametrize(
@@ -150,7 +167,8 @@ def test_float32_ties_are_broken_by_docno_descending():
 def test_float32_edge_scores_as_pytrec_eval(scores):
     """-0.0 ties 0.0; beyond float32's range scores become +-inf and tie; below it, 0."""
     ref = pytrec_eval.RelevanceEvaluator({"q": {"a": 1}}, {"recip_rank"}).evaluate({"q": scores})
-    ours = evaluate(Qrels.from_dict({"q": {"a": 1}}), Run.from_dict({"q": scores}), ["mrr"])
+    ours = evaluate(Qrels.from_dict({"q": {"a": 1}}), Run.from_dict({"q": scores}), ["mrr"],
+                    scores="float32")
     assert ours.summary["recip_rank"] == ref["q"]["recip_rank"]
 
 
@@ -235,7 +253,8 @@ def test_gm_map_floor_and_complete():
 def test_optimistic_and_pessimistic_bound_trec_eval(collection):
     qrels, run = collection
     q, r = Qrels.from_dict(qrels), Run.from_dict(run)
-    measures = ["all_trec"]
+    measures = ["official", "recall", "gm_bpref", "Rprec_mult", "11pt_avg", "ndcg", "ndcg_cut",
+                "map_cut", "relative_P", "success", "set", "num_nonrel_judged_ret"]
     base = evaluate(q, r, measures)
     best = evaluate(q, r, measures, ties="optimistic")
     worst = evaluate(q, r, measures, ties="pessimistic")
@@ -326,8 +345,14 @@ def test_aliases_and_trec_eval_order():
     [
         ("mapp", "unknown measure 'mapp'"),
         ("P.0", "cutoffs must be positive integers"),
-        ("P.five", "cutoffs must be positive integers"),
+        ("P.five", "expected an integer; got 'five'"),
+        ("P.-3", "cutoffs must be positive integers"),
         ("P.", "empty parameter list"),
+        ("utility.1,2", "utility takes 4 coefficients"),
+        ("utility.1,a,0,0", "expected numbers like 1,-1,0,0"),
+        ("ndcg.1", "level=gain pairs"),
+        ("ndcg.x=2", "expected an integer; got 'x'"),
+        ("G.1=a", "level=gain pairs"),
         ("map.5", "takes no parameters"),
         ("iprec_at_recall.1.5", "recall levels in [0, 1]"),
     ],
@@ -411,3 +436,26 @@ def test_cli_no_common_query(tmp_path, capsys):
     (tmp_path / "r").write_text("b Q0 d 1 1 t\n")
     assert main(["trec-eval", str(tmp_path / "q"), str(tmp_path / "r")]) == 2
     assert "no queries with both results and relevance info" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scores", ["float64", "float32"])
+def test_order_equals_the_slow_sort(scores):
+    """trec_order against Python's sort: query, score descending (as doubles or as float32),
+    docno descending; scores tied at float32 only, at both precisions, -0.0 and 0.0."""
+    import pyarrow as pa
+
+    from metricalc.retrieval.order import trec_order
+
+    rng = np.random.default_rng(5)
+    n = 20_000
+    qid = rng.integers(0, 300, n)
+    score = rng.integers(0, 20, n) + np.where(rng.random(n) < 0.3, 1e-9, 0.0)
+    score[rng.random(n) < 0.05] = -0.0
+    score[rng.random(n) < 0.05] = 0.0
+    doc = rng.permutation(n)
+    names = [f"d{i}".encode() for i in range(n)]
+    cast = (lambda x: float(np.float32(x)) + 0.0) if scores == "float32" else (lambda x: x + 0.0)
+    by_name = sorted(range(n), key=lambda i: names[doc[i]], reverse=True)
+    slow = sorted(by_name, key=lambda i: (qid[i], -cast(score[i])))
+    fast = trec_order(qid, score, doc, pa.array(names), scores=scores)
+    assert fast.tolist() == slow

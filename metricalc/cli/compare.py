@@ -41,6 +41,7 @@ _COMPARE_OPTIONS = (
     "n_resamples",
     "confidence_level",
     "interval",
+    "mean_over",
 )
 """The options of :func:`metricalc.stats.compare` taken as given on the command line."""
 
@@ -48,7 +49,8 @@ _COMPARE_OPTIONS = (
 def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
-    cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE", help="cube file(s) (.nc)")
+    cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
+                     help="cube file(s) (.nc), or one pose results file (pose eval --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument("--metric", default="ap", help="cube variable or hit@K (default: ap)")
@@ -61,7 +63,14 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp.add_argument(
         "--pair-by",
         choices=PAIR_BY,
-        help="unit (default: query; scene for a DescriptorWorkbench cube, the only unit it has)",
+        help="the independent unit, resampled and permuted whole (default: scene; query or "
+        "pair ignore that the keypoints of a scene are correlated, and print the design effect)",
+    )
+    cmp.add_argument(
+        "--mean-over",
+        choices=PAIR_BY,
+        help="the statistic: the mean over queries (pooled), over image pairs of pair means, "
+        "or over scenes of scene means (default: the --pair-by unit)",
     )
     cmp.add_argument("--split", choices=SPLITS, help="only the queries of one split")
     cmp.add_argument("--correction", choices=CORRECTIONS, default="holm")
@@ -94,7 +103,7 @@ def _open(
         _refuse_pair_cube(path)
     scene_cubes = [open_workbench_cube(path) for path in paths]
     if all(c is None for c in scene_cubes):
-        return [cubes.open_cube(path, chunks=chunks) for path in paths], metric, pair_by or "query"
+        return [cubes.open_cube(path, chunks=chunks) for path in paths], metric, pair_by or "scene"
     if any(c is None for c in scene_cubes):
         raise InvalidInputError(
             "cannot compare a DescriptorWorkbench cube (db import-workbench --out: one mAP per "
@@ -128,11 +137,15 @@ def _refuse_pair_cube(path: Path) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
     from metricalc.hpatches import common_cvpr17_unit
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
 
+    pose_file = pose_results_file(args.cubes)
+    if pose_file is not None:
+        return compare_pose_file(args, pose_file)
     labels = names(args.labels) if args.labels else None
     if labels is not None and len(labels) != len(args.cubes):
         raise InvalidInputError(

@@ -56,14 +56,24 @@ def add_pose(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                           "to 4 decimals, as Glue Factory); replaces --threshold")
     evaluate.add_argument("--confidence", type=float, default=DEFAULTS["confidence"])
     evaluate.add_argument("--max-iters", type=int, default=DEFAULTS["max_iters"])
-    evaluate.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="cv2.setRNGSeed")
+    evaluate.add_argument("--seed", type=int, default=DEFAULTS["seed"],
+                          help="run of the estimator: 0 keeps the matches' order (the "
+                          "references' run), another seed permutes them (OpenCV's RANSAC and "
+                          "MAGSAC ignore cv2.setRNGSeed)")
+    evaluate.add_argument("--seeds", type=int, metavar="N",
+                          help="run the estimator with the N seeds SEED, SEED+1, ...: the table "
+                          "shows the mean over seeds, and a second table how much of each method "
+                          "difference is estimator noise (SD over seeds) and how much sampling "
+                          "noise (bootstrap SE over scenes or pairs); not with --sweep")
     evaluate.add_argument("--focal", choices=FOCAL_CONVENTIONS, default="gluefactory",
                           help="whose mean focal length normalises the threshold")
     evaluate.add_argument("--max-keypoints", type=int, default=MAX_KEYPOINTS,
                           help="keypoints per image of a built-in method")
     evaluate.add_argument("--ratio", type=float, help="Lowe's ratio test on top of mutual NN")
     evaluate.add_argument("--out", type=Path, metavar="FILE",
-                          help="write the per-pair results (netCDF, descriptor x pair)")
+                          help="write the per-pair results (netCDF, descriptor x pair, with each "
+                          "pair's scene; x seed with --seeds): `metricalc compare FILE` "
+                          "compares the methods")
     evaluate.add_argument("--json", action="store_true",
                           help="print descriptor -> {auc@5, auc@10, auc@20, mAA@10, ...}")
     evaluate.set_defaults(run=_eval)
@@ -78,6 +88,7 @@ def add_pose(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from metricalc.errors import InvalidInputError
     from metricalc.fileio import json_safe, temporary_path
     from metricalc.pose.estimation import PoseSettings
     from metricalc.pose.evaluate import (
@@ -96,8 +107,11 @@ def _eval(args: argparse.Namespace) -> int:
     source = (builtin_source(args.images, max_keypoints=args.max_keypoints)
               if args.images is not None else npz_source(args.features))
     sweep = SWEEP_THRESHOLDS if args.sweep else None
+    if args.seeds is not None and args.seeds < 2:
+        raise InvalidInputError(f"--seeds {args.seeds}; expected 2 or more seeds (a spread)")
+    seeds = None if args.seeds is None else range(args.seed, args.seed + args.seeds)
     results = evaluate_pairs(pairs, source, args.method, settings=settings, ratio=args.ratio,
-                             thresholds=sweep)
+                             thresholds=sweep, seeds=seeds)
     if args.out is not None:
         with temporary_path(args.out) as path:
             results.to_netcdf(path, engine="h5netcdf")
@@ -107,9 +121,14 @@ def _eval(args: argparse.Namespace) -> int:
                     for key in summary.data_vars}
         for name in summary["descriptor"].values
     }
+    noise = _seed_noise(results) if seeds is not None else None
     if args.json:
-        print(json.dumps({"summary": table, "settings": json_safe(dict(summary.attrs))},
-                         indent=2))
+        output = {"summary": table, "settings": json_safe(dict(summary.attrs))}
+        if noise is not None:
+            output["seed_noise"] = json_safe(
+                noise.to_dataframe().reset_index().to_dict(orient="records")
+            )
+        print(json.dumps(output, indent=2))
         return 0
     keys = list(summary.data_vars)
     formats = {k: column_format(summary[k]) for k in keys}
@@ -118,7 +137,10 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"{name:<10}  " + "  ".join(_cell(row[k], formats[k]) for k in keys))
     settings_text = ", ".join(f"{k}={v}" for k, v in summary.attrs.items()
                               if k.startswith("pose_"))
-    print(f"{len(pairs)} pairs; {settings_text}")
+    print(f"{len(pairs)} pairs; {settings_text}"
+          + ("" if seeds is None else f"; mean over seeds {seeds.start}..{seeds.stop - 1}"))
+    if noise is not None:
+        _print_noise(noise)
     return 0
 
 
@@ -141,9 +163,106 @@ def _cell(value: Any, spec: str) -> str:
     return f"{'-':>8}" if value is None else f"{value:>8{spec}}"
 
 
+def _seed_noise(results: Any) -> Any:
+    """The estimator / sampling noise of every method difference (None for one method)."""
+    from metricalc.stats.pose_statistic import seed_noise
+
+    return seed_noise(results) if results.sizes["descriptor"] > 1 else None
+
+
+def _print_noise(noise: Any) -> None:
+    """One row per method pair and column: difference, SD over seeds, bootstrap SE, share."""
+    scenes = noise.attrs["n_clusters"] < noise.attrs["n_pairs"]
+    unit = "scenes; pairs without a scene alone" if scenes else "image pairs"
+    print(f"\nestimator vs sampling noise: {noise.attrs['n_seeds']} seeds, bootstrap over "
+          f"{noise.attrs['n_clusters']} {unit}")
+    print(f"{'methods':<21} {'column':>7} {'diff':>8} {'SD seeds':>9} {'SE boot':>8} "
+          f"{'seed share':>10}")
+    frame = noise.to_dataframe()
+    for (descriptor, baseline, column), row in frame.iterrows():
+        print(f"{f'{descriptor} - {baseline}':<21} {column:>7} {row['difference']:>+8.4f} "
+              f"{row['sd_seed']:>9.4f} {row['se_bootstrap']:>8.4f} {row['share_seed']:>10.2f}")
+
+
 def _make_dataset(args: argparse.Namespace) -> int:
     from metricalc.datasets.twoview import make_twoview_dataset
 
     path = make_twoview_dataset(args.root, n_pairs=args.n_pairs, seed=args.seed)
     print(f"wrote {path} and {args.root / 'images'}")
+    return 0
+
+
+def pose_results_file(paths: list[Path]) -> Path | None:
+    """The pose results file of ``metricalc compare PATH`` (``pose eval --out``: a variable
+    ``pose_error``), None for cubes; a pose file among several files is an error."""
+    import h5py
+
+    from metricalc.errors import InvalidInputError
+
+    kinds = []
+    for path in paths:
+        try:
+            with h5py.File(path, "r") as handle:
+                kinds.append("pose_error" in handle)
+        except (OSError, ValueError, KeyError, RuntimeError):
+            kinds.append(False)  # not HDF5: the cube reader says why
+    if not any(kinds):
+        return None
+    if len(paths) > 1:
+        pose = paths[kinds.index(True)]
+        raise InvalidInputError(
+            f"{pose}: pose results (pose eval --out) are compared alone, their methods against "
+            "each other; evaluate every method in one `pose eval` call (repeat --method)"
+        )
+    return paths[0]
+
+
+_NOT_FOR_POSE = {"labels": (None,), "test": ("auto", "randomization"), "mean_over": (None,),
+                 "split": (None,), "interval": ("auto",)}
+"""Options of ``metricalc compare`` that a pose results file does not take: the values allowed."""
+
+
+def compare_pose_file(args: argparse.Namespace, path: Path) -> int:
+    """``metricalc compare POSE.nc``: every pair of methods on each column of the pose table
+    (or ``--metric auc@10`` alone), paired cluster bootstrap and within-cluster swap test."""
+    import xarray as xr
+
+    from metricalc.errors import InvalidInputError
+    from metricalc.fileio import json_safe
+    from metricalc.plotting.terminal import print_comparisons
+    from metricalc.stats.pose_statistic import COLUMNS, compare_pose
+
+    for name, allowed in _NOT_FOR_POSE.items():
+        if getattr(args, name) not in allowed:
+            raise InvalidInputError(
+                f"--{name.replace('_', '-')} does not apply to pose results ({path}): their "
+                "columns are tested by the paired cluster bootstrap and the swap test"
+            )
+    if args.pair_by not in (None, "scene", "pair"):
+        raise InvalidInputError(
+            f"--pair-by {args.pair_by}: pose results pair by scene (default) or image pair"
+        )
+    columns = COLUMNS if args.metric == "ap" else (args.metric,)
+    if columns[0] not in COLUMNS:
+        raise InvalidInputError(
+            f"--metric {args.metric}: a pose results file has the columns {', '.join(COLUMNS)}"
+        )
+    with xr.open_dataset(path, engine="h5netcdf") as opened:
+        results = opened.load()
+    pair_by = args.pair_by or "scene"
+    compared = compare_pose(
+        results, columns=columns, pair_by=pair_by, baseline=args.baseline,
+        correction=args.correction, alpha=args.alpha, seed=args.seed,
+        n_resamples=args.n_resamples, confidence_level=args.confidence_level,
+    )  # fmt: skip
+    if args.json:
+        rows = [{"column": column, **row} for column, result in compared.items()
+                for row in result.to_dataframe().reset_index().to_dict(orient="records")]
+        print(json.dumps(json_safe(rows), indent=2))
+        return 0
+    scenes = pair_by == "scene" and "scene" in results.coords and bool(
+        (results["scene"] != "").any())
+    unit = "scenes (pairs without a scene alone)" if scenes else "image pairs"
+    for column, result in compared.items():
+        print_comparisons(result, title=f"{path}: {column}", unit=unit)
     return 0

@@ -15,20 +15,22 @@ def add_report(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     report.add_argument(
         "--out",
         type=Path,
-        help="folder of the study folders: the report goes to DIR/<study>/ (default: the "
-        "study file's folder, reports/<study>/)",
+        help="folder of the study folders: the study's data go to DIR/<study>/, its report to "
+        "DIR/<study>/report/ (default: the study file's folder, reports/<study>/report/)",
     )
     report.add_argument("--no-progress", action="store_true", help="no progress bars")
     report.set_defaults(run=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from metricalc.report.builder import build
+    from metricalc.report.builder import REPORT_FOLDER, build
     from metricalc.report.study import load_study
 
     study = load_study(args.study)
-    out = args.out / study.name if args.out is not None else None  # one folder per study
-    report = build(study, out=out, progress=not args.no_progress)
+    folder = args.out / study.name if args.out is not None else study.default_out()
+    report = build(  # one folder per study: its data, and the report in a folder of its own
+        study, out=folder / REPORT_FOLDER, data=folder, progress=not args.no_progress
+    )
     print(f"wrote {len(report.files)} files to {report.out}")
     print(f"report: {report.html}")
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,9 +24,13 @@ if TYPE_CHECKING:
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 """``metricalc.retrieval.TIES``."""
+SCORES = ("float64", "float32")
+"""``metricalc.retrieval.order.SCORES``."""
 TESTS = ("randomization", "ttest", "wilcoxon", "sign")
 """The tests of ``metricalc.stats.TESTS`` that take any per-query value (not McNemar's; not
 ``auto``, which would pick McNemar's for 0/1 measures: the default is the test of the mean)."""
+REL_FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
+"""trec_eval's ``-R`` relevance formats (:mod:`metricalc.retrieval.prefs_files`)."""
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
 
@@ -51,14 +56,33 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "alias (ndcg@10, precision@5, mrr, ...); repeatable (default: official)",
     )
     te.add_argument("-q", action="store_true", dest="per_query", help="per-query values too")
+    te.add_argument("-n", action="store_false", dest="summary",
+                    help="no summary: leave out the 'all' lines (trec_eval's -n)")
     te.add_argument("-c", action="store_true", dest="complete",
                     help="average over every qrels query (missing from the run: 0)")
     te.add_argument("-l", type=int, default=1, dest="level", metavar="LEVEL",
                     help="smallest relevant qrels value (default 1)")
     te.add_argument("-M", type=int, dest="depth", metavar="DEPTH",
                     help="evaluate the first DEPTH documents of each query only")
+    te.add_argument("-J", action="store_true", dest="judged_only",
+                    help="evaluate the judged retrieved documents only (after -M)")
+    te.add_argument("-N", type=int, default=0, dest="num_docs", metavar="NUM_DOCS",
+                    help="documents in the collection (utility's fourth cell; default 0)")
+    te.add_argument("-Z", type=Path, dest="zscores", metavar="ZSCORES_FILE",
+                    help="report z-scores, from 'qid measure mean stddev' lines")
+    te.add_argument("-D", dest="debug", metavar="LEVEL[.QID]",
+                    help="trec_eval's debug option: -D LEVEL.QID evaluates query QID only; "
+                    "trec_eval's traces (levels above 0) are not printed")
+    te.add_argument("-R", choices=REL_FORMATS, default="qrels", dest="rel_format",
+                    help="format of QRELS (default: qrels): qrels, prefs (qid jg jsg docno "
+                    "rel_level), qrels_prefs (qrels read as preferences), qrels_jg (qid jg docno "
+                    "rel); the last three have their own measures, by default the nicknames "
+                    "prefs, prefs and qrels_jg")
     te.add_argument("--ties", choices=TIES, default="trec_eval",
                     help="order of tied scores (default trec_eval: docno descending)")
+    te.add_argument("--scores", choices=SCORES, default="float64",
+                    help="compare run scores as doubles, as trec_eval 9.0.8 does, or as 32-bit "
+                    "floats, as pytrec_eval and the older v9.0.8 tag do (default: float64)")
     te.add_argument("--json", action="store_true",
                     help='print {"per_query": {qid: {measure: value}}, "all": {...}}')
     te.add_argument("--cube", type=Path, metavar="FILE",
@@ -83,26 +107,64 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _trec_eval(args: argparse.Namespace) -> int:
     from metricalc.retrieval import read_qrels, read_run
 
+    if args.rel_format != "qrels":
+        return _other_format(args)
+    query = _debug_query(args.debug)
     qrels = read_qrels(args.qrels)
     if len(args.run_files) > 1:
+        for flag, value in (("-Z", args.zscores), ("-D", args.debug)):
+            if value is not None:
+                raise InvalidInputError(f"{flag} evaluates one run; give one run file")
         return _compare_runs(args, qrels, {name: read_run(path) for name, path in
                                            _run_names(args.run_files).items()})
     for flag, value in (("--baseline", args.baseline), ("--latex", args.latex)):
         if value is not None:
             raise InvalidInputError(f"{flag} compares several runs; give two run files or more")
-    return _one_run(args, qrels, read_run(args.run_files[0]))
+    run = read_run(args.run_files[0])
+    return _one_run(args, qrels, run if query is None else _only_query(run, query))
+
+
+def _debug_query(debug: str | None) -> str | None:
+    """The query of trec_eval's ``-D level.qid`` (None: every query); a level above 0 asks
+    for trec_eval's debugging traces, which metricalc does not print (a note on stderr says so;
+    the values are printed as without them)."""
+    if debug is None:
+        return None
+    level, dot, query = debug.partition(".")
+    try:
+        number = int(level)
+    except ValueError:
+        raise InvalidInputError(f"-D {debug!r}: expected LEVEL or LEVEL.QID, LEVEL an integer "
+                                "like 0") from None
+    if number > 0:
+        print(f"metricalc: note: -D {debug}: trec_eval's debugging traces (level {number}) are "
+              "not printed; the values are", file=sys.stderr)
+    return query if dot else None
+
+
+def _only_query(run: Run, query: str) -> Run:
+    """The lines of ``run`` for ``query`` (trec_eval's ``-D 0.qid``)."""
+    from dataclasses import replace
+
+    qids = run.qids.to_pylist()
+    code = qids.index(query.encode()) if query.encode() in qids else -1
+    keep = run.qid == code
+    return replace(run, qid=run.qid[keep], doc=run.doc[keep], score=run.score[keep])
 
 
 def _options(args: argparse.Namespace) -> EvalOptions:
     """The evaluation options of ``evaluate`` given on the command line."""
     return {"complete": args.complete, "level": args.level, "depth": args.depth,
-            "ties": args.ties}
+            "ties": args.ties, "scores": args.scores, "judged_only": args.judged_only,
+            "num_docs": args.num_docs}
 
 
 def _one_run(args: argparse.Namespace, qrels: Qrels, run: Run) -> int:
-    from metricalc.retrieval import evaluate
+    from metricalc.retrieval import evaluate, read_zscores
 
-    result = evaluate(qrels, run, args.measures or ["official"], **_options(args))
+    zscores = None if args.zscores is None else read_zscores(args.zscores)
+    result = evaluate(qrels, run, args.measures or ["official"], **_options(args),
+                      zscores=zscores)
     if args.cube is not None:
         from metricalc import cube as qc
         from metricalc.retrieval.querycube import retrieval_cube
@@ -113,7 +175,7 @@ def _one_run(args: argparse.Namespace, qrels: Qrels, run: Run) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:
-        print(result.to_text(per_query=args.per_query), end="")
+        print(result.to_text(per_query=args.per_query, summary=args.summary), end="")
     return 0
 
 
@@ -159,4 +221,40 @@ def _compare_runs(args: argparse.Namespace, qrels: Qrels, runs: dict[str, Run]) 
         print(json.dumps(result.to_json(per_query=args.per_query), indent=1))
     else:
         result.print()
+    return 0
+
+
+def _other_format(args: argparse.Namespace) -> int:
+    """One run against preferences or qrels with judgment groups (``-R``)."""
+    from metricalc.retrieval import prefs_files as pf
+    from metricalc.retrieval import read_run
+
+    given = [flag for flag, on in (("several runs", len(args.run_files) > 1),
+                                   ("--cube", args.cube is not None),
+                                   ("--baseline", args.baseline is not None),
+                                   ("--latex", args.latex is not None),
+                                   ("--ties", args.ties != "trec_eval"),
+                                   ("-J", args.judged_only), ("-N", args.num_docs != 0),
+                                   ("-Z", args.zscores is not None),
+                                   ("-D", args.debug is not None)) if on]
+    if given:
+        raise InvalidInputError(f"-R {args.rel_format} evaluates one run with trec_eval's "
+                                f"order; {', '.join(given)} need -R qrels")
+    run = read_run(args.run_files[0])
+    if args.rel_format == "qrels_jg":
+        from metricalc.retrieval.judgment_groups import evaluate_qrels_jg
+
+        result = evaluate_qrels_jg(pf.read_qrels_jg(args.qrels), run,
+                                   args.measures or ["qrels_jg"], complete=args.complete,
+                                   level=args.level, depth=args.depth)
+    else:
+        from metricalc.retrieval.prefs_measures import evaluate_prefs
+
+        read = pf.read_prefs if args.rel_format == "prefs" else pf.read_qrels_prefs
+        result = evaluate_prefs(read(args.qrels), run, args.measures or ["prefs"],
+                                complete=args.complete, depth=args.depth)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        print(result.to_text(per_query=args.per_query), end="")
     return 0

@@ -61,12 +61,18 @@ class MetricInfo:
     higher_is_better : bool
         Direction of "best" (bold) and "second" (underlined).
     test : tuple or None
-        ``(metric, split, pair_by)`` of the :func:`metricalc.stats.compare` call that tests this
-        column on a QueryCube: the compare metric (a cube variable, or ``hit@K`` for
+        ``(metric, split, mean_over)`` of the :func:`metricalc.stats.compare` call that tests
+        this column on a QueryCube: the compare metric (a cube variable, or ``hit@K`` for
         ``precision_at_K``: per query the hit probability under the tie policy, whose mean is
-        the column's value), the split (None for all queries) and the coarsest-needed pairing
-        unit (None: the study's choice). None when the column
+        the column's value), the split (None for all queries) and the level of the column's
+        mean (``"query"``: pooled over queries; ``"pair"``: over image pairs of pair means;
+        ``"scene"``: over scenes of scene means; None: the unit's mean), so that the test is of
+        the column's own statistic; the independent unit is the study's ``pair_by`` or this
+        level, whichever is coarser. None when the column
         cannot be tested from per-query values (e.g. the Bojanic APs are per scene).
+    definition : str
+        What the column's value of a keypoint QueryCube is, for a table caption ("mean over
+        scenes of ..."); "" where none is written (a caption then defines nothing).
     """
 
     label: str
@@ -74,50 +80,132 @@ class MetricInfo:
     kind: str = "rate"
     higher_is_better: bool = True
     test: tuple[str, str | None, str | None] | None = None
+    definition: str = ""
+
+
+_SCENE_MEAN = "mean of the scene mAPs over {}"
+_WITH_ZEROS = " over all its queries, those without a correct match (R = 0) as AP 0"
+
+
+def _hit_rate(k: int | str) -> str:
+    """The definition of the hit rate at ``k`` (``precision_at_k``)."""
+    where = "is the nearest candidate" if int(k) == 1 else f"is among the {k} nearest candidates"
+    return f"share of the R = 1 queries whose correct match {where}"
 
 
 METRICS: Mapping[str, MetricInfo] = {
-    "true_map_micro": MetricInfo("mAP", "mAP", test=("ap", None, None)),
+    # every unqualified "mAP" is a mean over scenes of scene mAPs, DescriptorWorkbench's definition
+    # of the split mAPs; the query-weighted means say so ("(queries)")
     "true_map_macro_by_scene": MetricInfo(
-        "mAP (scenes)", "scene-averaged mAP", test=("ap", None, "scene")
+        "mAP", "mAP", test=("ap", None, "scene"), definition=_SCENE_MEAN.format("all scenes")
     ),
-    # the split mAPs are means over scenes (DescriptorWorkbench); their test stays the paired
-    # test of the split's per-query APs at the study's pairing, as before
-    "viewpoint_map": MetricInfo("mAP v", "viewpoint mAP", test=("ap", "viewpoint", None)),
-    "illumination_map": MetricInfo("mAP i", "illumination mAP", test=("ap", "illumination", None)),
+    "true_map_micro": MetricInfo(
+        "mAP (queries)",
+        "query-weighted mAP",
+        test=("ap", None, "query"),
+        definition="mean AP over all R = 1 queries, each query weighing the same",
+    ),
+    # the split mAPs are means over scenes (DescriptorWorkbench), tested as such
+    "viewpoint_map": MetricInfo(
+        "mAP v",
+        "viewpoint mAP",
+        test=("ap", "viewpoint", "scene"),
+        definition=_SCENE_MEAN.format("the viewpoint scenes (v_*)"),
+    ),
+    "illumination_map": MetricInfo(
+        "mAP i",
+        "illumination mAP",
+        test=("ap", "illumination", "scene"),
+        definition=_SCENE_MEAN.format("the illumination scenes (i_*)"),
+    ),
     "viewpoint_map_micro": MetricInfo(
-        "mAP v (queries)", "query-weighted viewpoint mAP", test=("ap", "viewpoint", None)
+        "mAP v (queries)",
+        "query-weighted viewpoint mAP",
+        test=("ap", "viewpoint", "query"),
+        definition="mean AP over the R = 1 queries of the viewpoint scenes (v_*)",
     ),
     "illumination_map_micro": MetricInfo(
-        "mAP i (queries)", "query-weighted illumination mAP", test=("ap", "illumination", None)
+        "mAP i (queries)",
+        "query-weighted illumination mAP",
+        test=("ap", "illumination", "query"),
+        definition="mean AP over the R = 1 queries of the illumination scenes (i_*)",
     ),
-    "true_map_micro_including_zeros": MetricInfo("mAP (R=0 as 0)", "mAP including R=0 queries"),
+    "true_map_micro_including_zeros": MetricInfo(
+        "mAP (queries, R=0 as 0)",
+        "query-weighted mAP including R=0 queries",
+        definition="mean AP over all queries, those without a correct match (R = 0) as AP 0",
+    ),
     "true_map_macro_by_scene_including_zeros": MetricInfo(
-        "mAP (scenes, R=0 as 0)", "scene-averaged mAP including R=0 queries"
+        "mAP (R=0 as 0)",
+        "mAP including R=0 queries",
+        definition="mean over the scenes with an R = 1 query of each scene's mean AP" + _WITH_ZEROS,
     ),
     "viewpoint_map_including_zeros": MetricInfo(
-        "mAP v (R=0 as 0)", "viewpoint mAP including R=0 queries"
+        "mAP v (R=0 as 0)",
+        "viewpoint mAP including R=0 queries",
+        definition="mean over the viewpoint scenes (v_*) of each scene's mean AP" + _WITH_ZEROS,
     ),
     "illumination_map_including_zeros": MetricInfo(
-        "mAP i (R=0 as 0)", "illumination mAP including R=0 queries"
+        "mAP i (R=0 as 0)",
+        "illumination mAP including R=0 queries",
+        definition="mean over the illumination scenes (i_*) of each scene's mean AP" + _WITH_ZEROS,
     ),
     "mean_precision": MetricInfo(
-        "precision", "legacy precision", test=("nn_correct", None, "pair")
+        "precision",
+        "legacy precision",
+        test=("nn_correct", None, "pair"),
+        definition="mean over image pairs of the share of queries whose nearest neighbour is "
+        "the correct match",
     ),
     "legacy_macro_precision_by_scene": MetricInfo(
-        "precision (scenes)", "scene-averaged legacy precision", test=("nn_correct", None, "scene")
+        "precision (scenes)",
+        "scene-averaged legacy precision",
+        test=("nn_correct", None, "scene"),
+        definition="mean over scenes of the share of the scene's queries whose nearest "
+        "neighbour is the correct match",
     ),
-    "precision_at_1": MetricInfo("HR@1", "hit rate at 1", test=("hit@1", None, None)),
-    "precision_at_5": MetricInfo("HR@5", "hit rate at 5", test=("hit@5", None, None)),
-    "precision_at_10": MetricInfo("HR@10", "hit rate at 10", test=("hit@10", None, None)),
-    "keypoint_verification_ap": MetricInfo("verif. AP", "keypoint verification AP"),
-    "keypoint_retrieval_ap": MetricInfo("retr. AP", "keypoint retrieval AP"),
-    "r0_rate": MetricInfo("R=0 rate", "R=0 rate", higher_is_better=False),
-    "total_queries_processed": MetricInfo("queries", "processed queries", kind="count"),
+    "precision_at_1": MetricInfo(
+        "HR@1", "hit rate at 1", test=("hit@1", None, "query"), definition=_hit_rate(1)
+    ),
+    "precision_at_5": MetricInfo(
+        "HR@5", "hit rate at 5", test=("hit@5", None, "query"), definition=_hit_rate(5)
+    ),
+    "precision_at_10": MetricInfo(
+        "HR@10", "hit rate at 10", test=("hit@10", None, "query"), definition=_hit_rate(10)
+    ),
+    "keypoint_verification_ap": MetricInfo(
+        "verif. AP",
+        "keypoint verification AP",
+        definition="keypoint verification AP (Bojanic et al.): per scene the AP of one list "
+        "pooling every query's candidates (its correct match relevant; the sequence's other "
+        "keypoints and distractors from other scenes not), averaged over scenes",
+    ),
+    "keypoint_retrieval_ap": MetricInfo(
+        "retr. AP",
+        "keypoint retrieval AP",
+        definition="keypoint retrieval AP (Bojanic et al.), as verification AP with the "
+        "sequence's other keypoints as hard negatives",
+    ),
+    "r0_rate": MetricInfo(
+        "R=0 rate",
+        "R=0 rate",
+        higher_is_better=False,
+        definition="share of queries without a correct match (R = 0)",
+    ),
+    "total_queries_processed": MetricInfo(
+        "queries",
+        "processed queries",
+        kind="count",
+        definition="number of queries with a correct match (R = 1)",
+    ),
     "total_matches": MetricInfo("matches", "cross-checked matches", kind="count"),
     "total_keypoints": MetricInfo("keypoints", "keypoints of the matched images", kind="count"),
     "image_retrieval_map": MetricInfo(
-        "image mAP", "image retrieval mAP", test=("image_ap", None, None)
+        "image mAP",
+        "image retrieval mAP",
+        test=("image_ap", None, None),
+        definition="image retrieval mAP (DescriptorWorkbench): the mean over scenes of the AP of "
+        "ranking every image by its number of cross-checked matches with the scene's first image",
     ),
     "hpatches17_verification_map": MetricInfo(
         "verif. mAP", "HPatches verification mAP (mean of the 6 imbalanced APs)"
@@ -125,7 +213,7 @@ METRICS: Mapping[str, MetricInfo] = {
     # a matching cube's units, tested on their APs (the mean difference over units; the column
     # weighs the i_ and v_ sequences equally, as hpatches-benchmark: no letter marks the lower)
     "hpatches17_matching_map": MetricInfo(
-        "match. mAP", "HPatches matching mAP", test=("ap", None, None)
+        "match. mAP", "HPatches matching mAP", test=("ap", None, "query")
     ),
 }
 """Known metric-set columns (PROTOCOLS.md section 3 names, and the patch-retrieval means)."""
@@ -163,7 +251,7 @@ def metric_info(name: str) -> MetricInfo:
     >>> metric_info("precision_at_20").label, metric_info("my_score").label
     ('HR@20', 'my_score')
     >>> metric_info("ndcg_cut_10").test, metric_info("map").test  # trec_eval measures
-    (('ndcg_cut_10', None, None), ('ap', None, None))
+    (('ndcg_cut_10', None, 'query'), ('ap', None, 'query'))
     """
     if name in METRICS:
         return METRICS[name]
@@ -172,11 +260,11 @@ def metric_info(name: str) -> MetricInfo:
         ir, _, k = match.groups()
         if ir:
             return MetricInfo(f"P@{k}", f"IR precision at {k}")
-        test = (f"hit@{k}", None, None)
-        return MetricInfo(f"HR@{k}", f"hit rate at {k}", test=test)
+        test = (f"hit@{k}", None, "query")
+        return MetricInfo(f"HR@{k}", f"hit rate at {k}", test=test, definition=_hit_rate(k))
     if _TREC_PER_QUERY.fullmatch(name):  # a retrieval cube's measure: tested per query (qid)
         variable = "ap" if name == "map" else name
-        return MetricInfo(name, name, kind="value", test=(variable, None, None))
+        return MetricInfo(name, name, kind="value", test=(variable, None, "query"))
     if name in _TREC_COUNTS:
         return MetricInfo(name, name, kind="value")
     if _GEOMETRY.fullmatch(name):

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 from rich import box
@@ -340,6 +341,28 @@ def _marker(row: pd.Series) -> str:
     return {1: ">", -1: "<"}.get(int(row["favours"]), "")
 
 
+def clustering_lines(comparisons: xr.Dataset) -> list[str]:
+    """What tests over units finer than scenes ignore: per comparison the intraclass correlation
+    of the differences within scenes and the design effect (``icc``, ``design_effect`` of
+    :func:`metricalc.stats.compare`); no line for tests over scenes."""
+    if "icc" not in comparisons or not np.isfinite(comparisons["icc"].values).any():
+        return []
+    unit = str(comparisons.attrs.get("pair_by", "query"))
+    lines = [
+        f"the tests above treat every {unit} as independent, but the {unit}s of one scene are "
+        "correlated (intraclass correlation of the differences within scenes, design effect "
+        "1 + (mean scene size - 1) ICC: the variance of a mean is that many times larger than "
+        "the tests assume); test over scenes (--pair-by scene) for claims about new scenes:"
+    ]
+    index = comparisons.get_index("comparison")
+    for (descriptor, baseline), icc, deff in zip(
+        index, comparisons["icc"].values, comparisons["design_effect"].values, strict=True
+    ):
+        if np.isfinite(icc):
+            lines.append(f"  {descriptor} vs {baseline}: ICC {icc:.3f}, design effect {deff:.1f}")
+    return lines
+
+
 def print_comparisons(
     comparisons: xr.Dataset,
     *,
@@ -368,10 +391,13 @@ def print_comparisons(
     metric = str(attrs.get("metric", ""))
     percent = decimals is None and is_fraction_metric(metric)
     level = round(100 * float(attrs.get("confidence_level", 0.95)), 1)
-    interval = "t" if attrs.get("interval") == "t" else "BCa"
+    interval = {"t": "t", "cluster": "cluster bootstrap"}.get(str(attrs.get("interval")), "BCa")
+    statistic = str(attrs.get("statistic_phrase", ""))
     caption = (
-        f"{attrs.get('test')} test, {attrs.get('correction')} correction, alpha "
-        f"{attrs.get('alpha')}, {level:g}% {interval} CI, pair by {unit or attrs.get('pair_by')}"
+        (f"{metric}: {statistic}; " if statistic else "")
+        + f"{attrs.get('test')} test, {attrs.get('correction')} correction, alpha "
+        f"{attrs.get('alpha')}, {level:g}% {interval} CI, independent unit: "
+        f"{unit or attrs.get('pair_by')}"
     )
     if attrs.get("split"):
         caption += f", {attrs['split']} {split_units} only"
@@ -411,6 +437,8 @@ def print_comparisons(
         )
     console = console or terminal_console()
     print_table(table, console=console, keys=2)
+    for line in clustering_lines(comparisons):
+        console.print(printable(line))
     for descriptor, baseline, row in rows:
         if row.get("caveat", ""):
             console.print(printable(f"? {descriptor} vs {baseline}: {row['caveat']}"))

@@ -25,6 +25,21 @@ Failed estimates enter as :math:`e = \infty` (SuperGlue's convention): they lowe
     \qquad \mathrm{mAA}@10 = \frac{1}{10}\sum_{k=1}^{10} A_k;
 
 ``qt_auc_05`` is :math:`\frac{1}{5}\sum_{k=1}^{5} A_k` (strict :math:`e < 5`).
+
+**Weighted forms** (:func:`weighted_pose_auc`, :func:`weighted_imc_maa`), for the cluster
+bootstrap and swap test of :mod:`metricalc.stats.clustered`: an integer weight :math:`w_i`
+counts pair :math:`i` :math:`w_i` times, and the value is the plain one of that repeated data
+set. Summing the trapezoids of the AUC by parts gives, with :math:`n = \sum_i w_i` and
+:math:`e_L` the largest error below :math:`\tau` of a pair with :math:`w_i > 0` (0 if none),
+
+.. math::
+
+    \mathrm{AUC}@\tau = \frac{1}{n}\sum_i w_i \left(1 - \frac{e_i}{\tau}\right)_+
+    + \frac{e_L}{2 n \tau}:
+
+the mean of the per-pair scores :math:`(1 - e_i/\tau)_+` plus the triangle the curve's start at
+:math:`(0, 0)` leaves out (at most :math:`1/(2n)`); the mAA is the mean of the per-pair scores
+:math:`\frac{1}{10}(\#\{k \le 9 : e_i < k\} + [e_i \le 10])`.
 """
 
 from __future__ import annotations
@@ -36,7 +51,15 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 
-__all__ = ["IMC_THRESHOLDS", "POSE_AUC_THRESHOLDS", "imc_accuracies", "imc_maa", "pose_auc"]
+__all__ = [
+    "IMC_THRESHOLDS",
+    "POSE_AUC_THRESHOLDS",
+    "imc_accuracies",
+    "imc_maa",
+    "pose_auc",
+    "weighted_imc_maa",
+    "weighted_pose_auc",
+]
 
 POSE_AUC_THRESHOLDS: tuple[float, ...] = (5.0, 10.0, 20.0)
 """The thresholds in degrees of SuperGlue's and Glue Factory's pose AUC tables."""
@@ -159,3 +182,82 @@ def imc_maa(errors: Any, *, max_threshold: int = 10) -> float:
             f"max_threshold={max_threshold!r}; expected an integer in 1..10 (degrees)"
         )
     return float(np.mean(imc_accuracies(errors)[:max_threshold]))
+
+
+def weighted_pose_auc(errors: Any, weights: Any, threshold: float) -> np.ndarray:
+    r""":func:`pose_auc` at one threshold with pair :math:`i` counted :math:`w_i` times, over the
+    last axis (leading axes: resamples).
+
+    .. math:: \mathrm{AUC}@\tau = \frac{1}{n}\sum_i w_i \left(1 - \frac{e_i}{\tau}\right)_+
+        + \frac{e_L}{2 n \tau}, \qquad n = \sum_i w_i
+
+    (module docstring; :math:`e_L` the largest error below :math:`\tau` of a pair with
+    :math:`w_i > 0`).
+
+    Parameters
+    ----------
+    errors : array_like (..., n)
+        Pose errors in degrees, >= 0 (``inf`` or any value >= the threshold for a failure).
+    weights : array_like (..., n)
+        Non-negative multiplicities, broadcast against ``errors``.
+    threshold : float
+        :math:`\tau` in degrees.
+
+    Returns
+    -------
+    ndarray
+        The AUC per leading index; NaN where the weights sum to 0.
+
+    Examples
+    --------
+    >>> errors = np.array([0.0, 2.0, np.inf, 30.0])
+    >>> weighted_pose_auc(errors, np.array([[1, 1, 1, 1], [2, 0, 1, 0]]), 5.0).tolist()
+    [0.45, 0.6666666666666666]
+    >>> pose_auc([0.0, 0.0, np.inf], [5.0]).tolist()
+    [0.6666666666666666]
+    """
+    e = np.asarray(errors, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    tau = float(threshold)
+    below = e < tau
+    gaps = np.where(below, tau - np.where(below, e, 0.0), 0.0)  # tau * (1 - e / tau)_+
+    last = np.where(below & (w > 0), e, 0.0).max(axis=-1)
+    total = w.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: np.ndarray = np.where(
+            total > 0, ((w * gaps).sum(axis=-1) + last / 2.0) / (tau * total), np.nan
+        )
+    return out
+
+
+def weighted_imc_maa(errors: Any, weights: Any, *, max_threshold: int = 10) -> np.ndarray:
+    r""":func:`imc_maa` with pair :math:`i` counted :math:`w_i` times, over the last axis: the
+    weighted mean of the per-pair scores
+
+    .. math:: s_i = \frac{1}{m}\left(\#\{k \le \min(m, 9) : e_i < k\}
+        + [m = 10,\ e_i \le 10]\right).
+
+    Examples
+    --------
+    >>> errors = np.array([0.5, 1.0, 10.0, np.inf])
+    >>> weighted_imc_maa(errors, np.array([[1, 1, 1, 1], [0, 2, 1, 0]])).round(4).tolist()
+    [0.5, 0.6333]
+    >>> round(imc_maa([1.0, 1.0, 10.0]), 4)
+    0.6333
+    """
+    if isinstance(max_threshold, bool) or max_threshold not in IMC_THRESHOLDS:
+        raise InvalidInputError(
+            f"max_threshold={max_threshold!r}; expected an integer in 1..10 (degrees)"
+        )
+    e = np.asarray(errors, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    strict = min(max_threshold, 9)  # #{k <= strict : e < k} = strict - floor(e), clipped
+    passed = np.clip(strict - np.floor(e), 0.0, strict)
+    if max_threshold == 10:
+        passed += e <= 10.0
+    total = w.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: np.ndarray = np.where(
+            total > 0, (w * passed).sum(axis=-1) / (max_threshold * total), np.nan
+        )
+    return out

@@ -16,7 +16,13 @@ SuperGlue ``models/utils.py``: ``estimate_pose`` and Glue Factory
    theirs is); the candidate with the most points in front of both cameras (strictly more than
    the previous best, starting at 0) gives :math:`R, t` and the inlier mask at that point.
 
-``cv2.setRNGSeed(seed)`` runs before ``findEssentialMat``, so a result is reproducible.
+``cv2.setRNGSeed(seed)`` runs before ``findEssentialMat``, as in SuperGlue, but changes nothing:
+OpenCV's RANSAC and USAC seed their own generators with constants (``RNG rng((uint64)-1)`` in
+``modules/calib3d/src/ptsetreg.cpp``), so the same matches always give the same estimate. A
+``seed`` other than 0 therefore presents the matches to ``findEssentialMat`` in the order of
+``numpy.random.default_rng(seed).permutation(n)``: the same points, other random minimal
+samples, another run of the randomised estimator (the inlier mask is returned in the caller's
+order). Seed 0 keeps the matches' order: the references' run.
 """
 
 from __future__ import annotations
@@ -59,7 +65,8 @@ class PoseSettings:
     Defaults: Glue Factory's OpenCV estimator (``ransac``, confidence 0.99999, its threshold
     normalisation) with the 1 px threshold of SuperGlue's ``match_pairs.py`` (Glue Factory's
     estimator defaults to 0.5 px, and its MegaDepth-1500 evaluation sweeps 0.5 to 3 px and keeps
-    the best); OpenCV's ``maxIters`` default of 1000 (neither reference sets it); seed 0.
+    the best); OpenCV's ``maxIters`` default of 1000 (neither reference sets it); seed 0 (the
+    matches in their order; another seed is another run of the estimator, module docstring).
     """
 
     estimator: str = "ransac"
@@ -190,7 +197,8 @@ def estimate_relative_pose(
     threshold = settings.threshold / mean_focal(K0, K1, settings.focal)
     if len(p0) < MIN_MATCHES:
         return failed
-    x0, x1 = normalize_points(p0, K0), normalize_points(p1, K1)
+    order = _sample_order(len(p0), settings.seed)
+    x0, x1 = normalize_points(p0[order], K0), normalize_points(p1[order], K1)
     cv2.setRNGSeed(settings.seed)
     try:
         E, mask = cv2.findEssentialMat(
@@ -201,7 +209,20 @@ def estimate_relative_pose(
         return failed
     if E is None or mask is None or E.shape[0] < 3:
         return failed
-    return _best_candidate(np.asarray(E, dtype=np.float64), x0, x1, mask) or failed
+    found = _best_candidate(np.asarray(E, dtype=np.float64), x0, x1, mask)
+    if found is None:
+        return failed
+    inliers = np.empty_like(found.inliers)
+    inliers[order] = found.inliers
+    return RelativePose(found.R, found.t, inliers)
+
+
+def _sample_order(n: int, seed: int) -> np.ndarray:
+    """The order in which the ``n`` matches reach the estimator: as given for seed 0, else a
+    permutation drawn from ``seed`` (module docstring)."""
+    if seed == 0:
+        return np.arange(n)
+    return np.random.default_rng(seed).permutation(n)
 
 
 def _best_candidate(

@@ -37,6 +37,7 @@ from metricalc.version import __version__
 __all__ = [
     "RESULT_VARIABLES",
     "SWEEP_THRESHOLDS",
+    "at_best_threshold",
     "builtin_source",
     "evaluate_pairs",
     "npz_source",
@@ -123,13 +124,15 @@ def evaluate_pairs(
     settings: PoseSettings | None = None,
     ratio: float | None = None,
     thresholds: Sequence[float] | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> xr.Dataset:
     """Every method on every pair: the per-pair variables over ``descriptor x pair``.
 
     With ``thresholds``, every pair is estimated at each pixel threshold of the sweep (the
     matches computed once) and the variables are over ``descriptor x threshold x pair``
     (Glue Factory's ``ransac_th: -1`` runs :data:`SWEEP_THRESHOLDS`); :func:`summarize` then
-    keeps each descriptor's best threshold.
+    keeps each descriptor's best threshold. With ``seeds``, every pair is estimated once per
+    seed of the random estimator (the matches computed once), over ``descriptor x seed x pair``.
 
     Parameters
     ----------
@@ -147,12 +150,16 @@ def evaluate_pairs(
     thresholds : sequence of float, optional
         A sweep of pixel thresholds (replacing ``settings.threshold``; attr
         ``pose_threshold = "sweep"``, coordinate ``threshold``).
+    seeds : sequence of int, optional
+        Seeds of the estimator (replacing ``settings.seed``; coordinate ``seed``); not with
+        ``thresholds``.
 
     Returns
     -------
     xarray.Dataset
-        :data:`RESULT_VARIABLES` over ``(descriptor, pair)``; coords ``name0``, ``name1`` on
-        ``pair``; attrs: every setting (``pose_*``), ``matcher``, ``ratio``.
+        :data:`RESULT_VARIABLES` over ``(descriptor, pair)``; coords ``name0``, ``name1`` and
+        ``scene`` (:attr:`~metricalc.pose.pairs.PosePair.scene`, ``""`` for none) on ``pair``;
+        attrs: every setting (``pose_*``), ``matcher``, ``ratio``.
 
     Examples
     --------
@@ -169,43 +176,55 @@ def evaluate_pairs(
     names = list(dict.fromkeys(methods))
     if not names or not pairs:
         raise InvalidInputError("evaluate_pairs needs at least one method and one pair")
-    sweep = [settings] if thresholds is None else [
-        replace(settings, threshold=float(t)) for t in _sweep(thresholds)
-    ]
-    rows = {name: _evaluate_method(pairs, source, name, sweep, ratio) for name in names}
-    dims: tuple[str, ...] = ("descriptor", "threshold", "pair")
+    if thresholds is not None and seeds is not None:
+        raise InvalidInputError(
+            "give a threshold sweep or several seeds, not both (the seeds' spread is measured "
+            "at one threshold)"
+        )
+    axis, runs = "threshold", [settings]
+    if thresholds is not None:
+        runs = [replace(settings, threshold=float(t)) for t in _distinct(thresholds, "thresholds")]
+    if seeds is not None:
+        axis, runs = "seed", [replace(settings, seed=s) for s in _distinct(seeds, "seeds")]
+    rows = {name: _evaluate_method(pairs, source, name, runs, ratio) for name in names}
+    dims: tuple[str, ...] = ("descriptor", axis, "pair")
     data = {key: (dims, np.array([[[r[key] for r in per] for per in rows[n]] for n in names]))
             for key in RESULT_VARIABLES}
     coords: dict[str, Any] = {
         "descriptor": names,
-        "threshold": [s.threshold for s in sweep],
+        axis: [getattr(s, axis) for s in runs],
         "pair": [p.name for p in pairs],
         "name0": ("pair", [p.name0 for p in pairs]),
         "name1": ("pair", [p.name1 for p in pairs]),
+        "scene": ("pair", [p.scene for p in pairs]),
     }
     attrs = {**settings.attrs(), "matcher": "mutual_nn", "ratio": "none" if ratio is None
              else float(ratio), "metricalc_version": __version__}
     results = xr.Dataset(data, coords=coords, attrs=attrs)
-    if thresholds is None:
+    if thresholds is None and seeds is None:
         return results.isel(threshold=0, drop=True)
-    results.attrs["pose_threshold"] = "sweep"
+    if seeds is None:
+        results.attrs["pose_threshold"] = "sweep"
+    else:
+        results.attrs["pose_seed"] = "seeds"
     return results
 
 
-def _sweep(thresholds: Sequence[float]) -> list[float]:
-    values = [float(t) for t in thresholds]
-    if not values or len(set(values)) != len(values):
-        raise InvalidInputError(
-            f"thresholds {values!r}; expected one or more distinct pixel thresholds"
-        )
-    return values
+def _distinct(values: Sequence[Any], what: str) -> list[Any]:
+    """The pixel thresholds (floats) or seeds (integers) of a run, one or more, distinct."""
+    kind = int if what == "seeds" else float
+    out = [kind(v) for v in values]
+    if not out or len(set(out)) != len(out):
+        raise InvalidInputError(f"{what} {out!r}; expected one or more distinct {what}")
+    return out
 
 
 def _evaluate_method(
     pairs: Sequence[PosePair], source: FeatureSource, method: str,
     sweep: Sequence[PoseSettings], ratio: float | None,
 ) -> list[list[dict[str, float]]]:
-    """Per setting of the sweep, the results of every pair (matches computed once)."""
+    """Per setting of the sweep (thresholds or seeds), the results of every pair (matches
+    computed once)."""
     cache: dict[str, Features] = {}
     results: list[list[dict[str, float]]] = [[] for _ in sweep]
     for pair in pairs:  # one estimation per pair and setting: RANSAC is sequential anyway
@@ -240,7 +259,8 @@ def summarize(
     descriptor's best threshold, reported as the variable ``threshold``: the one with the
     highest mean of its AUCs, by :func:`metricalc.keypoints.homography.best_threshold`'s
     ``selection`` rule (``"gluefactory"``, the default: the AUCs rounded to 4 decimals first, as
-    Glue Factory's ``eval_poses``; the first of equal scores wins).
+    Glue Factory's ``eval_poses``; the first of equal scores wins). Results over several seeds
+    (a ``seed`` dimension) give the mean over seeds of each column (``failures`` too).
 
     Examples
     --------
@@ -253,8 +273,14 @@ def summarize(
     (0.5, 0.5333, 1)
     """
     taus = [float(t) for t in thresholds]
+    if "seed" in results.dims:
+        per_seed = [summarize(results.isel(seed=k, drop=True), taus, selection=selection)
+                    for k in range(results.sizes["seed"])]
+        mean = xr.concat(per_seed, "seed").mean("seed")
+        mean["n_pairs"] = per_seed[0]["n_pairs"]
+        return mean.assign_attrs(per_seed[0].attrs)
     if "threshold" in results.dims:
-        results = _best_thresholds(results, taus, selection)
+        results = at_best_threshold(results, taus, selection)
     errors = np.asarray(results["pose_error"].values, dtype=np.float64)
     aucs = np.array([pose_auc(row, taus) for row in errors])  # one row per descriptor
     data: dict[str, Any] = {
@@ -269,8 +295,16 @@ def summarize(
                       attrs=dict(results.attrs))
 
 
-def _best_thresholds(results: xr.Dataset, taus: list[float], selection: str) -> xr.Dataset:
-    """Each descriptor's results at its best threshold of the sweep."""
+def at_best_threshold(
+    results: xr.Dataset,
+    thresholds: Iterable[float] = POSE_AUC_THRESHOLDS,
+    selection: str = "gluefactory",
+) -> xr.Dataset:
+    """Each descriptor's results at its best pixel threshold of a sweep (:func:`summarize`),
+    the coordinate ``threshold`` then over ``descriptor``; results without a sweep unchanged."""
+    if "threshold" not in results.dims:
+        return results
+    taus = [float(t) for t in thresholds]
     errors = results["pose_error"].transpose("descriptor", "threshold", "pair").values
     best = [best_threshold([pose_auc(row, taus) for row in per], selection) for per in errors]
     picked = xr.DataArray(best, dims="descriptor")

@@ -51,6 +51,24 @@ class PosePair:
         ``names_to_pair``)."""
         return f"{self.name0.replace('/', '-')}/{self.name1.replace('/', '-')}"
 
+    @property
+    def scene(self) -> str:
+        """The folder both image names share, the pair's scene for pair lists that keep each
+        scene's images in one folder (``0015`` of ``0015/a.jpg 0015/b.jpg``); ``""`` when the
+        names have no folder or different ones (the pair is then a cluster of its own).
+
+        Examples
+        --------
+        >>> eye = np.eye(3)
+        >>> PosePair("s1/a.jpg", "s1/b.jpg", eye, eye, np.eye(4)).scene
+        's1'
+        >>> PosePair("a.jpg", "s1/b.jpg", eye, eye, np.eye(4)).scene
+        ''
+        """
+        first, _, _ = self.name0.rpartition("/")
+        second, _, _ = self.name1.rpartition("/")
+        return first if first == second else ""
+
 
 def _numbers(fields: list[str], where: str, what: str) -> np.ndarray:
     try:

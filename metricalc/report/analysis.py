@@ -2,9 +2,12 @@
 :func:`metricalc.stats.rank_systems`) per table column that can be tested on per-query values.
 
 A column's test comes from :data:`metricalc.plotting.labels.METRICS` (``test``: the cube metric,
-the split, and the coarsest pairing unit the column needs: scene-averaged mAP pairs by scene;
-``precision_at_K`` is tested on ``hit@K``, whose mean is the column's value). The study's
-``pair_by`` is used unless the column needs a coarser unit. The ranking (Friedman, Nemenyi CD)
+the split, and the level of the column's mean: a mean over scenes of scene means is tested on
+it, a mean pooled over queries on that pooled mean; ``precision_at_K`` is tested on ``hit@K``,
+whose mean is the column's value). The independent unit is the study's ``pair_by`` (scenes by
+default), or the column's level where that is coarser: the test and interval are always of the
+statistic the column prints, resampled at the independent level (docs/stats.md).
+The ranking (Friedman, Nemenyi CD)
 uses the study's ``rank_by`` blocks, scenes by default (or image pairs), never single queries.
 Where the cubes name their paired units otherwise (HPatches CVPR'17 task cubes, whose "query"
 is an image pair and level: :func:`metricalc.hpatches.cvpr17_unit`), the comparison and ranking
@@ -36,17 +39,54 @@ from metricalc.report.data import system_name
 from metricalc.report.study import TestSpec
 from metricalc.report.summary import UNIT_NAME_ATTR
 
-__all__ = ["ColumnTests", "label_pairs", "run_tests", "systems_of"]
+__all__ = ["ColumnTests", "label_pairs", "run_tests", "state_once", "systems_of"]
 
 
 @dataclass
 class ColumnTests:
-    """The test results of one table column (None where not run, with the reason in ``notes``)."""
+    """The test results of one table column (None where not run, with the reason in ``notes``).
+    ``repeats`` names an earlier column whose comparison is this one's (the same ``compare``
+    call: :func:`state_once`), whose sentences and forest plot stand for both."""
 
     column: str
     comparison: xr.Dataset | None = None
     ranking: xr.Dataset | None = None
     notes: list[str] = field(default_factory=list)
+    repeats: str | None = None
+
+
+def state_once(results: Mapping[str, ColumnTests]) -> None:
+    """Mark what repeats an earlier column's result, so that a report states it once: a
+    comparison equal to an earlier column's (the same metric, split and pairing, e.g. the
+    query-weighted and the scene-averaged viewpoint mAP at the study's pairing) gets
+    ``repeats``; a ranking equal to an earlier one (both columns ranked on the same scene means,
+    e.g. ``true_map_micro`` and ``true_map_macro_by_scene`` ranked by scene) is dropped. Each
+    gets a note naming the column it repeats."""
+    comparisons: list[tuple[str, xr.Dataset]] = []
+    rankings: list[tuple[str, xr.Dataset]] = []
+    for column, result in results.items():
+        label = metric_info(column).label
+        if result.comparison is not None:
+            same = next((c for c, d in comparisons if d.equals(result.comparison)), None)
+            if same is None:
+                comparisons.append((column, result.comparison))
+            else:
+                result.repeats = same
+                result.notes.append(
+                    f"{label}: the same test as {metric_info(same).label} (the same values "
+                    "paired the same way); its sentences are those of "
+                    f"{metric_info(same).label}"
+                )
+        if result.ranking is not None:
+            same = next((c for c, d in rankings if d.equals(result.ranking)), None)
+            if same is None:
+                rankings.append((column, result.ranking))
+            else:
+                result.ranking = None
+                result.notes.append(
+                    f"{label}: ranked as {metric_info(same).label} (the same units and values), "
+                    "stated once"
+                )
 
 
 def systems_of(cubes: Mapping[str, xr.Dataset]) -> list[str]:
@@ -67,6 +107,17 @@ def _pair_by(study_pair_by: str, needed: str | None) -> str:
     if needed is None:
         return study_pair_by
     return PAIR_BY_ORDER[max(PAIR_BY_ORDER.index(study_pair_by), PAIR_BY_ORDER.index(needed))]
+
+
+def _independent_unit(cubes: Mapping[str, xr.Dataset], pair_by: str) -> str:
+    """The study's independent unit for these cubes: TREC topics are independent samples and
+    each is its own "scene" in a retrieval cube, so retrieval cubes are tested per query
+    (topic); keypoint and patch cubes by the study's ``pair_by``."""
+    from metricalc.retrieval.querycube import BENCHMARK
+
+    if all(str(cube.attrs.get("benchmark", "")) == BENCHMARK for cube in cubes.values()):
+        return "query"
+    return pair_by
 
 
 def _name_units(result: xr.Dataset, cubes: Mapping[str, xr.Dataset]) -> xr.Dataset:
@@ -196,6 +247,7 @@ def run_tests(
     if by_label:
         family = {"pairs": label_pairs(cubes, str(baseline))}
     results = {}
+    study_unit = _independent_unit(cubes, tests.pair_by)
     for column in columns:
         result = ColumnTests(column)
         results[column] = result
@@ -211,7 +263,8 @@ def run_tests(
             continue
         options: dict[str, Any] = {
             "metric": metric,
-            "pair_by": _pair_by(tests.pair_by, needed),
+            "pair_by": _pair_by(study_unit, needed),
+            "mean_over": needed,
             "split": split,
             "alpha": tests.alpha,
             "correction": tests.correction,
@@ -223,7 +276,8 @@ def run_tests(
             _compare_column(result, info.label, cubes, family, options, tests)
         if tests.rank and len(systems) >= 3:
             try:
-                blocks = {**options, "pair_by": _pair_by(tests.rank_by, needed)}
+                blocks = {k: v for k, v in options.items() if k != "mean_over"}
+                blocks["pair_by"] = _pair_by(tests.rank_by, needed)
                 result.ranking = _name_units(rank_systems(_source(cubes), **blocks), cubes)
             except InvalidInputError as error:
                 result.notes.append(f"{info.label}: not ranked ({error})")

@@ -10,16 +10,23 @@ testable column (:mod:`metricalc.report.analysis`), and writes below ``out``:
 - ``metrics.csv``: the full metric set per system; ``summary.txt``: the sentences and notes;
 - ``figures/<name>.png`` and ``.svg``.
 
-The outputs are written into a staged folder beside ``out`` and swapped in whole
-(:func:`metricalc.fileio.staged_folder`): ``out`` holds all of one run's outputs, never a mix of
-two runs', and a report killed half-way leaves the previous one intact; what else ``out`` holds
-(the cube cache, the benchmark, your own files) is kept. Other parts add sections to the page
-with :func:`~metricalc.report.sections.register_section` (e.g. the detector-or-descriptor
+``out`` is the report's own folder, by default ``reports/<study>/report/`` inside the study
+folder that holds the study's data (the built-in benchmark, the cube cache, what ``metricalc
+demo`` writes when the study is the demo's). The outputs are written into a staged folder beside
+``out`` and swapped in whole (:func:`metricalc.fileio.staged_folder`): ``out`` holds all of one
+run's outputs, never a mix of two runs', and a report killed half-way leaves the previous one
+intact. The build lists the files it wrote in ``out/report-files.json`` (:data:`MANIFEST`); the
+next build removes only those of them it does not write again, and keeps everything else in
+``out`` (a cache, the benchmark, another job's figures in ``figures/``, your own files).
+
+Other parts add sections to the page with
+:func:`~metricalc.report.sections.register_section` (e.g. the detector-or-descriptor
 decomposition).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +50,7 @@ from metricalc.plotting.comparisons import (
 from metricalc.plotting.labels import dataset_name, metric_info
 from metricalc.plotting.tables import Table
 from metricalc.progress import progress_bar
-from metricalc.report.analysis import ColumnTests, run_tests
+from metricalc.report.analysis import ColumnTests, run_tests, state_once
 from metricalc.report.data import combined, load_cubes, summary_metrics
 from metricalc.report.html import EmbeddedFigure, data_uri, png_data_uri, render_report
 from metricalc.report.model import Report, Section
@@ -53,15 +60,23 @@ from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
 
 __all__ = [
+    "MANIFEST",
+    "REPORT_FOLDER",
     "REPORT_OUTPUTS",
     "SECTION_HOOKS",
     "Report",
     "Section",
     "SectionHook",
     "build",
+    "outputs_of",
     "register_section",
 ]
 
+REPORT_FOLDER = "report"
+"""The folder of a study's report inside its study folder (``reports/<study>/report/``)."""
+MANIFEST = "report-files.json"
+"""The report's manifest: the paths of the files the build wrote in its folder, relative to
+it. The next build of that folder removes those it does not write again, and nothing else."""
 REPORT_OUTPUTS = frozenset(
     {
         "report.html",
@@ -73,10 +88,23 @@ REPORT_OUTPUTS = frozenset(
         "metrics.csv",
         "summary.txt",
         "figures",
+        MANIFEST,
     }
 )
-"""The names a report writes in its folder: replaced whole by every build (a stale one an
-earlier build wrote and this one does not is removed); everything else there is kept."""
+"""The names a report writes in its folder (``figures`` is a folder: each figure's file is
+listed in the manifest)."""
+
+
+def outputs_of(folder: Path) -> set[str]:
+    """The files a report build wrote in ``folder``: those its :data:`MANIFEST` lists, and the
+    manifest. A folder without a readable manifest (a report of an earlier metricalc version)
+    is taken to hold the report's files of :data:`REPORT_OUTPUTS` at its top level; its figures
+    cannot be told from other files of ``figures/`` and are kept."""
+    try:
+        listed = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError):
+        return set(REPORT_OUTPUTS - {"figures"})
+    return {MANIFEST, *(str(name) for name in listed if isinstance(name, str))}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -127,7 +155,7 @@ def _figure_jobs(
     def per_label(compute: Callable[[xr.Dataset], Any], pad: str = "") -> Any:
         return combined({label: compute(c) for label, c in cubes.items()}, pad=pad)
 
-    split_maps = ("true_map_micro", "viewpoint_map", "illumination_map")
+    split_maps = ("true_map_macro_by_scene", "viewpoint_map", "illumination_map")
     by_split = all(m in metrics and np.isfinite(metrics[m].values).any() for m in split_maps)
     image_pairs = all(
         np.char.find(c["pair"].values.astype(str), "-").min() >= 0
@@ -140,8 +168,9 @@ def _figure_jobs(
     no_ratio = "the cube has no nearest-neighbour distances"
     general = [  # name, available, why not, title, caption, draw
         ("map_by_split", by_split, no_split, "mAP by scene type",
-         "True mAP (R = 1 queries) of every system over all scenes, viewpoint (v_*) and "
-         "illumination (i_*) scenes.",
+         "mAP of every system over all scenes, viewpoint (v_*) and illumination (i_*) "
+         "scenes: each the mean over those scenes of the scene's mean AP over its R = 1 "
+         "queries, as the table's mAP columns.",
          lambda: figures.plot_map_by_split(metrics, names=names)),
         ("split_scatter", by_split, no_split, "Viewpoint vs illumination mAP",
          "Each system's viewpoint mAP (x) against its illumination mAP (y); the dashed diagonal "
@@ -195,6 +224,8 @@ def _figure_jobs(
         for kind, stem, data, title, caption, plot in per_column:
             if data is None or kind not in study.figures:
                 continue
+            if kind == "forest" and result.repeats is not None:  # drawn for that column
+                continue
 
             def draw(plot: Any = plot, data: xr.Dataset = data, phrase: str = info.phrase) -> Any:
                 return plot(data, names=names, metric_phrase=phrase)
@@ -227,7 +258,7 @@ def _comparisons_frame(report: Report, sentences: dict[str, list[str]]) -> pd.Da
         frame.insert(0, "column", column)
         for position, key in enumerate(_COMPARISON_ATTRS, start=1):
             frame.insert(position, key, attrs.get(key, ""))
-        frame["sentence"] = sentences[column]
+        frame["sentence"] = sentences[result.repeats or column]  # a repeat: those of its twin
         frames.append(frame)
     if frames:
         return pd.concat(frames, ignore_index=True)
@@ -282,7 +313,8 @@ def _tests_text(study: Study, attrs: Mapping[str, Any], *, ranked: bool) -> str:
     ranks = f", Friedman ranks over {unit}s" if ranked else ""
     paired = cvpr17_unit(attrs, t.pair_by) or PAIR_UNITS[t.pair_by]
     return (
-        f"{TEST_NAMES[t.test]} paired by {paired} (coarser where a column needs it), "
+        f"{TEST_NAMES[t.test]} of each column's own statistic, independent unit: {paired} "
+        "(coarser where a column needs it), "
         f"{CORRECTION_NAMES[t.correction]} correction per column, alpha = {t.alpha:g}, "
         f"{100 * t.confidence_level:g}% {INTERVAL_NAMES[t.interval]}, {baseline}{ranks}, "
         f"seed {t.seed}."
@@ -326,7 +358,7 @@ def _texts(
     for column, result in tests.items():
         notes += result.notes
         phrase = metric_info(column).phrase
-        if result.comparison is not None:
+        if result.comparison is not None and result.repeats is None:
             by_column[column] = summarize(
                 result.comparison, names=study.names, metric_phrase=phrase, decimals=study.decimals
             )
@@ -351,6 +383,7 @@ def _analyse(
         tests = run_tests(
             loaded, chosen, tests=study.tests, baseline=study.baseline, advance=advance
         )
+    state_once(tests)
     table = _results_table(study, metrics, tests, chosen)
     by_column, rankings = _texts(study, tests, notes)
     sentences = [s for column in by_column for s in by_column[column]]
@@ -454,6 +487,7 @@ def build(
     out: str | Path | None = None,
     cubes: Mapping[str, xr.Dataset] | None = None,
     progress: bool = False,
+    data: str | Path | None = None,
 ) -> Report:
     """Render a study into its report folder.
 
@@ -463,12 +497,17 @@ def build(
         A :class:`~metricalc.report.study.Study` or the path of its YAML file
         (:func:`~metricalc.report.study.load_study`).
     out : path, optional
-        Output folder; default ``<folder of the YAML>/<study name>`` (``reports/<study>/``).
+        The report folder; default ``<study folder>/report`` (:data:`REPORT_FOLDER`), the study
+        folder being ``<folder of the YAML>/<study name>`` (``reports/<study>/report/``).
     cubes : mapping of str to QueryCube, optional
         The study's cubes by label, already computed (``metricalc demo`` passes its own); by
         default they are loaded from the study's ``data``.
     progress : bool
         Progress bars (data loading, tests, figures).
+    data : path, optional
+        Where a ``dataset`` study keeps its data (``benchmark/``, ``cache/``) and finds the
+        cubes ``metricalc demo`` left there; default the study folder when ``out`` is not
+        given, else ``out``.
 
     Returns
     -------
@@ -478,18 +517,27 @@ def build(
     """
     if not isinstance(study, Study):
         study = load_study(study)
-    out = Path(out) if out is not None else study.default_out()
+    if out is None:
+        data = study.default_out() if data is None else data
+        out = study.default_out() / REPORT_FOLDER
+    out = Path(out)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"--out {out} is a file; expected a folder for the report")
-    recover_folder(out, REPORT_OUTPUTS)  # a report killed while it swapped: finish first
+    recover_folder(out, outputs_of)  # a report killed while it swapped: finish first
     loaded = (
-        dict(cubes) if cubes is not None else load_cubes(study.data, out=out, progress=progress)
+        dict(cubes)
+        if cubes is not None
+        else load_cubes(study.data, out=Path(data if data is not None else out), progress=progress)
     )
     report, by_column = _analyse(study, out, loaded, progress)
-    with staged_folder(out, REPORT_OUTPUTS) as stage:  # swapped in whole: never a mix of runs
+    # swapped in whole (never a mix of runs); of the previous folder only the files its
+    # manifest lists go, everything else there (a cache, another job's files) is kept
+    with staged_folder(out, outputs_of) as stage:
         report.out = stage
         embedded = _draw_figures(report, progress)
         _write_outputs(report, by_column, embedded)
+        listed = sorted(path.relative_to(stage).as_posix() for path in report.files)
+        atomic_write(stage / MANIFEST, json.dumps({"files": listed}, indent=1) + "\n")
     report.out = out
     report.files = [out / path.relative_to(stage) for path in report.files]
     return report

@@ -40,7 +40,7 @@ DataLoader = Callable[[DataSpec, Path, bool], dict[str, xr.Dataset]]
 """``loader(spec, out, progress) -> {label: QueryCube}``."""
 
 CACHE_FOLDER = "cache"
-"""The folder of cached cubes below a report's output folder (``reports/<study>/cache/``)."""
+"""The folder of cached cubes below a study's data folder (``reports/<study>/cache/``)."""
 
 
 def system_name(descriptor: str, label: str) -> str:

@@ -188,9 +188,11 @@ def builtin_benchmark_section(report: Report) -> Section | None:
         "(docs/synthetic.md), so a pipeline runs offline in minutes. It is a check of a "
         "pipeline and a comparison of descriptors against each other, not a substitute for "
         "real data. On 12 real HPatches sequences (6 illumination, 6 viewpoint; "
-        "DescriptorWorkbench, the same metric set, 2,000 keypoints per image) mAP "
-        "(true_map_micro, with viewpoint_map and illumination_map) is: "
-        f"{real}. Here SIFT scores {_fraction(float(sift['true_map_micro']))} "
+        "DescriptorWorkbench, the same metric set, 2,000 keypoints per image) the "
+        "query-weighted mAP (true_map_micro, each query weighing the same, not the table's "
+        "mean over scenes; viewpoint_map and illumination_map are means over scenes, as in the "
+        "table) is: "
+        f"{real}. Here SIFT scores {_fraction(float(sift['true_map_micro']))} query-weighted "
         f"(viewpoint {_fraction(float(sift['viewpoint_map']))}, illumination "
         f"{_fraction(float(sift['illumination_map']))}). " + _order_sentence(metrics, study.names)
     )

@@ -118,7 +118,7 @@ class TestSpec:
     test: str = "auto"
     correction: str = "holm"
     alpha: float = 0.05
-    pair_by: str = "query"
+    pair_by: str = "scene"
     confidence_level: float = 0.95
     interval: str = "auto"
     n_resamples: int = 10_000
@@ -146,7 +146,8 @@ class Study:
     reported: tuple[ReportedResult, ...] = ()
 
     def default_out(self) -> Path:
-        """``<folder of the YAML file>/<study name>`` (``reports/<study>/``)."""
+        """The study folder ``<folder of the YAML file>/<study name>`` (``reports/<study>/``):
+        the study's data (benchmark, cube cache), and its report in ``report/``."""
         base = self.source.parent if self.source is not None else Path("reports")
         return base / self.name
 
@@ -380,7 +381,7 @@ def _tests(check: _Checker, raw: Any) -> TestSpec:
         test=check.choice(raw.get("test", "auto"), "tests.test", TESTS),
         correction=check.choice(raw.get("correction", "holm"), "tests.correction", CORRECTIONS),
         alpha=check.number(raw.get("alpha", 0.05), "tests.alpha", low=0, high=0.5, open_low=True),
-        pair_by=check.choice(raw.get("pair_by", "query"), "tests.pair_by", PAIR_BY),
+        pair_by=check.choice(raw.get("pair_by", "scene"), "tests.pair_by", PAIR_BY),
         confidence_level=check.number(
             raw.get("confidence_level", 0.95), "tests.confidence_level", low=0.5, high=0.999
         ),

@@ -41,7 +41,7 @@ from metricalc.retrieval.querycube import (
     retrieval_cube,
     run_names,
 )
-from metricalc.retrieval.trec_eval import FAMILIES, Family, TrecEval, parse_measures
+from metricalc.retrieval.trec_eval import FAMILIES, TrecEval, parse_measures
 from metricalc.retrieval.trec_files import Qrels, Run
 
 __all__ = ["RunComparison", "compare_runs", "table_measures"]
@@ -53,7 +53,8 @@ def table_measures(result: TrecEval, asked: Sequence[str] | None = None) -> list
     counts (``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``, whose ``all``
     is a sum). In the order ``asked`` names them (the ``-m`` arguments: ``map``, ``ndcg_cut.10``,
     ``P.5`` gives ``map``, ``ndcg_cut_10``, ``P_5``; the measures of one argument, such as
-    ``official``, in trec_eval's order), or trec_eval's order without ``asked``.
+    ``official``, in trec_eval's order), or trec_eval's order without ``asked`` (and for what
+    ``asked`` does not name in the standard qrels' measures).
 
     Examples
     --------
@@ -64,22 +65,19 @@ def table_measures(result: TrecEval, asked: Sequence[str] | None = None) -> list
     >>> table_measures(evaluate(qrels, run, asked)), table_measures(evaluate(qrels, run, asked), asked)
     (['map', 'P_5', 'ndcg_cut_10'], ['map', 'ndcg_cut_10', 'P_5'])
     """  # noqa: E501
-    means = [name for name in result.summary if _family(name).kind in ("mean", "gm")]
+    means = [name for name in result.summary
+             if FAMILIES[result.families[name]].kind in ("mean", "gm")]  # fmt: skip
     if asked is None:
         return means
     order: list[str] = []
     for spec in asked:
-        for requested in parse_measures([spec]):
-            order += [n for n in requested.names() if n in means and n not in order]
+        try:
+            requested = parse_measures([spec])
+        except InvalidInputError:  # a measure of another relevance format: trec_eval's order
+            continue
+        for one in requested:
+            order += [n for n in one.names() if n in means and n not in order]
     return order + [n for n in means if n not in order]
-
-
-def _family(printed: str) -> Family:
-    """The measure family of a printed name (``P_5`` -> ``P``, ``set_F_0.5`` -> ``set_F``)."""
-    name = printed
-    while name not in FAMILIES:
-        name = name.rpartition("_")[0]
-    return FAMILIES[name]
 
 
 @dataclass(frozen=True)

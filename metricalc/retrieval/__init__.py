@@ -4,12 +4,21 @@ trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over a
 - :mod:`~metricalc.retrieval.trec_files`: read and write qrels and runs (:class:`Qrels`,
   :class:`Run`);
 - :mod:`~metricalc.retrieval.ranking`: a run joined with its qrels and ordered as trec_eval orders
-  it (float32 scores, ties by docno descending), or by a tie policy; ranked relevance lists;
-- :mod:`~metricalc.retrieval.measures`: the measures, one float per query;
+  it (scores as doubles or float32, ties by docno descending), or by a tie policy; ranked
+  relevance lists;
+- :mod:`~metricalc.retrieval.measures`, :mod:`~metricalc.retrieval.gain_measures` (graded gains,
+  infAP, utility, relstring) and :mod:`~metricalc.retrieval.extra_measures` (Judged, ERR, RBP,
+  NCG): the measures, one value per query;
+- :mod:`~metricalc.retrieval.ir_names`: ir_measures names (``nDCG@10``, ``P(rel=2)@5``);
+- :mod:`~metricalc.retrieval.zscores`: trec_eval's z-scores (``-Z``);
 - :mod:`~metricalc.retrieval.trec_eval`: measure names and parameters, :func:`evaluate`, the
   printout;
 - :mod:`~metricalc.retrieval.querycube`: several runs as a QueryCube (one variable per measure);
 - :mod:`~metricalc.retrieval.export`: a keypoint QueryCube written as a run and qrels;
+- trec_eval's other relevance formats (``-R``): :mod:`~metricalc.retrieval.prefs_files` (read),
+  :mod:`~metricalc.retrieval.prefs` and :mod:`~metricalc.retrieval.prefs_classes` (preference
+  counts), :mod:`~metricalc.retrieval.prefs_measures` (the ``prefs_*`` measures) and
+  :mod:`~metricalc.retrieval.judgment_groups` (the ``*_avgjg`` measures);
 - below them, :mod:`~metricalc.retrieval.order` (trec_eval's order of a run's lines) and
   :mod:`~metricalc.retrieval.writer` (TREC files written atomically).
 
@@ -27,6 +36,7 @@ from metricalc.retrieval.trec_eval import (
     parse_measures,
 )
 from metricalc.retrieval.trec_files import Qrels, Run, read_qrels, read_run, write_qrels, write_run
+from metricalc.retrieval.zscores import read_zscores
 
 __all__ = [
     "ALIASES",
@@ -43,6 +53,7 @@ __all__ = [
     "rank_run",
     "read_qrels",
     "read_run",
+    "read_zscores",
     "write_qrels",
     "write_run",
 ]

@@ -34,11 +34,13 @@ __all__ = [
     "num_rel_ret",
     "num_ret",
     "precision",
+    "precision_sums",
     "recall",
     "recip_rank",
     "relative_p",
     "rprec",
     "rprec_mult",
+    "segment_sum",
     "set_f",
     "set_map",
     "set_p",
@@ -79,6 +81,11 @@ def _segment_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.
         bounds[1::2] = hi[ok]
         out[ok] = ufunc.reduceat(padded, bounds)[0::2]
     return out
+
+
+def segment_sum(values: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The sum of ``values[start[q]:start[q + 1]]`` for every q, added in order."""
+    return _segment_reduce(np.add, values, start[:-1], start[1:], 0.0)
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -279,11 +286,14 @@ def _log_comb(n: np.ndarray, k: np.ndarray) -> np.ndarray:
     return out
 
 
+def precision_sums(ranked: Ranked) -> np.ndarray:
+    r""":math:`\sum_{i \le n} h_i H_i / i`, AP times :math:`R`."""
+    return segment_sum(_precision_at_hits(ranked), ranked.start)
+
+
 def map_(ranked: Ranked) -> np.ndarray:
     r"""``map`` (per query: AP): :math:`\frac{1}{R} \sum_{i \le n} h_i \frac{H_i}{i}`."""
-    lo = ranked.start[:-1]
-    sums = _segment_reduce(np.add, _precision_at_hits(ranked), lo, ranked.start[1:], 0.0)
-    return _ratio(sums, ranked.num_rel)
+    return _ratio(precision_sums(ranked), ranked.num_rel)
 
 
 def map_cut(ranked: Ranked, k: int) -> np.ndarray:

@@ -1,7 +1,10 @@
 """The order in which trec_eval ranks the lines of a run (``form_res_rels.c``).
 
-Per query, documents by score descending, the score stored as a 32-bit float (scores equal at
-float32 precision tie), ties broken by docno descending in byte order. The reading of run files
+Per query, documents by score descending, ties broken by docno descending in byte order. The
+scores compare as doubles (``scores="float64"``, trec_eval 9.0.8 as tagged ``trec_eval-9.0.8``,
+whose ``TEXT_RESULTS.sim`` is a ``double``) or as 32-bit floats (``scores="float32"``, the older
+tag ``v9.0.8`` and pytrec_eval, whose ``sim`` is a ``float``: scores equal at float32 precision
+tie). The reading of run files
 (:mod:`~metricalc.retrieval.trec_files`, which writes a run in this order) and the join with
 the qrels (:mod:`~metricalc.retrieval.ranking`) both use it, so it sits below them.
 """
@@ -12,37 +15,51 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["decode_ids", "score_key", "trec_order"]
+__all__ = ["SCORES", "decode_ids", "score_key", "trec_order"]
+
+SCORES = ("float64", "float32")
+"""How run scores compare: as doubles (trec_eval 9.0.8) or as 32-bit floats (pytrec_eval)."""
 
 
-def score_key(qid: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """uint64 keys ordering (query ascending, float32 score descending); equal keys tie."""
-    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, as C's (float) cast
-        s32 = score.astype(np.float32)
-    s32 = s32 + np.float32(0.0)  # -0.0 becomes +0.0: C compares them equal
-    bits = s32.view(np.uint32)
+def score_key(score: np.ndarray, scores: str = "float64") -> np.ndarray:
+    """uint64 keys ordering scores descending at the precision of ``scores``; equal keys tie."""
+    if scores == "float32":
+        with np.errstate(over="ignore"):  # beyond float32's range: +-inf, as C's (float) cast
+            s32 = score.astype(np.float32) + np.float32(0.0)  # -0.0 becomes +0.0: C ties them
+        bits = s32.view(np.uint32).astype(np.uint64) << np.uint64(32)
+    else:
+        bits = (score.astype(np.float64) + 0.0).view(np.uint64)
     # the float's bits as an unsigned integer in the float's order, then reversed (descending)
-    ascending = np.where(bits >> np.uint32(31), ~bits, bits | np.uint32(0x80000000))
-    return (qid.astype(np.uint64) << np.uint64(32)) | (~ascending).astype(np.uint64)
+    top = np.uint64(1) << np.uint64(63)
+    ascending = np.where(bits >> np.uint64(63), ~bits, bits | top)
+    result: np.ndarray = ~ascending
+    return result
 
 
 def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.Array, *,
-               code: np.ndarray | None = None, ties: str = "trec_eval") -> np.ndarray:
-    """Indices ordering run lines by query code, float32 score descending, then (tied scores)
-    relevance code descending (``"optimistic"``) or ascending (``"pessimistic"``) when ``code``
-    is given, then docno descending in byte order.
+               code: np.ndarray | None = None, ties: str = "trec_eval",
+               scores: str = "float64") -> np.ndarray:
+    """Indices ordering run lines by query code, score descending (at the precision of
+    ``scores``), then (tied scores) relevance code descending (``"optimistic"``) or ascending
+    (``"pessimistic"``) when ``code`` is given, then docno descending in byte order.
 
     Examples
     --------
     >>> import pyarrow as pa
-    >>> trec_order(np.array([0, 0, 0]), np.array([1.0, 1.0 + 1e-9, 2.0]), np.array([0, 1, 2]),
-    ...            pa.array([b"a", b"b", b"c"])).tolist()
+    >>> names = pa.array([b"a", b"b", b"c"])
+    >>> score = np.array([1.0, 1.0 + 1e-9, 2.0])
+    >>> trec_order(np.array([0, 0, 0]), score, np.array([0, 1, 2]), names).tolist()
     [2, 1, 0]
+    >>> trec_order(np.array([0, 0, 0]), score[::-1], np.array([0, 1, 2]), names,
+    ...            scores="float32").tolist()  # 1.0 and 1.0 + 1e-9 tie: docno descending
+    [0, 2, 1]
     """
-    key = score_key(qid, score)
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    same = sorted_key[1:] == sorted_key[:-1]
+    # one sort on a 64-bit (query, float32 score) key; float32 rounding is monotone, so only
+    # documents tied there can be in another order as doubles: their groups are re-sorted below
+    key = score_key(score, "float32") >> np.uint64(32)
+    order = np.argsort((qid.astype(np.uint64) << np.uint64(32)) | key, kind="stable")
+    sorted_key, sorted_q = key[order], qid[order]
+    same = (sorted_key[1:] == sorted_key[:-1]) & (sorted_q[1:] == sorted_q[:-1])
     if not same.any():
         return order
     tied = np.zeros(order.size, dtype=bool)
@@ -58,6 +75,8 @@ def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.A
     keys = [-name_rank[inverse]]
     if code is not None and ties in ("optimistic", "pessimistic"):
         keys.append(-code[sub] if ties == "optimistic" else code[sub])
+    if scores == "float64":
+        keys.append(score_key(score[sub], "float64"))
     keys.append(group)
     order[where] = sub[np.lexsort(keys)]
     return order

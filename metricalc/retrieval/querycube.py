@@ -124,13 +124,17 @@ def run_names(runs: Mapping[str, Run] | Sequence[Run]) -> dict[str, Run]:
 
 class EvalOptions(TypedDict, total=False):
     """The options of :func:`~metricalc.retrieval.evaluate` that several runs share:
-    ``complete`` (trec_eval ``-c``), ``level`` (``-l``), ``depth`` (``-M``) and ``ties``, each
-    with :func:`~metricalc.retrieval.evaluate`'s default where not given."""
+    ``complete`` (trec_eval ``-c``), ``level`` (``-l``), ``depth`` (``-M``), ``ties``,
+    ``scores``, ``judged_only`` (``-J``) and ``num_docs`` (``-N``), each with
+    :func:`~metricalc.retrieval.evaluate`'s default where not given."""
 
     complete: bool
     level: int
     depth: int | None
     ties: str
+    scores: str
+    judged_only: bool
+    num_docs: int
 
 
 def evaluate_runs(
@@ -178,6 +182,9 @@ def retrieval_cube(
     level: int = 1,
     depth: int | None = None,
     ties: str = "trec_eval",
+    scores: str = "float64",
+    judged_only: bool = False,
+    num_docs: int = 0,
 ) -> xr.Dataset:
     """The QueryCube of several runs on one qrels (module docstring): every per-query measure.
 
@@ -189,7 +196,7 @@ def retrieval_cube(
         The runs by name (a sequence: named by their tags, which must then differ), or their
         evaluations (:func:`evaluate_runs` with the same options, to evaluate once for both the
         cube and the ``all`` values).
-    measures, complete, level, depth, ties
+    measures, complete, level, depth, ties, scores, judged_only, num_docs
         As :func:`~metricalc.retrieval.evaluate` (``map`` is always computed: it is the cube's
         ``ap``).
 
@@ -212,7 +219,8 @@ def retrieval_cube(
     [[1.0, 1.0], [0.0, 0.0]]
     """
     results, tags = _evaluations(qrels, runs, measures, complete=complete, level=level,
-                                 depth=depth, ties=ties)
+                                 depth=depth, ties=ties, scores=scores,
+                                 judged_only=judged_only, num_docs=num_docs)
     names = list(results)
     printed = _common_measures(results)
     if complete:

@@ -1,8 +1,10 @@
 """A run joined with its qrels and ordered the way trec_eval orders it (``form_res_rels.c``).
 
-Per query, trec_eval sorts the retrieved documents by score descending, the score stored as a
-32-bit float (scores equal at float32 precision tie), ties broken by docno descending in byte
-order; ``-M depth`` keeps the first ``depth`` documents of that order. Each retrieved document
+Per query, trec_eval sorts the retrieved documents by score descending (as doubles, or as 32-bit
+floats with ``scores="float32"``: :mod:`~metricalc.retrieval.order`), ties broken by docno
+descending in byte order; ``-M depth`` keeps the first ``depth`` documents of that order, then
+``-J`` (``judged_only``) drops the documents without a judgment (a qrels value >= 0), the others
+moving up. Each retrieved document
 gets the relevance code of trec_eval: its qrels value if judged (>= 0), ``-2`` if the qrels give
 a negative value (in the pool but unjudged), ``-1`` if the qrels do not list it.
 
@@ -29,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval.order import decode_ids, score_key, trec_order
+from metricalc.retrieval.order import SCORES, decode_ids, score_key, trec_order
 from metricalc.retrieval.trec_files import Qrels, Run
 
 __all__ = ["TIES", "Ranked", "TieGroups", "rank_lists", "rank_run"]
@@ -60,7 +62,9 @@ class Ranked:
 
     Positions ``start[q]:start[q + 1]`` are query ``q``'s retrieved documents in rank order.
     ``hit`` (document relevant: code >= level) and ``gain`` (the qrels value where positive, else
-    0) are floats so that ``ties="expected"`` can hold expectations in them.
+    0) are floats so that ``ties="expected"`` can hold expectations in them. ``num_zero`` counts
+    the judgments of value 0 per query (with ``ideal_gain``, every judged value: what custom
+    gains need).
     """
 
     qids: list[str]
@@ -76,6 +80,7 @@ class Ranked:
     tag: str
     ties: str
     tie_groups: TieGroups | None = None
+    num_zero: np.ndarray | None = None
 
     @property
     def num_ret(self) -> np.ndarray:
@@ -102,7 +107,8 @@ def _lookup(values: pa.Array, value_set: pa.Array) -> np.ndarray:
 
 
 def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,
-             ties: str = "trec_eval") -> Ranked:
+             ties: str = "trec_eval", scores: str = "float64",
+             judged_only: bool = False) -> Ranked:
     """Join ``run`` with ``qrels`` and rank every query of both as trec_eval does.
 
     Parameters
@@ -113,9 +119,20 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         Keep the first ``depth`` ranked documents of each query (trec_eval ``-M``).
     ties : {"trec_eval", "expected", "optimistic", "pessimistic"}
         How tied scores are ordered (module docstring).
+    scores : {"float64", "float32"}
+        The precision at which scores compare (:mod:`~metricalc.retrieval.order`).
+    judged_only : bool
+        trec_eval ``-J``: after the depth cut, drop the retrieved documents without a judgment.
     """
     if ties not in TIES:
         raise InvalidInputError(f"ties must be one of {', '.join(TIES)}; got {ties!r}")
+    if scores not in SCORES:
+        raise InvalidInputError(f"scores must be one of {', '.join(SCORES)}; got {scores!r}")
+    if judged_only and ties == "expected":
+        raise InvalidInputError(
+            "judged_only (-J) re-ranks the judged documents; ties='expected' averages over tie "
+            "groups that it would split: use one of them"
+        )
     if depth is not None and depth < 1:
         raise InvalidInputError(f"depth (-M) must be a positive integer; got {depth}")
     if level < 0:
@@ -134,7 +151,8 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     found = index.get_indexer(run_q * n_docs + run_doc)
     code = np.where(found >= 0, qrels.rel[judged][found], NOT_IN_POOL)
     code = np.where((found >= 0) & (code < 0), UNJUDGED, code)
-    order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code=code, ties=ties)
+    order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code=code, ties=ties,
+                       scores=scores)
     run_q, code = run_q[order], code[order]
     hit = (code >= level).astype(np.float64)
     gain = np.maximum(code, 0).astype(np.float64)
@@ -142,7 +160,8 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     within = np.arange(run_q.size) - np.repeat(first, counts)  # 0-based rank in the query
     groups = None
     if ties == "expected" and run_q.size:
-        hit, gain, groups = _expected(run_q, run.score[keep][order], hit, gain, within)
+        hit, gain, groups = _expected(run_q, score_key(run.score[keep][order], scores), hit,
+                                      gain, within)
     if depth is not None:
         cut = within < depth
         code, hit, gain = code[cut], hit[cut], gain[cut]
@@ -150,12 +169,18 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
             groups = TieGroups(*(a[cut] for a in (groups.first, groups.size, groups.relevant,
                                                   groups.before)))
         counts = np.minimum(counts, depth)
+    if judged_only:
+        query = np.repeat(np.arange(counts.size), counts)
+        cut = code >= 0
+        code, hit, gain = code[cut], hit[cut], gain[cut]
+        counts = np.bincount(query[cut], minlength=counts.size)
     start = np.r_[0, np.cumsum(counts)]
     # judgments per query: relevant, judged non-relevant, the ideal gains (positive, descending)
     is_rel = qrels.rel >= level
     num_rel = np.bincount(qrels.qid, weights=is_rel, minlength=n_queries).astype(np.int64)
     nonrel = (qrels.rel >= 0) & ~is_rel
     num_nonrel = np.bincount(qrels.qid, weights=nonrel, minlength=n_queries).astype(np.int64)
+    num_zero = np.bincount(qrels.qid, weights=qrels.rel == 0, minlength=n_queries)
     ideal_gain, ideal_start = _ideal(qrels, evaluated, n_queries)
     return Ranked(
         qids=decode_ids(qrels.qids.take(pa.array(evaluated))),
@@ -171,13 +196,15 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         tag=run.tag,
         ties=ties,
         tie_groups=groups,
+        num_zero=num_zero[evaluated].astype(np.int64),
     )
 
 
-def _expected(qid: np.ndarray, score: np.ndarray, hit: np.ndarray, gain: np.ndarray,
+def _expected(qid: np.ndarray, key: np.ndarray, hit: np.ndarray, gain: np.ndarray,
               within: np.ndarray) -> tuple[np.ndarray, np.ndarray, TieGroups]:
-    """Group means of ``hit`` and ``gain`` over each tie group, and the groups' shape."""
-    starts = np.r_[True, np.diff(score_key(qid, score)) != 0]
+    """Group means of ``hit`` and ``gain`` over each tie group (equal query and score ``key``),
+    and the groups' shape."""
+    starts = np.r_[True, (np.diff(key) != 0) | (np.diff(qid) != 0)]
     group = np.cumsum(starts) - 1
     size = np.bincount(group)
     relevant = np.bincount(group, weights=hit)
@@ -261,4 +288,5 @@ def rank_lists(relevant: np.ndarray, n_relevant: np.ndarray, *,
         n_qrels_queries=n,
         tag="lists",
         ties="trec_eval",
+        num_zero=width - listed.astype(np.int64),
     )

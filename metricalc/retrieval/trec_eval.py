@@ -19,16 +19,21 @@ averaged over.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+from metricalc.retrieval import extra_measures as xm
+from metricalc.retrieval import gain_measures as gm
 from metricalc.retrieval import measures as m
+from metricalc.retrieval.ir_names import IrSpec, parse_ir_name
 from metricalc.retrieval.ranking import Ranked, rank_run
 from metricalc.retrieval.trec_files import Qrels, Run
+from metricalc.retrieval.zscores import ZScores
 
 __all__ = [
     "ALIASES",
@@ -50,8 +55,10 @@ class Family:
     """A trec_eval measure (one name, maybe several values: one per cutoff)."""
 
     name: str
-    kind: str  # "mean", "sum" (printed as an integer), "gm", "runid", "num_q"
-    params: str  # "none", "cutoffs", "levels", "multiples" (one value each), "beta", "average"
+    kind: str  # "mean", "sum" (printed as an integer), "gm", "runid", "num_q", "string"
+    # "none", "cutoffs", "levels", "multiples" (one value each); one value named by its
+    # parameters: "beta", "average", "gains" (level=gain pairs), "length", "coefficients"
+    params: str
     default: tuple[float, ...] = ()
     fn: Callable[..., np.ndarray] | None = None
 
@@ -71,11 +78,18 @@ FAMILIES: dict[str, Family] = {
         Family("recip_rank", "mean", "none", fn=m.recip_rank),
         Family("iprec_at_recall", "mean", "levels", RECALL_LEVELS, m.iprec_at_recall),
         Family("P", "mean", "cutoffs", CUTOFFS, m.precision),
+        Family("relstring", "string", "length", (10,), gm.relstring),
         Family("recall", "mean", "cutoffs", CUTOFFS, m.recall),
+        Family("infAP", "mean", "none", fn=gm.infap),
         Family("gm_bpref", "gm", "none", fn=m.bpref),
         Family("Rprec_mult", "mean", "multiples", R_MULTIPLES, m.rprec_mult),
+        Family("utility", "mean", "coefficients", (1.0, -1.0, 0.0, 0.0), gm.utility),
         Family("11pt_avg", "mean", "average", RECALL_LEVELS, m.eleven_point),
-        Family("ndcg", "mean", "none", fn=m.ndcg),
+        Family("binG", "mean", "none", fn=gm.bin_g),
+        Family("G", "mean", "gains", fn=gm.g_measure),
+        Family("ndcg", "mean", "gains", fn=gm.ndcg_gains),
+        Family("ndcg_rel", "mean", "gains", fn=gm.ndcg_rel),
+        Family("Rndcg", "mean", "gains", fn=gm.rndcg),
         Family("ndcg_cut", "mean", "cutoffs", CUTOFFS, m.ndcg_cut),
         Family("map_cut", "mean", "cutoffs", CUTOFFS, m.map_cut),
         Family("relative_P", "mean", "cutoffs", CUTOFFS, m.relative_p),
@@ -86,24 +100,33 @@ FAMILIES: dict[str, Family] = {
         Family("set_map", "mean", "none", fn=m.set_map),
         Family("set_F", "mean", "beta", (1.0,), m.set_f),
         Family("num_nonrel_judged_ret", "sum", "none", fn=m.num_nonrel_judged_ret),
+        Family("yaap", "mean", "none", fn=gm.yaap),
         Family("f1", "mean", "cutoffs", (5, 10), m.f1),
+        Family("Judged", "mean", "cutoffs", (10,), xm.judged),
+        Family("ERR", "mean", "cutoffs", (20,), xm.err),
+        Family("RBP", "mean", "persistence", (0.8,), xm.rbp),
+        Family("RBP_residual", "mean", "persistence", (0.8,), xm.rbp_residual),
+        Family("NCG", "mean", "cutoffs", (10,), xm.ncg),
     )
 }
-"""The measures, in trec_eval's printing order (``f1``, ranx's F1 at k, last)."""
+"""The measures, in trec_eval's printing order (after trec_eval's: ``f1``, ranx's F1 at k, and
+``Judged``, ``ERR``, ``RBP``, ``NCG``, measures of ir_measures and the literature). trec_eval's
+preference measures (``prefs_*``, ``*_avgjg``) read other qrels formats and are not here."""
 
 NICKNAMES: dict[str, tuple[str, ...]] = {
     "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
                  "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
     "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
-                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "recall", "gm_bpref",
-                 "Rprec_mult", "11pt_avg", "ndcg", "ndcg_cut", "map_cut", "relative_P",
-                 "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring", "recall",
+                 "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg", "relative_P",
+                 "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG",
+                 "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
                  "num_nonrel_judged_ret"),
-    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "set_P", "set_recall",
-            "set_relative_P", "set_map", "set_F"),
+    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P",
+            "set_recall", "set_relative_P", "set_map", "set_F"),
 }
-"""trec_eval's nicknames; ``all_trec`` is the part of trec_eval's ``all_trec`` metricalc has
-(docs/retrieval.md lists the measures it leaves out)."""
+"""trec_eval 9.0.8's nicknames (printed in the order of :data:`FAMILIES`, whatever the order
+here)."""
 
 ALIASES: dict[str, str] = {
     "ndcg@": "ndcg_cut",
@@ -124,59 +147,157 @@ class Requested:
 
     family: Family
     values: tuple[float, ...]
-    label: str | None = None  # set_F's printable parameter string
+    label: str | None = None  # the printable parameter string of a one-value family
+    ordered: tuple[float, ...] = ()  # utility's coefficients, in the order given
+    pairs: tuple[tuple[int, float], ...] = ()  # custom gains: (qrels value, gain)
+    level: int | None = None  # rel=N of an ir_measures name: this measure's relevance level
+    alias: str | None = None  # the ir_measures name it is printed under
 
     def names(self) -> list[str]:
         f = self.family
+        if self.alias is not None:
+            return [self.alias]
         if f.params == "cutoffs":
             return [f"{f.name}_{int(k)}" for k in self.values]
         if f.params in ("levels", "multiples"):
             return [f"{f.name}_{x:3.2f}" for x in self.values]
-        if f.params in ("beta", "average") and self.label is not None:
+        if f.params in SINGLE and self.label is not None:
             return [f"{f.name}_{self.label}"]
         return [f.name]
 
 
-def parse_measures(specs: Iterable[str]) -> list[Requested]:
+SINGLE = ("beta", "average", "gains", "length", "coefficients", "persistence")
+"""Parameter kinds of the families with one value, printed with their parameter string."""
+
+
+def parse_measures(specs: Iterable[str], *, families: Mapping[str, Family] = FAMILIES,
+                   nicknames: Mapping[str, tuple[str, ...]] = NICKNAMES,
+                   aliases: Mapping[str, str] = ALIASES) -> list[Requested]:
     """The measures asked for by trec_eval ``-m`` arguments and ranx aliases, in trec_eval's
-    order; cutoffs of one measure asked several times are merged.
+    order; cutoffs of one measure asked several times are merged. ``families``, ``nicknames``
+    and ``aliases`` default to the measures of standard qrels; the other relevance formats
+    (``-R``) pass their own tables (and take no ir_measures names).
 
     Examples
     --------
     >>> [r.names() for r in parse_measures(["ndcg@10", "P.5,10", "map", "mrr"])]
     [['map'], ['recip_rank'], ['P_5', 'P_10'], ['ndcg_cut_10']]
     """
-    asked: dict[str, tuple[set[float], str | None]] = {}
+    asked: dict[str, Requested] = {}
     for spec in specs:
-        for name, params in _expand(spec.strip()):
-            family = FAMILIES[name]
-            values, _ = asked.setdefault(name, (set(), None))
+        trec_name = spec.strip().partition(".")[0]
+        standard = families is FAMILIES
+        known = trec_name in families or trec_name in nicknames
+        ir_specs = None if known or not standard else parse_ir_name(spec.strip())
+        if ir_specs is not None:
+            for ir in ir_specs:
+                asked[f"{ir.family}\t{ir.alias}"] = _ir_measure(ir, spec)
+            continue
+        for name, params in _expand(spec.strip(), families, nicknames, aliases):
+            family = families[name]
+            before = asked.get(name, Requested(family, ()))
             if params is None:
-                values.update(family.default)
+                asked[name] = Requested(family, tuple(sorted({*before.values, *family.default})),
+                                        before.label, before.ordered, before.pairs)
+            elif family.params in SINGLE:  # one value, named by its parameters: the last wins
+                asked[name] = _single(family, params, spec)
             else:
                 parsed = _parse_params(family, params, spec)
-                values.update(parsed)
-                if family.params in ("beta", "average"):  # one value named by its parameters
-                    asked[name] = (set(parsed), params)
-    return [Requested(FAMILIES[n], tuple(sorted(asked[n][0])), asked[n][1])
-            for n in FAMILIES if n in asked]
+                asked[name] = Requested(family, tuple(sorted({*before.values, *parsed})))
+    position = {name: i for i, name in enumerate(families)}
+    return sorted(asked.values(), key=lambda r: position[r.family.name])
 
 
-def _expand(spec: str) -> list[tuple[str, str | None]]:
+def _ir_measure(ir: IrSpec, spec: str) -> Requested:
+    """The measure of an ir_measures name: one value, printed under that name."""
+    family = FAMILIES[ir.family]
+    if ir.params is None:
+        values = family.default
+    elif family.params == "persistence":
+        values = (float(_single(family, ir.params, spec).values[0]),)
+    else:
+        values = tuple(sorted(_parse_params(family, ir.params, spec)))
+    if ir.params is not None and len(values) != 1:
+        raise InvalidInputError(f"measure {spec!r}: one cutoff, like @10; got {ir.params!r}")
+    return Requested(family, values, level=ir.level, alias=ir.alias)
+
+
+def _single(family: Family, params: str, spec: str) -> Requested:
+    """The measure of a one-value family with the parameter string ``params``."""
+    if family.params == "gains":
+        return Requested(family, (), params, pairs=_gain_pairs(params, spec))
+    if family.params == "length":
+        return Requested(family, (float(_atol(params, spec)),), params)
+    if family.params == "persistence":
+        values = _parse_floats(params, spec)
+        if len(values) != 1 or not 0 < values[0] < 1:
+            raise InvalidInputError(f"measure {spec!r}: the persistence p must be one number in "
+                                    f"(0, 1) like 0.8; got {params!r}")
+        return Requested(family, tuple(values), params)
+    if family.params == "coefficients":
+        coefficients = tuple(_parse_floats(params, spec))
+        if len(coefficients) != 4:
+            raise InvalidInputError(
+                f"measure {spec!r}: utility takes 4 coefficients (retrieved relevant, retrieved "
+                f"non-relevant, missed relevant, missed non-relevant) like 1,-1,0,0; got {params!r}"
+            )
+        return Requested(family, coefficients, params, ordered=coefficients)
+    return Requested(family, tuple(sorted(_parse_params(family, params, spec))), params)
+
+
+def _atol(text: str, spec: str) -> int:
+    """The leading integer of ``text`` as C's ``atol`` reads it (``23.4`` is 23)."""
+    match = re.match(r"\s*([+-]?\d+)", text)
+    if match is None:
+        raise InvalidInputError(f"measure {spec!r}: expected an integer; got {text!r}")
+    return int(match.group(1))
+
+
+def _parse_floats(params: str, spec: str) -> list[float]:
+    try:
+        values = [float(p) for p in params.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) for v in values):
+        raise InvalidInputError(f"measure {spec!r}: expected numbers like 1,-1,0,0; got {params!r}")
+    return values
+
+
+def _gain_pairs(params: str, spec: str) -> tuple[tuple[int, float], ...]:
+    """``level=gain`` pairs, as trec_eval's ``-m ndcg.1=3,2=9,4=4.5`` gives them."""
+    pairs: list[tuple[int, float]] = []
+    for part in params.split(","):
+        level, eq, gain = part.partition("=")
+        try:
+            value = float(gain)
+        except ValueError:
+            value = math.nan
+        if not eq or not level or not math.isfinite(value):
+            raise InvalidInputError(
+                f"measure {spec!r}: expected gains as level=gain pairs like 1=3,2=9; got "
+                f"{params!r}"
+            )
+        pairs.append((_atol(level, spec), value))
+    return tuple(pairs)
+
+
+def _expand(spec: str, families: Mapping[str, Family], nicknames: Mapping[str, tuple[str, ...]],
+            aliases: Mapping[str, str]) -> list[tuple[str, str | None]]:
     lower = spec.lower()
-    for prefix, name in ALIASES.items():
+    for prefix, name in aliases.items():
         if prefix.endswith("@") and lower.startswith(prefix):
             return [(name, spec[len(prefix):])]
         if lower == prefix:
             return [(name, None)]
     name, dot, params = spec.partition(".")
-    if name in NICKNAMES and not dot:
-        return [(n, None) for n in NICKNAMES[name]]
-    if name not in FAMILIES:
-        known = ", ".join([*FAMILIES, *NICKNAMES])
+    if name in nicknames and not dot:
+        return [(n, None) for n in nicknames[name]]
+    if name not in families:
+        known = ", ".join([*families, *nicknames])
+        alias = " or a ranx alias like ndcg@10, precision@5, mrr" if aliases else ""
         raise InvalidInputError(
-            f"unknown measure {spec!r}; expected one of {known} (with .params, e.g. P.5,10) "
-            "or a ranx alias like ndcg@10, precision@5, mrr"
+            f"unknown measure {spec!r}; expected one of {known} (with .params, e.g. P.5,10)"
+            + alias
         )
     if dot and not params:
         raise InvalidInputError(f"measure {spec!r} has an empty parameter list after '.'")
@@ -187,16 +308,18 @@ def _parse_params(family: Family, params: str, spec: str) -> set[float]:
     if family.params == "none":
         raise InvalidInputError(f"measure {family.name!r} takes no parameters; got {spec!r}")
     parts = params.split(",") if family.params != "beta" else [params]
+    if family.params == "cutoffs":  # read as trec_eval reads them: 23.4 is 23
+        cutoffs = [float(_atol(p, spec)) for p in parts]
+        if any(v < 1 for v in cutoffs):
+            raise InvalidInputError(
+                f"measure {spec!r}: cutoffs must be positive integers like 5,10; got {params!r}"
+            )
+        return set(cutoffs)
     try:
         values = [float(p) for p in parts]
     except ValueError:
         values = []
-    if family.params == "cutoffs":
-        if not values or any(v < 1 or not v.is_integer() for v in values):
-            raise InvalidInputError(
-                f"measure {spec!r}: cutoffs must be positive integers like 5,10; got {params!r}"
-            )
-    elif not values or any(not math.isfinite(v) for v in values) or (
+    if not values or any(not math.isfinite(v) for v in values) or (
         family.params in ("levels", "average") and any(not 0 <= v <= 1 for v in values)
     ) or (family.params == "multiples" and any(v < 0 for v in values)):
         what = {"levels": "recall levels in [0, 1] like 0.1,0.5",
@@ -211,35 +334,53 @@ class TrecEval:
     """Per-query values and the ``all`` summary of an evaluation.
 
     ``per_query[name]`` holds one value per query of ``queries`` (the evaluated queries, in byte
-    order of their ids); ``summary`` maps every printed name to its ``all`` value (``runid`` a
-    string, ``num_q`` and the ``num_*`` sums integers).
+    order of their ids; ``relstring`` a string per query and no ``all`` value); ``summary`` maps
+    every printed name to its ``all`` value (``runid`` a string, ``num_q`` and the ``num_*``
+    sums integers). ``families`` maps every printed name to its family in :data:`FAMILIES`
+    (``P_5`` and ``P(rel=2)@5`` to ``P``). ``zscores``: the values are z-scores (``-Z``),
+    printed as trec_eval prints them (a ``Z`` before the name, every number with 4 decimals).
     """
 
     queries: list[str]
     per_query: dict[str, np.ndarray]
     summary: dict[str, float | int | str]
     integer: set[str] = field(default_factory=set)
+    strings: list[str] = field(default_factory=list)
+    families: dict[str, str] = field(default_factory=dict)
+    zscores: bool = False
 
-    def to_text(self, *, per_query: bool = False) -> str:
-        """The output of trec_eval (with ``-q``: per-query lines first, then ``all``)."""
+    def _query_names(self) -> list[str]:
+        return [n for n in self.per_query if n in self.summary or n in self.strings]
+
+    def to_text(self, *, per_query: bool = False, summary: bool = True) -> str:
+        """The output of trec_eval (with ``-q``: per-query lines first, then ``all``; without
+        ``summary``, trec_eval's ``-n``: no ``all`` lines)."""
         lines: list[str] = []
         if per_query:
-            names = [n for n in self.summary if n in self.per_query]
+            names = self._query_names()
             for i, qid in enumerate(self.queries):
-                lines.extend(_line(n, qid, self.per_query[n][i], n in self.integer)
-                             for n in names)
-        for name, value in self.summary.items():
+                lines.extend(self._line(n, qid, self.per_query[n][i]) for n in names)
+        for name, value in self.summary.items() if summary else ():
             if isinstance(value, str):
                 lines.append(f"{name:<22}\tall\t{value}")
             else:
-                lines.append(_line(name, "all", value, name in self.integer))
-        return "\n".join(lines) + "\n"
+                lines.append(self._line(name, "all", value))
+        return "".join(line + "\n" for line in lines)
+
+    def _line(self, name: str, qid: str, value: float | str) -> str:
+        if name in self.strings:
+            return f"{name:<22}\t{qid}\t'{value}'"
+        if self.zscores:
+            return f"Z{name:<22}\t{qid}\t{float(value):6.4f}"
+        shown = f"{int(value)}" if name in self.integer else f"{float(value):6.4f}"
+        return f"{name:<22}\t{qid}\t{shown}"
 
     def to_json(self) -> dict[str, dict[str, Any]]:
         """``{"per_query": {qid: {name: value}}, "all": {name: value}}``, full precision."""
-        names = [n for n in self.summary if n in self.per_query]
+        names = self._query_names()
         per_query = {
-            qid: {n: _number(self.per_query[n][i], n in self.integer) for n in names}
+            qid: {n: self.per_query[n][i] if n in self.strings
+                  else _number(self.per_query[n][i], n in self.integer) for n in names}
             for i, qid in enumerate(self.queries)
         }
         summary = {n: v if isinstance(v, str) else _number(v, n in self.integer)
@@ -251,11 +392,6 @@ def _number(value: float, integer: bool) -> float | int:
     return int(value) if integer else float(value)
 
 
-def _line(name: str, qid: str, value: float, integer: bool) -> str:
-    shown = f"{int(value)}" if integer else f"{value:6.4f}"
-    return f"{name:<22}\t{qid}\t{shown}"
-
-
 def evaluate(
     qrels: Qrels,
     run: Run,
@@ -265,6 +401,10 @@ def evaluate(
     level: int = 1,
     depth: int | None = None,
     ties: str = "trec_eval",
+    scores: str = "float64",
+    judged_only: bool = False,
+    num_docs: int = 0,
+    zscores: ZScores | None = None,
 ) -> TrecEval:
     """Evaluate ``run`` against ``qrels`` as ``trec_eval [-c] [-l level] [-M depth] -m ...``.
 
@@ -283,6 +423,15 @@ def evaluate(
         Order of tied scores: trec_eval's (docno descending), or a tie policy
         (:mod:`metricalc.retrieval.ranking`); ``"expected"`` is refused for measures outside
         :data:`metricalc.retrieval.measures.EXPECTED_OK`.
+    scores : {"float64", "float32"}
+        Scores compare as doubles (trec_eval 9.0.8) or as 32-bit floats (pytrec_eval and the
+        older ``v9.0.8`` tag): :mod:`metricalc.retrieval.order`.
+    judged_only : bool
+        ``-J``: evaluate the judged retrieved documents only (after the depth cut).
+    num_docs : int
+        ``-N``: the documents in the collection (``utility``'s fourth cell).
+    zscores : ZScores, optional
+        ``-Z``: report z-scores (:func:`metricalc.retrieval.zscores.read_zscores`).
 
     Examples
     --------
@@ -308,20 +457,34 @@ def evaluate(
                 f"ties='expected' is defined for {', '.join(sorted(m.EXPECTED_OK))}; not for "
                 f"{', '.join(refused)} (use 'optimistic' or 'pessimistic' to bound them)"
             )
-    ranked = rank_run(qrels, run, level=level, depth=depth, ties=ties)
+    def ranking(at: int) -> Ranked:
+        return rank_run(qrels, run, level=at, depth=depth, ties=ties, scores=scores,
+                        judged_only=judged_only)
+
+    ranked = ranking(level)
+    by_level = {level: ranked} | {r.level: ranking(r.level) for r in requested
+                                  if r.level is not None and r.level != level}
     if not ranked.qids:
         raise InvalidInputError(
             f"no queries with both results and relevance info: {run.source} and {qrels.source} "
             "share no query id"
         )
-    return evaluate_ranked(ranked, measures, complete=complete)
+    # with -c, trec_eval's num_rel recounts the relevant (> 0) judgments of every qrels query
+    positive = int((qrels.rel > 0).sum()) if complete else None
+    return evaluate_ranked(ranked, measures, complete=complete, num_docs=num_docs,
+                           zscores=zscores, qrels_num_rel=positive, by_level=by_level)
 
 
 def evaluate_ranked(ranked: Ranked, measures: Sequence[str] = ("official",), *,
-                    complete: bool = False) -> TrecEval:
+                    complete: bool = False, num_docs: int = 0, zscores: ZScores | None = None,
+                    qrels_num_rel: int | None = None,
+                    by_level: Mapping[int, Ranked] | None = None) -> TrecEval:
     """The measures of an already ranked run (:func:`~metricalc.retrieval.rank_run`, or ranked
     lists: :func:`~metricalc.retrieval.ranking.rank_lists`), with the ``all`` summary of
-    :func:`evaluate` (``complete``: averaged over ``ranked.n_qrels_queries``).
+    :func:`evaluate` (``complete``: averaged over ``ranked.n_qrels_queries``; ``num_docs``,
+    ``zscores``: :func:`evaluate`'s; ``qrels_num_rel``: the ``all`` value of ``num_rel`` under
+    ``complete``, default the sum over the ranked queries; ``by_level``: the run ranked at the
+    relevance levels that ``rel=N`` of ir_measures names ask for).
 
     Examples
     --------
@@ -333,14 +496,26 @@ def evaluate_ranked(ranked: Ranked, measures: Sequence[str] = ("official",), *,
     """
     requested = parse_measures(measures)
     n_avg = ranked.n_qrels_queries if complete else len(ranked.qids)
-    result = TrecEval(list(ranked.qids), {}, {})
+    result = TrecEval(list(ranked.qids), {}, {}, zscores=zscores is not None)
     for req in requested:
-        _add(result, req, ranked, n_avg)
+        at = ranked
+        if req.level is not None:
+            if by_level is None or req.level not in by_level:
+                raise InvalidInputError(
+                    f"measure {req.alias!r} asks for relevance level {req.level}: evaluate the "
+                    "run with the qrels (evaluate) to rank it at that level"
+                )
+            at = by_level[req.level]
+        _add(result, req, at, n_avg, num_docs, zscores)
+    if qrels_num_rel is not None and "num_rel" in result.summary:
+        result.summary["num_rel"] = qrels_num_rel
     return result
 
 
-def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int) -> None:
+def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int, num_docs: int,
+         zscores: ZScores | None) -> None:
     f = req.family
+    result.families.update((name, f.name) for name in req.names())
     if f.kind == "runid":
         result.summary["runid"] = ranked.tag
         return
@@ -356,9 +531,23 @@ def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int) -> None:
         values = [f.fn(ranked, req.values[0])]
     elif f.params == "average":
         values = [f.fn(ranked, req.values)]
+    elif f.params == "gains":
+        values = [f.fn(ranked, req.pairs)]
+    elif f.params == "coefficients":
+        values = [f.fn(ranked, req.ordered or f.default, num_docs)]
+    elif f.params == "length":
+        values = [f.fn(ranked, int((req.values or f.default)[0]))]
+    elif f.params == "persistence":
+        values = [f.fn(ranked, (req.values or f.default)[0])]
     else:
         values = [f.fn(ranked, int(v) if f.params == "cutoffs" else v) for v in req.values]
     for name, value in zip(names, values, strict=True):
+        if f.kind == "string":
+            result.per_query[name] = value
+            result.strings.append(name)
+            continue
+        if zscores is not None:
+            value = zscores.convert(result.queries, name, value)
         if f.kind == "gm":
             logs = np.log(np.maximum(value, m.GM_FLOOR))
             missing = n_avg - len(ranked.qids)
@@ -366,10 +555,10 @@ def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int) -> None:
                                                 / n_avg))
             continue
         result.per_query[name] = value
-        if f.kind == "sum" and ranked.ties != "expected":  # expected counts are fractional
+        if f.kind == "sum" and ranked.ties != "expected" and zscores is None:
             result.summary[name] = round(float(value.sum()))
             result.integer.add(name)
-        elif f.kind == "sum":
+        elif f.kind == "sum":  # expected counts are fractional, z-scores too
             result.summary[name] = float(value.sum())
         else:
             result.summary[name] = float(value.sum() / n_avg)

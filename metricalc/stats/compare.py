@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,42 +10,28 @@ import pandas as pd
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.stats.bootstrap import bca_interval, check_bootstrap_memory
+from metricalc.stats.bootstrap import check_bootstrap_memory
+from metricalc.stats.compare_rows import (
+    COMPARE_VARIABLES,
+    FLOAT_VARIABLES,
+    INT_VARIABLES,
+    MIN_UNITS,
+    add_clustering,
+    add_intervals,
+    cluster_rows,
+    paired_rows,
+)
 from metricalc.stats.correction import CORRECTIONS, correct
-from metricalc.stats.effect import cohens_dz, rank_biserial
-from metricalc.stats.intervals import INTERVALS, resolved_interval, t_interval
-from metricalc.stats.paired import TESTS, default_test, is_binary, paired_test, untestable
+from metricalc.stats.cube_statistic import LEVEL_PHRASES, LEVELS, cube_statistic
+from metricalc.stats.intervals import INTERVALS, resolved_interval
+from metricalc.stats.paired import TESTS, default_test, is_binary
 from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.sides import direction, disagreement, verdict
-from metricalc.stats.units import unit_values
+from metricalc.stats.statistics import ClusteredStatistic
+from metricalc.stats.units import SPLITS, unit_values
 from metricalc.validation import check_choice, check_fraction, check_integer
 
-__all__ = ["COMPARE_VARIABLES", "MIN_UNITS", "compare"]
-
-MIN_UNITS = 5
-"""A comparison needs at least this many paired units."""
-
-_FLOAT_VARIABLES = (
-    "mean_descriptor",
-    "mean_baseline",
-    "mean_diff",
-    "median_diff",
-    "ci_low",
-    "ci_high",
-    "statistic",
-    "pvalue",
-    "pvalue_corrected",
-    "rank_biserial",
-    "cohens_dz",
-)
-_INT_VARIABLES = ("n", "n_dropped", "wins", "ties", "losses")
-COMPARE_VARIABLES = (
-    "n", "n_dropped", "mean_descriptor", "mean_baseline", "mean_diff", "median_diff", "ci_low",
-    "ci_high", "statistic", "pvalue", "pvalue_corrected", "reject", "favours", "rank_biserial",
-    "cohens_dz", "wins", "ties", "losses", "note", "caveat",
-)  # fmt: skip
-"""The variables of a compare Dataset, in order."""
-
+__all__ = ["COMPARE_VARIABLES", "MIN_UNITS", "compare", "compare_statistic"]
 
 def generators(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
     """The random generators of a call with ``seed``: (sign flips, bootstrap resamples).
@@ -112,21 +97,6 @@ def _system_pairs(
     return [(i, b) for i in range(len(names)) if i != b]
 
 
-def _too_few(units: xr.DataArray, n: int, dropped: int) -> str:
-    """Why a comparison of ``n`` paired units (``dropped`` unpaired) cannot be tested."""
-    pair_by = units.attrs["pair_by"]
-    if n == 0 and dropped and pair_by == "query":
-        return (
-            f"the two systems share no query ({dropped:,} queries are in only one of them): "
-            f"their keypoints differ (keypoints={units.attrs['keypoints']!r}); pair by image "
-            "pair or scene instead: pair_by='pair'"
-        )
-    return (
-        f"{n:,} paired unit{'' if n == 1 else 's'} (pair_by={pair_by!r}, {dropped:,} dropped "
-        f"because missing in one system); a paired test needs at least {MIN_UNITS}"
-    )
-
-
 def _check_binary(values: np.ndarray, metric: str, policy: Any) -> None:
     """McNemar's test needs 0/1 outcomes: a clear error saying why and what to do otherwise."""
     present = values[np.isfinite(values)]
@@ -152,26 +122,19 @@ def _check_binary(values: np.ndarray, metric: str, policy: Any) -> None:
     )
 
 
-def _mean(values: np.ndarray) -> float:
-    return float(values.mean()) if values.size else math.nan
-
-
-def _median(values: np.ndarray) -> float:
-    return float(np.median(values)) if values.size else math.nan
-
-
 def _dataset(
     rows: dict[str, list[Any]], descriptors: list[str], baselines: list[str], attrs: dict[str, Any]
 ) -> xr.Dataset:
     index = pd.MultiIndex.from_arrays([descriptors, baselines], names=["descriptor", "baseline"])
     coords = xr.Coordinates.from_pandas_multiindex(index, "comparison")
     variables: dict[str, Any] = {}
-    for name in (*_INT_VARIABLES, "favours"):
+    for name in (*INT_VARIABLES, "favours"):
         variables[name] = ("comparison", np.asarray(rows[name], dtype=np.int64))
-    for name in _FLOAT_VARIABLES:
+    for name in FLOAT_VARIABLES:
         variables[name] = ("comparison", np.asarray(rows[name], dtype=np.float64))
-    variables["reject"] = ("comparison", np.asarray(rows["reject"], dtype=bool))
-    for name in ("note", "caveat"):
+    for name in ("reject", "exact"):
+        variables[name] = ("comparison", np.asarray(rows[name], dtype=bool))
+    for name in ("note", "caveat", "interval_method"):
         variables[name] = ("comparison", np.asarray(rows[name], dtype=str))
     data = {name: variables[name] for name in COMPARE_VARIABLES}
     return xr.Dataset(data, coords=coords, attrs=attrs)
@@ -190,50 +153,6 @@ def _resolved_test(
     return test
 
 
-def _paired_rows(
-    units: xr.DataArray, pairs: list[tuple[int, int]], test: str
-) -> tuple[dict[str, list[Any]], list[np.ndarray], np.ndarray]:
-    """Every comparison on its paired units: the rows of the result without CIs, corrected
-    p-values and verdicts (the p-values of the randomization test are NaN: computed for all
-    comparisons at once), the mask of paired units and the differences (0 where unpaired)."""
-    values = units.values
-    present = np.isfinite(values)
-    rows: dict[str, list[Any]] = {name: [] for name in COMPARE_VARIABLES}
-    masks, differences = [], np.zeros((len(pairs), values.shape[1]))
-    for k, (i, j) in enumerate(pairs):
-        both = present[i] & present[j]
-        n, dropped = int(both.sum()), int((present[i] ^ present[j]).sum())
-        x, y = values[i, both], values[j, both]
-        d = x - y
-        note = _too_few(units, n, dropped) if n < MIN_UNITS else untestable(d, test=test)
-        if note:
-            statistic, pvalue = math.nan, math.nan
-        elif test == "randomization":
-            statistic, pvalue = float(d.mean()), math.nan  # p from the sign flips
-        else:
-            statistic, pvalue = paired_test(x, y, test=test)
-        masks.append(both)
-        differences[k, both] = d
-        for name, value in (
-            ("n", n),
-            ("n_dropped", dropped),
-            ("wins", int((d > 0).sum())),
-            ("ties", int((d == 0).sum())),
-            ("losses", int((d < 0).sum())),
-            ("mean_descriptor", _mean(x)),
-            ("mean_baseline", _mean(y)),
-            ("mean_diff", _mean(d)),
-            ("median_diff", _median(d)),
-            ("statistic", statistic),
-            ("pvalue", pvalue),
-            ("rank_biserial", rank_biserial(d)),
-            ("cohens_dz", cohens_dz(d)),
-            ("note", note),
-        ):
-            rows[name].append(value)
-    return rows, masks, differences
-
-
 def _tested(
     rows: dict[str, list[Any]], pairs: list[tuple[int, int]], names: list[str]
 ) -> list[int]:
@@ -248,40 +167,6 @@ def _tested(
     if len(pairs) == 1:
         raise InvalidInputError(reasons[0])
     raise InvalidInputError("no comparison of the call can be tested: " + "; ".join(reasons))
-
-
-def _add_intervals(
-    rows: dict[str, list[Any]],
-    masks: list[np.ndarray],
-    differences: np.ndarray,
-    interval: str,
-    confidence_level: float,
-    n_resamples: int,
-    rng: np.random.Generator,
-) -> None:
-    """``ci_low``, ``ci_high``: the BCa (comparisons on the same units share their resamples)
-    or t CI of every comparison with enough paired units, NaN for the others."""
-    rows["ci_low"], rows["ci_high"] = [math.nan] * len(masks), [math.nan] * len(masks)
-    groups: dict[bytes, list[int]] = {}
-    for k, mask in enumerate(masks):
-        if rows["n"][k] < MIN_UNITS:
-            continue
-        if interval == "t":  # untested for identical systems: the CI is [0, 0]
-            rows["ci_low"][k], rows["ci_high"][k] = t_interval(
-                differences[k, mask], confidence_level=confidence_level
-            )
-        else:
-            groups.setdefault(np.packbits(mask).tobytes(), []).append(k)
-    for members in groups.values():
-        bounds = bca_interval(
-            differences[np.ix_(np.asarray(members), masks[members[0]])],
-            confidence_level=confidence_level,
-            n_resamples=n_resamples,
-            rng=rng,
-        )  # 2-D differences: arrays
-        low, high = np.atleast_1d(bounds[0]), np.atleast_1d(bounds[1])
-        for k, lo, hi in zip(members, low, high, strict=True):
-            rows["ci_low"][k], rows["ci_high"][k] = float(lo), float(hi)
 
 
 def _add_verdicts(
@@ -322,7 +207,8 @@ def compare(
     cube: xr.Dataset | Mapping[str, xr.Dataset],
     *,
     metric: str = "ap",
-    pair_by: str = "query",
+    pair_by: str = "scene",
+    mean_over: str | None = None,
     test: str = "auto",
     correction: str = "holm",
     alpha: float = 0.05,
@@ -336,10 +222,24 @@ def compare(
 ) -> xr.Dataset:
     """Paired significance tests of systems on one metric, with effect sizes and CIs.
 
-    The metric is taken per unit (:func:`~metricalc.stats.unit_values`: queries, image pairs or
-    scenes); each comparison pairs the units both systems have (the others are dropped and
-    counted) and works on the differences :math:`d_i = x_i - y_i` (descriptor minus baseline).
-    The comparisons of the call that can be tested are one family for the multiple-comparison
+    Each comparison is about the difference of the table statistic of the two systems (the
+    mean of ``metric`` over ``mean_over`` units) and is made at the level where samples are
+    independent, ``pair_by`` (scenes by default: the keypoints of one scene are correlated, so
+    they are never counted as independent samples; see docs/stats.md):
+
+    - ``mean_over == pair_by`` (a mean of unit values, e.g. the mean over scenes of the scene
+      means): the metric is averaged per unit (:func:`~metricalc.stats.unit_values`), each
+      comparison pairs the units both systems have (the others are dropped and counted) and
+      works on the differences :math:`d_i = x_i - y_i` (descriptor minus baseline);
+    - ``mean_over`` finer than ``pair_by`` (e.g. the mean over all queries, pooled, tested by
+      scene): the paired cluster bootstrap and the within-cluster randomization test of that
+      pooled statistic (:mod:`metricalc.stats.clustered`); counts, wins and effect sizes are
+      then of the clusters.
+
+    With units finer than scenes (``pair_by="query"`` or ``"pair"``, on request) the result
+    carries the intraclass correlation of the differences within scenes and the design effect
+    (``icc``, ``design_effect``), so a reader sees what ignoring the clustering costs. The
+    comparisons of the call that can be tested are one family for the multiple-comparison
     correction.
 
     A comparison that cannot be tested (fewer than :data:`MIN_UNITS` paired units; all
@@ -359,9 +259,15 @@ def compare(
         ``"hit@K"`` (the per-query hit probability under the cube's tie policy; its mean over
         a system's queries is the metric set's ``precision_at_K``; see
         :func:`~metricalc.stats.metric_values`).
-    pair_by : {"query", "pair", "scene"}
-        The unit. Queries need the same queries in both systems (locked keypoints); with native
-        keypoints pair by image pair or scene (the metric is averaged per unit first).
+    pair_by : {"scene", "pair", "query"}
+        The independent unit, resampled and permuted whole (default ``"scene"``). Queries need
+        the same queries in both systems (locked keypoints) and ignore the clustering of
+        queries in scenes; with native keypoints pair by image pair or scene.
+    mean_over : {"query", "pair", "scene"}, optional
+        The level of the table statistic: ``"query"``, the mean over all queries (pooled, the
+        metric set's ``true_map_micro``); ``"pair"``, the mean over image pairs of the pair
+        means; ``"scene"``, the mean over scenes of the scene means (``true_map_macro_by_scene``,
+        ``viewpoint_map``). Default: ``pair_by``. Must not be coarser than ``pair_by``.
     test : {"auto", "randomization", "ttest", "wilcoxon", "sign", "mcnemar"}
         ``auto`` (default, :func:`~metricalc.stats.paired.default_test`): the test of what a
         results table shows, the mean. McNemar's test for binary outcomes (``hit@K`` or
@@ -403,7 +309,10 @@ def compare(
         call over a million units costs about the sign flips alone; ``auto`` (default), BCa
         when the call's largest comparison pairs at most
         :data:`~metricalc.stats.intervals.BCA_MAX_UNITS` (100,000) units, t above
-        (:func:`~metricalc.stats.intervals.resolved_interval`).
+        (:func:`~metricalc.stats.intervals.resolved_interval`). For a pooled statistic
+        (``mean_over`` finer than ``pair_by``) the interval is always the paired cluster
+        bootstrap, BCa where defined, percentile otherwise (``interval_method``; attr
+        ``interval`` is ``"cluster"``).
 
     Returns
     -------
@@ -416,12 +325,16 @@ def compare(
         a rejected comparison calls better, :func:`verdict`: the side of the test's own
         statistic, :func:`direction`, where the mean difference points the same way; 0 where
         ``reject`` is False or the two disagree), ``rank_biserial``, ``cohens_dz`` (float64),
-        ``wins``, ``ties``, ``losses`` (int64: units with :math:`d_i` > 0, = 0, < 0), ``note``
+        ``wins``, ``ties``, ``losses`` (int64: units with :math:`d_i` > 0, = 0, < 0),
+        ``interval_method`` (str: ``"bca"``, ``"percentile"`` or ``"t"``), ``exact`` (bool:
+        the randomization p-value enumerated every sign pattern, at most 16 units), ``icc``,
+        ``design_effect`` (float64: units finer than scenes only, else NaN), ``note``
         (str: why the comparison was not tested, ``""`` where it was), ``caveat`` (str: for a
         rejected comparison whose test points against the mean difference, the words of
         :func:`disagreement`; ``""`` otherwise). ``statistic`` is scipy's (wilcoxon, ttest),
         the number of wins (sign), statsmodels' (mcnemar) or the mean difference
-        (randomization). attrs: ``metric``, ``pair_by``, ``test`` (the test run: ``auto``
+        (randomization). attrs: ``metric``, ``pair_by``, ``mean_over``, ``statistic_phrase``
+        (the statistic in words), ``test`` (the test run: ``auto``
         resolved), ``correction``, ``alpha``,
         ``split`` (``""`` for all), ``seed``, ``n_resamples``, ``confidence_level``, ``interval`` (the interval computed:
         ``auto`` resolved),
@@ -443,23 +356,27 @@ def compare(
     >>> from metricalc import cube as qc, stats
     >>> rng = np.random.default_rng(0)
     >>> n = 40
-    >>> coords = {"scene": ["v_a"] * n, "pair": ["1-2"] * n, "keypoint_set": ["sift"] * n,
-    ...           "query_keypoint": np.arange(n)}
+    >>> coords = {"scene": np.repeat([f"v_{k}" for k in "abcdefgh"], 5), "pair": ["1-2"] * n,
+    ...           "keypoint_set": ["sift"] * n, "query_keypoint": np.arange(n)}
     >>> sift = rng.uniform(0.4, 1.0, n)
     >>> c = qc.new_cube(["sift", "orb", "copy"], coords,
     ...                 {"ap": [sift, sift - rng.uniform(0, 0.3, n), sift]},
     ...                 attrs=qc.DEFAULT_ATTRS)
-    >>> ds = stats.compare(c, baseline="sift")
+    >>> ds = stats.compare(c, baseline="sift")  # mean over scenes of the scene mAP, 8 scenes
     >>> one = ds.sel(descriptor="orb", baseline="sift")
     >>> int(one.n), int(one.losses), bool(one.reject), int(one.favours), bool(one.ci_high < 0)
-    (40, 40, True, -1, True)
-    >>> ds.attrs["test"]
-    'randomization'
-    >>> print(ds.sel(descriptor="copy", baseline="sift").note.item())
-    <BLANKLINE>
+    (8, 8, True, -1, True)
+    >>> float(one.pvalue), bool(one.exact)  # 2 of the 2**8 sign patterns are as extreme
+    (0.0078125, True)
+    >>> ds.attrs["test"], ds.attrs["pair_by"], ds.attrs["mean_over"]
+    ('randomization', 'scene', 'scene')
     >>> float(ds.sel(descriptor="copy", baseline="sift").pvalue)
     1.0
-    >>> print(stats.compare(c, baseline="sift", test="wilcoxon").sel(descriptor="copy").note.item())
+    >>> pooled = stats.compare(c, baseline="sift", mean_over="query")  # scenes resampled
+    >>> pooled.attrs["interval"], int(pooled.sel(descriptor="orb").n.item())
+    ('cluster', 8)
+    >>> by_query = stats.compare(c, baseline="sift", pair_by="query", test="wilcoxon")
+    >>> print(by_query.sel(descriptor="copy").note.item())
     all 40 paired differences are zero (the systems give identical values on every unit): the wilcoxon test needs a non-zero difference
     >>> ds.to_dataframe().index.names
     FrozenList(['descriptor', 'baseline'])
@@ -473,44 +390,146 @@ def compare(
     confidence_level = check_fraction("confidence_level", confidence_level)
     seed = check_integer("seed", seed, minimum=0)
     n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
+    check_choice("pair_by", pair_by, LEVELS)
+    if split is not None:
+        check_choice("split", split, SPLITS)
+    mean_over = pair_by if mean_over is None else mean_over
+    check_choice("mean_over", mean_over, LEVELS)
+    if LEVELS.index(pair_by) < LEVELS.index(mean_over):
+        raise InvalidInputError(
+            f"a mean over {mean_over}s cannot be tested by resampling {pair_by}s: pair_by must "
+            f"be at least as coarse as mean_over (pair_by={mean_over!r} or coarser)"
+        )
     if test == "mcnemar" and pair_by != "query":
         raise InvalidInputError(
             f"the mcnemar test pairs binary outcomes of single queries: use pair_by='query' "
             f"(got pair_by={pair_by!r}), or another test for unit means"
         )
-    units = unit_values(cube, metric=metric, pair_by=pair_by, split=split)
-    names = [str(n) for n in units["descriptor"].values.tolist()]
-    excluded = list(units.attrs["excluded_descriptors"])
-    pairs_ = _system_pairs(names, baseline, pairs, excluded)
-    test = _resolved_test(test, metric, pair_by, units, pairs_)
-    rows, masks, differences = _paired_rows(units, pairs_, test)
-    tested = _tested(rows, pairs_, names)
-    interval = resolved_interval(interval, max(rows["n"]))
-    if interval == "bca":
-        check_bootstrap_memory(len(masks), n_resamples)  # before hours of flips, not after
+    if test in ("ttest", "wilcoxon", "sign") and mean_over != pair_by:
+        raise InvalidInputError(
+            f"the {test} test treats each {pair_by} as one value, so it tests a mean over "
+            f"{pair_by}s, not the {LEVEL_PHRASES[mean_over]} (mean_over={mean_over!r}); use "
+            "the randomization test (test='auto'), which resamples whole clusters"
+        )
     flips, resamples = generators(seed)
-    if test == "randomization":
-        every = len(tested) == len(pairs_)  # then no copy of the differences
-        tested_d = differences if every else differences[tested]
-        p = np.atleast_1d(sign_flip_pvalues(tested_d, n_resamples=n_resamples, rng=flips))
-        for k, value in zip(tested, p, strict=True):
-            rows["pvalue"][k] = float(value)
-    _add_intervals(rows, masks, differences, interval, confidence_level, n_resamples, resamples)
+    clustered = pair_by != "query" and (mean_over != pair_by or interval == "auto")
+    if clustered and test in ("auto", "randomization"):
+        statistic, cube_attrs = cube_statistic(
+            cube, metric=metric, mean_over=mean_over, pair_by=pair_by, split=split
+        )
+        names = list(statistic.systems)
+        excluded = list(cube_attrs["excluded_descriptors"])
+        pairs_ = _system_pairs(names, baseline, pairs, excluded)
+        test, interval = "randomization", "cluster"
+        rows = cluster_rows(
+            statistic, pairs_, n_resamples, confidence_level, flips, resamples, pair_by
+        )
+        _tested(rows, pairs_, names)
+        split_attr = split or ""
+    else:
+        units = unit_values(cube, metric=metric, pair_by=pair_by, split=split)
+        names = [str(n) for n in units["descriptor"].values.tolist()]
+        excluded = list(units.attrs["excluded_descriptors"])
+        cube_attrs = dict(units.attrs)
+        pairs_ = _system_pairs(names, baseline, pairs, excluded)
+        test = _resolved_test(test, metric, pair_by, units, pairs_)
+        rows, masks, differences = paired_rows(units, pairs_, test)
+        tested = _tested(rows, pairs_, names)
+        interval = resolved_interval(interval, max(rows["n"]))
+        if interval == "bca":
+            check_bootstrap_memory(len(masks), n_resamples)  # before hours of flips, not after
+        if test == "randomization":
+            every = len(tested) == len(pairs_)  # then no copy of the differences
+            tested_d = differences if every else differences[tested]
+            p = np.atleast_1d(sign_flip_pvalues(tested_d, n_resamples=n_resamples, rng=flips))
+            for k, value in zip(tested, p, strict=True):
+                rows["pvalue"][k] = float(value)
+        add_intervals(rows, masks, differences, interval, confidence_level, n_resamples, resamples)
+        add_clustering(rows, masks, differences, units)
+        split_attr = units.attrs["split"]
     _add_verdicts(rows, test, correction, alpha, [(names[i], names[j]) for i, j in pairs_])
     attrs = {
         "metric": metric,
         "pair_by": pair_by,
+        "mean_over": mean_over,
+        "statistic_phrase": LEVEL_PHRASES[mean_over],
         "test": test,
         "correction": correction,
         "alpha": alpha,
-        "split": units.attrs["split"],
+        "split": split_attr,
         "seed": seed,
         "n_resamples": n_resamples,
         "confidence_level": confidence_level,
         "interval": interval,
         "excluded_descriptors": excluded,
     }
-    for name, value in units.attrs.items():
+    for name, value in cube_attrs.items():
         if name not in ("metric", "pair_by", "split", "excluded_descriptors"):
             attrs["protocol_seed" if name == "seed" else str(name)] = value
     return _dataset(rows, [names[i] for i, _ in pairs_], [names[j] for _, j in pairs_], attrs)
+
+
+def compare_statistic(
+    statistic: ClusteredStatistic,
+    *,
+    pair_by: str,
+    baseline: str | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = 10_000,
+    confidence_level: float = 0.95,
+    attrs: Mapping[str, Any] | None = None,
+) -> xr.Dataset:
+    """Paired comparisons of the systems of any table statistic (the pose AUC of image pairs,
+    ...): the paired cluster bootstrap and the within-cluster swap test of the statistic itself
+    (:mod:`metricalc.stats.clustered`), the comparisons of the call one correction family.
+
+    The result has the variables of :func:`compare` (counts, wins and effect sizes of the
+    clusters, ``interval`` attr ``"cluster"``, ``test`` ``"randomization"``); ``pair_by`` names
+    the clusters, ``metric`` and ``statistic_phrase`` are the statistic's ``name`` and
+    ``phrase``, and ``attrs`` are added (the protocol of the records).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.stats.statistics import UnitStatistic, weighted_mean
+    >>> values = np.array([[0.9, 0.8, 0.7, 0.9, 0.6], [0.5, 0.6, 0.4, 0.7, 0.5]])
+    >>> stat = UnitStatistic("acc", "mean accuracy", ["a", "b"], np.array(list("vwxyz")),
+    ...                      values, np.arange(5), weighted_mean)
+    >>> ds = compare_statistic(stat, pair_by="pair")
+    >>> round(float(ds.mean_diff[0]), 4), float(ds.pvalue[0]), bool(ds.exact[0])
+    (0.24, 0.0625, True)
+    """
+    check_choice("correction", correction, CORRECTIONS)
+    alpha = check_fraction("alpha", alpha)
+    confidence_level = check_fraction("confidence_level", confidence_level)
+    seed = check_integer("seed", seed, minimum=0)
+    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
+    flips, resamples = generators(seed)
+    names = list(statistic.systems)
+    pairs_ = _system_pairs(names, baseline, pairs, [])
+    rows = cluster_rows(
+        statistic, pairs_, n_resamples, confidence_level, flips, resamples, pair_by
+    )
+    _tested(rows, pairs_, names)
+    systems = [(names[i], names[j]) for i, j in pairs_]
+    _add_verdicts(rows, "randomization", correction, alpha, systems)
+    result_attrs = {
+        **dict(attrs or {}),
+        "metric": statistic.name,
+        "pair_by": pair_by,
+        "mean_over": "",
+        "statistic_phrase": statistic.phrase,
+        "test": "randomization",
+        "correction": correction,
+        "alpha": alpha,
+        "split": "",
+        "seed": seed,
+        "n_resamples": n_resamples,
+        "confidence_level": confidence_level,
+        "interval": "cluster",
+        "excluded_descriptors": [],
+    }
+    return _dataset(rows, [d for d, _ in systems], [b for _, b in systems], result_attrs)

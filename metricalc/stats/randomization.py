@@ -26,7 +26,11 @@ from metricalc.errors import InvalidInputError
 from metricalc.stats._threads import in_threads
 from metricalc.validation import check_integer
 
-__all__ = ["BLOCK_PERMUTATIONS", "BLOCK_UNITS", "sign_flip_pvalues"]
+__all__ = ["BLOCK_PERMUTATIONS", "BLOCK_UNITS", "EXACT_MAX_UNITS", "sign_flip_pvalues"]
+
+EXACT_MAX_UNITS = 16
+"""Up to this many units every one of the :math:`2^n` sign vectors is enumerated (65,536 for
+16 units) and the p-value is exact: :math:`p = b / 2^n`, the identity counted in :math:`b`."""
 
 BLOCK_PERMUTATIONS = 512
 """Permutations (rows) of one block of random signs."""
@@ -44,6 +48,18 @@ flipped sums are added in another order than the observed one, and equal sums (f
 tied or binary differences) must not be lost to rounding."""
 
 
+def _exact_pvalues(D: np.ndarray) -> np.ndarray:
+    """Exact two-sided p-values over all :math:`2^n` sign vectors (n <= :data:`EXACT_MAX_UNITS`)."""
+    n_units = D.shape[1]
+    patterns = np.arange(1 << n_units)[:, None]
+    signs = 2.0 * ((patterns >> np.arange(n_units)) & 1) - 1.0
+    flipped = signs @ D.T
+    threshold = np.abs(D.sum(axis=1)) - TOLERANCE * np.abs(D).sum(axis=1)
+    extreme = (np.abs(flipped) >= threshold).sum(axis=0)
+    out: np.ndarray = extreme / float(1 << n_units)
+    return out
+
+
 def sign_flip_pvalues(
     differences: np.ndarray, *, n_resamples: int = 10_000, rng: np.random.Generator
 ) -> np.ndarray | float:
@@ -57,6 +73,9 @@ def sign_flip_pvalues(
 
         b = \\#\\{j : |\\textstyle\\sum_i s^{(j)}_i d_i| \\ge |T|\\}, \\qquad
         p = \\frac{b + 1}{m + 1}.
+
+    With at most :data:`EXACT_MAX_UNITS` units every sign vector is enumerated instead and
+    :math:`p = b / 2^n` is exact (the identity is one of the :math:`2^n`).
 
     All rows share the same sign vectors (each row's p-value is valid on its own; a
     multiple-comparison correction handles the dependence between rows).
@@ -93,6 +112,9 @@ def sign_flip_pvalues(
         )
     n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
     n_rows, n_units = D.shape
+    if n_units <= EXACT_MAX_UNITS:
+        p_exact = _exact_pvalues(D)
+        return float(p_exact[0]) if single else p_exact
     width = -(-n_units // 64) * 64
     Dt = np.zeros((width, n_rows))
     Dt[:n_units] = D.T

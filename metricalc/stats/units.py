@@ -25,7 +25,17 @@ from metricalc.errors import InvalidInputError
 from metricalc.metrics.reductions import PAIR_UNIT, group_sum, partition, prepare_cube, ratio
 from metricalc.validation import check_choice
 
-__all__ = ["PAIR_BY", "SPLITS", "SYSTEM_ATTRS", "metric_values", "unit_values"]
+__all__ = [
+    "PAIR_BY",
+    "SPLITS",
+    "SYSTEM_ATTRS",
+    "cube_parts",
+    "merged_protocol",
+    "metric_values",
+    "split_values",
+    "system_label",
+    "unit_values",
+]
 
 PAIR_BY = ("query", "pair", "scene")
 """The units a comparison pairs on."""
@@ -135,10 +145,17 @@ def _unit_index(coords: Mapping[str, np.ndarray], pair_by: str) -> pd.MultiIndex
     return pd.MultiIndex.from_arrays([coords[name] for name in levels], names=levels)
 
 
-def _cube_units(
-    cube: xr.Dataset, metric: str, pair_by: str, split: str | None, where: str
+def system_label(descriptor: str, label: str | None) -> str:
+    """The system name of a descriptor of a labelled cube: ``"<descriptor> (<label>)"``."""
+    return descriptor if label is None else f"{descriptor} ({label})"
+
+
+def split_values(
+    cube: xr.Dataset, metric: str, split: str | None, label: str | None
 ) -> tuple[xr.DataArray, list[str]]:
-    """Units of one cube: (descriptor, unit) values of its ok descriptors, and the failed ones."""
+    """(descriptor, query) values of ``metric`` of the descriptors that did not fail, restricted
+    to ``split``, and the names of the failed ones; the cube validated first."""
+    where = "the cube" if label is None else f"cube {label!r}"
     try:
         qc.validate(cube)
     except InvalidInputError as error:
@@ -154,6 +171,14 @@ def _cube_units(
             raise InvalidInputError(f"{where} has no queries of the split {split!r}")
     if values.sizes[qc.QUERY] == 0:
         raise InvalidInputError(f"{where} has no queries")
+    return values, excluded
+
+
+def _cube_units(
+    cube: xr.Dataset, metric: str, pair_by: str, split: str | None, label: str | None
+) -> tuple[xr.DataArray, list[str]]:
+    """Units of one cube: (descriptor, unit) values of its ok descriptors, and the failed ones."""
+    values, excluded = split_values(cube, metric, split, label)
     if pair_by == "query":
         coords = {name: np.asarray(values[name].values) for name in qc.QUERY_IDENTITY}
         coords = {k: v.astype(str) if k != "query_keypoint" else v for k, v in coords.items()}
@@ -183,7 +208,7 @@ def _group_means(values: xr.DataArray, pair_by: str) -> tuple[xr.DataArray, pd.M
     return data.drop_vars(key).rename({key: UNIT}), index
 
 
-def _merged_protocol(cubes: Mapping[str, xr.Dataset]) -> dict[str, Any]:
+def merged_protocol(cubes: Mapping[str, xr.Dataset]) -> dict[str, Any]:
     """The protocol attrs of the cubes, equal except :data:`SYSTEM_ATTRS` (then ``"mixed"``)."""
     labels = list(cubes)
     attrs = {label: qc.plain_attrs(cubes[label].attrs) for label in labels}
@@ -202,6 +227,33 @@ def _merged_protocol(cubes: Mapping[str, xr.Dataset]) -> dict[str, Any]:
                     f"{first.get(name)!r} in cube {labels[0]!r} but {value!r} in cube {label!r}"
                 )
     return merged
+
+
+def cube_parts(cube: xr.Dataset | Mapping[str, xr.Dataset]) -> dict[str | None, xr.Dataset]:
+    """The cubes of a comparison by label (``None`` for a single cube), checked to be cubes."""
+    parts: dict[str | None, xr.Dataset] = {}
+    if isinstance(cube, xr.Dataset):
+        parts[None] = cube
+    elif isinstance(cube, Mapping):
+        if not cube:
+            raise InvalidInputError("the mapping of cubes is empty; give at least one cube")
+        for label, one in cube.items():
+            if not isinstance(label, str) or not label:
+                raise InvalidInputError(
+                    f"cube labels must be non-empty strings (e.g. 'locked'); got {label!r}"
+                )
+            if not isinstance(one, xr.Dataset):
+                raise InvalidInputError(
+                    f"cube {label!r} must be an xarray.Dataset (a QueryCube); got "
+                    f"{type(one).__name__}"
+                )
+            parts[label] = one
+    else:
+        raise InvalidInputError(
+            "cube must be a QueryCube (xarray.Dataset) or a mapping {label: QueryCube}; got "
+            f"{type(cube).__name__}"
+        )
+    return parts
 
 
 def unit_values(
@@ -254,32 +306,10 @@ def unit_values(
     (['i_a', 'v_b'], [[0.75, 0.2], [0.5, 0.1]])
     """
     _check_options(metric, pair_by, split)
-    parts: dict[str | None, xr.Dataset] = {}
-    if isinstance(cube, xr.Dataset):
-        parts[None] = cube
-    elif isinstance(cube, Mapping):
-        if not cube:
-            raise InvalidInputError("the mapping of cubes is empty; give at least one cube")
-        for label, one in cube.items():
-            if not isinstance(label, str) or not label:
-                raise InvalidInputError(
-                    f"cube labels must be non-empty strings (e.g. 'locked'); got {label!r}"
-                )
-            if not isinstance(one, xr.Dataset):
-                raise InvalidInputError(
-                    f"cube {label!r} must be an xarray.Dataset (a QueryCube); got "
-                    f"{type(one).__name__}"
-                )
-            parts[label] = one
-    else:
-        raise InvalidInputError(
-            "cube must be a QueryCube (xarray.Dataset) or a mapping {label: QueryCube}; got "
-            f"{type(cube).__name__}"
-        )
+    parts = cube_parts(cube)
     tables, excluded = [], []
     for label, one in parts.items():
-        where = "the cube" if label is None else f"cube {label!r}"
-        table, failed = _cube_units(one, metric, pair_by, split, where)
+        table, failed = _cube_units(one, metric, pair_by, split, label)
         if label is not None:
             table = table.assign_coords(
                 descriptor=[f"{d} ({label})" for d in table[qc.DESCRIPTOR].values.tolist()]
@@ -287,7 +317,7 @@ def unit_values(
             failed = [f"{d} ({label})" for d in failed]
         tables.append(table)
         excluded += failed
-    protocol = _merged_protocol({str(k): v for k, v in parts.items()})
+    protocol = merged_protocol({str(k): v for k, v in parts.items()})
     units = tables[0] if len(tables) == 1 else xr.concat(tables, qc.DESCRIPTOR, join="outer")
     if units.sizes[qc.DESCRIPTOR] == 0:
         raise InvalidInputError(
