@@ -236,3 +236,47 @@ def test_the_set_holds_the_requested_scenes_only(tmp_path) -> None:
     assert cf.read_dataset_mark(root / "tasks") == one != two and " 1 sequence " in one
     queries = pd.read_csv(root / "tasks" / "retr_queries_split-full.csv")
     assert set(queries["s"]) == {"i_camera"}
+
+
+def test_pools_larger_than_every_list_are_named(synthetic, capsys) -> None:
+    """The small set's retrieval lists are shorter than the large pools: their equal columns
+    are explained in a line, with the longest list counted here from the task files."""
+    descriptors, tasks = synthetic
+    queries = pd.read_csv(tasks / "retr_queries_split-full.csv")  # columns s, idx
+    distractors = pd.read_csv(tasks / "retr_distractors_split-full.csv")
+    longest = max(5 + int((distractors["s"] != s).sum()) for s in set(queries["s"]))
+    argv = ["patches", "hpatches-eval", str(descriptors), "--tasks", str(tasks)]
+    assert main([*argv, "--split", "full", "--task", "retrieval"]) == 0
+    out = capsys.readouterr().out
+    whole = [p for p in ev.POOL_SIZES if p >= longest]
+    assert whole and f"the longest list has {longest:,} items" in out
+    assert f"pools of {', '.join(f'{p:,}' for p in whole)} hold every list whole" in out
+    direct = ev.evaluate_hpatches17(descriptors, tasks=["retrieval"], split="full", task_dir=tasks)
+    assert direct["retrieval_longest_list"] == longest
+    mean = direct["retrieval"]["full"]["mean"]
+    assert len({mean[str(p)] for p in whole}) == 1
+
+
+def test_make_hpatches17_verb_writes_the_library_set(tmp_path, capsys) -> None:
+    """``patches make-hpatches17 ROOT``: the files of make_hpatches17_set with the same
+    arguments, byte for byte, and the line that evaluates them; a bad scene is one line, exit 2."""
+    argv = ["patches", "make-hpatches17", str(tmp_path / "cli"), "--scenes", "camera",
+            "--max-patches", "40", "--queries", "20", "--distractors", "50"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"hpatches-eval {tmp_path / 'cli' / 'descriptors' / 'raw'} --tasks" in out
+    library = make_hpatches17_set(tmp_path / "lib", scenes=["camera"], max_patches=40,
+                                  n_queries=20, n_distractors=50)  # fmt: skip
+    for sub in ("descriptors/raw", "tasks"):
+        mine = sorted(p.relative_to(tmp_path / "cli" / sub) for p in
+                      (tmp_path / "cli" / sub).rglob("*") if p.is_file())  # fmt: skip
+        theirs = sorted(p.relative_to(library.parent.parent / sub) for p in
+                        (library.parent.parent / sub).rglob("*") if p.is_file())  # fmt: skip
+        assert mine == theirs and len(mine) > 2
+        for rel in mine:
+            assert (tmp_path / "cli" / sub / rel).read_bytes() == (
+                library.parent.parent / sub / rel
+            ).read_bytes()
+    assert main(["patches", "make-hpatches17", str(tmp_path / "bad"), "--scenes", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("metricalc: error:") and len(err.strip().splitlines()) == 1

@@ -12,12 +12,12 @@ from matplotlib.axes import Axes
 import metricalc as mc
 from metricalc.decompose import (
     detector_or_descriptor,
+    factor_ap,
     keypoint_chains,
     matching_identity,
     verify,
-    what_if,
 )
-from metricalc.decompose.keypoints import ASSUMPTIONS
+from metricalc.decompose.keypoints import ASSUMPTIONS, HOW_DECIDED
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_identity_on_the_builtin_benchmark(cube):
 
 
 def test_chain_counts_and_loosest_point(cube):
-    chains = keypoint_chains(cube)
+    chains = keypoint_chains(cube, confidence="distance")
     identity = matching_identity(cube)
     for name in ("sift", "orb"):
         one = cube.sel(descriptor=name)
@@ -91,45 +91,92 @@ def test_ratio_confidence_gives_the_ratio_test_pr_curve(cube):
 
 
 def test_detector_or_descriptor_section(cube):
+    """The verdict follows the two factors, counted here from the cube: the lower of
+    repeatability and correct among repeatable limits; the sentence quotes both."""
     section = detector_or_descriptor(cube)
     table = section.table
-    scenario = what_if(keypoint_chains(cube))
-    np.testing.assert_allclose(table.matching_ap, scenario.ap)
-    np.testing.assert_allclose(table.ap_perfect_detector, scenario.ap_if_perfect.sel(stage="L"))
+    np.testing.assert_allclose(table.matching_ap, factor_ap(keypoint_chains(cube)).ap)
+    assert "ap_perfect_detector" not in table and section.chains.attrs["confidence"] == "ratio"
     for name in ("sift", "orb"):
-        row = table.sel(descriptor=name)
-        expected = (
-            "detector"
-            if float(row.gain_perfect_detector) > float(row.gain_perfect_descriptor)
-            else "descriptor"
-        )
-        assert str(row.limited_by.values) == expected
-    # the sentence quotes the table: mean gains of the limiting stage and of the other one
-    limiting = set(table.limited_by.values.tolist())
-    assert len(limiting) == 1  # one verdict for both descriptors on this benchmark
-    stage = limiting.pop()
-    other = "descriptor" if stage == "detector" else "detector"
-    for role in (stage, other):
-        gain = float(table[f"gain_perfect_{role}"].mean())
-        assert f"perfect {role} " in section.sentence
-        assert f"{100 * gain:.1f}" in section.sentence  # in percentage points, as the tables
-    assert section.sentence.startswith(f"The {stage} limits the result for every descriptor")
-    assert f"repeatability {100 * float(table.repeatability.mean()):.1f} %" in section.sentence
-    # where the AP with a perfect detector is 100 %, it names the bias of that comparison
-    perfect = [str(d) for d, ap in zip(table.descriptor.values, table.ap_perfect_detector.values,
-                                        strict=True) if ap >= 1 - 1e-12]  # fmt: skip
-    caveat = "With a perfect detector the AP is 100 % for "
-    assert (caveat in section.sentence) is bool(perfect)
-    if perfect:
-        who = "every descriptor" if len(perfect) == 2 else ", ".join(perfect)
-        assert f"{caveat}{who}: its what-if curve starts at recall 1" in section.sentence
-    # and it says what "perfect" assumes
-    assert section.sentence.endswith(ASSUMPTIONS)
+        one = cube.sel(descriptor=name)
+        repeatable = int((one.n_relevant.values == 1).sum())
+        rep = repeatable / int((one.n_relevant.values >= 0).sum())
+        cor = int((one.nn_correct.values == 1).sum()) / repeatable
+        expected = "detector" if rep < cor else "descriptor" if cor < rep else "both"
+        assert str(table.limited_by.sel(descriptor=name).values) == expected
+        low, high = (rep, cor) if expected == "detector" else (cor, rep)
+        assert f"{name} {100 * low:.1f} % < {100 * high:.1f} %" in section.sentence
+        assert section.sentence.index(f"The {expected} limits") < section.sentence.index(name)
+    assert HOW_DECIDED in section.sentence and section.sentence.endswith(ASSUMPTIONS)
+    named = detector_or_descriptor(cube, names={"sift": "SIFT", "orb": "ORB"}).sentence
+    assert named == section.sentence.replace("sift", "SIFT").replace("orb", "ORB")
     assert "within the pixel threshold (repeatability 100 %)" in ASSUMPTIONS
     assert isinstance(section.plot(), Axes)
     payload = json.loads(json.dumps(section.to_dict()))
     assert set(payload["descriptors"]) == {"sift", "orb"}
     assert payload["identity"]["ok"] is True
+
+
+def factor_cube(repeatable: int, correct: int, queries: int = 100) -> xr.Dataset:
+    """One descriptor "d": ``repeatable`` of ``queries`` queries repeatable, the first
+    ``correct`` of them matched correctly (the most confident), the rest wrong."""
+    index = np.arange(queries)
+    n_relevant = (index < repeatable).astype(np.int8)
+    nn_correct = (index < correct).astype(np.int8)
+    distance = 1.0 + index / queries
+    dims = ("descriptor", "query")
+    return xr.Dataset(
+        {
+            "n_relevant": (dims, n_relevant[None]),
+            "nn_correct": (dims, nn_correct[None]),
+            "nn_distance": (dims, distance[None]),
+            "nn2_distance": (dims, 2 * distance[None]),
+        },
+        coords={"descriptor": ["d"]},
+    )
+
+
+@pytest.mark.parametrize(
+    ("repeatable", "correct", "expected"),
+    [
+        (58, 5, "descriptor"),  # a weak descriptor on a fair detector: 8.6 % of 58 % correct
+        (20, 18, "detector"),  # 20 % repeatable, 90 % of those matched
+        (50, 25, "both"),  # 50 % and 50 %
+    ],
+)
+def test_the_verdict_follows_the_factors_on_built_cases(repeatable, correct, expected):
+    section = detector_or_descriptor(factor_cube(repeatable, correct))
+    row = section.table.sel(descriptor="d")
+    assert float(row.repeatability) == repeatable / 100
+    assert float(row.correct_over_repeatable) == correct / repeatable
+    assert str(row.limited_by.values) == expected
+    if expected == "both":
+        assert "Detector and descriptor limit d (both factors 50.0 %) equally." in section.sentence
+    else:
+        assert section.sentence.startswith(f"The {expected} limits d: ")
+    # the rule is the larger gain of the matching score: a perfect detector raises it to C|L,
+    # a perfect descriptor to L
+    gain = {"detector": correct / repeatable, "descriptor": repeatable / 100}
+    if expected != "both":
+        assert gain[expected] > gain["descriptor" if expected == "detector" else "detector"]
+
+
+def test_the_factor_curves_end_at_the_table(cube):
+    """factor_curves.png: named descriptors, and at 100 % kept the L and C|L lines are the
+    table's repeatability and correct among repeatable (not an interpolated 100 %)."""
+    from metricalc.decompose.figures import plot_keypoint_factors
+
+    section = detector_or_descriptor(cube)
+    ax = plot_keypoint_factors(section.chains, names={"sift": "SIFT", "orb": "ORB"})
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "SIFT" in legend and "ORB" in legend
+    lines = [line for line in ax.get_lines() if len(line.get_xdata())]
+    ends = sorted(float(line.get_ydata()[-1]) for line in lines
+                  if line.get_xdata()[-1] == pytest.approx(100))  # fmt: skip
+    factors = ("repeatability", "correct_over_repeatable")
+    expected = [100 * float(section.table[v].sel(descriptor=d))
+                for d in ("sift", "orb") for v in factors]  # fmt: skip
+    np.testing.assert_allclose(ends, sorted(expected), atol=1e-6)
 
 
 def small_cube() -> xr.Dataset:
@@ -148,7 +195,7 @@ def small_cube() -> xr.Dataset:
 
 
 def test_small_cube_by_hand():
-    chains = keypoint_chains(small_cube())
+    chains = keypoint_chains(small_cube(), confidence="distance")
     a = chains.sel(descriptor="a")
     # confidences -0.1 (R, correct), -0.2 (not repeatable), -0.4 (R, correct), -0.5 (R, wrong)
     assert a.cutoff.values.tolist() == [-0.1, -0.2, -0.4, -0.5]
@@ -177,6 +224,7 @@ def test_cli_keypoints(cube, tmp_path):
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     expected = detector_or_descriptor(cube).to_dict()
+    assert payload["confidence"] == "ratio"  # the report's default: one matching AP
     assert payload["sentence"] == expected["sentence"]
     assert payload["descriptors"]["sift"]["matching_ap"] == pytest.approx(
         expected["descriptors"]["sift"]["matching_ap"]
@@ -184,7 +232,7 @@ def test_cli_keypoints(cube, tmp_path):
     for name in ("detector_or_descriptor", "factor_curves"):
         assert (tmp_path / "out" / f"{name}.png").exists()
         assert (tmp_path / "out" / f"{name}.svg").exists()
-    text = run("decompose", "keypoints", str(path), "--confidence", "ratio")
+    text = run("decompose", "keypoints", str(path), "--confidence", "distance")
     assert text.returncode == 0, text.stderr
     assert "Detector or descriptor?" in text.stdout and "identity" in text.stdout
     missing = run("decompose", "keypoints", str(tmp_path / "nope.nc"))

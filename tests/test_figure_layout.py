@@ -18,6 +18,7 @@ from metricalc.decompose import decompose, detector_or_descriptor, what_if_table
 from metricalc.decompose.figures import (
     plot_detector_or_descriptor,
     plot_factor_curves,
+    plot_keypoint_factors,
     plot_what_if,
 )
 from metricalc.experiment.plots import plot_cumulative_errors, plot_retrieval_map
@@ -137,8 +138,11 @@ def test_decomposition_figures(cube):
     ax = plot_detector_or_descriptor(section.table, names=NAMES)
     shown = assert_no_overlap(ax)
     assert_names(shown)
-    assert ax.get_ylabel() == "matching AP (%)"
-    assert any("repeatability 100 %" in s for s in shown)  # what "perfect" assumes
+    assert ax.get_ylabel() == "rate (%)"
+    assert any("limited by the" in s for s in shown)  # the verdict under each name
+    ax = plot_keypoint_factors(section.chains, names=NAMES)
+    assert_names(assert_no_overlap(ax))
+    assert ax.get_ylabel() == "share (%)"
     ax = plot_factor_curves(section.chains)
     assert_no_overlap(ax)
     assert ax.get_ylabel() == "interpolated precision (%)"

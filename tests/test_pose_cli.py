@@ -4,6 +4,7 @@ the end-to-end pipeline (built-in detectors, mutual NN, OpenCV) against its exac
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,12 @@ def test_terminal_table(dataset: Path, capsys: pytest.CaptureFixture[str]) -> No
                  str(dataset / "images"), "--method", "orb"]) == 0
     out = capsys.readouterr().out
     assert "auc@5" in out and "pose_estimator=ransac" in out and out.count("\n") == 3
+    # one format per column: every AUC / mAA cell with four decimals, the counts as integers
+    header, row = out.splitlines()[:2]
+    cells = dict(zip(header.split()[1:], row.split()[1:], strict=True))
+    for key in ("auc@5", "auc@10", "auc@20", "mAA@10"):
+        assert re.fullmatch(r"\d\.\d{4}", cells[key]), (key, cells[key])
+    assert re.fullmatch(r"\d+", cells["failures"]) and cells["n_pairs"] == "3"
 
 
 def test_missing_image(dataset: Path, tmp_path: Path,

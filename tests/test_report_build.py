@@ -104,6 +104,7 @@ def test_build_writes_every_output_consistent_with_direct_stats_calls(built):
     page = (out / "report.html").read_text()
     assert 'id="section-detector-or-descriptor"' in page  # the decomposition section (hook)
     assert "The detector limits" in page or "The descriptor limits" in page
+    assert "AP, perfect detector" not in page and "by the ratio confidence" in page
     summary = (out / "summary.txt").read_text()
     assert summary.startswith("Random systems\n") and "Friedman test" in summary
     for stem in ("map_by_split", "roc", "pr_curves", "mma", "forest_viewpoint_map",

@@ -180,8 +180,8 @@ def test_compare_runs_table_means_are_trec_eval_all(data):
     qrels, runs = data
     result = compare_runs(qrels, runs, MEASURES, n_resamples=500)
     assert result.baseline == "a" and result.runs == ["a", "b", "c"]
-    assert result.measures == ["map", "gm_map", "bpref", "recip_rank", "P_5", "P_10",
-                               "ndcg_cut_10"]  # trec_eval's order; counts are not columns
+    assert result.measures == ["map", "P_5", "P_10", "ndcg_cut_10", "recip_rank", "bpref",
+                               "gm_map"]  # the order asked (MEASURES); counts are not columns
     assert list(result.untested) == ["gm_map"]
     summary = result.summary()
     table = result.table()
@@ -317,6 +317,51 @@ def test_cli_cube_is_compared_by_metricalc_compare(files, tmp_path, capsys):
                  "--baseline", "a", "--n-resamples", "200", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["descriptor"] for r in rows] == ["b", "c"] and rows[1]["n_dropped"] == 8
+
+
+def test_cli_table_columns_follow_the_order_asked_and_the_printout_trec_evals(files, tmp_path,
+                                                                             capsys):
+    """``-m map -m ndcg_cut.10 -m P.5``: the comparison table (terminal and LaTeX) in that
+    order; one run's plain printout in trec_eval's own (map, P_5, ndcg_cut_10)."""
+    qrels, runs = files
+    asked = ["-m", "map", "-m", "ndcg_cut.10", "-m", "P.5"]
+    target = tmp_path / "t.tex"
+    assert main(["trec-eval", str(qrels), *runs, *asked, "--latex", str(target),
+                 "--n-resamples", "200"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if "system" in line)
+    assert header.split() == ["system", "map", "ndcg_cut_10", "P_5"]
+    assert r"System & map & ndcg\_cut\_10 & P\_5 \\" in target.read_text()
+    assert main(["trec-eval", str(qrels), runs[0], *asked]) == 0
+    printed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert printed == ["map", "P_5", "ndcg_cut_10"]
+
+
+def test_two_runs_have_no_second_best_and_a_capitalised_caption(data):
+    qrels, runs = data
+    two = compare_runs(qrels, {k: runs[k] for k in "ab"}, ["map", "P.5"], n_resamples=200)
+    latex = two.table().to_latex()
+    assert r"\underline" not in latex and "second best" not in two.table().caption
+    assert ". Best in bold." in two.table().caption
+    three = compare_runs(qrels, runs, ["map", "P.5"], n_resamples=200)
+    assert r"\underline" in three.table().to_latex()
+    assert ". Best in bold, second best underlined." in three.table().caption
+
+
+def test_compare_of_a_trec_cube_prints_runs_as_fractions(files, tmp_path, capsys):
+    """``metricalc compare runs.nc``: rows are runs, MAP printed as trec_eval prints it
+    (0.xxxx, four decimals), not in percent."""
+    qrels, runs = files
+    cube = tmp_path / "runs.nc"
+    assert main(["trec-eval", str(qrels), *runs[:2], "-m", "map", "--cube", str(cube), "--json",
+                 "--n-resamples", "100"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(cube), "--n-resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "values in percent" not in out and "descriptor" not in out
+    header = next(line for line in out.splitlines() if "baseline" in line)
+    assert header.split()[0] == "run"
+    mean_a = evaluate(read_qrels(qrels), read_run(runs[0]), ["map"]).summary["map"]
+    assert f" {mean_a:.4f} " in out
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "none")
 """``metricalc.stats.CORRECTIONS``."""
 INTERVALS = ("auto", "bca", "t")
 """``metricalc.stats.INTERVALS``."""
+TREC_DECIMALS = 4
+"""Decimals of trec_eval's measures in ``compare`` (``0.5800``, as trec_eval and IR papers)."""
 
 
 _COMPARE_OPTIONS = (
@@ -207,11 +209,15 @@ def _compare(args: argparse.Namespace) -> int:
         print(json.dumps(json_safe(rows), indent=2))
     else:
         unit = common_cvpr17_unit((cube.attrs for cube in opened), pair_by)
+        # TREC runs (trec-eval --cube): runs, and trec_eval's measures as IR papers print them
+        trec = all(cube.attrs.get("benchmark") == "trec_eval" for cube in opened)
         print_comparisons(
             result,
             title=", ".join(str(p) for p in args.cubes),
             unit=unit,
             split_units="queries" if unit is None else "sequences",
+            systems="run" if trec else "descriptor",
+            decimals=TREC_DECIMALS if trec else None,
         )
         if result.attrs["excluded_descriptors"]:
             failed = ", ".join(result.attrs["excluded_descriptors"])

@@ -35,8 +35,9 @@ def add_decompose(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     dd.set_defaults(run=_decompose_detection)
     dk = decompose_verbs.add_parser("keypoints", help="keypoint matching: detector or descriptor?")
     dk.add_argument("cube", type=Path, help="a QueryCube (.nc)")
-    dk.add_argument("--confidence", choices=("distance", "ratio"), default="distance",
-                    help="confidence of a match: -NN distance or -ratio test value")
+    dk.add_argument("--confidence", choices=("ratio", "distance"), default="ratio",
+                    help="confidence of a match, which orders the matching AP's curve: -ratio "
+                    "test value (default, as the report) or -NN distance")
     dk.add_argument("--ap-method", choices=AP_METHODS, default="coco101")
     dk.add_argument("--json", action="store_true", help="print JSON")
     dk.add_argument("--out", type=Path, help="folder for decomposition.json and the figures")

@@ -1,5 +1,5 @@
 """``metricalc patches eval | compute | make-dataset | make-benchmark | describe | fpr95 |
-make-phototour | describe-phototour | hpatches-eval | hpatches-compare``."""
+make-phototour | describe-phototour | hpatches-eval | make-hpatches17 | hpatches-compare``."""
 
 from __future__ import annotations
 
@@ -92,6 +92,24 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="pool size of the retrieval cube's AP",
     )
     ph.set_defaults(run=_patches_hpatches_eval)
+    pm17 = patch_verbs.add_parser(
+        "make-hpatches17",
+        help="write an offline HPatches CVPR'17 set (descriptors and task files) for hpatches-eval",
+    )
+    pm17.add_argument("root", type=Path, metavar="ROOT",
+                      help="writes ROOT/patches, ROOT/descriptors/METHOD, ROOT/tasks")  # fmt: skip
+    pm17.add_argument("--scenes", help="comma-separated photographs or sequence names")
+    pm17.add_argument("--quick", action="store_true", help="the few scenes of --quick runs")
+    pm17.add_argument("--seed", type=int, default=0)
+    pm17.add_argument("--size", type=int, default=320, help="longer side of the source images")
+    pm17.add_argument("--max-patches", type=int, default=150, help="patches per sequence, at most")
+    pm17.add_argument("--method", choices=("raw", "sift"), default="raw",
+                      help="the descriptor written (default raw)")  # fmt: skip
+    pm17.add_argument("--queries", type=int, default=200,
+                      help="retrieval queries per split, at most")  # fmt: skip
+    pm17.add_argument("--distractors", type=int, default=1000,
+                      help="retrieval distractors per split, at most")  # fmt: skip
+    pm17.set_defaults(run=_patches_make_hpatches17)
     _add_hpatches_compare(patch_verbs)
     _add_fpr95(patch_verbs)
 
@@ -187,6 +205,22 @@ def _print_hpatches17(result: dict[str, Any], split: str) -> None:
         print_frame(pd.DataFrame(rows), title=f"retrieval, split {split} (mAP by pool size, %)")
         mean = result["retrieval"][split]["mean"]
         print(f"retrieval: mean mAP {_percent(sum(mean.values()) / len(mean))}")
+        note = whole_list_note(result["retrieval_longest_list"])
+        if note:
+            print(note)
+
+
+def whole_list_note(longest: int) -> str:
+    """A line saying which pools hold every retrieval list whole ("" if none does): their
+    columns are equal because the set is smaller than the pools, not by chance."""
+    whole = [p for p in HPATCHES17_POOLS if p >= longest]
+    if not whole:
+        return ""
+    return (
+        f"retrieval: the longest list has {longest:,} items (5 positives and the distractors of "
+        f"other sequences), so pools of {', '.join(f'{p:,}' for p in whole)} hold every list "
+        "whole and their columns are equal: the set is smaller than those pools"
+    )
 
 
 def _patches_hpatches_eval(args: argparse.Namespace) -> int:
@@ -217,6 +251,9 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
     if args.json:
         if "pairs_source" in result:
             print(f"metricalc: verification pairs {result['pairs_source']}", file=sys.stderr)
+        note = whole_list_note(result.get("retrieval_longest_list", sys.maxsize))
+        if note:
+            print(f"metricalc: {note}", file=sys.stderr)
         output = {task: result[task] for task in tasks}
         if result.get("dataset"):  # generated data names itself (make_hpatches17_set's mark)
             output["dataset"] = result["dataset"]
@@ -398,6 +435,21 @@ def _patches_fpr95(args: argparse.Namespace) -> int:
             f"{name}{round(100 * result.recall):d} {100 * result.fpr:.2f}%  ({result.variant}; "
             f"{result.n_positive} matching, {result.n_negative} non-matching pairs; {source})"
         )
+    return 0
+
+
+def _patches_make_hpatches17(args: argparse.Namespace) -> int:
+    from metricalc.datasets import make_hpatches17_set
+    from metricalc.datasets.sequences import QUICK_SCENES
+
+    scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
+    descriptors = make_hpatches17_set(
+        args.root, scenes=scenes, seed=args.seed, size=args.size, max_patches=args.max_patches,
+        method=args.method, n_queries=args.queries, n_distractors=args.distractors,
+    )  # fmt: skip
+    tasks = args.root / "tasks"
+    print(f"wrote {descriptors} and {tasks}; evaluate with: metricalc patches hpatches-eval "
+          f"{descriptors} --tasks {tasks} --split full")  # fmt: skip
     return 0
 
 

@@ -131,9 +131,10 @@ def _eval(args: argparse.Namespace) -> int:
         print(json.dumps(output, indent=2))
         return 0
     keys = list(summary.data_vars)
+    formats = {k: column_format(summary[k]) for k in keys}
     print("descriptor  " + "  ".join(f"{k:>8}" for k in keys))
     for name, row in table.items():
-        print(f"{name:<10}  " + "  ".join(f"{row[k]:>8.4g}" for k in keys))
+        print(f"{name:<10}  " + "  ".join(_cell(row[k], formats[k]) for k in keys))
     settings_text = ", ".join(f"{k}={v}" for k, v in summary.attrs.items()
                               if k.startswith("pose_"))
     print(f"{len(pairs)} pairs; {settings_text}"
@@ -141,6 +142,25 @@ def _eval(args: argparse.Namespace) -> int:
     if noise is not None:
         _print_noise(noise)
     return 0
+
+
+POSE_DECIMALS = 4
+"""Decimals of the AUC and mAA columns (fractions), as Glue Factory rounds its AUCs."""
+
+
+def column_format(values: Any) -> str:
+    """One format per column of the summary: counts (``failures``, ``n_pairs``) as integers,
+    the RANSAC ``threshold`` (pixels) with two decimals, AUC and mAA with
+    :data:`POSE_DECIMALS`, so that "0.625" and "0.9125" do not share a column."""
+    import numpy as np
+
+    if np.issubdtype(values.dtype, np.integer):
+        return "d"
+    return ".2f" if values.name == "threshold" else f".{POSE_DECIMALS}f"
+
+
+def _cell(value: Any, spec: str) -> str:
+    return f"{'-':>8}" if value is None else f"{value:>8{spec}}"
 
 
 def _seed_noise(results: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 import seaborn as sns
 import xarray as xr
@@ -26,7 +27,12 @@ from metricalc.plotting.figures import (
     untangle_ticklabels,
 )
 
-__all__ = ["plot_detector_or_descriptor", "plot_factor_curves", "plot_what_if"]
+__all__ = [
+    "plot_detector_or_descriptor",
+    "plot_factor_curves",
+    "plot_keypoint_factors",
+    "plot_what_if",
+]
 
 COMPOSED = "composed $P_D$, $R_D$"
 WHAT_IF_TITLE = "What if one stage were perfect?\n(" + PERFECT_STAGE.replace(", ", ",\n") + ")"
@@ -150,54 +156,146 @@ def plot_what_if(table: pd.DataFrame, *, ax: Axes | None = None, title: str = ""
     return ax
 
 
-SCENARIOS = {
-    "matching_ap": "now",
-    "ap_perfect_detector": "perfect detector (repeatability 100 %, descriptor unchanged)",
-    "ap_perfect_descriptor": (
-        "perfect descriptor (correct among repeatable 100 %, detector unchanged)"
-    ),
+FACTORS = {
+    "repeatability": "repeatability (L, the detector)",
+    "correct_over_repeatable": "correct among repeatable (C|L, the descriptor)",
+    "matching_score": "matching score (L x C|L)",
 }
-"""Legend of :func:`plot_detector_or_descriptor`: what each "perfect" assumes."""
+"""Legend of :func:`plot_detector_or_descriptor`: the two factors and their product."""
 
 
 def plot_detector_or_descriptor(
     table: xr.Dataset, *, ax: Axes | None = None, names: Mapping[str, str] | None = None
 ) -> Axes:
-    """Bars per descriptor (display names): matching AP in percent now, with a perfect detector
-    (every query with a correspondence, the descriptor unchanged) and with a perfect descriptor
-    (every repeatable query matched correctly, the detector unchanged).
+    """Bars per descriptor (display names), in percent: the repeatability (L), the share of
+    correct matches among repeatable queries (C|L) and their product, the matching score; the
+    stage that limits the descriptor (the lower factor) under its name.
 
     Parameters
     ----------
     table : xarray.Dataset
         ``DetectorDescriptorSection.table`` (:func:`~metricalc.decompose.detector_or_descriptor`).
+    names : mapping, optional
+        Display names of the descriptors.
 
     Examples
     --------
     >>> from metricalc.decompose import detector_or_descriptor
     >>> from metricalc.datasets import example_cube
     >>> ax = detector_or_descriptor(example_cube()).plot()
-    >>> ax.get_title()
-    'Detector or descriptor?'
+    >>> ax.get_title(), [t.get_text().replace("\\n", " ") for t in ax.get_xticklabels()]
+    ('Detector or descriptor?', ['sift limited by the descriptor'])
     """
-    needed = ("matching_ap", "ap_perfect_detector", "ap_perfect_descriptor")
+    needed = (*FACTORS, "limited_by")
     if any(v not in table for v in needed):
         raise InvalidInputError(f"plot_detector_or_descriptor needs {list(needed)} per descriptor")
     ax = axes_or_new(ax, (max(7.0, 1.2 * table.sizes["descriptor"] + 4), 4.0))
+    descriptors = table["descriptor"].values.tolist()
+    shown = display_names(descriptors, names)
+    verdicts = {
+        "detector": "limited by the detector",
+        "descriptor": "limited by the descriptor",
+        "both": "limited by both equally",
+    }
+    labels = {
+        d: f"{name}\n{verdicts[v]}" if v in verdicts else name
+        for d, name, v in zip(descriptors, shown, table["limited_by"].values.tolist(), strict=True)
+    }
     frame = (
-        table[list(needed)]
+        table[list(FACTORS)]
         .to_dataframe()
         .reset_index()
-        .melt(id_vars="descriptor", value_vars=list(needed), var_name="scenario", value_name="AP")
+        .melt(id_vars="descriptor", value_vars=list(FACTORS), var_name="rate", value_name="value")
     )
-    frame["scenario"] = frame["scenario"].map(SCENARIOS)
-    frame["descriptor"] = display_names(frame["descriptor"], names)
-    frame["AP"] = 100 * frame["AP"].astype(float)
-    sns.barplot(data=frame, x="descriptor", y="AP", hue="scenario", ax=ax)
+    frame["rate"] = frame["rate"].map(FACTORS)
+    frame["descriptor"] = frame["descriptor"].map(labels)
+    frame["value"] = 100 * frame["value"].astype(float)
+    sns.barplot(data=frame, x="descriptor", y="value", hue="rate", ax=ax)
     ax.set_ylim(0, 105)
     ax.set_xlabel("")
-    ax.set_ylabel("matching AP (%)")
+    ax.set_ylabel("rate (%)")
     ax.set_title("Detector or descriptor?")
     legend_outside(ax)
     untangle_ticklabels(ax)
     return ax
+
+
+KEPT_LEVELS = 100
+"""Points per line of :func:`plot_keypoint_factors` (1 % steps of the queries kept)."""
+
+
+def plot_keypoint_factors(
+    chains: xr.Dataset, *, ax: Axes | None = None, names: Mapping[str, str] | None = None
+) -> Axes:
+    r"""The two factors of every descriptor along the confidence threshold: with the most
+    confident matches kept, the share of them that is repeatable, :math:`T_L / T_0` (L), and the
+    share of the repeatable ones matched correctly, :math:`T_{C|L} / T_L` (C|L), against the share
+    of queries kept, :math:`T_0 / Q`, in percent. At 100 % kept they are the table's
+    repeatability and correct among repeatable (every query with a nearest neighbour kept).
+
+    Parameters
+    ----------
+    chains : xarray.Dataset
+        :func:`~metricalc.decompose.keypoint_chains` (over ``descriptor``, ``stage`` L, C|L).
+    names : mapping, optional
+        Display names of the descriptors (the legend).
+
+    Examples
+    --------
+    >>> from metricalc.datasets import example_cube
+    >>> from metricalc.decompose import keypoint_chains
+    >>> from metricalc.decompose.figures import plot_keypoint_factors
+    >>> ax = plot_keypoint_factors(keypoint_chains(example_cube()))
+    >>> [t.get_text().replace("\n", " ") for t in ax.get_legend().get_texts()][1::2]
+    ['sift', 'L, repeatable among kept']
+    >>> ax.get_legend().get_texts()[-1].get_text().replace("\n", " ")
+    'C|L, correct among kept repeatable'
+    """
+    if STAGE not in chains.dims or chains[STAGE].values.tolist() != ["L", "C|L"]:
+        raise InvalidInputError("plot_keypoint_factors needs keypoint_chains (stages L, C|L)")
+    ax = axes_or_new(ax, (8.0, 4.5))
+    frames = []
+    descriptors = chains["descriptor"].values.tolist()
+    for descriptor, shown in zip(descriptors, display_names(descriptors, names), strict=True):
+        one = chains.sel(descriptor=descriptor)
+        selected = one["n_selected"].values
+        queries = int(one["n_ground_truth"].values[0])
+        if queries == 0 or selected[-1] == 0:
+            continue
+        # the first threshold keeping each percent of the queries that are ever kept
+        wanted = np.linspace(selected[-1] / KEPT_LEVELS, selected[-1], KEPT_LEVELS)
+        at = np.searchsorted(selected, wanted - 1e-9)
+        kept = selected[at].astype(np.float64)
+        through_l, through_c = (one["tp"].sel({STAGE: s}).values[at] for s in ("L", "C|L"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = {
+                "L, repeatable among kept": through_l / kept,
+                "C|L, correct among kept repeatable": through_c / through_l,
+            }
+        for factor, value in values.items():
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "kept": 100 * kept / queries,
+                        "share": 100 * value,
+                        "descriptor": shown,
+                        "factor": factor,
+                    }
+                )
+            )
+    if not frames:
+        raise InvalidInputError("plot_keypoint_factors: no descriptor has a match")
+    frame = pd.concat(frames, ignore_index=True)
+    sns.lineplot(
+        data=frame, x="kept", y="share", hue="descriptor", style="factor",
+        estimator=None, errorbar=None, ax=ax,
+    )  # fmt: skip
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 102)
+    ax.set_xlabel("matches kept, most confident first (% of queries)")
+    ax.set_ylabel("share (%)")
+    confidence = chains.attrs.get("confidence", "")
+    ax.set_title(f"Detector and descriptor factors ({confidence} confidence)")
+    legend_outside(ax)
+    return ax
+

@@ -17,13 +17,19 @@ gives, at the loosest threshold, the identity of vlbenchmarks (shared denominato
     = \underbrace{\frac{\#\text{repeatable}}{\#\text{queries}}}_{\text{repeatability}}
     \times \frac{\#\text{correct}}{\#\text{repeatable}}
 
-Making a stage perfect in the what-if analysis answers "detector or descriptor?": the stage
-whose perfection raises the matching AP more limits the result.
+Which stage limits the result is decided from the two factors: the matching score is their
+product, so making a stage perfect raises it to the *other* factor, and the stage with the lower
+factor is the one whose perfection raises it more:
+
+.. math::
+
+    \text{gain}_{\text{detector}} - \text{gain}_{\text{descriptor}}
+    = r_{C|L}(1 - r_L) - r_L(1 - r_{C|L}) = r_{C|L} - r_L.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,12 +37,13 @@ import numpy as np
 import xarray as xr
 
 from metricalc.core.ranking import AP_METHODS
+from metricalc.decompose.ap import factor_ap
 from metricalc.decompose.chain import decompose
 from metricalc.decompose.identity import Verification, verify
-from metricalc.decompose.whatif import what_if
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.metrics import ratio_score
+from metricalc.plotting.labels import display_name
 from metricalc.validation import check_choice
 
 __all__ = [
@@ -47,9 +54,11 @@ __all__ = [
     "matching_identity",
 ]
 
-CONFIDENCES = ("distance", "ratio")
+CONFIDENCES = ("ratio", "distance")
+DEFAULT_CONFIDENCE = "ratio"
+"""The confidence of a match everywhere a matching AP is printed (CLI, report): the ratio test,
+as :func:`metricalc.matching_pr_curve`, so every matching AP of a cube is one number."""
 STAGES = ("L", "C|L")
-STAGE_ROLE = {"L": "detector", "C|L": "descriptor"}
 PERFECT_MEANING = {
     "detector": "every query would have a ground-truth correspondence within the pixel "
     "threshold (repeatability 100 %), the descriptor's precision among repeatable queries "
@@ -88,16 +97,18 @@ def _ok(cube: xr.Dataset) -> np.ndarray:
     return ok
 
 
-def keypoint_chains(cube: xr.Dataset, *, confidence: str = "distance") -> xr.Dataset:
+def keypoint_chains(
+    cube: xr.Dataset, *, confidence: str = DEFAULT_CONFIDENCE
+) -> xr.Dataset:
     """The L, C|L chain of every descriptor of a QueryCube along the confidence threshold.
 
     Parameters
     ----------
     cube : xarray.Dataset
         A QueryCube with ``n_relevant``, ``nn_correct``, ``nn_distance``, ``nn2_distance``.
-    confidence : {"distance", "ratio"}
-        ``-nn_distance`` or ``-(nn_distance / nn2_distance)`` (an undefined ratio counts as 1,
-        the worst, as :func:`metricalc.matching_pr_curve`).
+    confidence : {"ratio", "distance"}
+        ``-(nn_distance / nn2_distance)`` (default; an undefined ratio counts as 1, the worst,
+        as :func:`metricalc.matching_pr_curve`) or ``-nn_distance``.
 
     Returns
     -------
@@ -112,7 +123,7 @@ def keypoint_chains(cube: xr.Dataset, *, confidence: str = "distance") -> xr.Dat
     >>> from metricalc.decompose import keypoint_chains
     >>> chains = keypoint_chains(example_cube())
     >>> chains.tp.sel(descriptor="sift").values.tolist()     # through L, through L and C|L
-    [[1, 2], [1, 1]]
+    [[1, 1, 2], [1, 1, 1]]
     """
     check_choice("confidence", confidence, CONFIDENCES)
     cube = _check_cube(cube, "keypoint_chains")
@@ -207,8 +218,8 @@ def matching_identity(cube: xr.Dataset) -> xr.Dataset:
 class DetectorDescriptorSection:
     """The report section "detector or descriptor?" of a keypoint cube.
 
-    ``table`` holds one row per descriptor; ``sentence`` says which stage limits the result;
-    :meth:`plot` draws the matching AP now and with either stage made perfect.
+    ``table`` holds one row per descriptor; ``sentence`` says which stage limits the result and
+    how that is decided; :meth:`plot` draws the two factors and the matching score.
     """
 
     table: xr.Dataset
@@ -217,12 +228,13 @@ class DetectorDescriptorSection:
     verification: Verification
     method: str
 
-    def plot(self, ax: Any = None) -> Any:
-        """Bars per descriptor: matching AP, with a perfect detector, with a perfect descriptor
+    def plot(self, ax: Any = None, names: Mapping[str, str] | None = None) -> Any:
+        """Bars per descriptor: repeatability, correct among repeatable, matching score, the
+        verdict under each name
         (:func:`metricalc.decompose.figures.plot_detector_or_descriptor`)."""
         from metricalc.decompose.figures import plot_detector_or_descriptor
 
-        return plot_detector_or_descriptor(self.table, ax=ax)
+        return plot_detector_or_descriptor(self.table, ax=ax, names=names)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: per descriptor values, the sentence and the identity check."""
@@ -239,78 +251,81 @@ class DetectorDescriptorSection:
         }
 
 
-def _sentence(table: xr.Dataset) -> str:
-    names = [str(n) for n in table["descriptor"].values.tolist()]
-    limits = [str(s) for s in table["limited_by"].values.tolist()]
-    valid = [(n, s) for n, s in zip(names, limits, strict=True) if s in ("detector", "descriptor")]
-    if not valid:
+HOW_DECIDED = (
+    "The stage with the lower factor limits the result: the matching score is repeatability x "
+    "correct among repeatable, and making one stage perfect raises it to the other factor, so "
+    "perfecting the lower one gains more."
+)
+"""How the verdict is decided, said after it (docs/decomposition.md)."""
+_FACTOR = {"detector": "repeatability", "descriptor": "correct among repeatable"}
+
+
+def _sentence(table: xr.Dataset, names: Mapping[str, str] | None) -> str:
+    rows = [
+        (display_name(str(n), names), str(s), float(r), float(c))
+        for n, s, r, c in zip(
+            table["descriptor"].values.tolist(),
+            table["limited_by"].values.tolist(),
+            table["repeatability"].values,
+            table["correct_over_repeatable"].values,
+            strict=True,
+        )
+        if s != "-"
+    ]
+    if not rows:
         return "No descriptor has matching results, so no stage can be said to limit them."
-    stages = {s for _, s in valid}
-    if len(stages) == 1:
-        stage = stages.pop()
-        other = "descriptor" if stage == "detector" else "detector"
-        gain = {
-            role: float(np.nanmean(table[f"gain_perfect_{role}"].values))
-            for role in ("detector", "descriptor")
-        }
-        scope = "every descriptor" if len(valid) > 1 else valid[0][0]
-        rates = (
-            float(np.nanmean(table["repeatability"].values)),
-            float(np.nanmean(table["correct_over_repeatable"].values)),
+    parts = []
+    for stage, other in (("detector", "descriptor"), ("descriptor", "detector")):
+        members = [(n, r, c) for n, s, r, c in rows if s == stage]
+        if not members:
+            continue
+        scope = "every descriptor" if len(members) == len(rows) > 1 else ", ".join(
+            n for n, _, _ in members
         )
-        return (
-            f"The {stage} limits the result for {scope}: a perfect {stage} would raise the "
-            f"matching AP by {100 * gain[stage]:.1f} points"
-            f"{' on average' if len(valid) > 1 else ''}, a perfect {other} only by "
-            f"{100 * gain[other]:.1f} (repeatability {100 * rates[0]:.1f} %, correct among "
-            f"repeatable {100 * rates[1]:.1f} %).{_caveat(table, valid)} {ASSUMPTIONS}"
+        low_first = stage == "detector"
+        detail = ", ".join(
+            f"{n} {100 * (r if low_first else c):.1f} % < {100 * (c if low_first else r):.1f} %"
+            for n, r, c in members
         )
-    by_stage = {
-        role: ", ".join(n for n, s in valid if s == role) for role in ("detector", "descriptor")
-    }
-    return (
-        f"The detector limits {by_stage['detector']} and the descriptor limits "
-        f"{by_stage['descriptor']} (the stage whose perfection raises the matching AP more)."
-        f"{_caveat(table, valid)} {ASSUMPTIONS}"
-    )
-
-
-def _caveat(table: xr.Dataset, valid: list[tuple[str, str]]) -> str:
-    """The bias of the what-if comparison, where it shows: descriptors whose AP with a perfect
-    detector is 1 (docs/decomposition.md, "What if a stage were perfect?")."""
-    judged = {name for name, _ in valid}
-    descriptors = table["descriptor"].values.tolist()
-    perfect = zip(descriptors, table["ap_perfect_detector"].values, strict=True)
-    names = [str(n) for n, ap in perfect if str(n) in judged and ap >= 1.0 - 1e-12]
-    if not names:
-        return ""
-    which = "every descriptor" if len(names) == len(valid) > 1 else ", ".join(names)
-    return (
-        f" With a perfect detector the AP is 100 % for {which}: its what-if curve starts at "
-        "recall 1 whenever the most confident match is correct, so this comparison favours the "
-        "detector; the repeatability and the share correct among repeatable compare the stages "
-        "more fairly."
-    )
+        parts.append(
+            f"The {stage} limits {scope}: {_FACTOR[stage]} is below {_FACTOR[other]} ({detail})."
+        )
+    even = [(n, r) for n, s, r, _ in rows if s == "both"]
+    if even:
+        parts.append(
+            "Detector and descriptor limit "
+            + ", ".join(f"{n} (both factors {100 * r:.1f} %)" for n, r in even)
+            + " equally."
+        )
+    return " ".join([*parts, HOW_DECIDED, ASSUMPTIONS])
 
 
 def detector_or_descriptor(
-    cube: xr.Dataset, *, confidence: str = "distance", method: str = "coco101"
+    cube: xr.Dataset,
+    *,
+    confidence: str = DEFAULT_CONFIDENCE,
+    method: str = "coco101",
+    names: Mapping[str, str] | None = None,
 ) -> DetectorDescriptorSection:
-    """The "detector or descriptor?" section of a report, for a keypoint QueryCube.
+    r"""The "detector or descriptor?" section of a report, for a keypoint QueryCube.
 
-    Per descriptor: repeatability (detector), correct over repeatable (descriptor), matching
-    score, the identity deviation, the matching AP of the composed curve, the AP with a perfect
-    detector and with a perfect descriptor, and the stage that limits (the one whose perfection
-    raises the AP more). One plain sentence sums it up.
+    Per descriptor: repeatability :math:`r_L` (detector), correct over repeatable
+    :math:`r_{C|L}` (descriptor), matching score :math:`r_L r_{C|L}`, the identity deviation,
+    the matching AP of the composed curve, and the stage that limits: the detector where
+    :math:`r_L < r_{C|L}`, the descriptor where :math:`r_{C|L} < r_L`, ``"both"`` where they
+    are equal (a perfect detector raises the matching score to :math:`r_{C|L}`, a perfect
+    descriptor to :math:`r_L`). One plain sentence sums it up and says how it was decided.
 
     Parameters
     ----------
     cube : xarray.Dataset
         A QueryCube (:func:`metricalc.keypoints.evaluate`).
-    confidence : {"distance", "ratio"}
-        Confidence of a match (:func:`keypoint_chains`).
+    confidence : {"ratio", "distance"}
+        Confidence of a match (:func:`keypoint_chains`), which orders the matching AP's curve.
     method : str
         AP method of the curves.
+    names : mapping, optional
+        Display names of the descriptors in the sentence (``{"sift": "SIFT"}``).
 
     Returns
     -------
@@ -323,48 +338,44 @@ def detector_or_descriptor(
     >>> from metricalc.decompose import detector_or_descriptor
     >>> section = detector_or_descriptor(example_cube())
     >>> section.table.limited_by.values.tolist()
-    ['detector']
+    ['descriptor']
     >>> print(section.sentence)  # doctest: +NORMALIZE_WHITESPACE
-    The detector limits the result for sift: a perfect detector would raise the matching AP by
-    83.2 points, a perfect descriptor only by 27.4 (repeatability 66.7 %, correct among
-    repeatable 50.0 %). With a perfect detector the AP is 100 % for sift: its what-if curve
-    starts at recall 1 whenever the most confident match is correct, so this comparison favours
-    the detector; the repeatability and the share correct among repeatable compare the stages
-    more fairly. A perfect detector: every query would have a ground-truth correspondence
-    within the pixel threshold (repeatability 100 %), the descriptor's precision among
-    repeatable queries unchanged; a perfect descriptor: every repeatable query's nearest
-    neighbour would be its correspondence (correct among repeatable 100 %), the detector's
-    repeatability unchanged.
+    The descriptor limits sift: correct among repeatable is below repeatability (sift 50.0 % <
+    66.7 %). The stage with the lower factor limits the result: the matching score is
+    repeatability x correct among repeatable, and making one stage perfect raises it to the
+    other factor, so perfecting the lower one gains more. A perfect detector: every query would
+    have a ground-truth correspondence within the pixel threshold (repeatability 100 %), the
+    descriptor's precision among repeatable queries unchanged; a perfect descriptor: every
+    repeatable query's nearest neighbour would be its correspondence (correct among repeatable
+    100 %), the detector's repeatability unchanged.
     """
     check_choice("method", method, AP_METHODS)
     chains = keypoint_chains(cube, confidence=confidence)
     identity = matching_identity(cube)
-    scenario = what_if(chains, method=method)
-    perfect_detector = scenario["ap_if_perfect"].sel(stage="L", drop=True)
-    perfect_descriptor = scenario["ap_if_perfect"].sel(stage="C|L", drop=True)
-    gain_detector = perfect_detector - scenario["ap"]
-    gain_descriptor = perfect_descriptor - scenario["ap"]
-    defined = gain_detector.notnull() & gain_descriptor.notnull()
-    larger = xr.where(gain_detector > gain_descriptor, "detector", "descriptor")  # type: ignore[no-untyped-call]
-    limited = xr.where(defined, larger, "-")  # type: ignore[no-untyped-call]
+    composed = factor_ap(chains, method=method)["ap"]
+    repeatability = identity["repeatability"]
+    correct = identity["correct_over_repeatable"]
+    stage = xr.where(  # type: ignore[no-untyped-call]
+        repeatability < correct,
+        "detector",
+        xr.where(correct < repeatability, "descriptor", "both"),  # type: ignore[no-untyped-call]
+    )
+    defined = repeatability.notnull() & correct.notnull()
+    limited = xr.where(defined, stage, "-")  # type: ignore[no-untyped-call]
     table = xr.Dataset(
         {
-            "repeatability": identity["repeatability"],
-            "correct_over_repeatable": identity["correct_over_repeatable"],
+            "repeatability": repeatability,
+            "correct_over_repeatable": correct,
             "matching_score": identity["matching_score"],
             "identity_deviation": identity["deviation"],
-            "matching_ap": scenario["ap"],
-            "ap_perfect_detector": perfect_detector,
-            "ap_perfect_descriptor": perfect_descriptor,
-            "gain_perfect_detector": gain_detector,
-            "gain_perfect_descriptor": gain_descriptor,
+            "matching_ap": composed,
             "limited_by": limited.astype(str),
         }
     )
     table.attrs.update(method=method, confidence=confidence)
     return DetectorDescriptorSection(
         table=table,
-        sentence=_sentence(table),
+        sentence=_sentence(table, names),
         chains=chains,
         verification=verify(chains),
         method=method,

@@ -116,8 +116,6 @@ def print_keypoints(section: Any, *, console: Console | None = None) -> None:
         ("matching_score", "matching score"),
         ("identity_deviation", "identity deviation"),
         ("matching_ap", "matching AP"),
-        ("ap_perfect_detector", "AP, perfect detector"),
-        ("ap_perfect_descriptor", "AP, perfect descriptor"),
     )
     view.add_column("descriptor")
     for _, header in columns:
@@ -168,11 +166,12 @@ def write_detection(result: Any, out: str | Path) -> list[Path]:
 
 
 def write_keypoints(section: Any, out: str | Path) -> list[Path]:
-    """``decomposition.json`` and the figures (detector or descriptor, factor curves)."""
-    from metricalc.decompose.figures import plot_factor_curves
+    """``decomposition.json`` and the figures (detector or descriptor: the factors per
+    descriptor; factor curves: both factors of every descriptor along the threshold)."""
+    from metricalc.decompose.figures import plot_keypoint_factors
 
     drawings = {
         "detector_or_descriptor": section.plot(),
-        "factor_curves": plot_factor_curves(section.chains),
+        "factor_curves": plot_keypoint_factors(section.chains),
     }
     return _write(out, section.to_dict(), drawings)

@@ -175,15 +175,6 @@ def _ranked_ap(distances: np.ndarray, labels: np.ndarray, numpos: int | None = N
     return sorted_labels_ap(labels[order], numpos)
 
 
-def _pair_distances(
-    descriptors: Descriptors, pairs: tuple[np.ndarray, ...], level: str, distance: _Distance
-) -> np.ndarray:
-    s1, t1, i1, s2, t2, i2 = pairs
-    rows1 = descriptors.rows(s1, image_index(level, t1), i1)
-    rows2 = descriptors.rows(s2, image_index(level, t2), i2)
-    return distance.exact(descriptors.matrix, rows1, descriptors.matrix, rows2)
-
-
 VerificationDistances = Mapping[str, Mapping[str, np.ndarray]]
 """Per level letter (``e``, ``h``, ``t``) and pair file (``pos``, ``neg_inter``, ``neg_intra``)
 the distance of every row of the file, in file order."""
@@ -192,15 +183,22 @@ the distance of every row of the file, in file order."""
 def verification_distances(
     descriptors: Descriptors, pairs: PairSet, *, distance: str = "l2"
 ) -> dict[str, dict[str, np.ndarray]]:
-    """The distance of every verification pair per level (:data:`VerificationDistances`)."""
+    """The distance of every verification pair per level (:data:`VerificationDistances`).
+
+    The sequences of a pair file are looked up once (:meth:`Descriptors.locate`); a level only
+    moves the rows to its images."""
     metric = _distance(distance)
-    return {
-        level: {
-            kind: _pair_distances(descriptors, pairs.pairs[kind], level, metric)
-            for kind in ("pos", "neg_inter", "neg_intra")
-        }
-        for level in LEVELS
-    }
+    result: dict[str, dict[str, np.ndarray]] = {level: {} for level in LEVELS}
+    for kind in ("pos", "neg_inter", "neg_intra"):
+        s1, t1, i1, s2, t2, i2 = pairs.pairs[kind]
+        (first1, count1), (first2, count2) = descriptors.locate(s1, i1), descriptors.locate(s2, i2)
+        for level in LEVELS:
+            rows1 = first1 + image_index(level, t1) * count1
+            rows2 = first2 + image_index(level, t2) * count2
+            result[level][kind] = metric.exact(
+                descriptors.matrix, rows1, descriptors.matrix, rows2
+            )
+    return result
 
 
 def imbalanced_prefix(n_neg: int, n_pos: int) -> tuple[int, int]:
@@ -423,9 +421,17 @@ def retrieval(
     descriptors: Descriptors, task: RetrievalTask, test: Sequence[str], *, distance: str = "l2"
 ) -> dict[str, object]:
     """``results_retrieval``: per level and pool size the mean AP over the queries, and ``mean``
-    over the levels; also ``per_query`` (queries x 3 x pools)."""
+    over the levels; also ``per_query`` (queries x 3 x pools) and ``longest_list``, the longest
+    list of any query (5 positives and the distractors of other sequences): pools at least that
+    long hold every list whole and give equal columns."""
     ap = retrieval_ap(descriptors, task, test, distance=distance)
-    result: dict[str, object] = {}
+    names, codes = np.unique(
+        np.concatenate([task.queries_seq, task.distractors_seq]).astype(str), return_inverse=True
+    )
+    per_sequence = np.bincount(codes[task.queries_seq.size :], minlength=names.size)
+    own = per_sequence[codes[: task.queries_seq.size]]
+    longest = 5 + int(task.distractors_seq.size - own.min()) if own.size else 5
+    result: dict[str, object] = {"longest_list": longest}
     means = ap.mean(axis=0)
     for li, level in enumerate(LEVELS):
         result[LEVEL_NAMES[level]] = {
@@ -471,7 +477,8 @@ def evaluate_hpatches17(
         ``{task: {split: ...}}`` in the structure of the JSON output (fractions), plus
         ``"dataset"`` (the data the folders' marks name, :func:`~metricalc.patches.cvpr17_files.
         data_name`: ``""`` for the HPatches release), ``"pairs_source"`` (where the
-        verification pairs came from) and ``"units"``: the
+        verification pairs came from), ``"retrieval_longest_list"`` (the longest retrieval
+        list: larger pools repeat its AP) and ``"units"``: the
         per-image-pair matching APs, the per-query retrieval APs, the verification distances
         (:func:`verification_distances`) and their :class:`PairSet`.
     """
@@ -507,6 +514,7 @@ def evaluate_hpatches17(
         done = retrieval(descriptors, retrieval_task, test, distance=distance)
         result["units"]["retrieval"] = done.pop("per_query")
         result["units"]["retrieval_queries"] = retrieval_task.queries_seq
+        result["retrieval_longest_list"] = done.pop("longest_list")
         result["retrieval"] = {split: done}
     return result
 

@@ -103,9 +103,19 @@ class Descriptors:
         self, sequences: Sequence[str] | np.ndarray, image: np.ndarray | int, index: np.ndarray
     ) -> np.ndarray:
         """Matrix rows of patches ``index`` of images ``image`` of ``sequences`` (vectorized)."""
-        names, inverse = np.unique(
-            np.asarray(sequences, dtype=object).astype(str), return_inverse=True
-        )
+        first, count = self.locate(sequences, index)
+        rows: np.ndarray = first + np.asarray(image, dtype=np.int64) * count
+        return rows
+
+    def locate(
+        self, sequences: Sequence[str] | np.ndarray, index: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per item, the matrix row of patch ``index`` of image 0 (``ref``) of its sequence and
+        the sequence's patch count: the row of image ``k`` is ``row + k * count``
+        (:meth:`rows`). The names are hashed once (``pandas.factorize``), not sorted."""
+        import pandas as pd
+
+        inverse, names = pd.factorize(np.asarray(sequences, dtype=object), sort=False)
         missing = [n for n in names if n not in self.offsets]
         if missing:
             raise InvalidInputError(f"{self.root}: no descriptors of sequence {missing[0]!r}")
@@ -119,8 +129,7 @@ class Descriptors:
                 f"patch index {int(index[k])} of sequence {names[inverse[k]]!r}: expected "
                 f"0..{int(count[k]) - 1} ({self.root} has {int(count[k])} patches there)"
             )
-        rows: np.ndarray = offset + np.asarray(image, dtype=np.int64) * count + index
-        return rows
+        return offset + index, count
 
     def image(self, sequence: str, image: str) -> np.ndarray:
         """The (N, D) descriptors of one image of a sequence."""
@@ -288,13 +297,28 @@ def read_verification_pairs(split: str, tasks: str | os.PathLike[str]) -> PairSe
     return PairSet(pairs, f"files of {Path(tasks)}")
 
 
-def draw_pair_indices(rng: np.random.RandomState, counts: Sequence[int]) -> np.ndarray:
+def draw_pair_indices(
+    rng: np.random.RandomState, counts: Sequence[int] | np.ndarray
+) -> np.ndarray:
     """Two distinct patch indices per sequence count, drawn as ``gen_verif`` does
-    (``choice(arange(k), 2, replace=False)`` per pair, in order: the legacy stream is sequential,
-    so this loop is unavoidable)."""
-    out = np.empty((len(counts), 2), dtype=np.int64)
-    for row, k in enumerate(counts):
-        out[row] = rng.choice(int(k), 2, replace=False)
+    (``choice(arange(k), 2, replace=False)`` per pair, in order).
+
+    The legacy ``choice`` without replacement is ``permutation(k)[:2]``, a Fisher-Yates shuffle
+    whose rejection sampling consumes a data-dependent number of draws, so the stream is
+    sequential and a loop per pair is unavoidable; ``shuffle`` of a slice of one buffer makes the
+    same draws at half the cost of ``choice`` (no argument checks, no new array per pair)."""
+    sizes = np.asarray(counts, dtype=np.int64)
+    out = np.empty((sizes.size, 2), dtype=np.int64)
+    if not sizes.size:
+        return out
+    identity = np.arange(int(sizes.max()), dtype=np.int64)
+    buffer = identity.copy()
+    shuffle = rng.shuffle
+    for row, k in enumerate(sizes.tolist()):
+        view = buffer[:k]
+        view[:] = identity[:k]
+        shuffle(view)
+        out[row] = view[:2]
     return out
 
 
@@ -308,18 +332,25 @@ def generate_verification_pairs(
     used); positives ``(s, t_a, i_a, s, t_b, i_a)``, intra negatives ``(s, t_a, i_a, s, t_b,
     i_b)``; then ``n_pairs`` more sequences ``s'`` and one index each (``randint``) for the
     inter negatives ``(s, t_a, i_a, s', t_b, i')``. ``counts`` are the patches per sequence.
+    The draws are the reference's, one by one (:func:`draw_pair_indices`); the inter indices
+    come from one ``randint`` over the array of bounds, which makes the same draws as the
+    reference's loop of scalar calls.
     """
     missing = [s for s in test if s not in counts]
     if missing:
         raise InvalidInputError(f"no patch count for sequence {missing[0]!r}")
     rng = np.random.RandomState(42)
-    s = rng.choice(np.asarray(test, dtype=object), n_pairs).astype(str)
-    idx = draw_pair_indices(rng, [counts[k] for k in s])
-    types = np.empty((n_pairs, 2), dtype=np.int64)
-    for row in range(n_pairs):
-        types[row] = rng.choice(5, 2, replace=False)
-    s_inter = rng.choice(np.asarray(test, dtype=object), n_pairs).astype(str)
-    idx_inter = np.array([rng.randint(counts[k]) for k in s_inter], dtype=np.int64)
+    names = np.asarray(test, dtype=object)
+    size = np.array([counts[k] for k in test], dtype=np.int64)
+    # choice(a, n) with replacement is a[randint(0, len(a), n)]: the codes keep the counts
+    # a lookup instead of a dictionary access per pair
+    code = rng.randint(0, len(test), n_pairs)
+    s = names[code].astype(str)
+    idx = draw_pair_indices(rng, size[code])
+    types = draw_pair_indices(rng, np.full(n_pairs, 5, dtype=np.int64))
+    code_inter = rng.randint(0, len(test), n_pairs)
+    s_inter = names[code_inter].astype(str)
+    idx_inter = rng.randint(0, size[code_inter]).astype(np.int64)
     t1, t2, i1 = types[:, 0], types[:, 1], idx[:, 0]
     pairs = {
         "pos": (s, t1, i1, s, t2, i1),

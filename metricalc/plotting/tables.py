@@ -5,7 +5,8 @@
 order; a cell carries, as superscripts, the letters of the systems that row is significantly
 better than in that column, read from the :func:`metricalc.stats.compare` Dataset given for the
 column (its ``favours``: the side of a comparison rejected at the corrected alpha, by the test's
-own statistic). The best value of a column is bold and the second best underlined. Published
+own statistic). The best value of a column is bold and, with three systems or more, the second
+best underlined (with two, the second is the last, and is not marked). Published
 numbers come as reference rows (:mod:`~metricalc.plotting.reference_rows`): below the measured
 rows, marked "(reported)", never ranked, marked or tested. docs/report.md shows an example.
 """
@@ -126,7 +127,8 @@ class Table:
     Notes
     -----
     Bold and underline follow the printed values: every cell equal (as printed) to the best value
-    of its column is bold, every cell equal to the next distinct value underlined; rates and plain
+    of its column is bold, every cell equal to the next distinct value underlined (only in a table
+    of three measured systems or more: of two, the second best is the worst); rates and plain
     values are marked (lower is better for ``r0_rate``), counts are not. Non-finite values print
     as a dash and are never marked.
 
@@ -136,11 +138,11 @@ class Table:
     >>> metrics = xr.Dataset({"true_map_macro_by_scene": ("descriptor", [0.5, 0.75])},
     ...                      coords={"descriptor": ["orb", "sift"]})
     >>> print(Table(metrics, names={"sift": "SIFT"}).to_markdown(), end="")
-    Table: Results. Values in percent; best in bold, second best underlined.
+    Table: Results. Values in percent; best in bold.
     <BLANKLINE>
     | system | mAP |
     | :--- | ---: |
-    | (a) orb | <u>50.0</u> |
+    | (a) orb | 50.0 |
     | (b) SIFT | **75.0** |
     """
 
@@ -172,6 +174,8 @@ class Table:
         self.columns = self._choose_columns(columns)
         self.comparisons = self._check_comparisons(comparisons or {})
         self.letters = [row_letter(i) for i in range(len(self.systems))]
+        # with two systems the second best is the worst: only bold then
+        self._ranks_second = len(self.systems) > 2
         status = metric_set["status"].values.tolist() if "status" in metric_set else None
         failed = zip(self.systems, status or [], strict=False)
         self.failed = {system for system, state in failed if state == "error"}
@@ -278,7 +282,7 @@ class Table:
         for text in texts:
             if text and float(text) == printed[0]:
                 marks.append("best")
-            elif text and len(printed) > 1 and float(text) == printed[1]:
+            elif text and len(printed) > 1 and float(text) == printed[1] and self._ranks_second:
                 marks.append("second")
             else:
                 marks.append("")
@@ -362,9 +366,11 @@ class Table:
                 + "."
             )
         kinds = {metric_info(c).kind for c in self.columns}
+        marks = "best in bold, second best underlined." if self._ranks_second else "best in bold."
         parts.append(
-            ("Values in percent; " if kinds <= {"rate", "count"} and "rate" in kinds else "")
-            + "best in bold, second best underlined."
+            "Values in percent; " + marks
+            if kinds <= {"rate", "count"} and "rate" in kinds
+            else marks[0].upper() + marks[1:]
         )
         if self.comparisons:
             parts.append(self._test_sentence())

@@ -310,10 +310,15 @@ def print_frame(
     print_table(table, console=console, keys=keys)
 
 
-def _number(value: float, *, percent: bool, signed: bool = False) -> str:
+def _number(
+    value: float, *, percent: bool, signed: bool = False, decimals: int | None = None
+) -> str:
     if not math.isfinite(value):
         return "-"
-    shown, digits = (100 * value, ".2f") if percent else (value, ".4g")
+    if decimals is not None:
+        shown, digits = value, f".{decimals}f"
+    else:
+        shown, digits = (100 * value, ".2f") if percent else (value, ".4g")
     return format(shown, ("+" if signed else "") + digits)
 
 
@@ -365,21 +370,26 @@ def print_comparisons(
     console: Console | None = None,
     unit: str | None = None,
     split_units: str = "queries",
+    systems: str = "descriptor",
+    decimals: int | None = None,
 ) -> None:
     """Print a :func:`metricalc.stats.compare` result, one row per comparison.
 
     The caption names the paired unit ``unit`` (default: the ``pair_by`` attr, right for a
-    keypoint cube) and, with a split, what the split keeps (``split_units``).
+    keypoint cube) and, with a split, what the split keeps (``split_units``). ``systems`` heads
+    the first column (``"run"`` for TREC runs).
 
     Means and differences of metrics in [0, 1] (``ap``, ``hit@K``, ...) are shown in percent
-    points; ``>`` marks a comparison rejected at the corrected alpha in the descriptor's favour,
-    ``<`` in the baseline's (``favours``: never the system with the lower mean). ``?`` marks a
-    rejected comparison whose test points against the mean difference (a Wilcoxon or sign test
-    asked for); its ``caveat`` is printed below the table, as are the comparisons that could not
-    be tested (``-`` for their p-values) with the reason (``note``)."""
+    points, or with ``decimals`` as fractions with that many decimals (``0.5800``, as IR papers
+    print trec_eval's measures); ``>`` marks a comparison rejected at the corrected alpha in the
+    descriptor's favour, ``<`` in the baseline's (``favours``: never the system with the lower
+    mean). ``?`` marks a rejected comparison whose test points against the mean difference (a
+    Wilcoxon or sign test asked for); its ``caveat`` is printed below the table, as are the
+    comparisons that could not be tested (``-`` for their p-values) with the reason
+    (``note``)."""
     attrs = comparisons.attrs
     metric = str(attrs.get("metric", ""))
-    percent = is_fraction_metric(metric)
+    percent = decimals is None and is_fraction_metric(metric)
     level = round(100 * float(attrs.get("confidence_level", 0.95)), 1)
     interval = {"t": "t", "cluster": "cluster bootstrap"}.get(str(attrs.get("interval")), "BCa")
     statistic = str(attrs.get("statistic_phrase", ""))
@@ -399,7 +409,7 @@ def print_comparisons(
         box=box.SIMPLE_HEAD,
         padding=(0, 1, 0, 0),
     )
-    for header in ("descriptor", "baseline"):
+    for header in (systems, "baseline"):
         table.add_column(header, no_wrap=True)
     for header in ("n", printable(metric), "base", "diff", "CI", "p", "p adj", "", "r_rb", "d_z",
                    "W/T/L"):  # fmt: skip
@@ -408,15 +418,15 @@ def print_comparisons(
     pairs = [(str(d), str(b)) for d, b in frame.index.to_list()]  # (descriptor, baseline)
     rows = [(d, b, row) for (d, b), (_, row) in zip(pairs, frame.iterrows(), strict=True)]
     for descriptor, baseline, row in rows:
-        low = _number(row["ci_low"], percent=percent, signed=True)
-        high = _number(row["ci_high"], percent=percent, signed=True)
+        low = _number(row["ci_low"], percent=percent, signed=True, decimals=decimals)
+        high = _number(row["ci_high"], percent=percent, signed=True, decimals=decimals)
         table.add_row(
             printable(descriptor),
             printable(baseline),
             f"{int(row['n']):,}",
-            _number(row["mean_descriptor"], percent=percent),
-            _number(row["mean_baseline"], percent=percent),
-            _number(row["mean_diff"], percent=percent, signed=True),
+            _number(row["mean_descriptor"], percent=percent, decimals=decimals),
+            _number(row["mean_baseline"], percent=percent, decimals=decimals),
+            _number(row["mean_diff"], percent=percent, signed=True, decimals=decimals),
             escape(f"[{low}, {high}]"),
             pvalue_cell(row["pvalue"]),
             pvalue_cell(row["pvalue_corrected"]),

@@ -35,8 +35,6 @@ _DECOMPOSITION_COLUMNS = (
     ("correct_over_repeatable", "correct among repeatable"),
     ("matching_score", "matching score"),
     ("matching_ap", "matching AP"),
-    ("ap_perfect_detector", "AP, perfect detector"),
-    ("ap_perfect_descriptor", "AP, perfect descriptor"),
 )
 
 
@@ -46,8 +44,9 @@ def _known(values: Any) -> bool:
 
 def detector_or_descriptor_section(report: Report) -> Section | None:
     """ "Detector or descriptor?": per system, the detector's repeatability, the descriptor's
-    share of correct matches among repeatable keypoints, the matching AP and the AP with either
-    stage made perfect, the sentence saying which stage limits the result, and the figure
+    share of correct matches among repeatable keypoints, the matching score and the matching AP
+    (ratio-test confidence, as ``metricalc decompose keypoints``), the stage that limits (the
+    lower factor), the sentence saying so and how it is decided, and the figure
     (:func:`metricalc.decompose.detector_or_descriptor`, one call per labelled cube).
 
     None unless the study's figures include ``detector_or_descriptor`` and every cube has
@@ -66,12 +65,17 @@ def detector_or_descriptor_section(report: Report) -> Section | None:
         return None
     if not all("nn_correct" in c and _known(c["nn_correct"].values) for c in report.cubes.values()):
         return None
-    parts = {label: detector_or_descriptor(cube) for label, cube in report.cubes.items()}
+    parts = {
+        label: detector_or_descriptor(cube, names=study.names)
+        for label, cube in report.cubes.items()
+    }
     table = combined({label: part.table for label, part in parts.items()})
     sentences = [
         f"{label}: {part.sentence}" if label else part.sentence for label, part in parts.items()
     ]
     ax = plot_detector_or_descriptor(table, names=study.names)
+    first = next(iter(parts.values()))
+    method, confidence = first.method, first.chains.attrs["confidence"]
     if "figures" in study.outputs:
         written = save_figure(ax, report.out / "figures" / "detector_or_descriptor")
         report.files.extend(written)
@@ -100,11 +104,13 @@ def detector_or_descriptor_section(report: Report) -> Section | None:
         + "".join(rows)
         + "</tbody></table></div>"
         + f'<figure id="figure-detector_or_descriptor"><img src="{uri}" '
-        'alt="Matching AP with a perfect detector or descriptor"><figcaption>Matching AP (%) of '
-        "each system now, with a perfect detector (every query with a correspondence within the "
-        "pixel threshold, the descriptor unchanged) and with a perfect descriptor (every "
-        "repeatable query matched to its correspondence, the detector unchanged): the metric "
-        "decomposition of the keypoint matching chain.</figcaption>"
+        'alt="Repeatability, correct among repeatable and matching score per system">'
+        "<figcaption>Per system, in percent: the detector's repeatability (L, queries with a "
+        "ground-truth correspondence within the pixel threshold), the descriptor's share of "
+        "correct nearest neighbours among repeatable queries (C|L) and their product, the "
+        "matching score; under each name the stage with the lower factor, which limits the "
+        f"result. Matching AP: {method} AP of the matches ordered by the "
+        f"{confidence} confidence.</figcaption>"
         "</figure>"
     )
     return Section("detector-or-descriptor", "Detector or descriptor?", html)

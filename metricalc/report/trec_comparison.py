@@ -41,19 +41,43 @@ from metricalc.retrieval.querycube import (
     retrieval_cube,
     run_names,
 )
-from metricalc.retrieval.trec_eval import FAMILIES, TrecEval
+from metricalc.retrieval.trec_eval import FAMILIES, TrecEval, parse_measures
 from metricalc.retrieval.trec_files import Qrels, Run
 
 __all__ = ["RunComparison", "compare_runs", "table_measures"]
 
 
-def table_measures(result: TrecEval) -> list[str]:
+def table_measures(result: TrecEval, asked: Sequence[str] | None = None) -> list[str]:
     """The printed names of the measures a comparison table shows: those whose ``all`` is a
-    mean over queries (``map``, ``P_5``, ``gm_map``, ...), in trec_eval's order; not ``runid``,
-    ``num_q`` or the counts (``num_ret``, ``num_rel``, ``num_rel_ret``,
-    ``num_nonrel_judged_ret``, whose ``all`` is a sum)."""
-    return [name for name in result.summary
-            if FAMILIES[result.families[name]].kind in ("mean", "gm")]
+    mean over queries (``map``, ``P_5``, ``gm_map``, ...); not ``runid``, ``num_q`` or the
+    counts (``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``, whose ``all``
+    is a sum). In the order ``asked`` names them (the ``-m`` arguments: ``map``, ``ndcg_cut.10``,
+    ``P.5`` gives ``map``, ``ndcg_cut_10``, ``P_5``; the measures of one argument, such as
+    ``official``, in trec_eval's order), or trec_eval's order without ``asked`` (and for what
+    ``asked`` does not name in the standard qrels' measures).
+
+    Examples
+    --------
+    >>> from metricalc.retrieval import Qrels, Run, evaluate
+    >>> qrels = Qrels.from_dict({"q1": {"d1": 1, "d2": 0}})
+    >>> run = Run.from_dict({"q1": {"d1": 2.0, "d2": 1.0}})
+    >>> asked = ["map", "ndcg_cut.10", "P.5", "num_rel"]
+    >>> table_measures(evaluate(qrels, run, asked)), table_measures(evaluate(qrels, run, asked), asked)
+    (['map', 'P_5', 'ndcg_cut_10'], ['map', 'ndcg_cut_10', 'P_5'])
+    """  # noqa: E501
+    means = [name for name in result.summary
+             if FAMILIES[result.families[name]].kind in ("mean", "gm")]  # fmt: skip
+    if asked is None:
+        return means
+    order: list[str] = []
+    for spec in asked:
+        try:
+            requested = parse_measures([spec])
+        except InvalidInputError:  # a measure of another relevance format: trec_eval's order
+            continue
+        for one in requested:
+            order += [n for n in one.names() if n in means and n not in order]
+    return order + [n for n in means if n not in order]
 
 
 @dataclass(frozen=True)
@@ -69,7 +93,7 @@ class RunComparison:
     baseline : str
         The run every other run is compared with.
     measures : list of str
-        The table's measures (:func:`table_measures`), printed names.
+        The table's measures (:func:`table_measures`), printed names, in the order asked.
     comparisons : dict of str to xarray.Dataset
         Printed measure name -> :func:`metricalc.stats.compare` Dataset (every run against the
         baseline on that measure's per-query values; one correction family).
@@ -373,7 +397,7 @@ def compare_runs(
         )
     cube = retrieval_cube(qrels, results, **options)
     cube["runid"] = ("descriptor", np.array([run.tag for run in named.values()], dtype=str))
-    shown = table_measures(results[names[0]])
+    shown = table_measures(results[names[0]], measures)
     if not shown:
         raise InvalidInputError(
             f"none of the measures {list(measures)} is a mean over queries (runid, num_q and the "
