@@ -165,7 +165,9 @@ def test_cli_cube_feeds_compare(synthetic, noisy, tmp_path, capsys) -> None:
     assert cube.sizes["query"] == ap.size
     assert float(cube.ap.mean()) == pytest.approx(ap.mean())
     assert cube.attrs["ap_method"] == "trapezoid"
-    assert main(["compare", *map(str, cubes), "--n-resamples", "200"]) == 0
+    assert main(["compare", *map(str, cubes), "--n-resamples", "200"]) == 2  # 3 sequences
+    assert "paired units (pair_by='scene'" in capsys.readouterr().err
+    assert main(["compare", *map(str, cubes), "--n-resamples", "200", "--pair-by", "query"]) == 0
     assert "noisy" in capsys.readouterr().out
 
 
@@ -178,12 +180,17 @@ def test_compare_names_the_units_of_matching_cubes(synthetic, noisy, tmp_path, c
     cubes = [str(tmp_path / f"{f.name}.matching.nc") for f in (descriptors, noisy)]
     capsys.readouterr()
     shown = {}
-    for options in ([], ["--pair-by", "pair"], ["--split", "viewpoint"]):
+    for options in (["--pair-by", "query"], ["--pair-by", "pair"],
+                    ["--split", "viewpoint", "--pair-by", "query"]):  # fmt: skip
         assert main(["compare", *cubes, *options, "--n-resamples", "99"]) == 0
         shown[" ".join(options)] = " ".join(capsys.readouterr().out.split())
-    assert "pair by image pair and level;" in shown[""]
-    assert "pair by image pair;" in shown["--pair-by pair"]
-    assert "pair by image pair and level, viewpoint sequences only" in shown["--split viewpoint"]
+    assert "independent unit: image pair and level;" in shown["--pair-by query"]
+    assert "every image pair and level as independent" in shown["--pair-by query"]
+    assert "independent unit: image pair;" in shown["--pair-by pair"]
+    assert (
+        "independent unit: image pair and level, viewpoint sequences only"
+        in shown["--split viewpoint --pair-by query"]
+    )
     assert not any("query" in text or "queries" in text for text in shown.values())
 
 
@@ -202,9 +209,10 @@ def test_compare_names_the_units_of_retrieval_cubes(tmp_path, capsys) -> None:
     for pair_by in ("query", "pair", "scene"):
         assert main(["compare", *cubes, "--pair-by", pair_by, "--n-resamples", "99"]) == 0
         shown[pair_by] = " ".join(capsys.readouterr().out.split())
-    assert "pair by query and level;" in shown["query"]
-    assert "pair by sequence;" in shown["pair"] and "pair by pair" not in shown["pair"]
-    assert "pair by sequence;" in shown["scene"]
+    assert "independent unit: query and level;" in shown["query"]
+    assert "independent unit: sequence;" in shown["pair"]
+    assert "independent unit: pair" not in shown["pair"]
+    assert "independent unit: sequence;" in shown["scene"]
 
 
 def test_the_synthetic_set_names_its_descriptor_folder_after_the_method(

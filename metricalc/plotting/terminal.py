@@ -341,15 +341,16 @@ def _marker(row: pd.Series) -> str:
     return {1: ">", -1: "<"}.get(int(row["favours"]), "")
 
 
-def clustering_lines(comparisons: xr.Dataset) -> list[str]:
+def clustering_lines(comparisons: xr.Dataset, unit: str | None = None) -> list[str]:
     """What tests over units finer than scenes ignore: per comparison the intraclass correlation
     of the differences within scenes and the design effect (``icc``, ``design_effect`` of
-    :func:`metricalc.stats.compare`); no line for tests over scenes."""
+    :func:`metricalc.stats.compare`); no line for tests over scenes. ``unit`` names the units
+    (default: the ``pair_by`` attr)."""
     if "icc" not in comparisons or not np.isfinite(comparisons["icc"].values).any():
         return []
-    unit = str(comparisons.attrs.get("pair_by", "query"))
+    unit = unit or str(comparisons.attrs.get("pair_by", "query"))
     lines = [
-        f"the tests above treat every {unit} as independent, but the {unit}s of one scene are "
+        f"the tests above treat every {unit} as independent, but those of one scene are "
         "correlated (intraclass correlation of the differences within scenes, design effect "
         "1 + (mean scene size - 1) ICC: the variance of a mean is that many times larger than "
         "the tests assume); test over scenes (--pair-by scene) for claims about new scenes:"
@@ -393,6 +394,8 @@ def print_comparisons(
     level = round(100 * float(attrs.get("confidence_level", 0.95)), 1)
     interval = {"t": "t", "cluster": "cluster bootstrap"}.get(str(attrs.get("interval")), "BCa")
     statistic = str(attrs.get("statistic_phrase", ""))
+    if unit and attrs.get("mean_over") == attrs.get("pair_by"):  # the cube's own unit name
+        statistic = f"mean over {unit}s"
     caption = (
         (f"{metric}: {statistic}; " if statistic else "")
         + f"{attrs.get('test')} test, {attrs.get('correction')} correction, alpha "
@@ -437,7 +440,7 @@ def print_comparisons(
         )
     console = console or terminal_console()
     print_table(table, console=console, keys=2)
-    for line in clustering_lines(comparisons):
+    for line in clustering_lines(comparisons, unit):
         console.print(printable(line))
     for descriptor, baseline, row in rows:
         if row.get("caveat", ""):

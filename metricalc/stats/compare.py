@@ -421,8 +421,11 @@ def compare(
         excluded = list(cube_attrs["excluded_descriptors"])
         pairs_ = _system_pairs(names, baseline, pairs, excluded)
         test, interval = "randomization", "cluster"
+        scenes = None
+        if pair_by == "pair":  # image-pair clusters "scene/pair": what ignoring scenes costs
+            scenes = np.array([str(c).partition("/")[0] for c in statistic.clusters])
         rows = cluster_rows(
-            statistic, pairs_, n_resamples, confidence_level, flips, resamples, pair_by
+            statistic, pairs_, n_resamples, confidence_level, flips, resamples, pair_by, scenes
         )
         _tested(rows, pairs_, names)
         split_attr = split or ""

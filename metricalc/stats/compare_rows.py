@@ -173,17 +173,24 @@ def cluster_rows(
     flips: np.random.Generator,
     resamples: np.random.Generator,
     pair_by: str,
+    cluster_scenes: np.ndarray | None = None,
 ) -> dict[str, list[Any]]:
     """Every comparison by the paired cluster bootstrap and the within-cluster swap test
     (:func:`metricalc.stats.clustered.paired_inference`): the rows of the result without the
-    corrected p-values and verdicts. Counts, wins and effect sizes are of the clusters."""
+    corrected p-values and verdicts. Counts, wins and effect sizes are of the clusters; with
+    ``cluster_scenes`` (the scene of each cluster, for clusters finer than scenes) the
+    intraclass correlation of the cluster differences within scenes and the design effect."""
     rows: dict[str, list[Any]] = {name: [] for name in COMPARE_VARIABLES}
+    present = statistic.present()
     for i, j in pairs:
         result = paired_inference(
             statistic, i, j, n_resamples=n_resamples, confidence_level=confidence_level,
             resample_rng=resamples, swap_rng=flips, min_clusters=MIN_UNITS,
         )  # fmt: skip
         d = result.cluster_differences
+        icc = deff = math.nan
+        if cluster_scenes is not None:
+            icc, deff = intraclass_correlation(d, cluster_scenes[present[i] & present[j]])
         d = d[np.isfinite(d)]
         note = (
             f"{result.clusters:,} paired unit{'' if result.clusters == 1 else 's'} "
@@ -211,8 +218,8 @@ def cluster_rows(
             ("exact", result.exact and tested),
             ("rank_biserial", rank_biserial(d)),
             ("cohens_dz", cohens_dz(d)),
-            ("icc", math.nan),
-            ("design_effect", math.nan),
+            ("icc", icc),
+            ("design_effect", deff),
             ("note", note),
         ):
             rows[name].append(value)
