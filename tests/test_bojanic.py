@@ -424,6 +424,7 @@ def random_dataset(rng, kinds, n_scenes=6, max_ref=9, max_extra=5):
             keep = rng.random(n_ref) < keep_rate
             projected = np.c_[base[keep], np.ones(keep.sum())] @ homographies[k].T
             moved = projected[:, :2] / projected[:, 2:] + rng.normal(0, 1.5, (keep.sum(), 2))
+            moved = np.clip(moved, 0, SIDE - 1)  # keypoints lie inside their image
             extra = rng.uniform(5, 155, (int(rng.integers(1, max_extra + 1)), 2))
             points[k] = rng.permutation(np.vstack([moved, extra]))
         sequences.append(sequence)

@@ -135,14 +135,14 @@ def test_a_report_onto_a_full_disk_keeps_the_previous_report(small_disk, tmp_pat
     command = f"['report', {str(study)!r}, '--out', {str(small_disk)!r}, '--no-progress']"
     first = _run("from metricalc.cli import main", f"raise SystemExit(main({command}))")
     assert first.returncode == 0, first.stderr[-2000:]
-    report = small_disk / "mine"
-    before = {p.name: p.read_bytes() for p in report.iterdir()}
+    report = small_disk / "mine" / "report"  # --out DIR: DIR/<study>/report
+    before = {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()}
     _fill(small_disk, leave=8 * 1024)
     again = _run("from metricalc.cli import main", f"raise SystemExit(main({command}))")
     assert again.returncode == 2, again.stderr[-2000:]
     lines = again.stderr.strip().splitlines()
     assert len(lines) == 1 and "No space left on device" in lines[0], lines
-    assert {p.name: p.read_bytes() for p in report.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()} == before
     assert _names(small_disk) == ["filler", "mine"]
 
 

@@ -23,7 +23,7 @@ def hostile_cube(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.parametrize(
     "argv",
-    [["metrics"], ["compare", "--baseline", "[/]", "--test", "ttest"]],
+    [["metrics"], ["compare", "--baseline", "[/]", "--test", "ttest", "--pair-by", "pair"]],
     ids=["metrics", "compare"],
 )
 def test_markup_and_escape_sequences_in_names_are_printed_as_written(

@@ -421,6 +421,7 @@ def compare(
         excluded = list(cube_attrs["excluded_descriptors"])
         pairs_ = _system_pairs(names, baseline, pairs, excluded)
         test, interval = "randomization", "cluster"
+        check_bootstrap_memory(len(pairs_), n_resamples)  # before any resample, not after
         scenes = None
         if pair_by == "pair":  # image-pair clusters "scene/pair": what ignoring scenes costs
             scenes = np.array([str(c).partition("/")[0] for c in statistic.clusters])
