@@ -33,14 +33,15 @@ SHARED_METRIC_COLUMNS = (
 columns of every terminal table of metrics (:data:`TABLE_METRICS`, ``metricalc db show``)."""
 
 TABLE_METRICS = (
-    ("true_map_micro", "mAP"),
-    ("true_map_macro_by_scene", "mAP macro"),
+    ("true_map_macro_by_scene", "mAP"),
+    ("true_map_micro", "mAP (queries)"),
     *SHARED_METRIC_COLUMNS,
     ("r0_rate", "R=0 rate"),
     ("total_queries_processed", "queries"),
 )
-"""(metric name, column header) of the default terminal table; rates shown in percent. The
-hit-rate columns (``HR@K``) follow the cut-offs of the metric set: one per ``precision_at_K``."""
+"""(metric name, column header) of the default terminal table; rates shown in percent. As in
+the paper table, "mAP" is the mean over scenes of scene mAPs and the query-weighted mean says
+so. The hit-rate columns (``HR@K``) follow the cut-offs of the metric set: one per ``precision_at_K``."""
 
 _HIT_RATE = re.compile(r"precision_at_(\d+)")
 
@@ -262,16 +263,18 @@ def print_metric_table(
 
     Under DescriptorWorkbench's retrieval rule (attr ``y0_policy = "negative"``: the other
     keypoints of the sequence are non-relevant, as in verification) the retrieval AP is the
-    verification AP by definition; a caption under the table says so when both are shown.
+    verification AP by definition: it is shown once, and a caption under the table says so.
     """
     shown = _shown_columns(metrics)
     names = {name for name, _ in shown}
     same = {"keypoint_verification_ap", "keypoint_retrieval_ap"} <= names and (
         metrics.attrs.get("y0_policy") == "negative"
     )
+    if same:  # one number under two names: shown once
+        shown = [(n, h) for n, h in shown if n != "keypoint_retrieval_ap"]
     caption = (
-        "retr AP = verif AP by definition: DescriptorWorkbench's retrieval counts the "
-        "sequence's other keypoints as non-relevant (y0 = negative)"
+        "retr AP = verif AP by definition (shown once): DescriptorWorkbench's retrieval counts "
+        "the sequence's other keypoints as non-relevant (y0 = negative)"
         if same
         else None
     )

@@ -24,8 +24,8 @@ from metricalc.store.workbench_check import CHECK_COLUMNS
 __all__ = ["print_experiment", "print_experiments", "print_import"]
 
 RESULT_TABLE = (
-    ("true_map_micro", "mAP"),
-    ("true_map_macro", "mAP macro"),
+    ("true_map_macro", "mAP"),
+    ("true_map_micro", "mAP (queries)"),
     *SHARED_METRIC_COLUMNS,
     ("processing_time_ms", "time ms"),
 )
