@@ -41,7 +41,8 @@ TABLE_METRICS = (
 )
 """(metric name, column header) of the default terminal table; rates shown in percent. As in
 the paper table, "mAP" is the mean over scenes of scene mAPs and the query-weighted mean says
-so. The hit-rate columns (``HR@K``) follow the cut-offs of the metric set: one per ``precision_at_K``."""
+so. The hit-rate columns (``HR@K``) follow the cut-offs of the metric set: one per
+``precision_at_K``."""
 
 _HIT_RATE = re.compile(r"precision_at_(\d+)")
 
