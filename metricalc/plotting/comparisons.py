@@ -37,7 +37,8 @@ TEST_NAMES = {
 
 INTERVAL_NAMES = {
     "auto": (
-        f"BCa bootstrap CIs (Student t CIs where a comparison pairs over {BCA_MAX_UNITS:,} units)"
+        "paired cluster bootstrap CIs (BCa, widened for few clusters; over single queries BCa, "
+        f"Student t where a comparison pairs over {BCA_MAX_UNITS:,} units)"
     ),
     "bca": "BCa bootstrap CIs",
     "t": "Student t CIs",
@@ -53,8 +54,11 @@ def interval_name(attrs: Mapping[Hashable, object]) -> str:
     --------
     >>> interval_name({"interval": "t"}), interval_name({"interval": "bca"})
     ('Student t', 'BCa bootstrap')
+    >>> interval_name({"interval": "cluster"})
+    'cluster bootstrap'
     """
-    return "Student t" if attrs.get("interval") == "t" else "BCa bootstrap"
+    names = {"t": "Student t", "cluster": "cluster bootstrap"}
+    return names.get(str(attrs.get("interval")), "BCa bootstrap")
 
 
 CORRECTION_NAMES = {

@@ -211,10 +211,11 @@ def _figure_jobs(
         info = metric_info(column)
         per_column = [  # figure kind, stem, Dataset, title, caption, plot
             ("forest", "forest", result.comparison, f"Differences in {info.phrase}",
-             f"Mean paired difference in {info.phrase} (descriptor minus baseline) with its "
+             f"Difference in {info.phrase}, the column's own statistic (descriptor minus "
+             "baseline), with its "
              f"{interval_name({} if result.comparison is None else result.comparison.attrs)} "
-             "confidence interval (per comparison, not "
-             "corrected); filled points are significant after the correction.",
+             "confidence interval (per comparison, not corrected); filled points are "
+             "significant after the correction.",
              stats_figures.plot_forest),
             ("cd_diagram", "cd", result.ranking, f"Critical difference diagram, {info.phrase}",
              "Average ranks (1 = best) over the paired units; bars join systems whose ranks "
