@@ -95,7 +95,7 @@ def plot_forest(
     ax.set_yticklabels(labels)
     level = float(attrs.get("confidence_level", 0.95))
     unit = "percentage points" if scale == 100.0 else "units"
-    ax.set_xlabel(f"mean difference ({unit}), {100 * level:g}% {interval_name(attrs)} CI")
+    ax.set_xlabel(f"difference ({unit}), {100 * level:g}% {interval_name(attrs)} CI")
     ax.set_title(f"Differences in {_phrase(attrs, metric_phrase)} (filled: significant)")
     ax.set_ylim(-0.8, len(pairs) - 0.2)
     return ax
