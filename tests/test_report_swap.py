@@ -60,7 +60,7 @@ def test_a_rebuild_removes_only_the_files_the_previous_build_wrote(tmp_path, mak
     """Another job's files in the report's folders (the demo's figures in ``figures/``, a
     second study's page) survive every rebuild; the report's own stale figures do not."""
     spec = _study(tmp_path, make_query_cube, "html, csv, figures")
-    out = tmp_path / "shared"
+    out = tmp_path / "common"
     first = build(spec, out=out)
     ours = sorted(p.relative_to(out).as_posix() for p in first.files)
     forest = next(name for name in ours if name.startswith("figures/forest_"))

@@ -370,7 +370,7 @@ def rate_confint(
 ) -> xr.Dataset:
     r"""Confidence interval of a rate seen as a binomial proportion (Wilson score by default).
 
-    A rate over few elements misleads (seed 003): 2 of 2 and 2000 of 2000 are both 100 %. The
+    A rate over few elements misleads (docs/metrics.md): 2 of 2 and 2000 of 2000 are both 100 %. The
     interval makes the sample size visible. For :math:`k` successes in :math:`n` trials and
     :math:`z = \Phi^{-1}(1 - \alpha / 2)`, the Wilson interval is
 

@@ -165,7 +165,7 @@ def _elementwise(better: Any, ties: Any, policy: str, what: str) -> Any:
 def ap_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> Any:
     r"""Average precision of a list with one relevant item, from its rank statistics.
 
-    With :math:`b` = better and :math:`t` = ties (PROTOCOLS.md section 1):
+    With :math:`b` = better and :math:`t` = ties (docs/metrics.md):
 
     =========== ===================================== ====================================
     policy      rank                                  AP

@@ -2,7 +2,7 @@
 
 A QueryCube holds, for every descriptor and every query (a keypoint of image 1 matched against
 image k of a scene), the rank statistics of its relevant item and the nearest-neighbour facts the
-metric set needs (DESIGN.md "The QueryCube", PROTOCOLS.md sections 1-4). Schema:
+metric set needs (docs/cube.md, docs/keypoints.md). Schema:
 
 - dims ``descriptor`` (str coordinate), ``query`` (flat index over all queries, no coordinate)
   and, for the per-scene results of the Bojanic tasks and the image retrieval, ``sequence`` (str

@@ -131,7 +131,7 @@ DEFAULT_ATTRS: Mapping[str, Any] = MappingProxyType(
         "seed": 0,
     }
 )
-"""Protocol defaults (PROTOCOLS.md) used by :func:`from_dataframe` for attrs it is not given.
+"""Protocol defaults (docs/cube.md) used by :func:`from_dataframe` for attrs it is not given.
 
 ``distance="mixed"`` and ``keypoints="external"`` say that the distance and the keypoints of
 imported results are not known to metricalc; pass the real values when you know them.

@@ -7,7 +7,7 @@ evaluation it comes from), the dataset (the published release it was measured on
 paper and table, the code that produced it and
 the file where it is printed. ``checked`` says whether that file was read: ``True`` when the
 number was read in ``source`` (a public repository file, with its commit), ``False`` when the
-number is only quoted (by metricalc's issue 18) and no stored public text printing it was found;
+number is only quoted (in metricalc's own notes) and no stored public text printing it was found;
 such entries say so in ``notes`` and are never a test's reference.
 
 Sources read (see docs/reported.md, generated from this registry):
@@ -19,7 +19,7 @@ Sources read (see docs/reported.md, generated from this registry):
 - rpautrat/SuperPoint ``README.md`` (commit 20f0fab): homography estimation accuracy on
   HPatches at e = 1 / 3 / 5 px of SuperPoint (that implementation and MagicLeap's pretrained
   model), SIFT and ORB;
-- hpatches-benchmark Python results on split full (issue 18): quoted, not found in stored text
+- hpatches-benchmark Python results on split full: quoted, not found in stored text
   (``docs/results.md`` and ``python/utils/docs/results.md`` of hpatches/hpatches-benchmark are
   empty placeholders; ``python/hpatches_results.pdf``, the results figure, is binary).
 

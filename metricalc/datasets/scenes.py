@@ -10,7 +10,7 @@ For every photograph of :data:`PHOTOGRAPHS` two scenes (:func:`generate_scene`),
   signal-dependent noise, exposure, gamma and a non-monotone tone curve, a colour shift and
   JPEG, growing from image 2 to image 6); every homography is the identity.
 - ``v_<name>`` (viewpoint): image 1 is the mirrored photograph (so no two scenes share an image:
-  other scenes' keypoints serve as distractors, PROTOCOLS.md section 4); image k is a second
+  other scenes' keypoints serve as distractors, docs/keypoints.md); image k is a second
   camera's view of that plane (:func:`~metricalc.datasets.viewpoint.viewpoint_homographies`:
   tilt, roll, zoom in or out up to about 2x, growing along the sequence), made by warping image 1
   by exactly the written ``H_1_k`` and adding the second photograph's blur, exposure and noise

@@ -1,4 +1,4 @@
-"""Decomposable and compound decomposable metrics (PROTOCOLS.md section 8, seed 004).
+"""Decomposable and compound decomposable metrics (docs/decomposition.md).
 
 A composed task (detection = localization, then classification given localization) is a chain of
 stages. :func:`decompose` counts every stage along the confidence threshold and gives the factor

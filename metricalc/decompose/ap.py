@@ -150,7 +150,7 @@ def factor_ap(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     r"""AP of the composed curve, of every factor curve, and the product of the factor APs.
 
     AP does not factor: :math:`AP(P_L P_{C|L}, R_L R_{C|L}) \ne AP_L \cdot AP_{C|L}` in
-    general (PROTOCOLS.md section 8); ``factor_ap_product`` is there to show by how much.
+    general (docs/decomposition.md); ``factor_ap_product`` is there to show by how much.
 
     Parameters
     ----------

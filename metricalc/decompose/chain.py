@@ -1,5 +1,5 @@
 """The decomposition engine: a chain of stages, its counts along the confidence threshold, the
-factor precision and recall curves, their product and the composed curve (PROTOCOLS.md section 8).
+factor precision and recall curves, their product and the composed curve (docs/decomposition.md).
 
 A composed task succeeds on a prediction when every stage of a chain succeeds: localization L,
 then classification given localization C|L, then segmentation given both S|C,L, and so on.

@@ -1,4 +1,4 @@
-"""Decomposition of object detection and instance segmentation (seed 004, PROTOCOLS.md 8).
+"""Decomposition of object detection and instance segmentation (docs/decomposition.md).
 
 Per category c and IoU threshold t, the detections of class c form a chain
 

@@ -1,4 +1,4 @@
-r"""Numerical checks of the seed's theorems (seed 004, PROTOCOLS.md section 8).
+r"""Numerical checks of the decomposition theorems (docs/decomposition.md).
 
 1. **Decomposable metrics.** If every factor curve does not decrease (pointwise, at every
    threshold), the composed AP does not decrease. For the interpolated AP methods

@@ -1,4 +1,4 @@
-"""Reproducible experiment runs: export predictions once, evaluate the cache (seed 002).
+"""Reproducible experiment runs: export predictions once, evaluate the cache (docs/experiments.md).
 
 ``metricalc eval <benchmark> --conf CONF --tag TAG`` and :func:`run` write
 ``outputs/results/<benchmark>/<tag>/`` (``conf.yaml``, ``predictions.h5``, ``results.h5``,

@@ -1,7 +1,7 @@
 """Experiment configurations: files, the merge order of Glue Factory, overrides, checks, diffs.
 
 A configuration has three sections (``data``, ``model``, ``eval``). A custom config file has the
-layout of seed 002::
+layout of Glue Factory (docs/experiments.md)::
 
     model: {...}                 # the model (predictions) for every benchmark
     benchmarks:

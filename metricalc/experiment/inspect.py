@@ -1,6 +1,6 @@
 """Inspect experiments side by side: their summaries, and an interactive per-unit scatter page.
 
-``metricalc inspect <benchmark> TAG1 TAG2 ...`` (seed 002's ``gluefactory.eval.inspect``) reads
+``metricalc inspect <benchmark> TAG1 TAG2 ...`` (Glue Factory's ``gluefactory.eval.inspect``) reads
 the run folders ``<outputs>/results/<benchmark>/<tag>/`` (``summaries.json`` and the per-unit
 group of ``results.h5``, the benchmark's ``units_group``; nothing is recomputed), prints the
 summaries side by side and writes one HTML page: a scatter of any two per-unit metrics, one point

@@ -1,4 +1,4 @@
-"""One experiment run: export predictions, then evaluate the cached predictions (seed 002).
+"""One experiment run: export predictions, then evaluate the cached predictions.
 
 :func:`run` merges the configuration, checks it against the run folder's ``conf.yaml``, exports
 when the predictions are missing (or ``overwrite``), evaluates when the results are missing (or

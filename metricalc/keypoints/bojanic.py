@@ -1,4 +1,4 @@
-"""Keypoint verification and retrieval (Bojanic et al. 2020), PROTOCOLS.md section 4.
+"""Keypoint verification and retrieval (Bojanic et al. 2020), docs/keypoints.md.
 
 For each scene, the reference keypoints are the keypoints of image 1 (border-filtered). Their
 candidates are the keypoints of the sequence's other images 2..6 plus distractors: keypoints of

@@ -1,4 +1,4 @@
-"""Evaluate descriptors on image sequences into a QueryCube (DESIGN.md, PROTOCOLS.md sections 1-4).
+"""Evaluate descriptors on image sequences into a QueryCube (docs/keypoints.md, docs/cube.md).
 
 For every descriptor, scene and image pair (1, k), k = 2..6: the keypoints of image 1 that lie
 ``border`` px inside it are the queries, the keypoints of image k inside it the candidates; the
@@ -284,9 +284,9 @@ def evaluate(
     border : float
         Keypoints closer than this to the image edge are dropped (default 40).
     tie_policy : {"expected", "optimistic", "pessimistic", "workbench"}
-        How the per-query AP treats tied distances (PROTOCOLS.md section 1).
+        How the per-query AP treats tied distances (docs/metrics.md).
     bojanic : bool
-        Also run keypoint verification and retrieval (PROTOCOLS.md section 4).
+        Also run keypoint verification and retrieval (docs/keypoints.md).
     image_retrieval : bool
         Also run DescriptorWorkbench's image retrieval
         (:mod:`metricalc.keypoints.image_retrieval`, ``image_retrieval_map``). Off by default:

@@ -1,6 +1,6 @@
 """Ground truth by homography: projection, border filtering, nearest keypoint within tau.
 
-PROTOCOLS.md section 2: a query keypoint p of image A is projected with H_A_to_B; a projection
+docs/keypoints.md: a query keypoint p of image A is projected with H_A_to_B; a projection
 with |w| < 1e-12 has no ground truth; a projection outside image B (less the border margin) has
 no ground truth (R = 0); otherwise the relevant keypoint is the nearest keypoint of B (Euclidean,
 lowest index on ties) if it lies within ``tau`` pixels, else R = 0.
@@ -114,7 +114,7 @@ def nearest(points: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.
     """Index (lowest on ties) and Euclidean distance of the nearest candidate of every point.
 
     A k-d tree (scipy) finds the two nearest candidates; where they are equally far, the exact
-    distances to every candidate decide, so the lowest index wins as PROTOCOLS.md requires. NaN
+    distances to every candidate decide, so the lowest index wins as docs/keypoints.md says. NaN
     points and an empty candidate set give index -1 and distance NaN.
     """
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)

@@ -1,4 +1,4 @@
-r"""Homography estimation from matches and the Glue Factory HPatches metrics (PROTOCOLS.md s. 7).
+r"""Homography estimation from matches and the Glue Factory HPatches metrics (docs/experiments.md).
 
 Per image pair (image 1 -> image k, ground truth :math:`H`), from the matched keypoints
 :math:`(p_i, q_i)`:

@@ -1,6 +1,6 @@
 r"""Errors of a homography: symmetric reprojection error, corner error, and their AUC.
 
-PROTOCOLS.md s. 7 and :mod:`metricalc.keypoints.homography` (the formulas); the point and matrix
+docs/experiments.md and :mod:`metricalc.keypoints.homography` (the formulas); the point and matrix
 checks every homography module shares. Coordinates: OpenCV's convention, pixel centres at
 integers.
 """

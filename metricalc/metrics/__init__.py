@@ -1,6 +1,6 @@
 """The DescriptorWorkbench metric set and the matching metrics over a QueryCube.
 
-Every metric of the DescriptorWorkbench set (PROTOCOLS.md section 3, seed 000), under the seed's
+Every metric of the DescriptorWorkbench set (docs/metric_set.md), under DescriptorWorkbench's
 names, computed from a QueryCube (:mod:`metricalc.cube`): an :class:`xarray.Dataset` over
 ``descriptor`` x ``query`` with the query coordinates ``scene``, ``split`` and ``pair``. Every
 metric is counts and sums first, rates after (masked sums, grouped sums over integer codes of

@@ -1,6 +1,6 @@
-"""The DescriptorWorkbench metric set of a QueryCube (PROTOCOLS.md section 3, seed 000).
+"""The DescriptorWorkbench metric set of a QueryCube (docs/metric_set.md).
 
-Every metric of the DescriptorWorkbench set, under the seed's names, computed from a QueryCube
+Every metric of the DescriptorWorkbench set, under its names, computed from a QueryCube
 (:mod:`metricalc.cube`) by :func:`metric_set`: the mAPs (micro, by scene, per split, including
 zeros), the legacy precision, the hit rates at k, the query and match counts, the image
 retrieval mAP, the Bojanic et al. aggregates and the rank histogram. ``docs/metric_set.md``
@@ -198,7 +198,7 @@ def metric_set(
     ``v_*`` / ``i_*`` sequences (:data:`~metricalc.metrics.SPLIT_LETTERS`; ``illumination_*``
     likewise over :math:`I`); a scene whose queries all have R = 0 enters only the split
     ``*_map_including_zeros`` means (as a 0). ``*_map_micro`` (query-weighted) is metricalc's
-    variant. ``precision_at_k`` is the seed's definition, a hit rate
+    variant. ``precision_at_k`` is DescriptorWorkbench's definition, a hit rate
     (:func:`metricalc.hit_rate_at_k` with the cube's tie policy); the IR precision (hits / k,
     :func:`metricalc.precision_at_k`) is ``ir_precision_at_k``.
 

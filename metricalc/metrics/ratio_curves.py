@@ -170,7 +170,7 @@ def matching_roc_curve(cube: xr.Dataset) -> xr.Dataset:
 
     The Youden point of a descriptor is the threshold of maximal :math:`J`
     (:func:`metricalc.youden_j`; the first, i.e. strictest, among equal maxima): the height of
-    its ROC curve above the chance diagonal (seed 003).
+    its ROC curve above the chance diagonal (docs/metrics.md).
 
     Returns
     -------

@@ -118,7 +118,7 @@ def scene_metrics(cube: xr.Dataset) -> xr.Dataset:
         \text{true\_map} = \frac{1}{|Q_1^s|}\sum_{q \in Q_1^s} AP_q, \qquad
         \text{true\_map\_with\_zeros} = \frac{1}{|Q_1^s| + |Q_0^s|}\sum_{q \in Q_1^s} AP_q
 
-    ``query_count`` = :math:`|Q_1^s|` (the seed's ``<scene>_query_count``: processed queries),
+    ``query_count`` = :math:`|Q_1^s|` (DW's ``<scene>_query_count``: processed queries),
     ``excluded_count`` = :math:`|Q_0^s|`, ``image_count`` = the distinct images of the scene in
     the image pairs the descriptor has queries in (image 1 plus each target image: 6 for a full
     HPatches scene; queries without an image pair, ``pair == ""`` as in patch-retrieval cubes,

@@ -2,7 +2,7 @@
 
 Signatures and patch-image names are parsed by :mod:`metricalc.patches.names`; ``.benchmark``,
 ``.labels`` and ``.results`` files are read into :class:`Benchmark`, :class:`Labels` and
-:class:`Results` (:mod:`metricalc.patches.files`), checked against every rule of PROTOCOLS.md
+:class:`Results` (:mod:`metricalc.patches.files`), checked against every rule of docs/patches.md
 section 6 by :func:`validate` (:mod:`metricalc.patches.checks`), and scored by
 :func:`evaluate_results` / :func:`evaluate_files` (:mod:`metricalc.patches.evaluate`): per query
 the patch retrieval and the image retrieval AP over ranks 2..51, and their means.

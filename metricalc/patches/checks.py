@@ -1,7 +1,7 @@
 """Validation of a patch retrieval task: a ``.benchmark`` with its ``.labels`` and ``.results``.
 
 :func:`validate` checks the three files (:mod:`metricalc.patches.files`) against each other and
-against every rule of PROTOCOLS.md section 6; each failure names the file and the 1-based line.
+against every rule of docs/patches.md; each failure names the file and the 1-based line.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _check_line_count(n_lines: int, benchmark: Benchmark, where: str) -> None:
 def validate(
     benchmark: Benchmark, labels: Labels | None = None, results: Results | None = None
 ) -> None:
-    """Check a benchmark with its labels and results against every rule of PROTOCOLS.md 6.
+    """Check a benchmark with its labels and results against every rule of docs/patches.md.
 
     The first failure raises an :class:`~metricalc.errors.InvalidInputError` whose message starts
     with ``<file>, line <n>:`` (the 1-based line of the offending file; ``<labels>`` etc. for

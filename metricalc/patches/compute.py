@@ -5,7 +5,7 @@ A ``.benchmark`` file names a pool of patch-images (``seq.img``, line 1) and one
 :class:`~metricalc.patches.pool.DescriptorPool`, read by
 :func:`~metricalc.patches.pool.load_descriptor_pool`) by descriptor distance and keeps the query
 followed by its 50 nearest other patches; :func:`metricalc.patches.files.write_ranked_results`
-writes them as a ``.results`` file (PROTOCOLS.md section 6). :func:`rank_benchmark` does the three
+writes them as a ``.results`` file (docs/patches.md). :func:`rank_benchmark` does the three
 for a descriptor folder.
 
 Distances, for a query :math:`a` and a pool patch :math:`b` of dimension :math:`D`:

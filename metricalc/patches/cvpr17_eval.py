@@ -3,8 +3,7 @@ r"""The three HPatches CVPR'17 tasks, with the semantics of hpatches-benchmark's
 Reference: hpatches/hpatches-benchmark ``python/utils/tasks.py`` (``eval_verification``,
 ``eval_matching``, ``eval_retrieval``), ``python/utils/metrics.py`` (``tpfp``, ``pr``, ``roc``)
 and the summaries of ``python/utils/results.py`` (``results_verification``,
-``results_matching``, ``results_retrieval``). See ``docs/hpatches17.md`` and PROTOCOLS.md
-section 11.
+``results_matching``, ``results_retrieval``). See ``docs/hpatches17.md``.
 
 **Ranking and AP** (``metrics.tpfp`` / ``pr``). Items are sorted by distance ascending with a
 stable sort (ties keep input order), one curve point per item; with :math:`tp_r`, :math:`fp_r`

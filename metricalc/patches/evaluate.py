@@ -1,4 +1,4 @@
-r"""Patch and image retrieval AP of a ``.results`` file (PROTOCOLS.md section 6).
+r"""Patch and image retrieval AP of a ``.results`` file (docs/patches.md).
 
 For query :math:`q` with cluster :math:`C_q` (its corresponding patches, :math:`q` included) and
 results :math:`s_1 = q, s_2, \dots, s_{51}`, rank 1 (the query itself) is skipped and the list

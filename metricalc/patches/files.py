@@ -1,4 +1,4 @@
-"""HPatches patch retrieval files (ECCV 2016 workshop): read and write (PROTOCOLS.md 6).
+"""HPatches patch retrieval files (ECCV 2016 workshop): read and write (docs/patches.md).
 
 A patch is named by its *signature* ``seq.img.idx`` (``i_chestnuts.ref.631``): the image sequence,
 the image of the sequence (``ref``, ``e1``..``e5``, ``h1``..``h5``, ``t1``..``t5``) and the patch

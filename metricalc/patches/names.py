@@ -1,4 +1,4 @@
-"""Names in the HPatches patch retrieval files: signatures and patch-images (PROTOCOLS.md 6).
+"""Names in the HPatches patch retrieval files: signatures and patch-images (docs/patches.md).
 
 A patch is named by its *signature* ``seq.img.idx`` (``i_chestnuts.ref.631``): the image sequence,
 the image of the sequence (``ref``, ``e1``..``e5``, ``h1``..``h5``, ``t1``..``t5``) and the patch

@@ -89,7 +89,7 @@ def plot_pr_curves(
 def plot_roc(
     roc: xr.Dataset, ax: Axes | None = None, *, names: Mapping[str, str] | None = None
 ) -> Axes:
-    """ROC graph of the ratio-test classifier (seed 003): TPR (y) against FPR (x), one curve
+    """ROC graph of the ratio-test classifier (docs/metrics.md): TPR (y) against FPR (x), one curve
     per descriptor, the chance diagonal dashed, and each descriptor's Youden point (maximal
     J = TPR - FPR) marked; the legend gives J and its ratio threshold. Rates in percent.
 

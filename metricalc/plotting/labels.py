@@ -216,7 +216,7 @@ METRICS: Mapping[str, MetricInfo] = {
         "match. mAP", "HPatches matching mAP", test=("ap", None, "query")
     ),
 }
-"""Known metric-set columns (PROTOCOLS.md section 3 names, and the patch-retrieval means)."""
+"""Known metric-set columns (docs/metric_set.md names, and the patch-retrieval means)."""
 
 PAIR_BY_ORDER = ("query", "pair", "scene")
 """Pairing units from finest to coarsest."""

@@ -72,7 +72,7 @@ DEFAULT_DESCRIPTORS = ("sift", "rootsift", "orb", "brief")
 
 RANK_BY = ("pair", "scene")
 """Blocks of the Friedman test and the Nemenyi CD (``tests.rank_by``): scenes or image pairs
-(PROTOCOLS.md section 9, after Demsar 2006); single queries would give a CD of hundredths."""
+(docs/stats.md, after Demsar 2006); single queries would give a CD of hundredths."""
 
 
 @dataclass(frozen=True)

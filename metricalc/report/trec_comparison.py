@@ -5,7 +5,7 @@ significance tests of every run against a baseline, one correction family per me
 QueryCube (:func:`~metricalc.retrieval.querycube.retrieval_cube`) and, for every measure with a
 per-query value, calls :func:`metricalc.stats.compare` on it: by default the paired
 randomization (sign-flip) test on the mean difference over the queries both runs have
-(PROTOCOLS.md section 9), every run against the baseline, Holm's correction over those
+(docs/stats.md), every run against the baseline, Holm's correction over those
 comparisons. :meth:`RunComparison.table` is the results table (:class:`metricalc.plotting.tables.
 Table`): one row per run, one column per measure holding its ``all`` value, a superscript letter
 where a run is significantly better than the run of that letter.

@@ -1,4 +1,4 @@
-"""Significance of descriptor comparisons (PROTOCOLS.md section 9); see docs/stats.md.
+"""Significance of descriptor comparisons; see docs/stats.md.
 
 - :func:`compare`: paired tests of systems on one metric (by default the randomization test of
   the mean difference, McNemar for binary outcomes; t-test, Wilcoxon, sign on request), effect

@@ -2,7 +2,7 @@
 
 A *system* is a descriptor of a QueryCube (or ``"<descriptor> (<label>)"`` when several cubes
 are given as a mapping ``{label: cube}``, e.g. locked and native keypoints). A *unit* is what two
-systems are paired on (PROTOCOLS.md section 9): a query (identified by ``scene, pair,
+systems are paired on (docs/stats.md): a query (identified by ``scene, pair,
 keypoint_set, query_keypoint``), an image pair (``scene, pair``) or a scene. The metric is
 first averaged per unit (NaN skipped) with an xarray ``groupby``; a unit without a value for a
 system holds NaN there.

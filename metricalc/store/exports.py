@@ -48,7 +48,7 @@ def to_dataframe(
         The database file (it must exist).
     table : {"results", "scenes", "experiments"}
         ``results``: one row per (experiment, descriptor) with ``benchmark``, ``tag``,
-        ``descriptor``, ``status``, ``error``, the seed's columns (``true_map_micro``, ...,
+        ``descriptor``, ``status``, ``error``, DescriptorWorkbench's columns (``true_map_micro``, ...,
         ``processing_time_ms``), ``metadata``, then one column per extra metric (e.g.
         ``precision_at_10``, ``r0_rate``, ``rank_histogram[rank_bin=1]``). ``scenes``: one row
         per (experiment, descriptor, scene). ``experiments``: one row per experiment, its JSON

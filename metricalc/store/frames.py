@@ -6,7 +6,7 @@ Three frames, one per table, each selectable by benchmark and tags:
 - ``experiments``: one row per experiment, its JSON columns (``config``, ``versions``,
   ``timings``, ``protocol``) as JSON text;
 - ``results``: one row per (experiment, descriptor): ``benchmark``, ``tag``, ``descriptor``,
-  ``status``, ``error``, the seed's columns, ``metadata``, then the ``extra`` metrics expanded into
+  ``status``, ``error``, DW's columns, ``metadata``, then the ``extra`` metrics expanded into
   one column each (in the order they were recorded; ints as pandas ``Int64``, floats as
   ``float64``, missing as NA / NaN);
 - ``scenes``: one row per (experiment, descriptor, scene).

@@ -1,4 +1,4 @@
-"""DescriptorWorkbench metadata strings: ``key=value;`` pairs sorted by key (PROTOCOLS.md 3).
+"""DescriptorWorkbench metadata strings: ``key=value;`` pairs sorted by key (docs/store.md).
 
 DescriptorWorkbench keeps every metric of a result in the ``metadata`` text column of its results
 table. :func:`format_metadata` writes that format, :func:`parse_metadata` reads it back

@@ -49,7 +49,7 @@ COLUMN_SOURCES: dict[str, str] = {
     "processing_time_ms": "processing_time_ms",
 }
 """The metric-set variable (:func:`metricalc.metric_set`) each seed column of ``results`` is
-filled from. ``mean_average_precision`` is the seed's legacy column; in the real
+filled from. ``mean_average_precision`` is DescriptorWorkbench's legacy column; in the real
 DescriptorWorkbench export it equals ``true_map_macro`` on every row, so it is filled with the
 same value."""
 

@@ -41,7 +41,7 @@ SEED_COLUMNS = (
     "mean_average_precision",
     "processing_time_ms",
 )
-"""The REAL columns of the DescriptorWorkbench results table (seed 000, schema v3.3), in its
+"""The REAL columns of the DescriptorWorkbench results table (docs/store.md, schema v3.3), in its
 order; its ``metadata`` TEXT column follows them."""
 
 EXPERIMENT_COLUMNS = (
@@ -142,7 +142,7 @@ into the row's ``extra`` JSON so that they are columns of :func:`metricalc.store
 
 
 def _migrate_1(connection: sqlite3.Connection) -> None:
-    """Version 1: experiments, results (the seed's columns) and per-scene rows."""
+    """Version 1: experiments, results (DescriptorWorkbench's columns) and per-scene rows."""
     _script(connection, _VERSION_1)
 
 
