@@ -66,27 +66,32 @@ def state_once(results: Mapping[str, ColumnTests]) -> None:
     rankings: list[tuple[str, xr.Dataset]] = []
     for column, result in results.items():
         label = metric_info(column).label
-        if result.comparison is not None:
-            same = next((c for c, d in comparisons if d.equals(result.comparison)), None)
-            if same is None:
-                comparisons.append((column, result.comparison))
-            else:
-                result.repeats = same
-                result.notes.append(
-                    f"{label}: the same test as {metric_info(same).label} (the same values "
-                    "paired the same way); its sentences are those of "
-                    f"{metric_info(same).label}"
-                )
-        if result.ranking is not None:
-            same = next((c for c, d in rankings if d.equals(result.ranking)), None)
-            if same is None:
-                rankings.append((column, result.ranking))
-            else:
-                result.ranking = None
-                result.notes.append(
-                    f"{label}: ranked as {metric_info(same).label} (the same units and values), "
-                    "stated once"
-                )
+        same = _earlier_equal(comparisons, column, result.comparison)
+        if same is not None:
+            result.repeats = same
+            result.notes.append(
+                f"{label}: the same test as {metric_info(same).label} (the same values "
+                f"paired the same way); its sentences are those of {metric_info(same).label}"
+            )
+        same = _earlier_equal(rankings, column, result.ranking)
+        if same is not None:
+            result.ranking = None
+            result.notes.append(
+                f"{label}: ranked as {metric_info(same).label} (the same units and values), "
+                "stated once"
+            )
+
+
+def _earlier_equal(
+    seen: list[tuple[str, xr.Dataset]], column: str, result: xr.Dataset | None
+) -> str | None:
+    """The earlier column whose result equals ``result``; a new result is added to ``seen``."""
+    if result is None:
+        return None
+    same = next((c for c, d in seen if d.equals(result)), None)
+    if same is None:
+        seen.append((column, result))
+    return same
 
 
 def systems_of(cubes: Mapping[str, xr.Dataset]) -> list[str]:
