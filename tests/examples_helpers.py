@@ -61,6 +61,18 @@ PREREQUISITES = {
         "eval patches --conf raw data.quick=true",
     ),
     "db show sift ": ("eval hpatches --conf sift data.quick=true",),
+    "compare outputs/results/hpatches/sift outputs/results/hpatches/orb ": (
+        "eval hpatches --conf sift data.quick=true",
+        "eval hpatches --conf orb data.quick=true",
+    ),
+    "compare outputs/results/hpatches/sift/results.h5 outputs/results/hpatches/orb/results.h5 ": (
+        "eval hpatches --conf sift data.quick=true",
+        "eval hpatches --conf orb data.quick=true",
+    ),
+    "compare outputs/results/hpatches/sift outputs/results/hpatches/orb_ratio ": (
+        "eval hpatches --conf sift data.quick=true",
+        "eval hpatches --conf orb --tag orb_ratio model.matcher.ratio=0.8 data.quick=true",
+    ),
 }
 """The quick runs a line reads (the ones the examples before it make), run first where their
 tag has no output folder yet (so that each line also runs alone, e.g. with ``-k``)."""

@@ -190,8 +190,8 @@ def test_the_report_letters_and_sentences_never_favour_the_lower_mean():
 
 
 def expected_ap_by_hand(better: int, ties: int) -> float:
-    """AP of one relevant item under the ``expected`` tie policy (docs/protocols.md, protocol 1): the
-    mean of 1 / r over the ranks r = 1 + better .. 1 + better + ties."""
+    """AP of one relevant item under the ``expected`` tie policy (docs/protocols.md, protocol
+    1): the mean of 1 / r over the ranks r = 1 + better .. 1 + better + ties."""
     return sum(1.0 / r for r in range(1 + better, 2 + better + ties)) / (ties + 1)
 
 

@@ -52,13 +52,15 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
-                     help="cube file(s) (.nc), or one pose results file (pose eval --out)")
+                     help="cube file(s) (.nc), one pose results file (pose eval --out), or "
+                     "`eval hpatches` runs (with --metric homography)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument(
         "--metric",
         default="ap",
-        help="cube variable or hit@K, or a table's name of one: mAP, HR@K (default: ap)",
+        help="cube variable or hit@K, or a table's name of one: mAP, HR@K (default: ap); "
+        "'homography' (or one column, e.g. H_error_ransac@3px) compares `eval hpatches` runs",
     )
     cmp.add_argument(
         "--test",
@@ -181,6 +183,7 @@ def _refuse_pair_cube(path: Path) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from metricalc.cli.compare_runs import compare_homography_runs, is_homography_request
     from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
     from metricalc.hpatches import common_cvpr17_unit
@@ -190,6 +193,8 @@ def _compare(args: argparse.Namespace) -> int:
     pose_file = pose_results_file(args.cubes)
     if pose_file is not None:
         return compare_pose_file(args, pose_file)
+    if is_homography_request(args.metric):
+        return compare_homography_runs(args)
     labels = names(args.labels) if args.labels else None
     if labels is not None and len(labels) != len(args.cubes):
         raise InvalidInputError(

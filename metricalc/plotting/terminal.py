@@ -352,9 +352,11 @@ def clustering_lines(comparisons: xr.Dataset, unit: str | None = None) -> list[s
     (default: the ``pair_by`` attr)."""
     if "icc" not in comparisons or not np.isfinite(comparisons["icc"].values).any():
         return []
-    unit = unit or str(comparisons.attrs.get("pair_by", "query"))
+    plural = {"query": "queries", "pair": "image pairs"}
+    by = str(comparisons.attrs.get("pair_by", "query"))
+    unit = unit or plural.get(by, by)
     lines = [
-        f"the tests above treat every {unit} as independent, but those of one scene are "
+        f"the tests above treat the {unit} as independent, but those of one scene are "
         "correlated (intraclass correlation of the differences within scenes, design effect "
         "1 + (mean scene size - 1) ICC: the variance of a mean is that many times larger than "
         "the tests assume); test over scenes (--pair-by scene) for claims about new scenes:"

@@ -1,0 +1,101 @@
+"""``metricalc compare RUN RUN ... --metric homography``: the homography columns of
+``metricalc eval hpatches`` runs, compared per image pair clustered by scene."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from metricalc.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["HOMOGRAPHY_METRIC", "compare_homography_runs", "is_homography_request", "print_columns"]
+
+HOMOGRAPHY_METRIC = "homography"
+"""``--metric homography``: every homography column of the runs."""
+
+
+def is_homography_request(metric: str) -> bool:
+    """Whether ``--metric`` names the homography columns (all, or one such as
+    ``H_error_ransac@3px``)."""
+    from metricalc.stats.homography_statistic import COLUMNS
+
+    return metric == HOMOGRAPHY_METRIC or metric in COLUMNS
+
+
+def print_columns(
+    compared: Mapping[str, xr.Dataset],
+    *,
+    json_output: bool,
+    title: str,
+    unit: str,
+    systems: str = "descriptor",
+) -> None:
+    """The comparisons of each column of a table (``compare_pose``, ``compare_homography``):
+    one terminal table per column titled ``"<title>: <column>"``, or (``json_output``) one JSON
+    list of their rows, each with its ``column``."""
+    from metricalc.fileio import json_safe
+    from metricalc.plotting.terminal import print_comparisons
+
+    if json_output:
+        rows = [{"column": column, **row} for column, result in compared.items()
+                for row in result.to_dataframe().reset_index().to_dict(orient="records")]
+        print(json.dumps(json_safe(rows), indent=2))
+        return
+    for column, result in compared.items():
+        print_comparisons(result, title=f"{title}: {column}", unit=unit, systems=systems)
+
+
+def _results_file(path: Path) -> Path:
+    """A run's ``results.h5``: the path itself, or the file inside a run folder."""
+    found = path / "results.h5" if path.is_dir() else path
+    if not found.is_file():
+        raise InvalidInputError(
+            f"{path}: not a run of `metricalc eval hpatches` (expected its folder or its "
+            "results.h5)"
+        )
+    return found
+
+
+def compare_homography_runs(args: argparse.Namespace) -> int:
+    """Every pair of runs (or each against ``--baseline``) on each homography column (or the
+    one ``--metric`` names): difference, paired cluster-bootstrap CI, swap test, Holm."""
+    from metricalc.cli.pose import refuse_cube_options
+    from metricalc.experiment.results import open_pairs
+    from metricalc.stats.homography_statistic import (
+        COLUMNS,
+        compare_homography,
+        homography_records,
+    )
+
+    refuse_cube_options(args, "homography runs")
+    files = [_results_file(path) for path in args.cubes]
+    pairs = [open_pairs(path) for path in files]
+    labels = args.labels.split(",") if args.labels else [
+        str(p.attrs.get("tag") or path.parent.name) for p, path in zip(pairs, files, strict=True)
+    ]  # fmt: skip
+    if len(labels) != len(files) or len(set(labels)) != len(labels):
+        raise InvalidInputError(
+            f"the runs need one distinct label each; got {labels} for {len(files)} runs "
+            "(use --labels)"
+        )
+    records = homography_records(dict(zip(labels, pairs, strict=True)))
+    columns = COLUMNS if args.metric == HOMOGRAPHY_METRIC else (args.metric,)
+    pair_by = args.pair_by or "scene"
+    compared = compare_homography(
+        records, columns=columns, pair_by=pair_by, baseline=args.baseline,
+        correction=args.correction, alpha=args.alpha, seed=args.seed,
+        n_resamples=args.n_resamples, confidence_level=args.confidence_level,
+    )  # fmt: skip
+    unit = "scenes (sequences)" if pair_by == "scene" else "image pairs"
+    print_columns(compared, json_output=args.json, title=", ".join(labels), unit=unit,
+                  systems="run")  # fmt: skip
+    dropped = records.attrs["n_pairs_dropped"]
+    if dropped and not args.json:
+        print(f"left out: {dropped} image pairs that not every run has", flush=True)
+    return 0
