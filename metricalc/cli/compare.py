@@ -60,7 +60,8 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--metric",
         default="ap",
         help="cube variable or hit@K, or a table's name of one: mAP, HR@K (default: ap); "
-        "'homography' (or one column, e.g. H_error_ransac@3px) compares `eval hpatches` runs",
+        "mma@T: D2-Net's MMA at T px; 'homography' (or one column, e.g. H_error_ransac@3px) "
+        "compares `eval hpatches` runs",
     )
     cmp.add_argument(
         "--test",
@@ -183,18 +184,26 @@ def _refuse_pair_cube(path: Path) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from metricalc.cli.compare_runs import compare_homography_runs, is_homography_request
+    from metricalc.cli.compare_runs import (
+        compare_homography_runs,
+        compare_mma_cubes,
+        is_homography_request,
+    )
     from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
     from metricalc.hpatches import common_cvpr17_unit
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
+    from metricalc.stats.mma_statistic import mma_threshold
 
     pose_file = pose_results_file(args.cubes)
     if pose_file is not None:
         return compare_pose_file(args, pose_file)
     if is_homography_request(args.metric):
         return compare_homography_runs(args)
+    threshold = mma_threshold(args.metric)
+    if threshold is not None:
+        return compare_mma_cubes(args, threshold)
     labels = names(args.labels) if args.labels else None
     if labels is not None and len(labels) != len(args.cubes):
         raise InvalidInputError(

@@ -1,20 +1,20 @@
-"""``metricalc compare RUN RUN ... --metric homography``: the homography columns of
-``metricalc eval hpatches`` runs, compared per image pair clustered by scene."""
+"""``metricalc compare`` on per-image-pair records: the homography columns of ``metricalc eval
+hpatches`` runs (``--metric homography``) and the MMA of keypoint cubes (``--metric mma@3``),
+compared per image pair clustered by scene."""
 
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from metricalc.errors import InvalidInputError
 
-if TYPE_CHECKING:
-    import xarray as xr
-
-__all__ = ["HOMOGRAPHY_METRIC", "compare_homography_runs", "is_homography_request", "print_columns"]
+__all__ = [
+    "HOMOGRAPHY_METRIC",
+    "compare_homography_runs",
+    "compare_mma_cubes",
+    "is_homography_request",
+]
 
 HOMOGRAPHY_METRIC = "homography"
 """``--metric homography``: every homography column of the runs."""
@@ -26,29 +26,6 @@ def is_homography_request(metric: str) -> bool:
     from metricalc.stats.homography_statistic import COLUMNS
 
     return metric == HOMOGRAPHY_METRIC or metric in COLUMNS
-
-
-def print_columns(
-    compared: Mapping[str, xr.Dataset],
-    *,
-    json_output: bool,
-    title: str,
-    unit: str,
-    systems: str = "descriptor",
-) -> None:
-    """The comparisons of each column of a table (``compare_pose``, ``compare_homography``):
-    one terminal table per column titled ``"<title>: <column>"``, or (``json_output``) one JSON
-    list of their rows, each with its ``column``."""
-    from metricalc.fileio import json_safe
-    from metricalc.plotting.terminal import print_comparisons
-
-    if json_output:
-        rows = [{"column": column, **row} for column, result in compared.items()
-                for row in result.to_dataframe().reset_index().to_dict(orient="records")]
-        print(json.dumps(json_safe(rows), indent=2))
-        return
-    for column, result in compared.items():
-        print_comparisons(result, title=f"{title}: {column}", unit=unit, systems=systems)
 
 
 def _results_file(path: Path) -> Path:
@@ -65,7 +42,7 @@ def _results_file(path: Path) -> Path:
 def compare_homography_runs(args: argparse.Namespace) -> int:
     """Every pair of runs (or each against ``--baseline``) on each homography column (or the
     one ``--metric`` names): difference, paired cluster-bootstrap CI, swap test, Holm."""
-    from metricalc.cli.pose import refuse_cube_options
+    from metricalc.cli.records import print_columns, refuse_cube_options
     from metricalc.experiment.results import open_pairs
     from metricalc.stats.homography_statistic import (
         COLUMNS,
@@ -98,4 +75,32 @@ def compare_homography_runs(args: argparse.Namespace) -> int:
     dropped = records.attrs["n_pairs_dropped"]
     if dropped and not args.json:
         print(f"left out: {dropped} image pairs that not every run has", flush=True)
+    return 0
+
+
+def compare_mma_cubes(args: argparse.Namespace, threshold: float) -> int:
+    """``metricalc compare CUBE ... --metric mma@T``: D2-Net's MMA at T px of every system,
+    compared over image pairs clustered by scene
+    (:func:`metricalc.stats.mma_statistic.compare_mma`)."""
+    from metricalc import cube as cubes
+    from metricalc.cli.records import print_columns, refuse_cube_options
+    from metricalc.stats.mma_statistic import compare_mma
+
+    refuse_cube_options(args, "the MMA (a mean over image pairs)")
+    labels = args.labels.split(",") if args.labels else [path.stem for path in args.cubes]
+    if len(labels) != len(args.cubes) or len(set(labels)) != len(labels):
+        raise InvalidInputError(
+            f"the cubes need one distinct label each; got {labels} for {len(args.cubes)} cubes "
+            "(use --labels)"
+        )
+    opened = {label: cubes.open_cube(path) for label, path in zip(labels, args.cubes, strict=True)}
+    pair_by = args.pair_by or "scene"
+    compared = compare_mma(
+        opened, threshold, pair_by=pair_by, baseline=args.baseline, correction=args.correction,
+        alpha=args.alpha, seed=args.seed, n_resamples=args.n_resamples,
+        confidence_level=args.confidence_level,
+    )  # fmt: skip
+    print_columns({f"mma@{threshold:g}": compared}, json_output=args.json,
+                  title=", ".join(map(str, args.cubes)),
+                  unit="scenes (sequences)" if pair_by == "scene" else "image pairs")  # fmt: skip
     return 0

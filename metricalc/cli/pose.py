@@ -217,35 +217,12 @@ def pose_results_file(paths: list[Path]) -> Path | None:
     return paths[0]
 
 
-_NOT_FOR_RECORDS = {"test": ("auto", "randomization"), "mean_over": (None,), "split": (None,),
-                    "interval": ("auto",)}
-"""Options of ``metricalc compare`` that per-pair records (pose, homography) do not take: the
-values allowed."""
-
-
-def refuse_cube_options(args: argparse.Namespace, what: str) -> None:
-    """One line for an option of ``metricalc compare`` that only cubes take, given for per-pair
-    records (``what``: e.g. "pose results (FILE)"), and for a unit they do not have."""
-    from metricalc.errors import InvalidInputError
-
-    for name, allowed in _NOT_FOR_RECORDS.items():
-        if getattr(args, name) not in allowed:
-            raise InvalidInputError(
-                f"--{name.replace('_', '-')} does not apply to {what}: their columns are tested "
-                "by the paired cluster bootstrap and the swap test"
-            )
-    if args.pair_by not in (None, "scene", "pair"):
-        raise InvalidInputError(
-            f"--pair-by {args.pair_by}: {what} pair by scene (default) or image pair"
-        )
-
-
 def compare_pose_file(args: argparse.Namespace, path: Path) -> int:
     """``metricalc compare POSE.nc``: every pair of methods on each column of the pose table
     (or ``--metric auc@10`` alone), paired cluster bootstrap and within-cluster swap test."""
     import xarray as xr
 
-    from metricalc.cli.compare_runs import print_columns
+    from metricalc.cli.records import print_columns, refuse_cube_options
     from metricalc.errors import InvalidInputError
     from metricalc.stats.pose_statistic import COLUMNS, compare_pose
 
