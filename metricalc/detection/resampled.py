@@ -31,7 +31,9 @@ rises; a false positive or an ignored detection leaves recall as it was). Detect
 image and category with equal scores are the exception: COCO takes the whole tied block once
 per copy, so such blocks are expanded copy by copy. The sums are of integer weights, exact in
 floating point, so every :math:`P_j`, :math:`R_j` and :math:`p(r)` is the value COCOeval
-computes; the stats differ from ``COCOeval.stats`` at most in the order of their final sums.
+computes; the stats of many resamples are summed per category (they may differ from
+``COCOeval.stats`` in the last bit), those of unit weights in COCOeval's order
+(:func:`unit_summary`: ``COCOeval.stats`` bit for bit).
 
 Everything runs on NumPy arrays over resamples x detections, one category at a time (no Python
 loop over images or resamples).
@@ -62,6 +64,7 @@ __all__ = [
     "image_records",
     "image_summary",
     "swapped_summaries",
+    "unit_summary",
     "weighted_summary",
 ]
 
@@ -199,41 +202,43 @@ def _pool(records: Sequence[ImageRecords]) -> _Pool:
     )
 
 
-def _needed(total: np.ndarray) -> np.ndarray:
-    """(G, L): the least true-positive count :math:`m` with ``m / total >= level`` in floating
-    point (COCO compares the quotient), for every recall level."""
-    denominator = total[:, None]
-    m = np.ceil(COCO_RECALL_LEVELS * denominator)
-    m = np.where((m >= 1) & ((m - 1) / denominator >= COCO_RECALL_LEVELS), m - 1, m)
-    m = np.where(m / denominator < COCO_RECALL_LEVELS, m + 1, m)
-    out: np.ndarray = m.astype(np.int64)
-    return out
-
-
 def _curve(
-    weights: np.ndarray, tp: np.ndarray, counted: np.ndarray, total: np.ndarray
+    weights: np.ndarray,
+    tp: np.ndarray,
+    counted: np.ndarray,
+    total: np.ndarray,
+    *,
+    per_level: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """COCOeval.accumulate of independent rows: weights (G, S), outcomes (G or 1, T, S), the
     weighted ground truth (G,) (> 0). Returns the sum over the 101 recall levels of the
-    interpolated precision (G, T) and the final recall (G, T)."""
+    interpolated precision (G, T) (``per_level``: the precision at each level, (G, T, 101))
+    and the final recall (G, T).
+
+    Level :math:`r` takes the envelope at the first point with :math:`R_j \\ge r`; with
+    :math:`n_j = \\#\\{r \\le R_j\\}` (a search among the 101 levels), point :math:`j` is
+    the first for :math:`n_j - n_{j-1}` levels, so the sum is
+    :math:`\\sum_j \\hat P_j (n_j - n_{j-1})`; levels above the last recall add 0."""
     rows, slots = weights.shape
     n_t = tp.shape[1]
     if slots == 0:
-        return np.zeros((rows, n_t)), np.zeros((rows, n_t))
+        shape = (rows, n_t, COCO_RECALL_LEVELS.size) if per_level else (rows, n_t)
+        return np.zeros(shape), np.zeros((rows, n_t))
     true = np.cumsum(weights[:, None, :] * tp, axis=-1)  # integers: exact
     precision = true / (np.cumsum(weights[:, None, :] * counted, axis=-1) + _EPS)
     envelope = np.maximum.accumulate(precision[..., ::-1], axis=-1)[..., ::-1]
-    # the first point with recall >= r: the first with at least m(r) true positives, found
-    # by one searchsorted over all rows on exact integer keys (row offsets keep rows apart)
-    counts = true.astype(np.int64)
-    stride = int(counts[..., -1].max()) + 2
-    offset = (np.arange(rows * n_t, dtype=np.int64) * stride).reshape(rows, n_t, 1)
-    queries = _needed(total)[:, None, :] + offset
-    found = np.searchsorted((counts + offset).ravel(), queries.ravel()).reshape(queries.shape)
-    index = found - (np.arange(rows * n_t) * slots).reshape(rows, n_t, 1)
-    inside = index < slots
-    values = np.take_along_axis(envelope, np.minimum(index, slots - 1), axis=-1)
-    return np.where(inside, values, 0.0).sum(axis=-1), true[..., -1] / total[:, None]
+    recall = true / total[:, None, None]
+    reached = np.searchsorted(COCO_RECALL_LEVELS, recall, side="right")
+    if per_level:  # level r: the first point with n_j > r (row offsets keep rows apart)
+        n_levels = COCO_RECALL_LEVELS.size
+        offset = (np.arange(rows * n_t) * (n_levels + 1)).reshape(rows, n_t, 1)
+        levels = np.arange(n_levels) + offset
+        found = np.searchsorted((reached + offset).ravel(), levels.ravel(), side="right")
+        index = found.reshape(levels.shape) - (np.arange(rows * n_t) * slots).reshape(offset.shape)
+        values = np.take_along_axis(envelope, np.minimum(index, slots - 1), axis=-1)
+        return np.where(index < slots, values, 0.0), recall[..., -1]
+    first = np.diff(reached, axis=-1, prepend=0)
+    return (envelope * first).sum(axis=-1), recall[..., -1]
 
 
 def _slots(block: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,6 +307,37 @@ def _summary(sums: np.ndarray, recall: np.ndarray, n_defined: np.ndarray) -> np.
     return out
 
 
+def unit_summary(records: ImageRecords) -> np.ndarray:
+    """The stats of the data set itself (every image once), (10,): the precision cube averaged
+    in COCOeval's order, so that they are ``COCOeval.stats`` bit for bit."""
+    pool = _pool([records])
+    n_areas, n_t = pool.tp.shape[:2]
+    total = records.gt_counts.sum(axis=1).astype(np.float64)  # (A, K)
+    n_cat = total.shape[1]
+    precision = np.full((n_areas, n_t, COCO_RECALL_LEVELS.size, n_cat), np.nan)
+    recall = np.full((n_areas, n_t, n_cat), np.nan)
+    for k in range(n_cat):
+        lo, hi = int(pool.bounds[k]), int(pool.bounds[k + 1])
+        for a in np.flatnonzero(total[:, k] > 0):
+            q, final = _curve(
+                np.ones((1, hi - lo)),
+                pool.tp[a, :, lo:hi][None],
+                pool.counted[a, :, lo:hi][None],
+                total[a, k : k + 1],
+                per_level=True,
+            )
+            precision[a, :, :, k], recall[a, :, k] = q[0], final[0]
+
+    def mean(values: np.ndarray) -> float:
+        defined = values[~np.isnan(values)]
+        return float(np.mean(defined)) if defined.size else np.nan
+
+    at = [mean(precision[0, t]) for t in (_T50, _T75)]
+    return np.array(
+        [mean(precision[0]), *at, *(mean(p) for p in precision[1:]), *(mean(r) for r in recall)]
+    )
+
+
 def weighted_summary(records: ImageRecords, weights: np.ndarray) -> np.ndarray:
     """The stats (:data:`COCO_SUMMARY`) with image :math:`i` counted ``weights[:, i]`` times.
 
@@ -336,7 +372,11 @@ def weighted_summary(records: ImageRecords, weights: np.ndarray) -> np.ndarray:
     """
     image_weights = np.asarray(weights, dtype=np.float64)
     sums = _pool_sums(_pool([records]), records.gt_counts, image_weights[None], image_weights)
-    return _summary(*sums)
+    out = _summary(*sums)
+    ones = (image_weights == 1).all(axis=1)
+    if ones.any():  # the same numbers, summed in COCOeval's order: its stats bit for bit
+        out[ones] = unit_summary(records)
+    return out
 
 
 def swapped_summaries(
