@@ -202,6 +202,21 @@ def _pool(records: Sequence[ImageRecords]) -> _Pool:
     )
 
 
+def _counted_sums(weights: np.ndarray, counted: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """:math:`N_j` (G, T, len(at)) at the slots ``at``: one cumulative sum over the slots counted
+    at every IoU threshold, and one over (T, few) for those counted at some thresholds only
+    (detections matched to a crowd region or to ground truth outside the area range)."""
+    always = counted.all(axis=1)  # (1|G, S)
+    base = np.cumsum(weights * always, axis=-1)[:, None, at]
+    varying = np.flatnonzero((counted.any(axis=1) & ~always).any(axis=0))
+    if varying.size == 0:
+        return base
+    sometimes = counted[:, :, varying] & ~always[:, None, varying]
+    extra = np.cumsum(weights[:, None, varying] * sometimes, axis=-1)
+    before = np.searchsorted(varying, at, side="right") - 1
+    return base + np.where(before >= 0, extra[:, :, np.maximum(before, 0)], 0.0)
+
+
 def _curve(
     weights: np.ndarray,
     tp: np.ndarray,
@@ -215,28 +230,31 @@ def _curve(
     interpolated precision (G, T) (``per_level``: the precision at each level, (G, T, 101))
     and the final recall (G, T).
 
-    Level :math:`r` takes the envelope at the first point with :math:`R_j \\ge r`; with
-    :math:`n_j = \\#\\{r \\le R_j\\}` (a search among the 101 levels), point :math:`j` is
-    the first for :math:`n_j - n_{j-1}` levels, so the sum is
+    Only the points of true positives can be the first to reach a recall level or raise the
+    envelope (a false positive or an ignored detection repeats the recall before it with no
+    more precision), so the curve is computed at the slots that are a true positive at some
+    threshold. Level :math:`r` takes the envelope at the first point with
+    :math:`R_j \\ge r`; with :math:`n_j = \\#\\{r \\le R_j\\}` (a search among the 101
+    levels), point :math:`j` is the first for :math:`n_j - n_{j-1}` levels, so the sum is
     :math:`\\sum_j \\hat P_j (n_j - n_{j-1})`; levels above the last recall add 0."""
-    rows, slots = weights.shape
-    n_t = tp.shape[1]
-    if slots == 0:
+    rows, n_t = weights.shape[0], tp.shape[1]
+    at = np.flatnonzero(tp.any(axis=(0, 1)))
+    if at.size == 0:  # no true positive: every precision is 0
         shape = (rows, n_t, COCO_RECALL_LEVELS.size) if per_level else (rows, n_t)
         return np.zeros(shape), np.zeros((rows, n_t))
-    true = np.cumsum(weights[:, None, :] * tp, axis=-1)  # integers: exact
-    precision = true / (np.cumsum(weights[:, None, :] * counted, axis=-1) + _EPS)
+    true = np.cumsum(weights[:, None, at] * tp[:, :, at], axis=-1)  # integers: exact
+    precision = true / (_counted_sums(weights, counted, at) + _EPS)
     envelope = np.maximum.accumulate(precision[..., ::-1], axis=-1)[..., ::-1]
     recall = true / total[:, None, None]
     reached = np.searchsorted(COCO_RECALL_LEVELS, recall, side="right")
     if per_level:  # level r: the first point with n_j > r (row offsets keep rows apart)
-        n_levels = COCO_RECALL_LEVELS.size
+        n_levels, points = COCO_RECALL_LEVELS.size, at.size
         offset = (np.arange(rows * n_t) * (n_levels + 1)).reshape(rows, n_t, 1)
         levels = np.arange(n_levels) + offset
         found = np.searchsorted((reached + offset).ravel(), levels.ravel(), side="right")
-        index = found.reshape(levels.shape) - (np.arange(rows * n_t) * slots).reshape(offset.shape)
-        values = np.take_along_axis(envelope, np.minimum(index, slots - 1), axis=-1)
-        return np.where(index < slots, values, 0.0), recall[..., -1]
+        index = found.reshape(levels.shape) - (np.arange(rows * n_t) * points).reshape(offset.shape)
+        values = np.take_along_axis(envelope, np.minimum(index, points - 1), axis=-1)
+        return np.where(index < points, values, 0.0), recall[..., -1]
     first = np.diff(reached, axis=-1, prepend=0)
     return (envelope * first).sum(axis=-1), recall[..., -1]
 
