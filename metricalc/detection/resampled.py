@@ -206,7 +206,7 @@ def _counted_sums(weights: np.ndarray, counted: np.ndarray, at: np.ndarray) -> n
     """:math:`N_j` (G, T, len(at)) at the slots ``at``: one cumulative sum over the slots counted
     at every IoU threshold, and one over (T, few) for those counted at some thresholds only
     (detections matched to a crowd region or to ground truth outside the area range)."""
-    always: np.ndarray = counted.all(axis=1)  # (1|G, S)
+    always = np.all(counted, axis=1)  # (1|G, S)
     base = np.cumsum(weights * always, axis=-1)[:, None, at]
     varying = np.flatnonzero((counted.any(axis=1) & ~always).any(axis=0))
     if varying.size == 0:
