@@ -321,3 +321,13 @@ def test_cli_refuses_results_of_other_images_and_bad_files(coco_files):
         assert len(out.stderr.strip().splitlines()) == 1
     one = run_cli("compare", "--coco-gt", path / "gt.json", path / "det_a.json")
     assert one.returncode == 2 and "compares two or more detectors" in one.stderr
+    no_gt = run_cli("compare", path / "det_a.json", path / "det_b.json")
+    assert no_gt.returncode == 2 and "name their ground truth with --coco-gt" in no_gt.stderr
+
+
+def test_ground_truth_without_objects_is_refused():
+    gt, dt = make_coco_dataset(n_images=5, seed=12)
+    for annotation in gt["annotations"]:
+        annotation["iscrowd"] = 1
+    with pytest.raises(InvalidInputError, match="no annotation that counts"):
+        coco_statistic({"a": records_of(gt, dt), "b": records_of(gt, dt)})

@@ -42,13 +42,19 @@ def coco_column(metric: str) -> str:
 
 
 def compare_coco_files(args: argparse.Namespace) -> int:
-    """Evaluate every results file on ``--coco-gt`` and compare the detectors on one stat."""
+    """Evaluate every results file on ``--coco-gt`` and compare the detectors on one stat
+    (JSON files without ``--coco-gt``: an error that names the option)."""
     from metricalc.detection import load_detections, load_ground_truth
     from metricalc.detection.resampled import image_records
     from metricalc.fileio import json_safe
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.coco_statistic import compare_coco
 
+    if args.coco_gt is None:
+        raise InvalidInputError(
+            f"{args.cubes[0]}: JSON files are compared as COCO results files; name their ground "
+            "truth with --coco-gt GT.json"
+        )
     for name, allowed in _NOT_FOR_COCO.items():
         if getattr(args, name) not in allowed:
             raise InvalidInputError(

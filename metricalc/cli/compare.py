@@ -196,7 +196,7 @@ def _compare(args: argparse.Namespace) -> int:
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
 
-    if args.coco_gt is not None:
+    if args.coco_gt is not None or all(path.suffix.lower() == ".json" for path in args.cubes):
         from metricalc.cli.coco import compare_coco_files
 
         return compare_coco_files(args)

@@ -107,7 +107,8 @@ def coco_statistic(records: Mapping[str, ImageRecords], column: str = "AP") -> C
     Raises
     ------
     InvalidInputError
-        Unknown column; records of different images, categories or ground truth.
+        Unknown column; records of different images, categories or ground truth; ground truth
+        without an annotation that counts.
     """
     check_choice("column", column, COLUMNS)
     names = list(records)
@@ -129,6 +130,11 @@ def coco_statistic(records: Mapping[str, ImageRecords], column: str = "AP") -> C
                 f"iou_type {other.iou_type} vs {first.iou_type}); a paired comparison needs one "
                 "ground truth for all detectors"
             )
+    if not first.gt_counts[0].any():
+        raise InvalidInputError(
+            "the ground truth has no annotation that counts (every one is a crowd region, or "
+            "there are none): COCO's AP and AR are undefined"
+        )
     return CocoStatistic(
         column,
         _PHRASES[column] + (" (masks)" if first.iou_type == "segm" else ""),
