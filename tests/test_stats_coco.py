@@ -293,7 +293,8 @@ def test_cli_compares_coco_results(coco_files):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--pair-by", "scene"], "--pair-by does not apply to COCO results"),
+        (["--pair-by", "scene"], "--pair-by scene: COCO results pair by image"),
+        (["--test", "wilcoxon"], "--test does not apply to COCO results"),
         (["--metric", "AR1"], "--metric AR1: COCO results compare on one of"),
         (["--labels", "x"], "--labels gives 1 labels for 2 results files"),
     ],

@@ -20,10 +20,6 @@ COCO_COLUMNS = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR100", "ARs", "ARm"
 COCO_DECIMALS = 4
 """Decimals of the COCO stats in the table (fractions, as ``COCOeval.summarize`` prints them)."""
 
-_NOT_FOR_COCO = {"test": ("auto", "randomization"), "pair_by": (None,), "mean_over": (None,),
-                 "split": (None,), "interval": ("auto",)}  # fmt: skip
-"""Options of ``metricalc compare`` that COCO results do not take: the values allowed."""
-
 
 def coco_column(metric: str) -> str:
     """The COCO stat ``--metric`` names: ``ap`` (the default) is ``AP``; case does not matter.
@@ -44,6 +40,7 @@ def coco_column(metric: str) -> str:
 def compare_coco_files(args: argparse.Namespace) -> int:
     """Evaluate every results file on ``--coco-gt`` and compare the detectors on one stat
     (JSON files without ``--coco-gt``: an error that names the option)."""
+    from metricalc.cli.pose import refuse_cube_options
     from metricalc.detection import load_detections, load_ground_truth
     from metricalc.detection.resampled import image_records
     from metricalc.fileio import json_safe
@@ -55,12 +52,11 @@ def compare_coco_files(args: argparse.Namespace) -> int:
             f"{args.cubes[0]}: JSON files are compared as COCO results files; name their ground "
             "truth with --coco-gt GT.json"
         )
-    for name, allowed in _NOT_FOR_COCO.items():
-        if getattr(args, name) not in allowed:
-            raise InvalidInputError(
-                f"--{name.replace('_', '-')} does not apply to COCO results: their stat is "
-                "tested by the paired image bootstrap and the within-image swap test"
-            )
+    if args.pair_by is not None:
+        raise InvalidInputError(
+            f"--pair-by {args.pair_by}: COCO results pair by image, the unit of a COCO evaluation"
+        )
+    refuse_cube_options(args, "COCO results")
     column = coco_column(args.metric)
     paths: list[Path] = args.cubes
     labels = names(args.labels) if args.labels else [path.stem for path in paths]
