@@ -52,8 +52,9 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
-                     help="cube file(s) (.nc), one pose results file (pose eval --out), or "
-                     "`eval hpatches` runs (with --metric homography)")
+                     help="cube file(s) (.nc), one pose results file (pose eval --out), "
+                     "`eval hpatches` runs (with --metric homography), or COCO results files "
+                     "(JSON) with --coco-gt")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument(
@@ -95,6 +96,11 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "bca up to 100,000 paired units and t above (default: auto)",
     )
     cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
+    cmp.add_argument("--coco-gt", type=Path, metavar="FILE",
+                     help="COCO ground truth (JSON): compare the detectors of the results files "
+                     "on --metric AP (default), AP50, AP75, APs/m/l, AR100, ARs/m/l, by images")
+    cmp.add_argument("--iou-type", choices=("bbox", "segm"), default="bbox",
+                     help="with --coco-gt: box or mask IoU (default: bbox)")
     add_dask_options(cmp)
     cmp.set_defaults(run=_compare)
 
@@ -196,6 +202,10 @@ def _compare(args: argparse.Namespace) -> int:
     from metricalc.stats import compare
     from metricalc.stats.mma_statistic import mma_threshold
 
+    if args.coco_gt is not None or all(path.suffix.lower() == ".json" for path in args.cubes):
+        from metricalc.cli.coco import compare_coco_files
+
+        return compare_coco_files(args)
     pose_file = pose_results_file(args.cubes)
     if pose_file is not None:
         return compare_pose_file(args, pose_file)
