@@ -1,13 +1,14 @@
 """Every public metric of metricalc computed on small inputs, printed as JSON on one line.
 
 Run as a script by tests/test_light_core.py, once as installed (``--calls-only``: the results
-only) and once with ``--without-extras``: then the modules of every optional dependency (:data:`metricalc.lazy.EXTRAS`,
-and scikit-learn, a test dependency) are marked absent before metricalc is imported, as on a
-machine with ``pip install metricalc`` and no extra. A module set to None in ``sys.modules``
-is what Python's import system treats as "not importable": ``import cv2`` raises
-ModuleNotFoundError and ``importlib.util.find_spec("cv2")`` returns None, as for a package that
-is not installed (a ``sys.meta_path`` finder that raised would break the ``find_spec`` probes
-xarray and pandas make for optional libraries, which an absent library answers with None).
+only) and once with ``--without-extras``: then the modules of every optional dependency
+(:data:`metricalc.lazy.EXTRAS`, and scikit-learn, a test dependency) are marked absent before
+metricalc is imported, as on a machine with ``pip install metricalc`` and no extra. A module set
+to None in ``sys.modules`` is what Python's import system treats as "not importable": ``import
+cv2`` raises ModuleNotFoundError and ``importlib.util.find_spec("cv2")`` returns None, as for a
+package that is not installed (a ``sys.meta_path`` finder that raised would break the
+``find_spec`` probes xarray and pandas make for optional libraries, which an absent library
+answers with None).
 
 The output: ``results`` (name -> the result as JSON values, NaN as None), ``names`` (each
 public subpackage of ``metricalc.__all__`` -> each name of its ``__all__`` -> ``"ok"`` or the

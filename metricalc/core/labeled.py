@@ -148,7 +148,11 @@ def _labeled_arguments(
 ) -> list[Any]:
     """The arguments of a labeled call, ready for :func:`xarray.apply_ufunc`: NumPy companions
     given the dims of a DataArray, lazy core arguments in one chunk along the sample dim."""
-    like = next(v for k, v in named.items() if is_labeled(v) and (k in core or not core))  # a DataArray that defines the dims of NumPy companions
+    import xarray as xr
+
+    like = next(
+        v for k, v in named.items() if isinstance(v, xr.DataArray) and (k in core or not core)
+    )  # a DataArray that defines the dims of NumPy companions
     empty = sample_dim is not None and like.sizes[sample_dim] == 0
     values = []
     for name, value in named.items():
@@ -167,7 +171,9 @@ def _labeled_arguments(
 
 def _check_per_list(name: str, value: object, sample_dim: str | None) -> None:
     """An argument outside ``core`` holds one value per list: no sample dimension."""
-    if is_labeled(value) and sample_dim is not None and sample_dim in value.dims:
+    import xarray as xr
+
+    if isinstance(value, xr.DataArray) and sample_dim is not None and sample_dim in value.dims:
         raise InvalidInputError(
             f"{name} must not have the sample dimension {sample_dim!r}; "
             f"it holds one value per list (dims {tuple(value.dims)})"
