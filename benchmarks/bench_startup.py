@@ -20,7 +20,7 @@ from timing import integer_options
 PROGRAMS = {
     "python -c pass": "pass",
     "import metricalc": "import metricalc",
-    "+ average_precision": "import metricalc; metricalc.average_precision([1, 0, 1], [0.9, 0.8, 0.7])",
+    "+ average_precision": "import metricalc; metricalc.average_precision([1, 0], [0.9, 0.8])",
     "+ tpr of counts": "import metricalc; metricalc.tpr({'tp': 3, 'fn': 1})",
 }
 
