@@ -111,10 +111,9 @@ def cube_chunks(args: argparse.Namespace) -> dict[str, int] | None:
     MissingExtraError
         Chunks are asked for and dask (the ``distributed`` extra) is not installed.
     """
-    address = scheduler_address(args)
     if getattr(args, "chunks", None):
         chunks, option = {"query": int(args.chunks)}, f"--chunks {args.chunks}"
-    elif address:
+    elif address := scheduler_address(args):
         chunks, option = {"query": DEFAULT_CHUNK}, f"--scheduler {address}"
     else:
         return None
