@@ -247,7 +247,7 @@ def test_the_extra_named_for_a_module_installs_it_and_the_core_does_not(module):
 
 
 def test_the_test_extra_and_all_install_every_extra():
-    every = set().union(*(installs(extra) for _, (extra, _) in EXTRAS.items()))
+    every = set().union(*(installs(extra) for extra, _ in EXTRAS.values()))
     assert every <= installs("all")
     assert installs("all") <= installs("test")
 
