@@ -5,14 +5,22 @@ The public API is re-exported here; see ``docs/`` for the metric definitions.
 Importing the package costs nothing beyond the standard library: every name of ``__all__`` is
 imported from its module on first use (a module ``__getattr__``, PEP 562), so that ``metricalc
 trec-eval`` does not load xarray, pandas, scipy or OpenCV it never uses. ``from metricalc import
-average_precision`` works as for any module attribute.
+average_precision`` works as for any module attribute. A subpackage that needs an optional
+dependency (``keypoints`` needs OpenCV, ``experiment`` OmegaConf and dask) raises
+:class:`MissingExtraError` naming the extra to install when that dependency is absent
+(docs/installation.md).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from metricalc.errors import InvalidInputError, MetricalcError, UndefinedMetricWarning
+from metricalc.errors import (
+    InvalidInputError,
+    MetricalcError,
+    MissingExtraError,
+    UndefinedMetricWarning,
+)
 from metricalc.lazy import lazy_getattr
 
 if TYPE_CHECKING:  # the names __getattr__ imports on first use, as static analysis sees them
@@ -70,6 +78,7 @@ __all__ = [
     "TIE_POLICIES",
     "InvalidInputError",
     "MetricalcError",
+    "MissingExtraError",
     "UndefinedMetricWarning",
     "__version__",
     "accuracy",

@@ -6,7 +6,7 @@ that names the offending argument (or file and line) and says what was expected.
 
 from __future__ import annotations
 
-__all__ = ["InvalidInputError", "MetricalcError", "UndefinedMetricWarning"]
+__all__ = ["InvalidInputError", "MetricalcError", "MissingExtraError", "UndefinedMetricWarning"]
 
 
 class MetricalcError(Exception):
@@ -17,6 +17,15 @@ class InvalidInputError(ValueError, MetricalcError):
     """An argument, file or value does not meet what the function expects.
 
     The message names the argument (or file and line), the offending value and what was expected.
+    """
+
+
+class MissingExtraError(ImportError, MetricalcError):
+    """A feature needs an optional dependency that is not installed.
+
+    The message names the library and the extra that installs it (``pip install
+    "metricalc[vision]"``); :mod:`metricalc.lazy` raises it (docs/installation.md lists the
+    extras).
     """
 
 

@@ -19,7 +19,9 @@ sub-verbs) to the sub-command parsers and set ``run``, the function the verb cal
 
 Building the parser imports no heavy module (experiment runs, dask, matplotlib, statsmodels,
 OpenCV): a verb imports what it calls when it runs, so ``metricalc --help`` starts fast. Running a
-verb (``metricalc trec-eval ...``) imports that verb's module only (:data:`VERBS`).
+verb (``metricalc trec-eval ...``) imports that verb's module only (:data:`VERBS`). A verb that
+needs an optional dependency that is not installed stops with one line naming the extra to install
+(``pip install "metricalc[vision]"``) and exit code 2.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ VERBS: dict[str, str] = {
 }
 """Each verb and the function adding it (``module.function`` of this package), in the order
 ``metricalc --help`` lists them. ``metricalc VERB ...`` imports the module of ``VERB`` only."""
+
+VERB_EXTRAS: dict[str, str] = {"demo": "demo", "eval": "experiments", "inspect": "experiments"}
+"""Verbs that need several extras, and the extra that installs all of them: named when any of
+their optional dependencies is missing (any other verb names the missing library's own extra)."""
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
@@ -106,6 +112,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except MetricalcError as error:
         print(f"metricalc: error: {one_line(str(error))}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:  # an optional dependency of the verb: name its extra
+        from metricalc.lazy import missing_extra
+
+        missing = missing_extra(error, f"metricalc {args.verb}", VERB_EXTRAS.get(args.verb))
+        if missing is None:
+            raise
+        print(f"metricalc: error: {missing}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("metricalc: interrupted", file=sys.stderr)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from metricalc.errors import InvalidInputError
+from metricalc.lazy import import_or_explain
 
 SCHEDULER_ENV = "METRICALC_SCHEDULER"
 """Environment variable: the scheduler address used when ``--scheduler`` is not given (empty or
@@ -103,10 +104,21 @@ def scheduler_address(args: argparse.Namespace) -> str | None:
 
 def cube_chunks(args: argparse.Namespace) -> dict[str, int] | None:
     """The ``chunks=`` of :func:`metricalc.cube.open_cube`: None (in memory) unless
-    ``--chunks`` or a scheduler is given."""
+    ``--chunks`` or a scheduler is given.
+
+    Raises
+    ------
+    MissingExtraError
+        Chunks are asked for and dask (the ``distributed`` extra) is not installed.
+    """
     if getattr(args, "chunks", None):
-        return {"query": int(args.chunks)}
-    return {"query": DEFAULT_CHUNK} if scheduler_address(args) else None
+        chunks, option = {"query": int(args.chunks)}, f"--chunks {args.chunks}"
+    elif address := scheduler_address(args):
+        chunks, option = {"query": DEFAULT_CHUNK}, f"--scheduler {address}"
+    else:
+        return None
+    import_or_explain("dask.array", option)
+    return chunks
 
 
 def _reachable(address: str) -> None:
@@ -168,24 +180,21 @@ def dask_session(args: argparse.Namespace) -> Iterator[Any]:
     Raises
     ------
     InvalidInputError
-        Naming the address, when distributed is not installed or the scheduler cannot be
-        reached within :data:`CONNECT_TIMEOUT_S` seconds.
+        Naming the address, when the scheduler cannot be reached within
+        :data:`CONNECT_TIMEOUT_S` seconds.
+    MissingExtraError
+        When dask.distributed (the ``distributed`` extra) is not installed.
     """
     address = scheduler_address(args)
     if address is None:
         yield None
         return
-    try:
-        from distributed import Client
-    except ImportError as error:
-        raise InvalidInputError(
-            f"--scheduler {address}: dask.distributed is not installed (pip install distributed)"
-        ) from error
+    distributed = import_or_explain("distributed", f"--scheduler {address}")
     try:
         _reachable(address)
         # not the default until it is connected: a failed Client would stay the default
         client = _connected(
-            lambda: Client(  # type: ignore[no-untyped-call]  # distributed: no hints
+            lambda: distributed.Client(
                 address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False
             )
         )

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import xarray as xr
 
 from metricalc.core import kernels
 from metricalc.core.labeled import (
@@ -36,6 +35,9 @@ from metricalc.validation import (
     check_zero_division,
 )
 
+if TYPE_CHECKING:  # imported where a Dataset is built: a rate of plain counts needs no xarray
+    import xarray as xr
+
 __all__ = [
     "accuracy",
     "counts_at_thresholds",
@@ -49,7 +51,7 @@ __all__ = [
     "youden_j",
 ]
 
-Counts = xr.Dataset | Mapping[str, Any]
+Counts: TypeAlias = "xr.Dataset | Mapping[str, Any]"
 """A Dataset or mapping holding some of ``tp``, ``fp``, ``fn``, ``tn`` (arrays of any shape)."""
 
 
@@ -100,6 +102,8 @@ def counts_at_thresholds(y_true: Any, y_score: Any, *, dim: str | None = None) -
     >>> c.tp.values.tolist(), c.fp.values.tolist()
     ([1, 1, 2, 2], [0, 1, 1, 2])
     """
+    import xarray as xr
+
     named = {"y_true": y_true, "y_score": y_score}
     labeled = is_labeled(y_true, y_score)
     lazy = any(is_lazy(v) for v in named.values())
@@ -151,7 +155,7 @@ def _count(counts: Counts, name: str) -> Any:
         raise InvalidInputError(
             f"counts has no {name!r}; expected a Dataset or mapping holding tp, fp, fn, tn"
         ) from None
-    if not isinstance(value, xr.DataArray):
+    if not is_labeled(value):
         return as_counts(name, value)
     check = partial(as_counts, name)
     if is_lazy(value):
@@ -406,6 +410,8 @@ def rate_confint(
     >>> round(float(ci.low), 3), float(ci.high)
     (0.342, 1.0)
     """
+    import xarray as xr
+
     check_choice("rate", rate, tuple(PROPORTIONS))
     check_choice("method", method, CONFINT_METHODS)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:

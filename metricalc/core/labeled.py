@@ -3,33 +3,43 @@
 NumPy inputs carry their samples on the last axis and get NumPy results. DataArray inputs name
 their sample dimension with ``dim=``; every other dimension is kept, the kernel runs through
 :func:`xarray.apply_ufunc`, and dask-backed inputs stay lazy (``dask="parallelized"``).
+
+xarray is imported by the labeled path only: a DataArray argument means xarray is loaded, so a
+call on NumPy arrays (``average_precision(y_true, y_score)``) never pays for importing it.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
-import xarray as xr
 
 from metricalc.errors import InvalidInputError
 from metricalc.validation import ZeroDivision, fill_value, warn_undefined
 
+if TYPE_CHECKING:
+    import xarray as xr
+
 
 def is_labeled(*values: object) -> bool:
-    """True if any value is an :class:`xarray.DataArray`."""
-    return any(isinstance(v, xr.DataArray) for v in values)
+    """True if any value is an :class:`xarray.DataArray` (never while xarray is not imported:
+    no value can be one then)."""
+    xarray = sys.modules.get("xarray")
+    return xarray is not None and any(isinstance(v, xarray.DataArray) for v in values)
 
 
 def is_lazy(value: object) -> TypeGuard[xr.DataArray]:
     """True for a dask-backed DataArray (its values are not computed yet)."""
-    return isinstance(value, xr.DataArray) and value.chunks is not None
+    return is_labeled(value) and getattr(value, "chunks", None) is not None
 
 
 def resolve_dim(named: Mapping[str, object], core: Sequence[str], dim: str | None) -> str:
     """The sample dimension of the core DataArrays in ``named`` (``dim``, or the only dim of a
     1-D input); the arguments without a sample dimension are not checked."""
+    import xarray as xr
+
     arrays = {k: v for k, v in named.items() if isinstance(v, xr.DataArray) and k in core}
     if not arrays:
         names = ", ".join(core)
@@ -51,6 +61,8 @@ def resolve_dim(named: Mapping[str, object], core: Sequence[str], dim: str | Non
 
 def _as_dataarray(name: str, value: Any, like: xr.DataArray, drop: str | None) -> Any:
     """Give a NumPy array the dims of ``like`` (minus ``drop``) so it can join a labeled call."""
+    import xarray as xr
+
     if isinstance(value, xr.DataArray) or np.ndim(value) == 0:
         return value
     dims = [d for d in like.dims if d != drop]
@@ -66,6 +78,8 @@ def _as_dataarray(name: str, value: Any, like: xr.DataArray, drop: str | None) -
 
 def check_aligned(named: Mapping[str, object]) -> None:
     """DataArray arguments must share the coordinates of their common dims (no silent join)."""
+    import xarray as xr
+
     arrays = {k: v for k, v in named.items() if isinstance(v, xr.DataArray)}
     try:
         xr.align(*arrays.values(), join="exact")
@@ -110,6 +124,8 @@ def apply_kernel(
                 f"dim={dim!r} is for xarray DataArrays; NumPy inputs carry samples on the last axis"
             )
         return kernel(*named.values(), **kwargs)
+    import xarray as xr
+
     check_aligned(named)
     sample_dim = resolve_dim(named, core, dim) if core else None
     values = _labeled_arguments(named, core, sample_dim)
@@ -132,6 +148,8 @@ def _labeled_arguments(
 ) -> list[Any]:
     """The arguments of a labeled call, ready for :func:`xarray.apply_ufunc`: NumPy companions
     given the dims of a DataArray, lazy core arguments in one chunk along the sample dim."""
+    import xarray as xr
+
     like = next(
         v for k, v in named.items() if isinstance(v, xr.DataArray) and (k in core or not core)
     )  # a DataArray that defines the dims of NumPy companions
@@ -153,6 +171,8 @@ def _labeled_arguments(
 
 def _check_per_list(name: str, value: object, sample_dim: str | None) -> None:
     """An argument outside ``core`` holds one value per list: no sample dimension."""
+    import xarray as xr
+
     if isinstance(value, xr.DataArray) and sample_dim is not None and sample_dim in value.dims:
         raise InvalidInputError(
             f"{name} must not have the sample dimension {sample_dim!r}; "
@@ -163,6 +183,8 @@ def _check_per_list(name: str, value: object, sample_dim: str | None) -> None:
 def where(condition: Any, x: Any, y: Any) -> Any:
     """:func:`xarray.where` when any argument is a DataArray, else :func:`numpy.where`."""
     if is_labeled(condition, x, y):
+        import xarray as xr
+
         return xr.where(condition, x, y)  # type: ignore[no-untyped-call]
     return np.where(condition, x, y)
 
@@ -182,5 +204,5 @@ def unwrap(value: Any, labeled: bool) -> Any:
     """Return a DataArray as is for labeled calls, else its NumPy value (a scalar for 0-d)."""
     if labeled:
         return value
-    array = value.values if isinstance(value, xr.DataArray) else np.asarray(value)
+    array = value.values if is_labeled(value) else np.asarray(value)
     return array[()] if array.ndim == 0 else array
