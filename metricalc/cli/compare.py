@@ -52,7 +52,8 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
-                     help="cube file(s) (.nc), or one pose results file (pose eval --out)")
+                     help="cube file(s) (.nc), or one pose results file (pose eval --out) or FPR95 "
+                     "pair records (patches fpr95 --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument(
@@ -181,6 +182,7 @@ def _refuse_pair_cube(path: Path) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from metricalc.cli.fpr95 import compare_fpr95_file, fpr95_records_file
     from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
     from metricalc.hpatches import common_cvpr17_unit
@@ -190,6 +192,9 @@ def _compare(args: argparse.Namespace) -> int:
     pose_file = pose_results_file(args.cubes)
     if pose_file is not None:
         return compare_pose_file(args, pose_file)
+    fpr95_file = fpr95_records_file(args.cubes)
+    if fpr95_file is not None:
+        return compare_fpr95_file(args, fpr95_file)
     labels = names(args.labels) if args.labels else None
     if labels is not None and len(labels) != len(args.cubes):
         raise InvalidInputError(

@@ -1,0 +1,178 @@
+"""``metricalc patches fpr95`` (FPR95 of one or more descriptors on patch pairs) and
+``metricalc compare RECORDS.nc`` of its ``--out`` records."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from metricalc.cli._args import names, passed
+from metricalc.core.operating import FPR_AT_RECALL_VARIANTS
+from metricalc.errors import InvalidInputError
+
+
+def add_fpr95(patch_verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``patches fpr95``: PhotoTour pairs with descriptor files, or distance,label rows."""
+    pf = patch_verbs.add_parser(
+        "fpr95", help="false positive rate at 95%% recall of patch pairs (PhotoTour, Brown et al.)"
+    )
+    pf.add_argument("--pairs", type=Path, help="an m50_<n>_<n>_0.txt pair file")
+    pf.add_argument("--descriptors", type=Path, nargs="+", metavar="FILE",
+                    help=".npy or .csv, one row per patch id; several: one row each")  # fmt: skip
+    pf.add_argument("--names", type=names, metavar="A,B",
+                    help="names of the descriptor files (default: their stems)")  # fmt: skip
+    pf.add_argument("--info", type=Path, help="info.txt: check the pairs' 3D point ids against it")
+    pf.add_argument("--scores", type=Path, help="instead of pairs: distance,label rows")
+    pf.add_argument("--distance", choices=("l2", "l1"), default="l2")
+    pf.add_argument(
+        "--variant", choices=FPR_AT_RECALL_VARIANTS, default="hardnet",
+        help="whose definition (hardnet: negatives before the k-th positive / N)",
+    )  # fmt: skip
+    pf.add_argument("--recall", type=float, default=0.95, help="the recall")
+    pf.add_argument("--out", type=Path, metavar="FILE.nc",
+                    help="write every pair's distances, label and 3D point for `metricalc "
+                    "compare FILE.nc`")  # fmt: skip
+    pf.add_argument("--json", action="store_true", help="print JSON (a list for several files)")
+    pf.set_defaults(run=_patches_fpr95)
+
+
+def _descriptor_names(paths: list[Path], given: list[str] | None) -> list[str]:
+    """``--names``, else the files' stems (their paths where two stems are equal)."""
+    if given is not None:
+        if len(given) != len(paths):
+            raise InvalidInputError(
+                f"--names gives {len(given)} names for {len(paths)} descriptor files; give one each"
+            )
+        chosen = given
+    else:
+        chosen = [path.stem for path in paths]
+        if len(set(chosen)) < len(chosen):
+            chosen = [str(path) for path in paths]
+    if len(set(chosen)) < len(chosen):
+        twice = next(n for n in chosen if chosen.count(n) > 1)
+        raise InvalidInputError(f"descriptor {twice!r} is given twice; give each file once")
+    return chosen
+
+
+def _print(results: list[tuple[str, Any, str]], as_json: bool) -> None:
+    """One line (or JSON object) per descriptor: (name, VerificationResult, source)."""
+    if as_json:
+        rows = [{**result.to_dict(), "descriptor": name, "source": source}
+                for name, result, source in results]  # fmt: skip
+        print(json.dumps(rows[0] if len(rows) == 1 else rows))
+        return
+    for _, result, source in results:
+        rate = "FDR" if result.variant == "matchnet" else "FPR"
+        print(
+            f"{rate}{round(100 * result.recall):d} {100 * result.fpr:.2f}%  ({result.variant}; "
+            f"{result.n_positive} matching, {result.n_negative} non-matching pairs; {source})"
+        )
+
+
+def _patches_fpr95(args: argparse.Namespace) -> int:
+    from metricalc.patches import verification
+
+    if args.scores is not None:
+        if args.pairs or args.descriptors or args.info or args.out or args.names:
+            raise InvalidInputError(
+                "give --scores alone, or --pairs with --descriptors (and --info, --names, --out)"
+            )
+        distances, labels = verification.read_scores(args.scores)
+        result = verification.evaluate_scores(
+            distances, labels, variant=args.variant, recall=args.recall
+        )
+        _print([(args.scores.stem, result, str(args.scores))], args.json)
+        return 0
+    from metricalc.patches import phototour
+
+    if args.pairs is None or args.descriptors is None:
+        raise InvalidInputError("give --pairs and --descriptors, or --scores")
+    if args.out is not None and args.out.suffix != ".nc":
+        raise InvalidInputError(f"--out {args.out}: expected a .nc file name")
+    descriptor_names = _descriptor_names(args.descriptors, args.names)
+    pairs = phototour.read_pairs(args.pairs)
+    if args.info is not None:
+        phototour.check_pairs(pairs, phototour.read_info(args.info), source=str(args.info))
+    results, by_name = [], {}
+    for name, path in zip(descriptor_names, args.descriptors, strict=True):
+        descriptors = verification.read_descriptors(path)
+        by_name[name] = verification.pair_distances(descriptors, pairs, distance=args.distance)
+        result = verification.evaluate_scores(
+            by_name[name], pairs.labels, **passed(args, "variant", "recall", "distance")
+        )
+        results.append((name, result, f"{args.pairs} with {path}"))
+    if args.out is not None:
+        from metricalc.patches.fpr95_records import pair_records, save_fpr95_records
+
+        records = pair_records(pairs, by_name, **passed(args, "variant", "recall", "distance"))
+        save_fpr95_records(records, args.out)
+        print(f"metricalc: pair records {args.out}", file=sys.stderr)
+    _print(results, args.json)
+    return 0
+
+
+def fpr95_records_file(paths: list[Path]) -> Path | None:
+    """The FPR95 records file of ``metricalc compare PATH`` (``patches fpr95 --out``), None for
+    other files; a records file among several files is an error."""
+    from metricalc.patches.fpr95_records import is_fpr95_records
+
+    kinds = [is_fpr95_records(path) for path in paths]
+    if not any(kinds):
+        return None
+    if len(paths) > 1:
+        raise InvalidInputError(
+            f"{paths[kinds.index(True)]}: FPR95 pair records (patches fpr95 --out) are compared "
+            "alone, their descriptors against each other; give every descriptor file to one "
+            "`patches fpr95 --descriptors A B ...` call"
+        )
+    return paths[0]
+
+
+_NOT_FOR_FPR95 = {
+    "labels": (None,),
+    "test": ("auto", "randomization"),
+    "mean_over": (None,),
+    "split": (None,),
+    "interval": ("auto",),
+    "metric": ("ap", "fpr95"),
+}
+"""Options of ``metricalc compare`` that FPR95 records do not take: the values allowed."""
+
+
+def compare_fpr95_file(args: argparse.Namespace, path: Path) -> int:
+    """``metricalc compare RECORDS.nc``: every pair of descriptors on FPR95 (lower is better),
+    paired cluster bootstrap over 3D points and the within-point swap test."""
+    from metricalc.fileio import json_safe
+    from metricalc.patches.fpr95_records import open_fpr95_records
+    from metricalc.plotting.terminal import print_comparisons
+    from metricalc.stats.fpr95_statistic import compare_fpr95
+
+    for name, allowed in _NOT_FOR_FPR95.items():
+        if getattr(args, name) not in allowed:
+            raise InvalidInputError(
+                f"--{name.replace('_', '-')} does not apply to FPR95 pair records ({path}): "
+                "their FPR95 is tested by the paired cluster bootstrap and the swap test"
+            )
+    if args.pair_by not in (None, "pair"):
+        raise InvalidInputError(
+            f"--pair-by {args.pair_by}: FPR95 pair records pair by 3D point (default) or by "
+            "pair (--pair-by pair)"
+        )
+    records = open_fpr95_records(path)
+    pair_by = args.pair_by or "point"
+    compared = compare_fpr95(
+        records, pair_by=pair_by, baseline=args.baseline, correction=args.correction,
+        alpha=args.alpha, seed=args.seed, n_resamples=args.n_resamples,
+        confidence_level=args.confidence_level,
+    )  # fmt: skip
+    if args.json:
+        rows = compared.to_dataframe().reset_index().to_dict(orient="records")
+        print(json.dumps(json_safe(rows), indent=2))
+        return 0
+    unit = "3D point (of a pair's first patch)" if pair_by == "point" else "patch pair"
+    title = f"{path}: {compared.attrs['metric'].upper()}, lower is better (diff < 0 favours the "
+    print_comparisons(compared, title=title + "descriptor)", unit=unit)
+    return 0
