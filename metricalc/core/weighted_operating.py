@@ -120,7 +120,7 @@ def fpr_at_recall_sorted(
     >>> w = np.array([[1, 1, 1, 1, 1, 1], [2, 1, 1, 1, 1, 1]])
     >>> values, stop = fpr_at_recall_sorted(y, w, groups, recall=0.5)
     >>> values.round(4).tolist(), stop.tolist()
-    [[0.3333, 0.0], [2, 0]]
+    ([0.3333, 0.0], [2, 0])
     >>> fpr_at_recall_sorted(y, w, groups, recall=0.5, variant="threshold")[0].round(4).tolist()
     [0.6667, 0.0]
     """

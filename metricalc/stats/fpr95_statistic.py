@@ -51,7 +51,7 @@ class Fpr95Statistic:
     Examples
     --------
     >>> import numpy as np
-    >>> d = np.array([[0.1, 0.4, 0.2, 0.3, 0.5, 0.6]])
+    >>> d = np.array([[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]])
     >>> y, clusters = np.array([1, 0, 1, 0, 1, 0], dtype=bool), np.array([0, 0, 1, 1, 2, 2])
     >>> stat = Fpr95Statistic("fpr95", "FPR95", ["a"], np.array(["p", "q", "r"]), d, y, clusters,
     ...                       recall=0.5)
