@@ -85,7 +85,7 @@ def _write_set(folder: Path, n_points: int, seed: int, names=("good", "mid", "ba
     return pairs
 
 
-def _slow_statistic(records: xr.Dataset, pair_by: str = "point") -> UnitStatistic:
+def _slow_statistic(records: xr.Dataset, pair_by: str = "cluster") -> UnitStatistic:
     """The same statistic as a UnitStatistic whose function materialises every resample and
     swap and calls fpr_at_recall on the copies."""
     labels = records["label"].values == 1
@@ -138,7 +138,7 @@ def test_rows_and_records_of_several_descriptors(
         assert row["fpr"] == fpr_at_recall(pairs.labels, -d)  # hardnet, recall 0.95
 
 
-@pytest.mark.parametrize("pair_by", ["point", "pair"])
+@pytest.mark.parametrize("pair_by", ["cluster", "pair"])
 def test_compare_equals_the_slow_statistic(recorded: tuple[Path, Path], pair_by: str) -> None:
     """Estimates, cluster-bootstrap intervals, randomization p-values (exact over 7 points;
     random patterns over the pairs), Holm, wins: the fast statistic and one that materialises
@@ -150,7 +150,7 @@ def test_compare_equals_the_slow_statistic(recorded: tuple[Path, Path], pair_by:
     for name in ("n", "mean_descriptor", "mean_baseline", "mean_diff", "ci_low", "ci_high",
                  "pvalue", "pvalue_corrected", "exact", "wins", "ties", "losses"):  # fmt: skip
         np.testing.assert_allclose(fast[name].values, slow[name].values, rtol=1e-12, atol=1e-15)
-    assert bool(fast.exact.all()) == (pair_by == "point")
+    assert bool(fast.exact.all()) == (pair_by == "cluster")
     raw = fast.pvalue.values
     np.testing.assert_allclose(fast.pvalue_corrected.values,
                                multipletests(raw, method="holm")[1], rtol=1e-12)  # fmt: skip
@@ -230,7 +230,7 @@ def test_chunks_do_not_change_the_statistic(recorded: tuple[Path, Path],
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--pair-by", "scene"], "pair by 3D point (default) or by pair"),
+        (["--pair-by", "scene"], "pair by their clusters (default: 3D points of PhotoTour"),
         (["--split", "viewpoint"], "--split does not apply to FPR95 pair records"),
         (["--metric", "auc@10"], "--metric does not apply to FPR95 pair records"),
     ],
@@ -255,7 +255,7 @@ def test_bad_input_is_one_line(recorded: tuple[Path, Path], tmp_path: Path, caps
          "is given twice"),
         (["patches", "fpr95", "--pairs", str(pairs), "--descriptors", good, "--names", "a,b"],
          "--names gives 2 names for 1 descriptor files"),
-        (["patches", "fpr95", "--scores", good, "--out", "x.nc"], "give --scores alone"),
+        (["patches", "fpr95", "--scores", good, "--pairs", str(pairs)], "give --scores alone"),
     ]  # fmt: skip
     records = open_fpr95_records(out)
     broken = records.copy(deep=True)
@@ -269,3 +269,39 @@ def test_bad_input_is_one_line(recorded: tuple[Path, Path], tmp_path: Path, caps
         assert message in err and err.count("\n") == 1, err
     with pytest.raises(InvalidInputError, match="not FPR95 pair records"):
         open_fpr95_records(pairs)
+
+
+def test_score_files_with_a_cluster_column(tmp_path: Path, capsys) -> None:
+    """HPatches-style pairs as distance,label,cluster rows (the cluster: the sequence), one file
+    per descriptor: one row each, records clustered by the column, compared over sequences."""
+    rng = np.random.default_rng(2)
+    sequences = np.repeat([f"v_{k}" for k in range(8)], 6)
+    labels = np.tile([1, 1, 1, 0, 0, 0], 8)
+    for name, shift in (("a", 0.6), ("b", 0.2)):
+        distance = np.round(rng.random(48) + shift * (labels == 0), 1)  # ties
+        rows = [f"{d},{y},{c}\n" for d, y, c in zip(distance, labels, sequences, strict=True)]
+        (tmp_path / f"{name}.csv").write_text("distance,label,cluster\n" + "".join(rows))
+    out = tmp_path / "s.fpr95.nc"
+    capsys.readouterr()
+    assert main(["patches", "fpr95", "--scores", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                 "--json", "--out", str(out)]) == 0  # fmt: skip
+    rows = json.loads(capsys.readouterr().out)
+    records = open_fpr95_records(out)
+    assert records["cluster"].values.tolist() == sequences.tolist()
+    values = []
+    for row in rows:
+        d = records["distance"].sel(descriptor=row["descriptor"]).values
+        values.append(fpr_at_recall(labels, -d))
+        assert row["fpr"] == values[-1]
+    assert main(["compare", str(out), "--json", "--n-resamples", "200"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["n"] == 8 and row["exact"] and row["mean_diff"] == values[0] - values[1]
+    assert main(["compare", str(out), "--n-resamples", "200"]) == 0
+    assert "independent unit: cluster (the rows' cluster column)" in " ".join(
+        capsys.readouterr().out.split())
+    text = (tmp_path / "b.csv").read_text().splitlines()
+    text[3] = text[3].replace(",1,", ",0,")  # the third pair's label
+    (tmp_path / "c.csv").write_text("\n".join(text) + "\n")
+    assert main(["patches", "fpr95", "--scores", str(tmp_path / "a.csv"),
+                 str(tmp_path / "c.csv")]) == 2  # fmt: skip
+    assert "c.csv, row 3: its label (or cluster) differs" in capsys.readouterr().err

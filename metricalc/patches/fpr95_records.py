@@ -6,11 +6,13 @@ themselves: ``metricalc compare FILE`` recomputes FPR95 on resampled pairs
 ``h5netcdf`` engine):
 
 - ``distance`` (descriptor, pair): the descriptor distance of each pair, in pair-file order;
-- coordinates on ``pair``: ``label`` (1 for a matching pair), ``patch1``, ``point1``, ``patch2``,
-  ``point2`` (the pair file's ids) and ``cluster``: the independent unit the pair belongs to,
-  the 3D point of its first patch (docs/patches.md says why);
+- coordinates on ``pair``: ``label`` (1 for a matching pair) and ``cluster``: the independent
+  unit the pair belongs to, for PhotoTour pairs the 3D point of its first patch (docs/patches.md
+  says why; with ``patch1``, ``point1``, ``patch2``, ``point2``, the pair file's ids), for
+  ``distance,label,cluster`` rows their cluster, for ``distance,label`` rows the pair itself;
 - attrs: ``records = "fpr95_pairs"`` (how ``compare`` recognises the file), the protocol
-  (``variant``, ``recall``, ``distance``), ``pairs`` (the pair file) and ``cluster_by``.
+  (``variant``, ``recall``, ``distance`` for PhotoTour pairs), ``pairs`` (the pair file),
+  ``cluster_name`` (``"3D point"``, ``"cluster"`` or ``"pair"``) and ``cluster_by`` (in words).
 """
 
 from __future__ import annotations
@@ -27,13 +29,26 @@ from metricalc.fileio import hdf5_target
 from metricalc.patches.phototour import PhotoTourPairs
 from metricalc.version import __version__
 
-__all__ = ["CLUSTER_BY", "MARKER", "is_fpr95_records", "open_fpr95_records", "pair_records",
-           "save_fpr95_records"]  # fmt: skip
+__all__ = ["MARKER", "is_fpr95_records", "open_fpr95_records", "pair_records", "save_fpr95_records",
+           "score_records"]  # fmt: skip
 
 MARKER = "fpr95_pairs"
 """The ``records`` attr of a records file."""
-CLUSTER_BY = "the 3D point of the pair's first patch"
-"""What the ``cluster`` coordinate of PhotoTour pairs is."""
+
+
+def _records(
+    distances: dict[str, np.ndarray],
+    labels: np.ndarray,
+    coords: dict[str, tuple[str, np.ndarray]],
+    attrs: dict[str, object],
+) -> xr.Dataset:
+    names = list(distances)
+    return xr.Dataset(
+        {"distance": (("descriptor", "pair"), np.stack([distances[n] for n in names]))},
+        coords={"descriptor": names, "pair": np.arange(len(labels)),
+                "label": ("pair", np.asarray(labels).astype(np.int8)), **coords},
+        attrs={"records": MARKER, **attrs, "metricalc_version": __version__},
+    )  # fmt: skip
 
 
 def pair_records(
@@ -44,7 +59,8 @@ def pair_records(
     recall: float,
     distance: str,
 ) -> xr.Dataset:
-    """The records of ``distances`` (descriptor name -> one distance per pair, file order).
+    """The records of ``distances`` (descriptor name -> one distance per pair, file order) on
+    PhotoTour pairs: clusters are the 3D points of the first patches.
 
     Examples
     --------
@@ -52,32 +68,43 @@ def pair_records(
     >>> pairs = PhotoTourPairs(ids, np.array([5, 6]), ids + 2, np.array([5, 7]))
     >>> ds = pair_records(pairs, {"a": np.array([0.5, 2.0])}, variant="hardnet", recall=0.95,
     ...                   distance="l2")
-    >>> ds["label"].values.tolist(), ds["cluster"].values.tolist(), ds.attrs["records"]
-    ([1, 0], ['5', '6'], 'fpr95_pairs')
+    >>> ds["label"].values.tolist(), ds["cluster"].values.tolist(), ds.attrs["cluster_name"]
+    ([1, 0], ['5', '6'], '3D point')
     """
-    names = list(distances)
-    return xr.Dataset(
-        {"distance": (("descriptor", "pair"), np.stack([distances[n] for n in names]))},
-        coords={
-            "descriptor": names,
-            "pair": np.arange(len(pairs)),
-            "label": ("pair", pairs.labels.astype(np.int8)),
-            "patch1": ("pair", pairs.patch1),
-            "point1": ("pair", pairs.point1),
-            "patch2": ("pair", pairs.patch2),
-            "point2": ("pair", pairs.point2),
-            "cluster": ("pair", pairs.point1.astype(str)),
-        },
-        attrs={
-            "records": MARKER,
-            "variant": variant,
-            "recall": float(recall),
-            "distance": distance,
-            "pairs": Path(pairs.path).name,
-            "cluster_by": CLUSTER_BY,
-            "metricalc_version": __version__,
-        },
-    )
+    coords = {name: ("pair", getattr(pairs, name))
+              for name in ("patch1", "point1", "patch2", "point2")}  # fmt: skip
+    attrs = {"variant": variant, "recall": float(recall), "distance": distance,
+             "pairs": Path(pairs.path).name, "cluster_name": "3D point",
+             "cluster_by": "the 3D point of the pair's first patch"}  # fmt: skip
+    coords["cluster"] = ("pair", pairs.point1.astype(str))
+    return _records(distances, pairs.labels, coords, attrs)
+
+
+def score_records(
+    distances: dict[str, np.ndarray],
+    labels: np.ndarray,
+    clusters: np.ndarray | None,
+    *,
+    variant: str,
+    recall: float,
+) -> xr.Dataset:
+    """The records of ``distance,label[,cluster]`` rows (one file per descriptor, the same pairs
+    in the same order): clusters are the rows' third column, or each pair alone without one.
+
+    Examples
+    --------
+    >>> ds = score_records({"a": np.array([0.5, 2.0])}, np.array([True, False]), None,
+    ...                    variant="hardnet", recall=0.95)
+    >>> ds["cluster"].values.tolist(), ds.attrs["cluster_name"]
+    (['line 1', 'line 2'], 'pair')
+    """
+    if clusters is None:
+        cluster = np.array([f"line {k + 1}" for k in range(len(labels))])
+        name, by = "pair", "each pair alone (the rows give no cluster)"
+    else:
+        cluster, name, by = np.asarray(clusters).astype(str), "cluster", "the rows' cluster column"
+    attrs = {"variant": variant, "recall": float(recall), "cluster_name": name, "cluster_by": by}
+    return _records(distances, labels, {"cluster": ("pair", cluster)}, attrs)
 
 
 def save_fpr95_records(records: xr.Dataset, path: str | Path) -> Path:

@@ -1,9 +1,10 @@
 r"""FPR95 of patch pairs as a statistic of clustered pairs: comparisons of descriptors.
 
 The records of ``patches fpr95 --out`` (:mod:`metricalc.patches.fpr95_records`) hold every
-pair's distance under every descriptor, its label and its cluster (the 3D point of its first
-patch). The table's number, :func:`~metricalc.core.operating.fpr_at_recall` of the pairs ranked
-by increasing distance, is recomputed exactly on resampled and swapped pairs
+pair's distance under every descriptor, its label and its cluster (for PhotoTour pairs the 3D
+point of its first patch). The table's number,
+:func:`~metricalc.core.operating.fpr_at_recall` of the pairs ranked by increasing distance, is
+recomputed exactly on resampled and swapped pairs
 (:func:`~metricalc.core.weighted_operating.fpr_at_recall_sorted`: each descriptor's pairs are
 sorted once, by distance and then file order, the point estimate's tie order), so the paired
 cluster bootstrap and the within-cluster swap test of :mod:`metricalc.stats.clustered` are about
@@ -26,9 +27,9 @@ from metricalc.validation import check_choice
 
 __all__ = ["PAIR_BY", "Fpr95Statistic", "compare_fpr95", "fpr95_statistic"]
 
-PAIR_BY = ("point", "pair")
-"""The independent units of an FPR95 comparison: the 3D point of a pair's first patch (default),
-or every pair alone."""
+PAIR_BY = ("cluster", "pair")
+"""The independent units of an FPR95 comparison: the records' clusters (default; the 3D point of
+a pair's first patch for PhotoTour pairs), or every pair alone."""
 
 
 def _blocks(rows: int, width: int) -> Iterator[slice]:
@@ -163,10 +164,10 @@ class Fpr95Statistic:
         return np.where(self.labels, np.nan, accepted)
 
 
-def fpr95_statistic(records: xr.Dataset, *, pair_by: str = "point") -> Fpr95Statistic:
+def fpr95_statistic(records: xr.Dataset, *, pair_by: str = "cluster") -> Fpr95Statistic:
     """The FPR95 statistic of the descriptors of ``records``
     (:func:`metricalc.patches.fpr95_records.open_fpr95_records`), clustered by the records'
-    ``cluster`` (``pair_by="point"``) or by pair.
+    ``cluster`` (``pair_by="cluster"``) or by pair.
 
     Examples
     --------
@@ -181,7 +182,7 @@ def fpr95_statistic(records: xr.Dataset, *, pair_by: str = "point") -> Fpr95Stat
     """
     check_choice("pair_by", pair_by, PAIR_BY)
     n = records.sizes["pair"]
-    if pair_by == "point":
+    if pair_by == "cluster":
         clusters, codes = np.unique(np.asarray(records["cluster"].values).astype(str),
                                     return_inverse=True)  # fmt: skip
     else:
@@ -201,7 +202,7 @@ def fpr95_statistic(records: xr.Dataset, *, pair_by: str = "point") -> Fpr95Stat
 def compare_fpr95(
     records: xr.Dataset,
     *,
-    pair_by: str = "point",
+    pair_by: str = "cluster",
     baseline: str | None = None,
     correction: str = "holm",
     alpha: float = 0.05,
@@ -216,7 +217,7 @@ def compare_fpr95(
 
     Lower is better, so ``favours`` is 1 where the descriptor's FPR95 is significantly *lower*
     (a negative difference), -1 where the baseline's is. With ``pair_by="pair"`` the
-    intraclass correlation within clusters (3D points) of the per-pair difference of
+    intraclass correlation within the records' clusters of the per-pair difference of
     :meth:`Fpr95Statistic.false_accepts` and its design effect are added (``icc``,
     ``design_effect``): FPR95 is the mean of those indicators over the non-matching pairs.
 
@@ -224,7 +225,7 @@ def compare_fpr95(
     -------
     xarray.Dataset
         The variables of :func:`metricalc.stats.compare`; attrs also ``better = "lower"``
-        (and ``cluster_name = "3D point"`` for pair units, which the terminal table names).
+        (and the records' ``cluster_name`` for pair units, which the terminal table names).
     """
     statistic = fpr95_statistic(records, pair_by=pair_by)
     compared = compare_statistic(
@@ -236,12 +237,12 @@ def compare_fpr95(
     favours[:] = -favours  # compare_statistic's side is that of the higher value
     compared.attrs["better"] = "lower"
     if pair_by == "pair":
-        compared.attrs["cluster_name"] = "3D point"
-        points = np.asarray(records["cluster"].values).astype(str)
+        compared.attrs["cluster_name"] = str(records.attrs.get("cluster_name", "cluster"))
+        clusters = np.asarray(records["cluster"].values).astype(str)
         names = statistic.systems
         for k, (descriptor, base) in enumerate(compared.get_index("comparison")):
             d = statistic.false_accepts(names.index(descriptor)) - statistic.false_accepts(
                 names.index(base)
             )
-            compared["icc"][k], compared["design_effect"][k] = intraclass_correlation(d, points)
+            compared["icc"][k], compared["design_effect"][k] = intraclass_correlation(d, clusters)
     return compared
