@@ -14,7 +14,11 @@ from statsmodels.stats.multitest import multipletests
 
 from metricalc.cli import main
 from metricalc.core.operating import FPR_AT_RECALL_VARIANTS, fpr_at_recall
-from metricalc.core.weighted_operating import fpr_at_recall_sorted, tie_groups
+from metricalc.core.weighted_operating import (
+    fpr_at_recall_leave_one_out,
+    fpr_at_recall_sorted,
+    tie_groups,
+)
 from metricalc.errors import InvalidInputError
 from metricalc.patches.fpr95_records import open_fpr95_records
 from metricalc.patches.phototour import read_pairs
@@ -55,6 +59,23 @@ def test_weighted_equals_the_materialised_pairs(variant: str) -> None:
         if labels.any() and not labels.all():  # weights 1: the existing fpr95 value
             table = evaluate_scores(distances, labels, variant=variant, recall=recall).fpr
             assert got[0] == table
+
+
+@pytest.mark.parametrize("variant", ["hardnet", "matchnet"])
+def test_leave_one_cluster_out_equals_the_pairs_without_it(variant: str) -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        n, n_clusters = int(rng.integers(2, 40)), int(rng.integers(1, 8))
+        distances = rng.integers(0, 5, n).astype(float)
+        labels = rng.random(n) < 0.5
+        clusters = rng.integers(0, n_clusters, n)
+        recall = float(rng.choice([0.95, 0.5, 1.0, 0.3]))
+        order = np.lexsort((np.arange(n), distances))
+        got = fpr_at_recall_leave_one_out(labels[order], clusters[order], n_clusters,
+                                          recall=recall, variant=variant)  # fmt: skip
+        expected = [_materialised(distances, labels, clusters != c, recall, variant)
+                    for c in range(n_clusters)]  # fmt: skip
+        np.testing.assert_array_equal(got, expected)
 
 
 # ---------------------------------------------------------------- files and the slow reference

@@ -19,7 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from metricalc.core.weighted_operating import fpr_at_recall_sorted, tie_groups
+from metricalc.core.weighted_operating import (
+    fpr_at_recall_leave_one_out,
+    fpr_at_recall_sorted,
+    tie_groups,
+)
 from metricalc.stats.clustered import intraclass_correlation
 from metricalc.stats.compare import compare_statistic
 from metricalc.stats.statistics import CHUNK_ELEMENTS
@@ -94,12 +98,25 @@ class Fpr95Statistic:
         return np.ones((len(self.systems), len(self.clusters)), dtype=bool)
 
     def weighted(self, system: int, weights: np.ndarray) -> np.ndarray:
+        """The statistic for cluster weights (R, C); rows that leave exactly one cluster out
+        of all (the jackknife) from one pass over the order (``"hardnet"``, ``"matchnet"``:
+        :func:`~metricalc.core.weighted_operating.fpr_at_recall_leave_one_out`)."""
         order, labels, groups = self._sorted[system]
         cluster_of = self.pair_clusters[order]
         out = np.empty(len(weights))
-        for block in _blocks(len(weights), len(order)):
-            unit = np.rint(weights[block]).astype(np.int64)[:, cluster_of]
-            out[block] = self._evaluate(labels, unit, groups)[0]
+        left_out = (weights == 0).sum(axis=1) == 1
+        left_out &= (weights == 1).sum(axis=1) == weights.shape[1] - 1
+        if self.variant in ("hardnet", "matchnet") and left_out.any():
+            jackknife = fpr_at_recall_leave_one_out(
+                labels, cluster_of, len(self.clusters), recall=self.recall, variant=self.variant
+            )
+            out[left_out] = jackknife[np.argmin(weights[left_out], axis=1)]
+        else:
+            left_out[:] = False
+        rest = np.flatnonzero(~left_out)
+        for block in _blocks(len(rest), len(order)):
+            unit = np.rint(weights[rest[block]]).astype(np.int64)[:, cluster_of]
+            out[rest[block]] = self._evaluate(labels, unit, groups)[0]
         return out
 
     def _both(self, first: int, second: int) -> tuple[np.ndarray, ...]:
