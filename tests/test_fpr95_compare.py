@@ -56,6 +56,10 @@ def test_weighted_equals_the_materialised_pairs(variant: str) -> None:
                                       variant=variant)  # fmt: skip
         expected = [_materialised(distances, labels, w, recall, variant) for w in weights]
         np.testing.assert_array_equal(got, expected)
+        per_row = np.tile(labels[order], (len(weights), 1))  # labels of each row's own records
+        again, _ = fpr_at_recall_sorted(per_row, weights[:, order], tie_groups(distances[order]),
+                                        recall=recall, variant=variant)  # fmt: skip
+        np.testing.assert_array_equal(again, expected)
         if labels.any() and not labels.all():  # weights 1: the existing fpr95 value
             table = evaluate_scores(distances, labels, variant=variant, recall=recall).fpr
             assert got[0] == table

@@ -78,6 +78,28 @@ def _kept_point(
     return out
 
 
+def _kth_positive(
+    labels: np.ndarray, weights: np.ndarray, recall: float, variant: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``"hardnet"`` / ``"matchnet"`` for labels shared by every row: cumulative sums over the
+    positives' and the negatives' columns apart (half the work of both over all records)."""
+    positives, negatives = np.flatnonzero(labels), np.flatnonzero(~labels)
+    rows = np.arange(len(weights))
+    if not positives.size or not negatives.size:
+        return np.full(len(weights), np.nan), np.zeros(len(weights), dtype=np.int64)
+    cp = np.cumsum(weights[:, positives], axis=-1)
+    cn = np.cumsum(weights[:, negatives], axis=-1)
+    n_pos, n_neg = cp[:, -1], cn[:, -1]
+    k = np.ceil(recall * n_pos).astype(np.int64)  # the float64 product, as the reference
+    j = np.argmax(cp >= k[:, None], axis=-1)  # the positive holding the k-th positive copy
+    before = np.cumsum(~labels)[positives][j]  # negatives ranked before it
+    fp = np.where(before > 0, cn[rows, np.maximum(before - 1, 0)], 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = fp / n_neg if variant == "hardnet" else fp / (fp + k)
+    defined = (n_pos > 0) & (n_neg > 0)
+    return np.where(defined, value, np.nan), np.where(defined, positives[j], 0)
+
+
 def fpr_at_recall_sorted(
     labels: np.ndarray,
     weights: np.ndarray,
@@ -129,6 +151,8 @@ def fpr_at_recall_sorted(
             f"variant must be one of {', '.join(FPR_AT_RECALL_VARIANTS)}; got {variant!r}"
         )
     weights = np.asarray(weights, dtype=np.int64)
+    if variant in ("hardnet", "matchnet") and np.ndim(labels) == 1:
+        return _kth_positive(np.asarray(labels, dtype=bool), weights, recall, variant)
     labels = np.broadcast_to(np.asarray(labels, dtype=bool), weights.shape)
     cp = np.cumsum(np.where(labels, weights, 0), axis=-1)
     cn = np.cumsum(np.where(labels, 0, weights), axis=-1)
