@@ -233,7 +233,10 @@ def compare_fpr95(
     correction family.
 
     Lower is better, so ``favours`` is 1 where the descriptor's FPR95 is significantly *lower*
-    (a negative difference), -1 where the baseline's is. With ``pair_by="pair"`` the
+    (a negative difference), -1 where the baseline's is, and ``wins`` / ``losses`` count the
+    clusters where the descriptor's FPR95 (of the cluster's pairs alone) is lower / higher; the
+    differences, the interval and the effect sizes are of :math:`\mathrm{FPR}_a -
+    \mathrm{FPR}_b`. With ``pair_by="pair"`` the
     intraclass correlation within the records' clusters of the per-pair difference of
     :meth:`Fpr95Statistic.false_accepts` and its design effect are added (``icc``,
     ``design_effect``): FPR95 is the mean of those indicators over the non-matching pairs.
@@ -252,6 +255,8 @@ def compare_fpr95(
     )  # fmt: skip
     favours = compared["favours"].values
     favours[:] = -favours  # compare_statistic's side is that of the higher value
+    wins = compared["wins"].values.copy()  # clusters where the descriptor's FPR95 is lower
+    compared["wins"].values[:], compared["losses"].values[:] = compared["losses"].values, wins
     compared.attrs["better"] = "lower"
     if pair_by == "pair":
         compared.attrs["cluster_name"] = str(records.attrs.get("cluster_name", "cluster"))
