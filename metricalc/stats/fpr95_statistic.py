@@ -75,6 +75,7 @@ class Fpr95Statistic:
     variant: str = "hardnet"
     _sorted: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(init=False, repr=False)
     _together: dict[tuple[int, int], tuple[np.ndarray, ...]] = field(init=False, repr=False)
+    _left_out: dict[int, np.ndarray] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.distances = np.asarray(self.distances, dtype=np.float64)
@@ -85,7 +86,7 @@ class Fpr95Statistic:
         for row in self.distances:
             order = np.lexsort((np.arange(n), row))  # by distance, ties in file order
             self._sorted.append((order, self.labels[order], tie_groups(row[order])))
-        self._together = {}
+        self._together, self._left_out = {}, {}
 
     def _evaluate(
         self, labels: np.ndarray, weights: np.ndarray, groups: np.ndarray
@@ -104,13 +105,15 @@ class Fpr95Statistic:
         order, labels, groups = self._sorted[system]
         cluster_of = self.pair_clusters[order]
         out = np.empty(len(weights))
-        left_out = (weights == 0).sum(axis=1) == 1
-        left_out &= (weights == 1).sum(axis=1) == weights.shape[1] - 1
+        zero = weights == 0  # one zero and C - 1 further counts summing to C - 1: all ones
+        left_out = (zero.sum(axis=1) == 1) & (weights.sum(axis=1) == weights.shape[1] - 1)
         if self.variant in ("hardnet", "matchnet") and left_out.any():
-            jackknife = fpr_at_recall_leave_one_out(
-                labels, cluster_of, len(self.clusters), recall=self.recall, variant=self.variant
-            )
-            out[left_out] = jackknife[np.argmin(weights[left_out], axis=1)]
+            if system not in self._left_out:  # once: the jackknife comes in blocks of rows
+                self._left_out[system] = fpr_at_recall_leave_one_out(
+                    labels, cluster_of, len(self.clusters), recall=self.recall,
+                    variant=self.variant,
+                )  # fmt: skip
+            out[left_out] = self._left_out[system][np.argmax(zero[left_out], axis=1)]
         else:
             left_out[:] = False
         rest = np.flatnonzero(~left_out)
