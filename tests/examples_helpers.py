@@ -9,7 +9,7 @@ SIFT's keypoints with an own descriptor (``kps/``, ``mine/``), a patch benchmark
 (``data/patches``, ``bench/``, ``desc/``, ``results/``, and the real HPatches benchmark file
 ``train_easy_5s_00`` as ``B.*`` and ``b.*``), the cube ``results.nc``, a results database made
 by ``db import-workbench`` (``outputs/metricalc.sqlite``, ``cube.nc``), COCO-style detections
-(``gt.json``, ``results.json``) and a study (``my_study.yaml``).
+(``gt.json``, ``results.json``, ``results_b.json``) and a study (``my_study.yaml``).
 
 The explicit rules for the lines that do not run: a line whose comment says ``external data``
 needs data the tests cannot make (HPatches, a user's files) and is skipped; a line starting with
@@ -61,6 +61,18 @@ PREREQUISITES = {
         "eval patches --conf raw data.quick=true",
     ),
     "db show sift ": ("eval hpatches --conf sift data.quick=true",),
+    "compare outputs/results/hpatches/sift outputs/results/hpatches/orb ": (
+        "eval hpatches --conf sift data.quick=true",
+        "eval hpatches --conf orb data.quick=true",
+    ),
+    "compare outputs/results/hpatches/sift/results.h5 outputs/results/hpatches/orb/results.h5 ": (
+        "eval hpatches --conf sift data.quick=true",
+        "eval hpatches --conf orb data.quick=true",
+    ),
+    "compare outputs/results/hpatches/sift outputs/results/hpatches/orb_ratio ": (
+        "eval hpatches --conf sift data.quick=true",
+        "eval hpatches --conf orb --tag orb_ratio model.matcher.ratio=0.8 data.quick=true",
+    ),
     "compare phototour.fpr95.nc": (  # the README's PhotoTour lines, which come after it
         "patches make-phototour phototour",
         "patches describe-phototour phototour --method sift --out phototour-sift.npy",
@@ -312,12 +324,16 @@ def make_database(folder: Path) -> None:
 
 
 def make_detections(folder: Path) -> None:
-    """COCO-style ground truth ``gt.json`` and detections ``results.json`` (with masks)."""
+    """COCO-style ground truth ``gt.json`` and detections ``results.json`` (with masks), and
+    ``results_b.json``: another detector on the same images (more wrong classes)."""
     from metricalc.datasets.coco import make_coco_dataset
 
-    gt, dt = make_coco_dataset(n_images=12, n_categories=3, segm=True, crowd_rate=0.1, seed=7)
+    options = {"n_images": 12, "n_categories": 3, "segm": True, "crowd_rate": 0.1, "seed": 7}
+    gt, dt = make_coco_dataset(**options)
+    _, other = make_coco_dataset(**options, wrong_class_rate=0.4)
     (folder / "gt.json").write_text(json.dumps(gt))
     (folder / "results.json").write_text(json.dumps(dt))
+    (folder / "results_b.json").write_text(json.dumps(other))
 
 
 def write_study(folder: Path) -> None:

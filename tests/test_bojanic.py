@@ -217,7 +217,7 @@ def test_verification_ap_equals_the_ap_of_the_explicit_pooled_list(policy, binar
 # A line-by-line port of DescriptorWorkbench's KeypointVerification.cpp (evaluation part). The
 # candidates are built as buildVerificationCandidates / buildRetrievalCandidates loop (every
 # reference keypoint, every keypoint of images 2..6, then the distractors), with metricalc's
-# inputs: the ground truth of PROTOCOLS.md section 2 and one distractor set per scene.
+# inputs: the ground truth of docs/protocols.md, protocol 2 and one distractor set per scene.
 # --------------------------------------------------------------------------------------------
 
 

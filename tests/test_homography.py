@@ -1,4 +1,4 @@
-"""Homography estimation and the Glue Factory HPatches metrics (PROTOCOLS.md section 7)."""
+"""Homography estimation and the Glue Factory HPatches metrics (docs/protocols.md, protocol 7)."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def test_inside_and_nearest_helpers():
 
 
 def _nearest_by_brute_force(points, candidates):
-    """The rule of PROTOCOLS.md section 2 the slow, obvious way: the exact (``np.hypot``)
+    """The rule of docs/protocols.md, protocol 2 the slow, obvious way: the exact (``np.hypot``)
     distance to every candidate, the first minimum (the lowest index) of each row."""
     exact = np.hypot(*(candidates[None, :, :] - points[:, None, :]).transpose(2, 0, 1))
     return np.argmin(exact, axis=1), exact.min(axis=1)

@@ -1,4 +1,4 @@
-"""Patch and image retrieval AP over ranks 2..51 (PROTOCOLS.md section 6): hand-computed tiny
+"""Patch and image retrieval AP over ranks 2..51 (docs/protocols.md, protocol 6): hand-computed tiny
 benchmarks, oracle results on the real ECCV 2016 files, and the wiring of every AP method."""
 
 from __future__ import annotations

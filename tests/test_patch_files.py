@@ -1,5 +1,5 @@
 """HPatches patch retrieval files: signatures, readers, writer and every validation rule
-(PROTOCOLS.md section 6), on hand-built files and on the real ECCV 2016 benchmark files."""
+(docs/protocols.md, protocol 6), on hand-built files and on the real ECCV 2016 benchmark files."""
 
 from __future__ import annotations
 

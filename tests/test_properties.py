@@ -206,7 +206,7 @@ def test_ap_from_rank_stats_policies_ordered_and_match_definitions(better, ties)
     assert ap["optimistic"] >= ap["workbench"] >= ap["pessimistic"]
     assert rank["optimistic"] <= rank["workbench"] <= rank["pessimistic"]
     assert rank["optimistic"] <= rank["expected"] <= rank["pessimistic"]
-    # PROTOCOLS.md section 1, computed here from the definitions
+    # docs/protocols.md, protocol 1, computed here from the definitions
     assert rank["optimistic"] == 1 + better
     assert rank["pessimistic"] == 1 + better + ties
     assert rank["workbench"] == 1 + better + (ties + 1) // 2

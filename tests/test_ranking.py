@@ -15,7 +15,7 @@ from metricalc.core import kernels
 from tests.conftest import random_cases
 
 # ---------------------------------------------------------------------------------------------
-# Slow, obvious implementations written from the definitions of PROTOCOLS.md section 5
+# Slow, obvious implementations written from the definitions of docs/protocols.md, protocol 5
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
 """No significance verdict, marker, letter or sentence favours the system with the lower mean
-(PROTOCOLS.md section 9), under default settings, in the API (``stats.compare``), the CLI
+(docs/protocols.md, protocol 9), under default settings, in the API (``stats.compare``), the CLI
 (``metricalc compare``'s table) and the report (``report.Table`` letters and ``summarize``
 sentences of the comparisons ``metricalc report`` runs,
 :func:`metricalc.report.analysis.run_tests`).
@@ -190,8 +190,8 @@ def test_the_report_letters_and_sentences_never_favour_the_lower_mean():
 
 
 def expected_ap_by_hand(better: int, ties: int) -> float:
-    """AP of one relevant item under the ``expected`` tie policy (PROTOCOLS.md section 1): the
-    mean of 1 / r over the ranks r = 1 + better .. 1 + better + ties."""
+    """AP of one relevant item under the ``expected`` tie policy (docs/protocols.md, protocol
+    1): the mean of 1 / r over the ranks r = 1 + better .. 1 + better + ties."""
     return sum(1.0 / r for r in range(1 + better, 2 + better + ties)) / (ties + 1)
 
 

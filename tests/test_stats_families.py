@@ -64,7 +64,7 @@ def hit_by_brute_force(b: int, t: int, k: int, policy: str) -> float:
     chosen = {
         "optimistic": ranks[:1],
         "pessimistic": ranks[-1:],
-        "workbench": np.array([1 + b + (t + 1) // 2]),  # PROTOCOLS.md section 1
+        "workbench": np.array([1 + b + (t + 1) // 2]),  # docs/protocols.md, protocol 1
         "expected": ranks,
     }[policy]
     return float((chosen <= k).mean())

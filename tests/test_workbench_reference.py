@@ -470,7 +470,7 @@ SCENE_POOL = ("v_wall", "v_bird", "i_dome", "i_ski", "vase", "indoor", "x_other"
 
 
 def workbench_rank(better: int, ties: int) -> int:
-    """Rank of the tie policy ``workbench`` (PROTOCOLS.md section 1)."""
+    """Rank of the tie policy ``workbench`` (docs/protocols.md, protocol 1)."""
     return 1 + better + (ties + 1) // 2
 
 

@@ -52,14 +52,17 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
-                     help="cube file(s) (.nc), or one pose results file (pose eval --out) or FPR95 "
-                     "pair records (patches fpr95 --out)")
+                     help="cube file(s) (.nc), one pose results file (pose eval --out), "
+                     "`eval hpatches` runs (with --metric homography), COCO results files "
+                     "(JSON) with --coco-gt, or FPR95 pair records (patches fpr95 --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument(
         "--metric",
         default="ap",
-        help="cube variable or hit@K, or a table's name of one: mAP, HR@K (default: ap)",
+        help="cube variable or hit@K, or a table's name of one: mAP, HR@K (default: ap); "
+        "mma@T: D2-Net's MMA at T px; 'homography' (or one column, e.g. H_error_ransac@3px) "
+        "compares `eval hpatches` runs",
     )
     cmp.add_argument(
         "--test",
@@ -93,6 +96,11 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "bca up to 100,000 paired units and t above (default: auto)",
     )
     cmp.add_argument("--json", action="store_true", help="a list of row objects (null: NaN)")
+    cmp.add_argument("--coco-gt", type=Path, metavar="FILE",
+                     help="COCO ground truth (JSON): compare the detectors of the results files "
+                     "on --metric AP (default), AP50, AP75, APs/m/l, AR100, ARs/m/l, by images")
+    cmp.add_argument("--iou-type", choices=("bbox", "segm"), default="bbox",
+                     help="with --coco-gt: box or mask IoU (default: bbox)")
     add_dask_options(cmp)
     cmp.set_defaults(run=_compare)
 
@@ -182,19 +190,34 @@ def _refuse_pair_cube(path: Path) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from metricalc.cli.compare_runs import (
+        compare_homography_runs,
+        compare_mma_cubes,
+        is_homography_request,
+    )
     from metricalc.cli.fpr95 import compare_fpr95_file, fpr95_records_file
     from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
     from metricalc.hpatches import common_cvpr17_unit
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
+    from metricalc.stats.mma_statistic import mma_threshold
 
+    if args.coco_gt is not None or all(path.suffix.lower() == ".json" for path in args.cubes):
+        from metricalc.cli.coco import compare_coco_files
+
+        return compare_coco_files(args)
     pose_file = pose_results_file(args.cubes)
     if pose_file is not None:
         return compare_pose_file(args, pose_file)
     fpr95_file = fpr95_records_file(args.cubes)
     if fpr95_file is not None:
         return compare_fpr95_file(args, fpr95_file)
+    if is_homography_request(args.metric):
+        return compare_homography_runs(args)
+    threshold = mma_threshold(args.metric)
+    if threshold is not None:
+        return compare_mma_cubes(args, threshold)
     labels = names(args.labels) if args.labels else None
     if labels is not None and len(labels) != len(args.cubes):
         raise InvalidInputError(

@@ -217,31 +217,20 @@ def pose_results_file(paths: list[Path]) -> Path | None:
     return paths[0]
 
 
-_NOT_FOR_POSE = {"labels": (None,), "test": ("auto", "randomization"), "mean_over": (None,),
-                 "split": (None,), "interval": ("auto",)}
-"""Options of ``metricalc compare`` that a pose results file does not take: the values allowed."""
-
-
 def compare_pose_file(args: argparse.Namespace, path: Path) -> int:
     """``metricalc compare POSE.nc``: every pair of methods on each column of the pose table
     (or ``--metric auc@10`` alone), paired cluster bootstrap and within-cluster swap test."""
     import xarray as xr
 
+    from metricalc.cli.records import print_columns, refuse_cube_options
     from metricalc.errors import InvalidInputError
-    from metricalc.fileio import json_safe
-    from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.pose_statistic import COLUMNS, compare_pose
 
-    for name, allowed in _NOT_FOR_POSE.items():
-        if getattr(args, name) not in allowed:
-            raise InvalidInputError(
-                f"--{name.replace('_', '-')} does not apply to pose results ({path}): their "
-                "columns are tested by the paired cluster bootstrap and the swap test"
-            )
-    if args.pair_by not in (None, "scene", "pair"):
+    if args.labels is not None:
         raise InvalidInputError(
-            f"--pair-by {args.pair_by}: pose results pair by scene (default) or image pair"
+            f"--labels does not apply to pose results ({path}): their methods keep their names"
         )
+    refuse_cube_options(args, f"pose results ({path})")
     columns = COLUMNS if args.metric == "ap" else (args.metric,)
     if columns[0] not in COLUMNS:
         raise InvalidInputError(
@@ -255,14 +244,8 @@ def compare_pose_file(args: argparse.Namespace, path: Path) -> int:
         correction=args.correction, alpha=args.alpha, seed=args.seed,
         n_resamples=args.n_resamples, confidence_level=args.confidence_level,
     )  # fmt: skip
-    if args.json:
-        rows = [{"column": column, **row} for column, result in compared.items()
-                for row in result.to_dataframe().reset_index().to_dict(orient="records")]
-        print(json.dumps(json_safe(rows), indent=2))
-        return 0
     scenes = pair_by == "scene" and "scene" in results.coords and bool(
         (results["scene"] != "").any())
     unit = "scenes (pairs without a scene alone)" if scenes else "image pairs"
-    for column, result in compared.items():
-        print_comparisons(result, title=f"{path}: {column}", unit=unit)
+    print_columns(compared, json_output=args.json, title=str(path), unit=unit)
     return 0

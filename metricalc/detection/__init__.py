@@ -3,7 +3,9 @@
 Reads COCO JSON (ground truth and results; boxes, polygons, compressed and uncompressed RLE),
 computes box and mask IoU, COCO's one-to-one greedy matching and the precision cube
 ``[iou, recall, category, area, maxdets]`` with the 12 standard stats, equal to
-``pycocotools.cocoeval.COCOeval`` (which the tests use as the reference).
+``pycocotools.cocoeval.COCOeval`` (which the tests use as the reference); per-image records
+and the stats of any multiset of images (:mod:`metricalc.detection.resampled`), for the
+image bootstrap and swap test of ``metricalc compare --coco-gt``.
 """
 
 from metricalc.detection.coco import (
@@ -23,6 +25,12 @@ from metricalc.detection.evaluate import (
     evaluate,
     prepare,
 )
+from metricalc.detection.resampled import (
+    COCO_SUMMARY,
+    ImageRecords,
+    image_records,
+    weighted_summary,
+)
 
 __all__ = [
     "COCO_AREA_RANGES",
@@ -30,12 +38,16 @@ __all__ = [
     "COCO_MAX_DETS",
     "COCO_RECALL_LEVELS",
     "COCO_STATS",
+    "COCO_SUMMARY",
     "CocoDetections",
     "CocoGroundTruth",
+    "ImageRecords",
     "Prepared",
     "coco_stats",
     "evaluate",
+    "image_records",
     "load_detections",
     "load_ground_truth",
     "prepare",
+    "weighted_summary",
 ]

@@ -289,6 +289,44 @@ def _summary(
     )
 
 
+def match(
+    prep: Prepared,
+    *,
+    iou_type: str,
+    thresholds: np.ndarray,
+    max_det: int,
+    ranges: Sequence[tuple[float, ...]],
+    progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """COCOeval.evaluate of every image: the ground truth each detection matches (A, T, n_dt;
+    -1 where none), which detections are ignored (A, T, n_dt) and which ground truth (A, n_gt),
+    per area range and IoU threshold. Only the ``max_det`` best detections of each image and
+    category take part; an image's outcomes do not depend on the other images."""
+    gt, dt = prep.gt, prep.dt
+    pairs = same_category_pairs(prep, iou_type=iou_type, max_det=max_det)
+    gt_ignored = gt.iscrowd[None, :] | _area_flags(gt.area, ranges)
+    matched = greedy_match(
+        pairs,
+        n_dt=dt.n,
+        n_gt=gt.n,
+        dt_rank=prep.rank,
+        gt_ignore=gt_ignored,
+        gt_crowd=gt.iscrowd,
+        thresholds=thresholds,
+        progress=progress,
+    )
+    dt_out = _area_flags(dt.area, ranges)  # (A, n_dt)
+    safe = np.maximum(matched, 0)
+    dt_ignored = np.where(
+        matched >= 0,
+        np.take_along_axis(gt_ignored[:, None, :], safe, axis=2)
+        if gt.n
+        else np.zeros(matched.shape, bool),
+        dt_out[:, None, :],
+    )
+    return matched, dt_ignored, gt_ignored
+
+
 def evaluate(
     gt: CocoGroundTruth,
     dt: CocoDetections,
@@ -352,26 +390,13 @@ def evaluate(
     ranges = [tuple(map(float, area_ranges[k])) for k in labels]
     prep = prepared or prepare(gt, dt, masks=iou_type == "segm", progress=progress)
     gt, dt = prep.gt, prep.dt
-    pairs = same_category_pairs(prep, iou_type=iou_type, max_det=budgets[-1])
-    gt_ignored = gt.iscrowd[None, :] | _area_flags(gt.area, ranges)
-    matched = greedy_match(
-        pairs,
-        n_dt=dt.n,
-        n_gt=gt.n,
-        dt_rank=prep.rank,
-        gt_ignore=gt_ignored,
-        gt_crowd=gt.iscrowd,
+    matched, dt_ignored, gt_ignored = match(
+        prep,
+        iou_type=iou_type,
         thresholds=thresholds,
+        max_det=budgets[-1],
+        ranges=ranges,
         progress=progress,
-    )
-    dt_out = _area_flags(dt.area, ranges)  # (A, n_dt)
-    safe = np.maximum(matched, 0)
-    dt_ignored = np.where(
-        matched >= 0,
-        np.take_along_axis(gt_ignored[:, None, :], safe, axis=2)
-        if gt.n
-        else np.zeros(matched.shape, bool),
-        dt_out[:, None, :],
     )
     precision, score, recall = _accumulate(
         prep, matched, dt_ignored, gt_ignored, max_dets=budgets, progress=progress

@@ -32,6 +32,7 @@ from metricalc.metrics.matching import (
     MMA_SPLITS,
     matching_accuracy,
     matching_counts,
+    pair_matching_accuracy,
 )
 from metricalc.metrics.metric_set import MAP_METRICS, WORKBENCH_COUNTS, metric_set
 from metricalc.metrics.ranks import RANK_BINS
@@ -53,6 +54,7 @@ __all__ = [
     "matching_pr_curve",
     "matching_roc_curve",
     "metric_set",
+    "pair_matching_accuracy",
     "ratio_score",
     "scene_metrics",
 ]

@@ -30,7 +30,13 @@ from metricalc.metrics.reductions import (
 )
 from metricalc.validation import check_choice
 
-__all__ = ["MMA_CONVENTIONS", "MMA_SPLITS", "matching_accuracy", "matching_counts"]
+__all__ = [
+    "MMA_CONVENTIONS",
+    "MMA_SPLITS",
+    "matching_accuracy",
+    "matching_counts",
+    "pair_matching_accuracy",
+]
 
 MMA_CONVENTIONS = ("d2net", "matched_pairs")
 """Conventions of :func:`matching_accuracy`: ``"d2net"`` (the default) and ``"matched_pairs"``."""
@@ -184,26 +190,14 @@ def matching_accuracy(
     >>> old.sel(descriptor="sift").values.round(4).tolist()
     [0.3333, 0.6667]
     """
-    threshold = _mma_thresholds(thresholds)
     check_choice("matching_accuracy: convention", convention, MMA_CONVENTIONS)
     d2net = convention == "d2net"
-    if mutual is None:
-        mutual = d2net
-    if d2net and not mutual:
-        raise InvalidInputError(
-            "matching_accuracy: convention='d2net' matches mutual nearest neighbours; for all "
-            "nearest neighbours use convention='matched_pairs' (mutual=False)"
-        )
+    mutual = _mutual(convention, mutual)
     needed = (*QUERY_VARS, "nn_error", *(("nn_mutual",) if mutual else ()))
     cube, ok = prepare_cube(cube, needed, "matching_accuracy")
     attrs = {**cube.attrs, "convention": convention, "mutual": int(mutual)}
     cube, member, n_pairs, attrs["sequences"] = _pair_set(cube, sequences, "matching_accuracy")
-    error = cube["nn_error"]
-    matched = cube["nn_mutual"] == 1 if d2net else cast(xr.DataArray, np.isfinite(error))
-    if mutual and not d2net:
-        matched = matched & (cube["nn_mutual"] == 1)
-    accurate = (error <= threshold) & matched  # NaN error: never accurate
-    per_pair = ratio(group_sum(accurate, PAIR_UNIT), group_sum(matched, PAIR_UNIT))
+    per_pair = _pair_accuracy(cube, _mma_thresholds(thresholds), d2net=d2net, mutual=mutual)
     members = member(per_pair[PAIR_UNIT].values.astype(str))
     total = xr.dot(per_pair.fillna(0), members, dim=PAIR_UNIT)
     if d2net:
@@ -213,6 +207,67 @@ def matching_accuracy(
     mma = ratio(total, pairs).where(ok)
     mma = mma.transpose("descriptor", "split", "threshold").rename("mma")
     return _split_result(mma, n_pairs, by_split, attrs)
+
+
+def _mutual(convention: str, mutual: bool | None) -> bool:
+    """Whether a convention's matches are mutual nearest neighbours (``mutual`` as asked)."""
+    d2net = convention == "d2net"
+    if mutual is None:
+        return d2net
+    if d2net and not mutual:
+        raise InvalidInputError(
+            "matching_accuracy: convention='d2net' matches mutual nearest neighbours; for all "
+            "nearest neighbours use convention='matched_pairs' (mutual=False)"
+        )
+    return mutual
+
+
+def _pair_accuracy(
+    cube: xr.Dataset, threshold: xr.DataArray, *, d2net: bool, mutual: bool
+) -> xr.DataArray:
+    """:math:`\\operatorname{acc}_p(t)` over (descriptor, pair unit, threshold) of a prepared
+    cube; NaN for a pair without matches."""
+    error = cube["nn_error"]
+    matched = cube["nn_mutual"] == 1 if d2net else cast(xr.DataArray, np.isfinite(error))
+    if mutual and not d2net:
+        matched = matched & (cube["nn_mutual"] == 1)
+    accurate = (error <= threshold) & matched  # NaN error: never accurate
+    return ratio(group_sum(accurate, PAIR_UNIT), group_sum(matched, PAIR_UNIT))
+
+
+def pair_matching_accuracy(
+    cube: xr.Dataset, threshold: float, *, convention: str = "d2net"
+) -> xr.DataArray:
+    r"""The accuracy :math:`\operatorname{acc}_p(t)` of every image pair of the cube at one
+    threshold (:func:`matching_accuracy`), the units whose mean is the MMA.
+
+    Returns
+    -------
+    xarray.DataArray
+        Over (``descriptor``, ``pair``), the coordinates ``pair`` (``"scene/pair"``, sorted)
+        and ``scene``; ``"d2net"``: 0 for a pair without a mutual match (every pair counts);
+        ``"matched_pairs"``: NaN there (left out of the mean). The mean over ``pair`` (NaN
+        skipped) is :func:`matching_accuracy` of the cube's pairs.
+
+    Examples
+    --------
+    >>> from metricalc.datasets import example_cube
+    >>> pair_matching_accuracy(example_cube(), 3.0).values.tolist()
+    [[0.5]]
+    """
+    check_choice("pair_matching_accuracy: convention", convention, MMA_CONVENTIONS)
+    d2net = convention == "d2net"
+    mutual = _mutual(convention, None)
+    needed = (*QUERY_VARS, "nn_error", *(("nn_mutual",) if mutual else ()))
+    cube, ok = prepare_cube(cube, needed, "pair_matching_accuracy")
+    per_pair = _pair_accuracy(cube, _mma_thresholds([threshold]), d2net=d2net, mutual=mutual)
+    per_pair = per_pair.isel(threshold=0, drop=True)
+    if d2net:
+        per_pair = per_pair.fillna(0.0)
+    units = np.asarray(per_pair[PAIR_UNIT].values).astype(str)
+    out = per_pair.where(ok).rename({PAIR_UNIT: "pair"}).transpose("descriptor", "pair")
+    out = out.drop_vars([c for c in out.coords if c not in ("descriptor",)])
+    return out.assign_coords(pair=units, scene=("pair", unit_scene(units)))
 
 
 def matching_counts(

@@ -352,12 +352,14 @@ def clustering_lines(comparisons: xr.Dataset, unit: str | None = None) -> list[s
     (default: the ``pair_by`` attr), the ``cluster_name`` attr the clusters (default: scene)."""
     if "icc" not in comparisons or not np.isfinite(comparisons["icc"].values).any():
         return []
-    unit = unit or str(comparisons.attrs.get("pair_by", "query"))
+    plural = {"query": "queries", "pair": "image pairs"}
+    by = str(comparisons.attrs.get("pair_by", "query"))
+    unit = unit or plural.get(by, by)
     cluster, option = comparisons.attrs.get("cluster_name", "scene"), "--pair-by scene"
     if cluster != "scene":  # not the compare option's name (FPR95 records: 3D points)
         option = "the default --pair-by"
     lines = [
-        f"the tests above treat every {unit} as independent, but those of one {cluster} are "
+        f"the tests above treat the {unit} as independent, but those of one {cluster} are "
         f"correlated (intraclass correlation of the differences within {cluster}s, design "
         f"effect 1 + (mean {cluster} size - 1) ICC: the variance of a mean is that many times "
         f"larger than the tests assume); test over {cluster}s ({option}) for claims about new "

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,15 +31,14 @@ import xarray as xr
 from metricalc.errors import InvalidInputError
 from metricalc.pose.accuracy import weighted_imc_maa, weighted_pose_auc
 from metricalc.pose.evaluate import at_best_threshold
-from metricalc.stats.clustered import intraclass_correlation
-from metricalc.stats.compare import MIN_UNITS, compare_statistic, generators
+from metricalc.stats.compare import generators
+from metricalc.stats.pair_records import FAILED_ERROR, compare_columns, pair_clusters
 from metricalc.stats.statistics import UnitStatistic
 from metricalc.validation import check_choice, check_integer
 
 __all__ = [
     "COLUMNS",
     "FAILED_ERROR",
-    "PAIR_BY",
     "SeedMeanStatistic",
     "compare_pose",
     "is_pose_results",
@@ -48,13 +48,6 @@ __all__ = [
 
 COLUMNS: tuple[str, ...] = ("auc@5", "auc@10", "auc@20", "mAA@10")
 """The columns of the pose table (:func:`metricalc.pose.evaluate.summarize`)."""
-PAIR_BY: tuple[str, ...] = ("scene", "pair")
-"""The independent units of a pose comparison: scenes where the pair list gives them, or pairs."""
-FAILED_ERROR = 1e6
-"""A failed estimate's error (:math:`\\infty`) in the records: beyond every threshold, so every
-statistic is the same, and finite, so the records tell it from a missing value (the Image
-Matching Benchmark's own stand-in)."""
-
 _PHRASES = {
     "auc@5": "SuperGlue's pose AUC at 5 degrees of the image pairs",
     "auc@10": "SuperGlue's pose AUC at 10 degrees of the image pairs",
@@ -73,20 +66,6 @@ def _function(column: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
 def is_pose_results(results: xr.Dataset) -> bool:
     """Whether a Dataset holds the per-pair results of ``pose eval --out``."""
     return "pose_error" in results.data_vars and {"descriptor", "pair"} <= set(results.dims)
-
-
-def _clusters(results: xr.Dataset, pair_by: str) -> tuple[np.ndarray, np.ndarray]:
-    """Cluster labels and each pair's cluster index: its scene, or the pair where it has none
-    (files written before scenes were recorded: every pair)."""
-    check_choice("pair_by", pair_by, PAIR_BY)
-    pairs = np.asarray(results["pair"].values).astype(str)
-    scenes = np.full(len(pairs), "")
-    if pair_by == "scene" and "scene" in results.coords:
-        scenes = np.asarray(results["scene"].values).astype(str)
-    own = scenes == ""
-    keys = np.where(own, "pair " + pairs, "scene " + scenes)  # a scene named like a pair differs
-    _, first, codes = np.unique(keys, return_index=True, return_inverse=True)
-    return np.where(own, pairs, scenes)[first], codes
 
 
 @dataclass
@@ -165,7 +144,7 @@ def pose_statistic(
     0.5
     """
     function = _function(column)
-    clusters, codes = _clusters(results, pair_by)
+    clusters, codes = pair_clusters(results["pair"].values, _scenes(results), pair_by)
     errors = _errors(results)
     systems = [str(name) for name in results["descriptor"].values]
     per_seed = [
@@ -183,45 +162,33 @@ def compare_pose(
     *,
     columns: Sequence[str] = COLUMNS,
     pair_by: str = "scene",
-    baseline: str | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_resamples: int = 10_000,
-    confidence_level: float = 0.95,
+    **options: Any,
 ) -> dict[str, xr.Dataset]:
     """Every pair of methods (or every method against ``baseline``) on each column: the
     difference of the column's statistic, its paired cluster-bootstrap CI and the
     within-cluster swap test (:func:`metricalc.stats.compare.compare_statistic`); the
     comparisons of one column are one correction family.
 
+    Parameters
+    ----------
+    columns : sequence of str
+        The columns compared (default: all of :data:`COLUMNS`).
+    pair_by : {"scene", "pair"}
+        The independent units (:func:`metricalc.stats.pair_records.pair_clusters`).
+    **options
+        The keywords of :func:`metricalc.stats.compare.compare_statistic`: ``baseline``,
+        ``correction``, ``alpha``, ``seed``, ``n_resamples``, ``confidence_level``.
+
     Returns
     -------
     dict of str -> xarray.Dataset
         Column name -> the comparisons (the variables of :func:`metricalc.stats.compare`).
     """
-    scenes = _scenes(results)
-    n_clusters = len(_clusters(results, pair_by)[0])
-    if pair_by == "scene" and (scenes != "").any() and n_clusters < MIN_UNITS:
-        raise InvalidInputError(
-            f"{n_clusters} independent units (scenes, and pairs without one); a paired test "
-            f"needs at least {MIN_UNITS}: with so few scenes no test "
-            "generalises to new scenes. pair_by='pair' (--pair-by pair) tests over image pairs, "
-            "ignoring that the pairs of one scene are correlated"
-        )
-    out = {}
-    for column in columns:
-        statistic = pose_statistic(results, column, pair_by=pair_by)
-        compared = compare_statistic(
-            statistic, pair_by=pair_by, baseline=baseline, correction=correction, alpha=alpha,
-            seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
-            attrs=results.attrs,
-        )  # fmt: skip
-        if pair_by == "pair" and (scenes != "").any():
-            pairs = np.asarray(results["pair"].values).astype(str)
-            _add_clustering(compared, statistic, pairs, scenes)
-        out[column] = compared
-    return out
+    return compare_columns(
+        partial(pose_statistic, results, pair_by=pair_by), columns,
+        pairs=np.asarray(results["pair"].values), scenes=_scenes(results), pair_by=pair_by,
+        attrs=results.attrs, **options,
+    )  # fmt: skip
 
 
 def _scenes(results: xr.Dataset) -> np.ndarray:
@@ -229,22 +196,6 @@ def _scenes(results: xr.Dataset) -> np.ndarray:
     if "scene" not in results.coords:
         return np.full(results.sizes["pair"], "")
     return np.asarray(results["scene"].values).astype(str)
-
-
-def _add_clustering(
-    compared: xr.Dataset, statistic: SeedMeanStatistic, pairs: np.ndarray, scenes: np.ndarray
-) -> None:
-    """``icc``, ``design_effect`` of pair-level tests: the intraclass correlation within scenes
-    of the per-pair differences (each pair's column alone), pairs without a scene alone."""
-    order = np.argsort(pairs)  # the clusters are the pairs, sorted by name
-    scene = scenes[order]
-    labels = np.where(scene != "", "scene " + scene, "pair " + pairs[order])
-    values = statistic.cluster_values()
-    names = list(statistic.systems)
-    for k, (descriptor, baseline) in enumerate(compared.get_index("comparison")):
-        d = values[names.index(descriptor)] - values[names.index(baseline)]
-        icc, deff = intraclass_correlation(d, labels)
-        compared["icc"][k], compared["design_effect"][k] = icc, deff
 
 
 def seed_noise(
