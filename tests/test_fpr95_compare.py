@@ -260,7 +260,8 @@ def test_chunks_do_not_change_the_statistic(recorded: tuple[Path, Path],
     [
         (["--pair-by", "scene"], "pair by their clusters (default: 3D points of PhotoTour"),
         (["--split", "viewpoint"], "--split does not apply to FPR95 pair records"),
-        (["--metric", "auc@10"], "--metric does not apply to FPR95 pair records"),
+        (["--metric", "auc@10"], "--metric auc@10 does not apply to FPR95 pair records"),
+        (["--labels", "a"], "--labels does not apply to FPR95 pair records"),
     ],
 )
 def test_compare_options_that_do_not_apply(recorded: tuple[Path, Path], extra: list[str],

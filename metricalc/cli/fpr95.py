@@ -181,37 +181,26 @@ def fpr95_records_file(paths: list[Path]) -> Path | None:
     return paths[0]
 
 
-_NOT_FOR_FPR95 = {
-    "labels": (None,),
-    "test": ("auto", "randomization"),
-    "mean_over": (None,),
-    "split": (None,),
-    "interval": ("auto",),
-    "metric": ("ap", "fpr95"),
-}
-"""Options of ``metricalc compare`` that FPR95 records do not take: the values allowed."""
-
-
 def compare_fpr95_file(args: argparse.Namespace, path: Path) -> int:
     """``metricalc compare RECORDS.nc``: every pair of descriptors on FPR95 (lower is better),
     paired cluster bootstrap over the records' clusters (3D points of PhotoTour pairs) and the
     within-cluster swap test."""
+    from metricalc.cli.records import refuse_cube_options
     from metricalc.fileio import json_safe
     from metricalc.patches.fpr95_records import open_fpr95_records
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.fpr95_statistic import compare_fpr95
 
-    for name, allowed in _NOT_FOR_FPR95.items():
-        if getattr(args, name) not in allowed:
-            raise InvalidInputError(
-                f"--{name.replace('_', '-')} does not apply to FPR95 pair records ({path}): "
-                "their FPR95 is tested by the paired cluster bootstrap and the swap test"
-            )
     if args.pair_by not in (None, "pair"):
         raise InvalidInputError(
             f"--pair-by {args.pair_by}: FPR95 pair records pair by their clusters (default: 3D "
             "points of PhotoTour pairs) or by pair (--pair-by pair)"
         )
+    what = f"FPR95 pair records ({path})"
+    refuse_cube_options(args, what)
+    if args.labels is not None or args.metric not in ("ap", "fpr95"):
+        given = "--labels" if args.labels is not None else f"--metric {args.metric}"
+        raise InvalidInputError(f"{given} does not apply to {what}: their one column is FPR95")
     records = open_fpr95_records(path)
     pair_by = args.pair_by or "cluster"
     compared = compare_fpr95(
