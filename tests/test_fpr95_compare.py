@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+from sklearn.metrics import roc_curve
 from statsmodels.stats.multitest import multipletests
 
 from metricalc.cli import main
@@ -30,13 +31,17 @@ from metricalc.stats.fpr95_statistic import compare_fpr95, fpr95_statistic
 from metricalc.stats.statistics import UnitStatistic
 
 
-def _materialised(distances, labels, weights, recall, variant):
+def _materialised(distances, labels, weights, recall, variant, *, sklearn=False):
     """FPR at recall of the pair list with pair i repeated weights[i] times in its place (NaN
-    without a positive or a negative): the point estimate's function, run on the copies."""
+    without a positive or a negative): the point estimate's function run on the copies, or for
+    "threshold" / "sklearn" with ``sklearn`` scikit-learn's roc_curve read at tpr >= recall."""
     index = np.repeat(np.arange(len(labels)), np.asarray(weights, dtype=np.int64))
     y = labels[index]
     if y.all() or not y.any():
         return np.nan
+    if sklearn and variant in ("threshold", "sklearn"):
+        fpr, tpr, _ = roc_curve(y, -distances[index], drop_intermediate=variant == "sklearn")
+        return float(fpr[np.argmax(tpr >= recall)])
     return fpr_at_recall(y, -distances[index], recall=recall, variant=variant)
 
 
@@ -65,7 +70,7 @@ def test_weighted_equals_the_materialised_pairs(variant: str) -> None:
             assert got[0] == table
 
 
-@pytest.mark.parametrize("variant", ["hardnet", "matchnet"])
+@pytest.mark.parametrize("variant", ["hardnet", "matchnet", "threshold"])
 def test_leave_one_cluster_out_equals_the_pairs_without_it(variant: str) -> None:
     rng = np.random.default_rng(11)
     for _ in range(40):
@@ -73,10 +78,11 @@ def test_leave_one_cluster_out_equals_the_pairs_without_it(variant: str) -> None
         distances = rng.integers(0, 5, n).astype(float)
         labels = rng.random(n) < 0.5
         clusters = rng.integers(0, n_clusters, n)
-        recall = float(rng.choice([0.95, 0.5, 1.0, 0.3]))
+        recall = float(rng.choice([0.95, 0.5, 1.0, 0.3, 0.7, 0.9]))
         order = np.lexsort((np.arange(n), distances))
         got = fpr_at_recall_leave_one_out(labels[order], clusters[order], n_clusters,
-                                          recall=recall, variant=variant)  # fmt: skip
+                                          new_group=tie_groups(distances[order]), recall=recall,
+                                          variant=variant)  # fmt: skip
         expected = [_materialised(distances, labels, clusters != c, recall, variant)
                     for c in range(n_clusters)]  # fmt: skip
         np.testing.assert_array_equal(got, expected)
@@ -119,7 +125,8 @@ def _slow_statistic(records: xr.Dataset, pair_by: str = "cluster") -> UnitStatis
     def function(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
         values, weights = np.broadcast_arrays(values, weights)
         rows = values.reshape(-1, values.shape[-1]), weights.reshape(-1, weights.shape[-1])
-        out = [_materialised(v, labels, w, recall, variant) for v, w in zip(*rows, strict=True)]
+        out = [_materialised(v, labels, w, recall, variant, sklearn=True)
+               for v, w in zip(*rows, strict=True)]  # fmt: skip
         return np.array(out).reshape(values.shape[:-1])
 
     fast = fpr95_statistic(records, pair_by=pair_by)
@@ -163,12 +170,18 @@ def test_rows_and_records_of_several_descriptors(
         assert row["fpr"] == fpr_at_recall(pairs.labels, -d)  # hardnet, recall 0.95
 
 
-@pytest.mark.parametrize("pair_by", ["cluster", "pair"])
-def test_compare_equals_the_slow_statistic(recorded: tuple[Path, Path], pair_by: str) -> None:
-    """Estimates, cluster-bootstrap intervals, randomization p-values (exact over 7 points;
-    random patterns over the pairs), Holm, wins: the fast statistic and one that materialises
-    every resample give the same rows."""
+@pytest.mark.parametrize(
+    ("pair_by", "variant"),
+    [("cluster", "hardnet"), ("pair", "hardnet"), ("cluster", "threshold"), ("cluster", "sklearn")],
+)
+def test_compare_equals_the_slow_statistic(
+    recorded: tuple[Path, Path], pair_by: str, variant: str
+) -> None:
+    """Estimates, cluster-bootstrap intervals (their jackknife too), randomization p-values
+    (exact over 7 points; random patterns over the pairs), Holm, wins: the fast statistic and
+    one that materialises every resample give the same rows."""
     records = open_fpr95_records(recorded[1])
+    records.attrs["variant"] = variant
     options = {"pair_by": pair_by, "n_resamples": 150, "seed": 5}
     fast = compare_fpr95(records, **options)
     slow = compare_statistic(_slow_statistic(records, pair_by), **options)
@@ -184,8 +197,8 @@ def test_compare_equals_the_slow_statistic(recorded: tuple[Path, Path], pair_by:
                                multipletests(raw, method="holm")[1], rtol=1e-12)  # fmt: skip
     labels = records["label"].values == 1
     for k, (a, b) in enumerate(fast.get_index("comparison")):
-        fa = fpr_at_recall(labels, -records["distance"].sel(descriptor=a).values)
-        fb = fpr_at_recall(labels, -records["distance"].sel(descriptor=b).values)
+        fa, fb = (fpr_at_recall(labels, -records["distance"].sel(descriptor=name).values,
+                                variant=variant) for name in (a, b))  # fmt: skip
         assert float(fast.mean_diff[k]) == fa - fb
         # lower is better: a rejected comparison favours the lower FPR95
         expected = -int(np.sign(fa - fb)) if bool(fast.reject[k]) else 0

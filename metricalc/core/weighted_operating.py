@@ -189,24 +189,37 @@ def _padded_ranks(groups: np.ndarray, ranks: np.ndarray, n_groups: int) -> np.nd
     return out
 
 
+def _least_count(recall: float, n_pos: np.ndarray) -> np.ndarray:
+    r"""The smallest integer :math:`x` with :math:`x / P \ge r` in float64 (``tp / P >= r`` of
+    the ROC reading), from :math:`\lceil r P \rceil` and its neighbours."""
+    start = np.ceil(recall * n_pos).astype(np.int64)
+    safe = np.maximum(n_pos, 1)
+    out = start + 1
+    for candidate in (start, start - 1):  # the smaller one wins where it reaches the recall
+        out = np.where((candidate >= 0) & (candidate / safe >= recall), candidate, out)
+    return out
+
+
 def fpr_at_recall_leave_one_out(
     labels: np.ndarray,
     clusters: np.ndarray,
     n_clusters: int,
     *,
+    new_group: np.ndarray | None = None,
     recall: float = 0.95,
     variant: str = "hardnet",
 ) -> np.ndarray:
-    r"""``"hardnet"`` / ``"matchnet"`` FPR at ``recall`` of the records without cluster
-    :math:`c`, for every :math:`c` (the leave-one-cluster-out jackknife), from the one order of
-    all records: :math:`O(n \log n)` instead of :math:`O(C\,n)`.
+    r"""FPR at ``recall`` of the records without cluster :math:`c`, for every :math:`c` (the
+    leave-one-cluster-out jackknife), from the one order of all records: :math:`O(n \log n)`
+    instead of :math:`O(C\,n)`; variants ``"hardnet"``, ``"matchnet"`` and ``"threshold"``.
 
-    Without cluster :math:`c` (:math:`p_c` positives, :math:`n_c` negatives),
-    :math:`k' = \lceil r (P - p_c) \rceil`; the :math:`k'`-th remaining positive is the
-    :math:`(J+1)`-th positive of the full order for the smallest :math:`J` with
-    :math:`J + 1 - \#\{c\text{'s positives among the first } J + 1\} \ge k'` (binary search:
-    the left side does not decrease in :math:`J`), and :math:`FP' = FP_J - \#\{c\text{'s
-    negatives before it}\}`.
+    Without cluster :math:`c` (:math:`p_c` positives, :math:`n_c` negatives) the sweep stops at
+    the first candidate position :math:`s` (a positive for ``"hardnet"`` / ``"matchnet"``, a tie
+    group's end for ``"threshold"``) with :math:`p(s) - p_c(s) \ge k'`: :math:`p(s)` the
+    positives up to :math:`s`, :math:`p_c(s)` those of :math:`c`, and :math:`k'` the count that
+    reaches the recall (:math:`\lceil r (P - p_c) \rceil`, for ``"threshold"`` the smallest
+    :math:`x` with :math:`x / (P - p_c) \ge r`). The left side does not decrease in :math:`s`, so
+    a binary search finds :math:`s`; then :math:`FP' = n(s) - n_c(s)`.
 
     Parameters
     ----------
@@ -215,8 +228,10 @@ def fpr_at_recall_leave_one_out(
     clusters : ndarray of int, shape (m,)
         Each sorted record's cluster in ``range(n_clusters)``.
     n_clusters : int
+    new_group : ndarray of bool, shape (m,), optional
+        :func:`tie_groups` of the sorted scores (needed for ``"threshold"``).
     recall : float
-    variant : {"hardnet", "matchnet"}
+    variant : {"hardnet", "matchnet", "threshold"}
 
     Returns
     -------
@@ -229,30 +244,38 @@ def fpr_at_recall_leave_one_out(
     >>> fpr_at_recall_leave_one_out(y, np.array([0, 1, 1, 0, 2, 2]), 3, recall=0.5).tolist()
     [0.5, 0.0, 0.0]
     """
-    if variant not in ("hardnet", "matchnet"):
-        raise InvalidInputError(f"variant must be hardnet or matchnet; got {variant!r}")
     labels = np.asarray(labels, dtype=bool)
+    if variant in ("hardnet", "matchnet"):
+        candidates = np.flatnonzero(labels)
+    elif variant == "threshold" and new_group is not None:
+        candidates = np.flatnonzero(np.append(np.asarray(new_group, dtype=bool)[1:], True))
+    else:
+        raise InvalidInputError(
+            f"variant must be hardnet, matchnet or threshold (with new_group); got {variant!r}"
+        )
     clusters = np.asarray(clusters, dtype=np.int64)
-    positions = np.flatnonzero(labels)
-    negatives_before = np.cumsum(~labels)[positions]  # at each positive, negatives before it
     p_c = np.bincount(clusters[labels], minlength=n_clusters)
     n_c = np.bincount(clusters[~labels], minlength=n_clusters)
-    n_pos, n_neg = len(positions) - p_c, int(np.count_nonzero(~labels)) - n_c
+    n_pos, n_neg = int(labels.sum()) - p_c, int(np.count_nonzero(~labels)) - n_c
+    defined = (n_pos > 0) & (n_neg > 0)
+    if not defined.any():
+        return np.full(n_clusters, np.nan)
     k = np.ceil(recall * n_pos).astype(np.int64)  # the float64 product, as the reference
-    own_positives = _padded_ranks(clusters[positions], np.arange(len(positions)), n_clusters)
+    needed = _least_count(recall, n_pos) if variant == "threshold" else k
+    positives = np.cumsum(labels)[candidates]
+    own_positives = _padded_ranks(clusters[labels], np.flatnonzero(labels), n_clusters)
     low = np.zeros(n_clusters, dtype=np.int64)
-    high = np.full(n_clusters, max(0, len(positions) - 1))
-    while (low < high).any():  # smallest J with J + 1 - own(J) >= k
+    high = np.full(n_clusters, len(candidates) - 1)
+    while (low < high).any():  # the first candidate with enough positives left
         middle = (low + high) // 2
-        own = (own_positives <= middle[:, None]).sum(axis=1)
-        reached = middle + 1 - own >= k
-        high = np.where(reached, middle, high)
-        low = np.where(reached, low, middle + 1)
-    position = positions[np.minimum(low, len(positions) - 1)] if len(positions) else low
+        own = (own_positives <= candidates[middle][:, None]).sum(axis=1)
+        reached = positives[middle] - own >= needed
+        active = low < high  # (an undefined cluster never reaches; it stops at the end)
+        high = np.where(active & reached, middle, high)
+        low = np.where(active & ~reached, middle + 1, low)
+    stop = candidates[low]
     own_negatives = _padded_ranks(clusters[~labels], np.flatnonzero(~labels), n_clusters)
-    fp = (negatives_before[np.minimum(low, len(positions) - 1)] if len(positions) else low) - (
-        own_negatives < position[:, None]
-    ).sum(axis=1)
+    fp = np.cumsum(~labels)[stop] - (own_negatives <= stop[:, None]).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = fp / n_neg if variant == "hardnet" else fp / (fp + k)
-    return np.where((n_pos > 0) & (n_neg > 0), value, np.nan)
+        value = fp / (fp + k) if variant == "matchnet" else fp / n_neg
+    return np.where(defined, value, np.nan)

@@ -100,18 +100,18 @@ class Fpr95Statistic:
 
     def weighted(self, system: int, weights: np.ndarray) -> np.ndarray:
         """The statistic for cluster weights (R, C); rows that leave exactly one cluster out
-        of all (the jackknife) from one pass over the order (``"hardnet"``, ``"matchnet"``:
+        of all (the jackknife) from one pass over the order (every variant but ``"sklearn"``:
         :func:`~metricalc.core.weighted_operating.fpr_at_recall_leave_one_out`)."""
         order, labels, groups = self._sorted[system]
         cluster_of = self.pair_clusters[order]
         out = np.empty(len(weights))
         zero = weights == 0  # one zero and C - 1 further counts summing to C - 1: all ones
         left_out = (zero.sum(axis=1) == 1) & (weights.sum(axis=1) == weights.shape[1] - 1)
-        if self.variant in ("hardnet", "matchnet") and left_out.any():
+        if self.variant != "sklearn" and left_out.any():
             if system not in self._left_out:  # once: the jackknife comes in blocks of rows
                 self._left_out[system] = fpr_at_recall_leave_one_out(
-                    labels, cluster_of, len(self.clusters), recall=self.recall,
-                    variant=self.variant,
+                    labels, cluster_of, len(self.clusters), new_group=groups,
+                    recall=self.recall, variant=self.variant,
                 )  # fmt: skip
             out[left_out] = self._left_out[system][np.argmax(zero[left_out], axis=1)]
         else:
