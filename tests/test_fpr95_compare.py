@@ -211,15 +211,18 @@ def test_a_clearly_better_descriptor_is_marked(tmp_path: Path,
     out = tmp_path / "r.fpr95.nc"
     argv = ["patches", "fpr95", "--pairs", str(pairs), "--descriptors",
             str(tmp_path / "good.npy"), str(tmp_path / "bad.npy"), "--out", str(out)]
-    assert main(argv) == 0
     capsys.readouterr()
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()  # one per descriptor, named
+    assert [line.split(":")[0] for line in lines] == ["good", "bad"]
     assert main(["compare", str(out), "--baseline", "bad", "--json", "--n-resamples", "500"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["mean_diff"] < 0 and row["reject"] and row["favours"] == 1
     assert row["ci_low"] <= row["mean_diff"] <= row["ci_high"] < 0 and row["n"] == 40
     assert main(["compare", str(out), "--n-resamples", "500"]) == 0
     printed = capsys.readouterr().out
-    assert "lower is better" in printed and "independent unit: 3D point" in printed
+    assert "lower is better" in printed
+    assert "independent unit: the 3D point of the pair's first patch" in " ".join(printed.split())
     (row_line,) = [line for line in printed.splitlines() if line.split()[:2] == ["good", "bad"]]
     assert " > " in row_line  # the row marks good over bad
 
@@ -339,7 +342,7 @@ def test_score_files_with_a_cluster_column(tmp_path: Path, capsys) -> None:
     (row,) = json.loads(capsys.readouterr().out)
     assert row["n"] == 8 and row["exact"] and row["mean_diff"] == values[0] - values[1]
     assert main(["compare", str(out), "--n-resamples", "200"]) == 0
-    assert "independent unit: cluster (the rows' cluster column)" in " ".join(
+    assert "independent unit: the rows' cluster column" in " ".join(
         capsys.readouterr().out.split())
     text = (tmp_path / "b.csv").read_text().splitlines()
     text[3] = text[3].replace(",1,", ",0,")  # the third pair's label

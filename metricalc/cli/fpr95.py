@@ -78,16 +78,18 @@ def _descriptor_names(paths: list[Path], given: list[str] | None) -> list[str]:
 
 
 def _print(results: list[tuple[str, Any, str]], as_json: bool) -> None:
-    """One line (or JSON object) per descriptor: (name, VerificationResult, source)."""
+    """One line (or JSON object) per descriptor: (name, VerificationResult, source); the lines
+    start with the name when there are several."""
     if as_json:
         rows = [{**result.to_dict(), "descriptor": name, "source": source}
                 for name, result, source in results]  # fmt: skip
         print(json.dumps(rows[0] if len(rows) == 1 else rows))
         return
-    for _, result, source in results:
+    for name, result, source in results:
         rate = "FDR" if result.variant == "matchnet" else "FPR"
         print(
-            f"{rate}{round(100 * result.recall):d} {100 * result.fpr:.2f}%  ({result.variant}; "
+            (f"{name}: " if len(results) > 1 else "")
+            + f"{rate}{round(100 * result.recall):d} {100 * result.fpr:.2f}%  ({result.variant}; "
             f"{result.n_positive} matching, {result.n_negative} non-matching pairs; {source})"
         )
 
@@ -212,7 +214,7 @@ def compare_fpr95_file(args: argparse.Namespace, path: Path) -> int:
         rows = compared.to_dataframe().reset_index().to_dict(orient="records")
         print(json.dumps(json_safe(rows), indent=2))
         return 0
-    unit = f"{records.attrs.get('cluster_name', 'cluster')} ({records.attrs.get('cluster_by')})"
+    unit = str(records.attrs.get("cluster_by", "the pair's cluster"))
     if pair_by == "pair" or records.attrs.get("cluster_name") == "pair":
         unit = "patch pair"
     title = f"{path}: {compared.attrs['metric'].upper()}, lower is better (diff < 0 favours the "
