@@ -73,9 +73,25 @@ PREREQUISITES = {
         "eval hpatches --conf sift data.quick=true",
         "eval hpatches --conf orb --tag orb_ratio model.matcher.ratio=0.8 data.quick=true",
     ),
+    "compare phototour.fpr95.nc": (  # the README's PhotoTour lines, which come after it
+        "patches make-phototour phototour",
+        "patches describe-phototour phototour --method sift --out phototour-sift.npy",
+        "patches describe-phototour phototour --method raw --out phototour-raw.npy",
+        "patches fpr95 --pairs phototour/m50_500_500_0.txt --descriptors phototour-sift.npy "
+        "phototour-raw.npy --out phototour.fpr95.nc",
+    ),
 }
-"""The quick runs a line reads (the ones the examples before it make), run first where their
-tag has no output folder yet (so that each line also runs alone, e.g. with ``-k``)."""
+"""The runs a line reads (the ones the examples before it, or after it, make), run first where
+their output is missing: a quick run's tag folder, another command's ``--out`` or last argument
+(so that each line also runs alone, e.g. with ``-k``)."""
+
+
+def _made(folder: Path, need: list[str]) -> bool:
+    """Whether the output of the prerequisite ``need`` exists in ``folder``."""
+    if need[0] == "eval":
+        tag = need[need.index("--tag") + 1] if "--tag" in need else need[3]
+        return (folder / "outputs" / "results" / need[1] / tag).is_dir()
+    return (folder / (need[need.index("--out") + 1] if "--out" in need else need[-1])).exists()
 
 
 def python_blocks(path: Path, fence: str = "python") -> list[str]:
@@ -120,8 +136,7 @@ def run_command(line: str, folder: Path, monkeypatch: pytest.MonkeyPatch, capsys
     for prefix, needs in PREREQUISITES.items():
         if (command + " ").startswith(prefix):
             for need in map(shlex.split, needs):
-                tag = need[need.index("--tag") + 1] if "--tag" in need else need[3]
-                if not (folder / "outputs" / "results" / need[1] / tag).is_dir():
+                if not _made(folder, need):
                     assert main(need) == 0, capsys.readouterr().err
     capsys.readouterr()
     try:

@@ -53,8 +53,8 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
                      help="cube file(s) (.nc), one pose results file (pose eval --out), "
-                     "`eval hpatches` runs (with --metric homography), or COCO results files "
-                     "(JSON) with --coco-gt")
+                     "`eval hpatches` runs (with --metric homography), COCO results files "
+                     "(JSON) with --coco-gt, or FPR95 pair records (patches fpr95 --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument(
@@ -195,6 +195,7 @@ def _compare(args: argparse.Namespace) -> int:
         compare_mma_cubes,
         is_homography_request,
     )
+    from metricalc.cli.fpr95 import compare_fpr95_file, fpr95_records_file
     from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
     from metricalc.hpatches import common_cvpr17_unit
@@ -209,6 +210,9 @@ def _compare(args: argparse.Namespace) -> int:
     pose_file = pose_results_file(args.cubes)
     if pose_file is not None:
         return compare_pose_file(args, pose_file)
+    fpr95_file = fpr95_records_file(args.cubes)
+    if fpr95_file is not None:
+        return compare_fpr95_file(args, fpr95_file)
     if is_homography_request(args.metric):
         return compare_homography_runs(args)
     threshold = mma_threshold(args.metric)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from metricalc.cli._args import add_preset_option, names, passed, protocol_attrs, with_preset
-from metricalc.core.operating import FPR_AT_RECALL_VARIANTS
+from metricalc.cli.fpr95 import add_fpr95
 from metricalc.core.ranking import AP_METHODS
 from metricalc.errors import InvalidInputError
 
@@ -133,21 +133,7 @@ def _add_hpatches_compare(patch_verbs: argparse._SubParsersAction[argparse.Argum
 
 def _add_fpr95(patch_verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``patches fpr95`` (PhotoTour pairs or distance,label rows) and ``patches make-phototour``."""
-    pf = patch_verbs.add_parser(
-        "fpr95", help="false positive rate at 95%% recall of patch pairs (PhotoTour, Brown et al.)"
-    )
-    pf.add_argument("--pairs", type=Path, help="an m50_<n>_<n>_0.txt pair file")
-    pf.add_argument("--descriptors", type=Path, help=".npy or .csv, one row per patch id")
-    pf.add_argument("--info", type=Path, help="info.txt: check the pairs' 3D point ids against it")
-    pf.add_argument("--scores", type=Path, help="instead of pairs: distance,label rows")
-    pf.add_argument("--distance", choices=("l2", "l1"), default="l2")
-    pf.add_argument(
-        "--variant", choices=FPR_AT_RECALL_VARIANTS, default="hardnet",
-        help="whose definition (hardnet: negatives before the k-th positive / N)",
-    )  # fmt: skip
-    pf.add_argument("--recall", type=float, default=0.95, help="the recall")
-    pf.add_argument("--json", action="store_true", help="print JSON")
-    pf.set_defaults(run=_patches_fpr95)
+    add_fpr95(patch_verbs)
     pm = patch_verbs.add_parser("make-phototour", help="write a synthetic PhotoTour-layout set")
     pm.add_argument("dir", type=Path)
     pm.add_argument("--pairs", type=int, default=500, help="matching (and non-matching) pairs")
@@ -400,41 +386,6 @@ def _patches_describe(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )  # fmt: skip
     print(f"wrote {len(written)} {args.method} descriptor files to {args.out}")
-    return 0
-
-
-def _patches_fpr95(args: argparse.Namespace) -> int:
-    from metricalc.patches import verification
-
-    if args.scores is not None:
-        if args.pairs or args.descriptors or args.info:
-            raise InvalidInputError("give --scores alone, or --pairs with --descriptors")
-        distances, labels = verification.read_scores(args.scores)
-        result = verification.evaluate_scores(
-            distances, labels, variant=args.variant, recall=args.recall
-        )
-        source = str(args.scores)
-    else:
-        from metricalc.patches import phototour
-
-        if args.pairs is None or args.descriptors is None:
-            raise InvalidInputError("give --pairs and --descriptors, or --scores")
-        pairs = phototour.read_pairs(args.pairs)
-        if args.info is not None:
-            phototour.check_pairs(pairs, phototour.read_info(args.info), source=str(args.info))
-        descriptors = verification.read_descriptors(args.descriptors)
-        result = verification.evaluate_pairs(
-            pairs, descriptors, **passed(args, "distance", "variant", "recall")
-        )
-        source = f"{args.pairs} with {args.descriptors}"
-    if args.json:
-        print(json.dumps({**result.to_dict(), "source": source}))
-    else:
-        name = "FDR" if result.variant == "matchnet" else "FPR"
-        print(
-            f"{name}{round(100 * result.recall):d} {100 * result.fpr:.2f}%  ({result.variant}; "
-            f"{result.n_positive} matching, {result.n_negative} non-matching pairs; {source})"
-        )
     return 0
 
 

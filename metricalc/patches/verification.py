@@ -27,6 +27,7 @@ __all__ = [
     "evaluate_pairs",
     "evaluate_scores",
     "pair_distances",
+    "read_clustered_scores",
     "read_descriptors",
     "read_scores",
 ]
@@ -158,7 +159,8 @@ def pair_distances(
 
 def read_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Read verification pairs as ``distance,label`` rows (label 1 for a matching pair); a first
-    line ``distance,label`` is a header.
+    line ``distance,label`` is a header (:func:`read_clustered_scores` with the clusters
+    dropped).
 
     Returns
     -------
@@ -169,38 +171,72 @@ def read_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     InvalidInputError
         Naming the file and line of a row that is not a number and a 0/1 label.
     """
+    distances, labels, _ = read_clustered_scores(path)
+    return distances, labels
+
+
+def read_clustered_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Read ``distance,label`` or ``distance,label,cluster`` rows (every row alike): the
+    cluster names the independent unit a pair belongs to (its sequence, scene or 3D point); a
+    first line ``distance,label[,cluster]`` is a header.
+
+    Returns
+    -------
+    (distances, labels, clusters) : ndarray of float64, ndarray of bool, ndarray of str or None
+        ``clusters`` is None for two-field rows.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the file and line of a row that is not a number, a 0/1 label (and a non-empty
+        cluster, when the first row has one), or of a file of one class only.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "s.csv"
+    ...     _ = path.write_text("distance,label,cluster\\n0.5,1,v_a\\n2,0,v_b\\n")
+    ...     d, y, c = read_clustered_scores(path)
+    >>> d.tolist(), y.tolist(), c.tolist()
+    ([0.5, 2.0], [True, False], ['v_a', 'v_b'])
+    """
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").rstrip().splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidInputError(f"{path}: cannot read distance,label rows ({error})") from None
     first = 1
-    if lines and lines[0].replace(" ", "").lower() == "distance,label":
+    if lines and lines[0].replace(" ", "").lower() in ("distance,label", "distance,label,cluster"):
         lines, first = lines[1:], 2
     if not lines:
         raise InvalidInputError(f"{path}: no rows; expected distance,label rows")
+    n_fields = 3 if lines[0].count(",") == 2 else 2
+    expected = "'distance,label'" if n_fields == 2 else "'distance,label,cluster'"
     distances = np.empty(len(lines), dtype=np.float64)
     labels = np.empty(len(lines), dtype=bool)
+    clusters = []
     for number, line in enumerate(lines):  # a reader: one parse per line, with its line number
-        fields = line.split(",")
+        fields = [field.strip() for field in line.split(",")]
         try:
             value = float(fields[0])
-            label = fields[1].strip() if len(fields) == 2 else ""
+            label = fields[1] if len(fields) == n_fields else ""
         except ValueError:
             label, value = "", float("nan")
-        if label not in ("0", "1") or not np.isfinite(value):
+        if label not in ("0", "1") or not np.isfinite(value) or fields[-1] == "":
             raise InvalidInputError(
-                f"{path}, line {number + first}: expected 'distance,label' with a finite "
-                f"distance and a 0/1 label; got {line!r}"
+                f"{path}, line {number + first}: expected {expected} with a finite distance "
+                f"and a 0/1 label{' and a cluster' if n_fields == 3 else ''}; got {line!r}"
             )
         distances[number], labels[number] = value, label == "1"
+        clusters.append(fields[-1])
     if labels.all() or not labels.any():
         missing = "negative (non-matching)" if labels.all() else "positive (matching)"
         raise InvalidInputError(
             f"{path}: no {missing} pair: all {len(labels)} rows have label {int(labels[0])}; "
             "expected both matching (1) and non-matching (0) rows"
         )
-    return distances, labels
+    return distances, labels, np.array(clusters) if n_fields == 3 else None
 
 
 def evaluate_scores(

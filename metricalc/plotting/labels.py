@@ -222,6 +222,7 @@ PAIR_BY_ORDER = ("query", "pair", "scene")
 """Pairing units from finest to coarsest."""
 
 _HIT = re.compile(r"hit@([0-9]+)")
+_RATE_AT_RECALL = re.compile(r"f[pd]r[0-9]+")  # fpr95, fdr95 of patch pair records
 _PRECISION_AT = re.compile(r"(ir_)?(precision|recall)_at_([0-9]+)")
 
 
@@ -294,15 +295,20 @@ FRACTION_METRICS = ("ap", "image_ap", "nn_correct", "nn_mutual")
 
 
 def is_fraction_metric(metric: str) -> bool:
-    """True for compare metrics whose values lie in [0, 1]: :data:`FRACTION_METRICS` and
-    ``hit@K`` (means and differences shown in percent points).
+    """True for compare metrics whose values lie in [0, 1]: :data:`FRACTION_METRICS`,
+    ``hit@K`` and the FPR95 of pair records, ``fpr95`` (means and differences shown in percent
+    points).
 
     Examples
     --------
     >>> is_fraction_metric("nn_mutual"), is_fraction_metric("hit@5"), is_fraction_metric("ties")
     (True, True, False)
     """
-    return metric in FRACTION_METRICS or bool(_HIT.fullmatch(metric))
+    return (
+        metric in FRACTION_METRICS
+        or bool(_HIT.fullmatch(metric))
+        or bool(_RATE_AT_RECALL.fullmatch(metric))
+    )
 
 
 def display_name(system: str, names: Mapping[str, str] | None = None) -> str:

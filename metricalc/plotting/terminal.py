@@ -349,17 +349,21 @@ def clustering_lines(comparisons: xr.Dataset, unit: str | None = None) -> list[s
     """What tests over units finer than scenes ignore: per comparison the intraclass correlation
     of the differences within scenes and the design effect (``icc``, ``design_effect`` of
     :func:`metricalc.stats.compare`); no line for tests over scenes. ``unit`` names the units
-    (default: the ``pair_by`` attr)."""
+    (default: the ``pair_by`` attr), the ``cluster_name`` attr the clusters (default: scene)."""
     if "icc" not in comparisons or not np.isfinite(comparisons["icc"].values).any():
         return []
     plural = {"query": "queries", "pair": "image pairs"}
     by = str(comparisons.attrs.get("pair_by", "query"))
     unit = unit or plural.get(by, by)
+    cluster, option = comparisons.attrs.get("cluster_name", "scene"), "--pair-by scene"
+    if cluster != "scene":  # not the compare option's name (FPR95 records: 3D points)
+        option = "the default --pair-by"
     lines = [
-        f"the tests above treat the {unit} as independent, but those of one scene are "
-        "correlated (intraclass correlation of the differences within scenes, design effect "
-        "1 + (mean scene size - 1) ICC: the variance of a mean is that many times larger than "
-        "the tests assume); test over scenes (--pair-by scene) for claims about new scenes:"
+        f"the tests above treat the {unit} as independent, but those of one {cluster} are "
+        f"correlated (intraclass correlation of the differences within {cluster}s, design "
+        f"effect 1 + (mean {cluster} size - 1) ICC: the variance of a mean is that many times "
+        f"larger than the tests assume); test over {cluster}s ({option}) for claims about new "
+        f"{cluster}s:"
     ]
     index = comparisons.get_index("comparison")
     for (descriptor, baseline), icc, deff in zip(

@@ -127,11 +127,18 @@ def _bootstrap(
 def _jackknife(
     statistic: ClusteredStatistic, first: int, second: int, keep: np.ndarray
 ) -> np.ndarray:
-    """Leave-one-cluster-out differences, one per kept cluster."""
+    """Leave-one-cluster-out differences, one per kept cluster (blocks of at most
+    :data:`BOOTSTRAP_CHUNK` weights: K x K at once is gigabytes for many clusters)."""
     kept = np.flatnonzero(keep)
-    weights = np.tile(keep.astype(np.float64), (len(kept), 1))
-    weights[np.arange(len(kept)), kept] = 0.0
-    out: np.ndarray = statistic.weighted(first, weights) - statistic.weighted(second, weights)
+    out = np.empty(len(kept))
+    step = max(1, BOOTSTRAP_CHUNK // len(keep))
+    for start in range(0, len(kept), step):
+        left_out = kept[start : start + step]
+        weights = np.tile(keep.astype(np.float64), (len(left_out), 1))
+        weights[np.arange(len(left_out)), left_out] = 0.0
+        out[start : start + len(left_out)] = statistic.weighted(
+            first, weights
+        ) - statistic.weighted(second, weights)
     return out
 
 
