@@ -181,8 +181,11 @@ def run_step(step: str, path: Path, chunk: int, sizes: tuple[int, int]) -> dict[
     if step == "write":
         write_cube(path, *sizes, chunk)
     elif step == "read":
-        with xr.open_dataset(path, engine="h5netcdf", chunks={"query": chunk}) as raw:
-            numbers = raw[[*READ, "scene", "pair"]]
+        # the labels as stored (character arrays): their non-empty characters counted
+        with xr.open_dataset(
+            path, engine="h5netcdf", chunks={"query": chunk}, concat_characters=False
+        ) as raw:
+            numbers = raw[list(READ)].assign({n: raw[n] != b"" for n in ("scene", "pair")})
             sums = {name: float(value) for name, value in numbers.sum().compute().items()}
         assert sums
     else:
