@@ -7,8 +7,10 @@ scenes, 5 image pairs each, the keypoints of a pair numbered; rank statistics dr
 then measures, each step in its own process (the peak RSS of that process, ``VmHWM``; the write
 too):
 
-1. ``read``: the numeric arrays the metric set reads, with xarray directly: a chunked sum of
-   ``xr.open_dataset(path, chunks=...)[variables]`` (the floor: what the numbers cost);
+1. ``read``: the numeric arrays the metric set reads and the ``scene`` and ``pair`` labels as
+   stored (characters), with xarray directly: a chunked sum of
+   ``xr.open_dataset(path, chunks=..., concat_characters=False)[variables]`` (the floor: what
+   the data costs);
 2. ``lazy``: ``metric_set(open_cube(path, chunks={"query": chunk})).compute()``;
 3. ``eager``: ``metric_set(open_cube(path))``, all in memory (only with ``--eager``, or up to
    2,000,000 queries: where it fits).
