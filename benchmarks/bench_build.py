@@ -11,13 +11,17 @@ half ``v_``) x 5 image pairs x the keypoints of each pair, one row per (descript
 four variables the table lacks (``nn2_distance``, ``nn_error``, ``nn_mutual``,
 ``n_candidates``) with their sentinels.
 
-Two steps, each in its own child process (``multiprocessing`` with ``spawn``) that first runs the
-step once on a small table (imports, caches), then builds the table, resets its peak RSS
-(``/proc/self/clear_refs``) and runs the step ``--repeat`` times (the best time; the peak of the
-first run):
+Two steps:
 
 - ``numpy``: the floor, ``df[column].to_numpy()`` for every column, strings converted to ``<U``;
 - ``build``: ``metricalc.cube.from_dataframe(df)``.
+
+Each step's peak memory is measured in its own child process (``multiprocessing`` with
+``spawn``) that first runs the step once on a small table (imports, caches), then builds the
+table, resets its peak RSS (``/proc/self/clear_refs``) and runs the step once. The times are
+measured in a third child, warmed up the same way, that runs the two steps in turn on one table
+``--repeat`` times and keeps each step's best time: on a machine shared with other jobs, both
+steps then see the same load, and their ratio does not move with it.
 
 Printed: the wall time of each and their ratio (target <= 3), and each step's peak RSS above the
 RSS after loading the table, in multiples of the *numeric payload*: the bytes of the cube's
@@ -136,29 +140,40 @@ def measure(
     return seconds, peak - before, result
 
 
-def _child(name: str, n_queries: int, n_descriptors: int, repeat: int) -> tuple[float, int, int]:
-    """(best time of ``repeat`` runs, peak of the first, payload) of a step."""
+def _peak_child(name: str, n_queries: int, n_descriptors: int) -> tuple[int, int]:
+    """(peak, payload) of one run of a step."""
     STEPS[name](long_table(1000, n_descriptors, seed=1))  # warm up: imports and caches
     df = long_table(n_queries, n_descriptors)
-    seconds, peak, result = measure(STEPS[name], lambda: df)
-    payload = numeric_payload(result) if name == "build" else 0
-    del result
-    for _ in range(repeat - 1):
-        seconds = min(seconds, measure(STEPS[name], lambda: df)[0])
-    return seconds, peak, payload
+    _, peak, result = measure(STEPS[name], lambda: df)
+    return peak, numeric_payload(result) if name == "build" else 0
 
 
-def run_step(name: str, n_queries: int, n_descriptors: int, repeat: int) -> tuple[float, int, int]:
-    """(seconds, peak bytes, payload bytes) of a step, in a fresh child process."""
+def _times_child(n_queries: int, n_descriptors: int, repeat: int) -> dict[str, float]:
+    """The best time of every step over ``repeat`` rounds that run the steps in turn."""
+    small = long_table(1000, n_descriptors, seed=1)
+    for step in STEPS.values():  # warm up: imports and caches
+        step(small)
+    df = long_table(n_queries, n_descriptors)
+    best = dict.fromkeys(STEPS, float("inf"))
+    for _ in range(repeat):
+        for name, step in STEPS.items():
+            best[name] = min(best[name], measure(step, lambda: df)[0])
+    return best
+
+
+def in_child(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` in a fresh child process."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_child, (name, n_queries, n_descriptors, repeat))
+        return pool.apply(function, args)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = integer_options(__doc__ or "", argv, queries=1_000_000, descriptors=4, repeat=3)
     print(f"{args.queries:,} queries x {args.descriptors} descriptors")
-    floor_s, floor_peak, _ = run_step("numpy", args.queries, args.descriptors, args.repeat)
-    build_s, build_peak, payload = run_step("build", args.queries, args.descriptors, args.repeat)
+    floor_peak, _ = in_child(_peak_child, "numpy", args.queries, args.descriptors)
+    build_peak, payload = in_child(_peak_child, "build", args.queries, args.descriptors)
+    times = in_child(_times_child, args.queries, args.descriptors, args.repeat)
+    floor_s, build_s = times["numpy"], times["build"]
     mb = 1e6
     print(f"numeric payload {payload / mb:.0f} MB")
     print(f"numpy conversion {floor_s:.2f} s   peak {floor_peak / mb:.0f} MB above the table")

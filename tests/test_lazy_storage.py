@@ -1,6 +1,6 @@
-"""Cube files with integer-coded query labels (layout 2) and the bounded-memory lazy path: codes
-round trip, older layouts open, lazy metric sets equal eager ones whatever the chunks, and the
-same on a dask.distributed cluster (``--scheduler``)."""
+"""Cube files with the query labels as text (layout 3) and the bounded-memory lazy path: labels
+round trip and read back as codes, older layouts open, lazy metric sets equal eager ones whatever
+the chunks, and the same on a dask.distributed cluster (``--scheduler``)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def assert_same_metrics(eager: xr.Dataset, lazy: xr.Dataset) -> None:
         [f"s{i:03d}" for i in range(300)],  # more than 256 labels: uint16 codes
     ],
 )
-def test_codes_round_trip(tmp_path, vocabulary):
+def test_labels_round_trip(tmp_path, vocabulary):
     rng = np.random.default_rng(len(vocabulary))
     n = 1_000
     labels = np.array(vocabulary)[rng.integers(0, len(vocabulary), n)]
@@ -79,16 +79,21 @@ def test_codes_round_trip(tmp_path, vocabulary):
         attrs=qc.DEFAULT_ATTRS,
     )
     qc.save(cube, tmp_path / "c.nc")
-    with h5py.File(tmp_path / "c.nc") as handle:
-        assert handle.attrs[FORMAT_ATTR].tolist() in (2, [2])
-        expected = np.uint8 if len(vocabulary) <= 256 else np.uint16
-        assert handle["keypoint_set"].dtype == expected and handle["pair"].dtype == np.uint8
-        stored = [v.decode() for v in handle["keypoint_set_vocabulary"][...]]
-        assert stored == sorted(set(keypoint_sets.tolist()))
-        assert [v.decode() for v in handle["pair_vocabulary"][...]] == sorted(set(pairs.tolist()))
+    with h5py.File(tmp_path / "c.nc") as handle:  # UTF-8 characters, as wide as the longest
+        assert handle.attrs[FORMAT_ATTR].tolist() in (3, [3])
+        stored = handle["keypoint_set"]
+        longest = max(len(k.encode()) for k in keypoint_sets.tolist())
+        assert stored.dtype == "S1" and stored.shape == (n, longest)
+        assert stored.attrs["_Encoding"] == "utf-8"
+        text = [bytes(row).rstrip(b"\0").decode() for row in stored[...]]
+        assert text == keypoint_sets.tolist()
+    with xr.open_dataset(tmp_path / "c.nc", engine="h5netcdf") as plain:  # text to xarray
+        assert plain["keypoint_set"].values.tolist() == keypoint_sets.tolist()
+        assert plain["pair"].values.tolist() == pairs.tolist()
     xr.testing.assert_identical(qc.open_cube(tmp_path / "c.nc"), cube)
     lazy = qc.open_cube(tmp_path / "c.nc", chunks={})
     codes, found = query_codes(lazy["keypoint_set"])
+    expected = np.uint8 if len(vocabulary) <= 256 else np.uint16
     assert codes.dtype == expected and found.tolist() == sorted(set(keypoint_sets.tolist()))
     np.testing.assert_array_equal(found[np.asarray(codes)], keypoint_sets)
     xr.testing.assert_identical(lazy.compute(), cube)
@@ -128,26 +133,36 @@ def test_files_of_the_character_array_layout_open(tmp_path):
 
 
 def test_a_cube_edited_with_plain_xarray_opens(tmp_path):
-    """Plain xarray opens a cube file as codes and vocabularies; replacing a coordinate drops
-    its attrs (the link to its vocabulary), and the edited file saved with to_netcdf still
-    opens, with the edit. Codes outside their vocabulary are refused, naming the file."""
+    """Plain xarray opens a cube file with its labels as text; an edited file saved with
+    to_netcdf opens with the edit, whether a label column was kept (written back as characters)
+    or replaced (variable-length strings)."""
     cube = random_cube(500, 2)
     qc.save(cube, tmp_path / "c.nc")
     with xr.open_dataset(tmp_path / "c.nc", engine="h5netcdf") as plain:
         edited = plain.load()
-    assert edited["scene"].dtype.kind == "u" and "scene_vocabulary" in edited.dims
-    edited = edited.assign_coords(scene=("query", edited["scene"].values))  # attrs dropped
+    assert edited["scene"].values.tolist() == cube["scene"].values.tolist()
+    renamed = np.char.replace(cube["scene"].values, "sç", "scene ")
+    edited = edited.assign_coords(scene=("query", renamed.astype(object)))
     edited["nn_distance"] = edited["nn_distance"] * 2
     edited.to_netcdf(tmp_path / "edited.nc", engine="h5netcdf")
-    expected = cube.assign(nn_distance=cube["nn_distance"] * 2)
+    expected = cube.assign(nn_distance=cube["nn_distance"] * 2).assign_coords(
+        scene=("query", renamed)
+    )
     xr.testing.assert_identical(qc.open_cube(tmp_path / "edited.nc"), expected)
     with qc.open_cube(tmp_path / "edited.nc", chunks={}) as lazy:
-        np.testing.assert_array_equal(lazy["scene"].values, cube["scene"].values)
-    broken = edited.assign_coords(scene=("query", edited["scene"].values + 7))
-    broken.to_netcdf(tmp_path / "broken.nc", engine="h5netcdf")
-    with pytest.raises(InvalidInputError, match=r"broken.nc is not a valid QueryCube: query "
-                       r"coordinate 'scene': codes \d+ .. \d+, but its vocabulary"):
-        qc.open_cube(tmp_path / "broken.nc")
+        np.testing.assert_array_equal(lazy["scene"].values, renamed)
+        assert_same_metrics(metric_set(expected), metric_set(lazy).compute())
+
+
+def test_labels_that_are_not_text_in_their_encoding_are_refused(tmp_path):
+    cube = random_cube(50, 3)
+    qc.save(cube, tmp_path / "c.nc")
+    with h5py.File(tmp_path / "c.nc", "r+") as handle:
+        handle["pair"][7, 0] = b"\xff"  # not UTF-8
+    for chunks in (None, {}):
+        with pytest.raises(InvalidInputError, match=r"c.nc is not a valid QueryCube: query "
+                           r"coordinate 'pair': label b'\\xff-\d' is not utf-8 text"):
+            qc.open_cube(tmp_path / "c.nc", chunks=chunks)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -23,7 +23,8 @@ The package has one module per job: :mod:`~metricalc.cube.model` (the schema),
 :mod:`~metricalc.cube.identity` (query identities), :mod:`~metricalc.cube.checks`
 (:func:`validate`), :mod:`~metricalc.cube.build` (:func:`new_cube`, :func:`error_record`),
 :mod:`~metricalc.cube.frame` (:func:`from_dataframe`), :mod:`~metricalc.cube.union`
-(:func:`combine`) and :mod:`~metricalc.cube.io` (:func:`save`, :func:`open_cube`).
+(:func:`combine`), :mod:`~metricalc.cube.io` (:func:`save`, :func:`open_cube`) and
+:mod:`~metricalc.cube.labels` (the query labels in files: text on disk, codes in memory).
 """
 
 from metricalc.cube.build import error_record, new_cube

@@ -9,10 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from metricalc.cube.checks import validate
+from metricalc.cube.identity import _encode
+from metricalc.cube.labels import (
+    TEXT_ENCODING,
+    code_dtype,
+    is_char_labels,
+    label_bytes,
+    read_labels,
+    words_of,
+)
 from metricalc.cube.model import (
     DESCRIPTOR,
     QUERY,
@@ -37,20 +45,23 @@ the stored chunks and rechunked (:func:`_opened`)."""
 FORMAT_ATTR = "metricalc_file_format"
 """Root attribute of a cube file: the layout version (absent: the layout before version 2)."""
 
-FILE_FORMAT = 2
-"""Layout version 2: every string variable over ``query`` alone (``scene``, ``split``,
-``pair``, ``keypoint_set``, ...) is stored as unsigned integer codes into a vocabulary."""
+FILE_FORMAT = 3
+"""Layout version 3: every string variable over ``query`` alone (``scene``, ``split``,
+``pair``, ``keypoint_set``, ...) is stored as a compressed UTF-8 character array, which xarray
+and netCDF tools show as text (:mod:`metricalc.cube.labels`). Version 2 stored unsigned integer
+codes beside a vocabulary variable; :func:`open_cube` reads every version."""
 
 VOCABULARY = "vocabulary"
 """Key of a lazily opened cube's string coordinate ``encoding``: the sorted vocabulary its
 values come from (:func:`query_codes` reads the integer codes back through it)."""
 
 _VOCABULARY_OF = "vocabulary_variable"
-"""Attribute of a coded variable in a file: the name of its vocabulary variable."""
+"""Attribute of a coded variable in a file of layout 2: the name of its vocabulary variable."""
 
 _FILE_CODES = "file_codes"
 """Key of a lazily opened string coordinate's ``encoding``: (name of its decoded dask array,
-the file's codes), so that :func:`query_codes` reuses the codes while the labels are unchanged."""
+the codes read at the open), so that :func:`query_codes` reuses the codes while the labels are
+unchanged."""
 
 READ_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, IndexError)
 """What h5py / h5netcdf / xarray raise on a file that is not a readable netCDF-4 file (a
@@ -82,28 +93,79 @@ def _unicode(variables: Mapping[Hashable, xr.DataArray]) -> dict[Hashable, xr.Da
     }
 
 
-def _opened(path: Path, chunks: Any) -> tuple[xr.Dataset, list[str]]:
-    """``path`` opened by xarray with ``chunks=``, and for a lazy open the string variables over
-    ``query`` stored as character arrays: they are left out of the dask open (dask cannot size
-    their object dtype for ``chunks="auto"``) and read into memory by :func:`_text_back`, as
-    every coordinate is.
+class _Labels:
+    """A label variable read from its character array: codes, sorted vocabulary, attrs, and
+    whether it is a coordinate."""
+
+    def __init__(self, variable: xr.Variable, name: Hashable, coordinate: bool) -> None:
+        self.codes, self.vocabulary = read_labels(variable, name)
+        self.attrs = {k: v for k, v in variable.attrs.items() if k != TEXT_ENCODING}
+        self.coordinate = coordinate
+
+
+def _opened(path: Path, chunks: Any) -> tuple[xr.Dataset, list[str], dict[Hashable, _Labels]]:
+    """``path`` opened by xarray with ``chunks=``, with its label character arrays read apart
+    as codes (:class:`_Labels`) and, for a lazy open, the names of the variable-length string
+    variables over ``query`` (the first layout): both are left out of the open (dask cannot size
+    an object dtype for ``chunks="auto"``), the second read into memory by :func:`_text_back`.
 
     An integer number of queries per chunk that would cut the file's stored (HDF5) chunks apart
     is applied after the open: the file is opened at its stored chunks along ``query`` and
     rechunked, so every stored chunk is read and decompressed once, not once per dask chunk that
     overlaps it (the cost xarray warns about when the chunks are given to the open)."""
-    if chunks is None:
-        return xr.open_dataset(path, engine="h5netcdf"), []
-    with xr.open_dataset(path, engine="h5netcdf") as plain:  # lazily indexed: nothing read yet
+    # lazily indexed, characters as stored: a label column is read block by block
+    with xr.open_dataset(path, engine="h5netcdf", concat_characters=False) as plain:
+        labels = {
+            name: _Labels(variable, name, name in plain.coords)
+            for name, variable in plain.variables.items()
+            if is_char_labels(variable)
+        }
         apart = [
             str(n) for n, v in plain.variables.items() if v.dtype == object and QUERY in v.dims
         ]
         queries = _cutting_query_chunk(plain, chunks)
+    drop = list(map(str, labels))
+    if chunks is None:
+        return xr.open_dataset(path, engine="h5netcdf", drop_variables=drop), [], labels
+    drop += apart
     if queries is None:
-        return xr.open_dataset(path, engine="h5netcdf", chunks=chunks, drop_variables=apart), apart
+        cube = xr.open_dataset(path, engine="h5netcdf", chunks=chunks, drop_variables=drop)
+        return cube, apart, labels
     stored = {**chunks, QUERY: None}  # None: the stored chunks along query
-    cube = xr.open_dataset(path, engine="h5netcdf", chunks=stored, drop_variables=apart)
-    return cube.chunk({QUERY: queries}), apart
+    cube = xr.open_dataset(path, engine="h5netcdf", chunks=stored, drop_variables=drop)
+    return cube.chunk({QUERY: queries}), apart, labels
+
+
+def _with_labels(cube: xr.Dataset, labels: Mapping[Hashable, _Labels]) -> xr.Dataset:
+    """``cube`` with the labels read apart: ``<U`` arrays, or for a lazy cube dask arrays
+    decoded chunk by chunk (along the cube's chunks) from the codes held in memory."""
+    if not labels:
+        return cube
+    chunks = next(
+        (v.chunksizes[QUERY] for v in cube.variables.values() if v.chunks and QUERY in v.dims),
+        None,  # a cube in memory
+    )
+    coords: dict[Hashable, xr.Variable] = {}
+    variables: dict[Hashable, xr.Variable] = {}
+    for name, read in labels.items():
+        codes: Any = read.codes
+        if chunks is not None:
+            import dask.array as da
+
+            codes = da.from_array(codes, chunks=(chunks,))  # type: ignore[no-untyped-call]
+        target = coords if read.coordinate else variables
+        target[name] = _label_variable(codes, read.vocabulary, read.attrs)
+    return cube.assign_coords(coords).assign(variables)
+
+
+def _label_variable(codes: Any, vocabulary: np.ndarray, attrs: Mapping[Any, Any]) -> xr.Variable:
+    """The labels ``vocabulary[codes]`` over ``query``; for dask codes a dask array whose
+    ``encoding`` keeps the vocabulary and the codes (:func:`query_codes`)."""
+    data = words_of(codes, vocabulary)
+    variable = xr.Variable((QUERY,), data, dict(attrs))
+    if not isinstance(codes, np.ndarray):
+        variable.encoding = {VOCABULARY: vocabulary, _FILE_CODES: (data.name, codes)}
+    return variable
 
 
 def _cutting_query_chunk(plain: xr.Dataset, chunks: Any) -> int | None:
@@ -131,11 +193,6 @@ def _text_back(cube: xr.Dataset, path: Path, names: list[str]) -> xr.Dataset:
     return cube.assign({n: v for n, v in text.items() if n not in coords})
 
 
-def code_dtype(size: int) -> np.dtype:
-    """The smallest unsigned integer dtype holding the codes of a vocabulary of ``size``."""
-    return np.min_scalar_type(max(size - 1, 0))
-
-
 def _encode_block(
     block: np.ndarray, vocabulary: np.ndarray, code_type: np.dtype, coordinate: str
 ) -> np.ndarray:
@@ -154,20 +211,15 @@ def _encode_block(
     return codes.astype(code_type)
 
 
-def _decode_block(codes: np.ndarray, vocabulary: np.ndarray) -> np.ndarray:
-    labels: np.ndarray = vocabulary[codes]
-    return labels
-
-
 def query_codes(labels: xr.DataArray) -> tuple[Any, np.ndarray]:
     """Integer codes and sorted vocabulary of string labels over ``query``: ``vocabulary[codes]``
     is ``labels``.
 
-    In-memory labels are factorized once (:func:`pandas.factorize`, sorted). Lazy labels of a
-    cube opened with ``chunks=`` are never materialised as strings: straight from the file the
-    codes are the file's own (a dask array); after a selection they are looked up chunk by
-    chunk in the vocabulary the file recorded. Lazy labels without a recorded vocabulary
-    (a cube chunked in memory) are read into memory and factorized.
+    In-memory labels are encoded once (the runs of equal labels, then their distinct values
+    sorted). Lazy labels of a cube opened with ``chunks=`` are never materialised as strings:
+    straight from the file the codes are those read at the open (a dask array); after a
+    selection they are looked up chunk by chunk in the vocabulary read at the open. Lazy labels
+    without a known vocabulary (a cube chunked in memory) are read into memory and encoded.
 
     Examples
     --------
@@ -178,8 +230,8 @@ def query_codes(labels: xr.DataArray) -> tuple[Any, np.ndarray]:
     data = labels.data
     vocabulary = labels.encoding.get(VOCABULARY)
     if labels.chunks is None or vocabulary is None:
-        codes, uniques = pd.factorize(np.asarray(labels.values).astype(str).reshape(-1), sort=True)
-        vocabulary = np.asarray(uniques).astype(str)
+        values = np.asarray(labels.values)
+        vocabulary, codes = _encode(values.reshape(-1).astype(str, copy=False))
         return codes.reshape(labels.shape).astype(code_dtype(vocabulary.size)), vocabulary
     raw = labels.encoding.get(_FILE_CODES)
     if raw is not None and raw[0] == data.name:
@@ -195,43 +247,33 @@ def query_codes(labels: xr.DataArray) -> tuple[Any, np.ndarray]:
     ), vocabulary
 
 
-def _is_coded(variable: xr.Variable) -> bool:
-    """Stored as codes into a vocabulary: a string variable over ``query`` alone."""
-    return variable.dims == (QUERY,) and _is_str_dtype(variable.dtype)
+def _is_label(variable: xr.Variable) -> bool:
+    """Stored as a label column (:func:`_labelled`): a string variable over ``query`` alone."""
+    return variable.dims == (QUERY,) and _is_str_dtype(variable.dtype) and variable.size > 0
 
 
-def _vocabulary_name(name: Hashable, taken: Mapping[Hashable, Any]) -> str:
-    vocabulary = f"{name}_vocabulary"
-    while vocabulary in taken:
-        vocabulary = "_" + vocabulary
-    return vocabulary
-
-
-def _coded(cube: xr.Dataset) -> tuple[xr.Dataset, dict[Hashable, dict[str, Any]]]:
-    """``cube`` with its string variables over ``query`` replaced by codes, each with its
-    vocabulary variable (variable-length UTF-8 on its own dim), and their encodings."""
+def _labelled(cube: xr.Dataset) -> tuple[xr.Dataset, dict[Hashable, dict[str, Any]]]:
+    """``cube`` with its string variables over ``query`` as UTF-8 bytes (``_Encoding`` in
+    their attrs: xarray writes them as character arrays on a ``string<N>`` dim and decodes
+    them to text on reading), and their encodings: gzip level 1, HDF5 chunks of 10,000 queries.
+    The bytes are taken from the encoded vocabulary by code, never encoded label by label."""
     encoding: dict[Hashable, dict[str, Any]] = {}
     coords: dict[Hashable, xr.Variable] = {}
     variables: dict[Hashable, xr.Variable] = {}
     for name, variable in cube.variables.items():
-        if not _is_coded(variable):
+        if not _is_label(variable):
             continue
-        codes, vocabulary = query_codes(xr.DataArray(variable))
-        dim = _vocabulary_name(name, cube.variables)
-        attrs = {**variable.attrs, _VOCABULARY_OF: dim}
+        data = label_bytes(*query_codes(xr.DataArray(variable)))
         target = coords if name in cube.coords else variables
-        target[name] = xr.Variable((QUERY,), codes, attrs)
-        variables[dim] = xr.Variable((dim,), vocabulary.astype(object))
-        chunk = min(max(variable.size, 1), _STORAGE_CHUNKS[QUERY])
-        encoding[name] = {"zlib": True, "complevel": 1, "chunksizes": (chunk,), "_FillValue": None}
-        encoding[dim] = {"dtype": str}
+        target[name] = xr.Variable((QUERY,), data, {**variable.attrs, TEXT_ENCODING: "utf-8"})
+        chunk = (min(variable.size, _STORAGE_CHUNKS[QUERY]), data.dtype.itemsize)
+        encoding[name] = {"zlib": True, "complevel": 1, "chunksizes": chunk}
     return cube.assign_coords(coords).assign(variables), encoding
 
 
 def _decoded(cube: xr.Dataset) -> xr.Dataset:
-    """A file cube (layout 2) with its coded variables decoded: ``vocabulary[codes]`` in
-    memory; for a lazy cube a dask array decoded chunk by chunk, whose ``encoding`` keeps the
-    vocabulary (and the file's codes, for :func:`query_codes`)."""
+    """A file cube of layout 2 with its coded variables decoded: ``vocabulary[codes]`` in
+    memory; for a lazy cube a dask array decoded chunk by chunk (:func:`_label_variable`)."""
     coded = _coded_variables(cube)
     coords: dict[Hashable, xr.Variable] = {}
     variables: dict[Hashable, xr.Variable] = {}
@@ -239,25 +281,17 @@ def _decoded(cube: xr.Dataset) -> xr.Dataset:
         vocabulary = np.asarray(cube[dim].values).astype(str)
         variable = cube.variables[name]
         attrs = {k: v for k, v in variable.attrs.items() if k != _VOCABULARY_OF}
+        codes = variable.data
         if variable.chunks is None:
-            codes = np.asarray(variable.values)
+            codes = np.asarray(codes)
             if codes.size and not (codes.min() >= 0 and codes.max() < vocabulary.size):
                 raise InvalidInputError(
                     f"query coordinate {str(name)!r}: codes {int(codes.min())} .. "
                     f"{int(codes.max())}, but its vocabulary {dim!r} has {vocabulary.size} "
                     "labels; expected codes 0 .. (labels - 1)"
                 )
-            decoded = xr.Variable((QUERY,), vocabulary[codes], attrs)
-        else:
-            data = variable.data.map_blocks(
-                _decode_block,
-                vocabulary=vocabulary,
-                dtype=vocabulary.dtype,
-                meta=np.array((), vocabulary.dtype),
-            )
-            decoded = xr.Variable((QUERY,), data, attrs)
-            decoded.encoding = {VOCABULARY: vocabulary, _FILE_CODES: (data.name, variable.data)}
-        (coords if name in cube.coords else variables)[name] = decoded
+        target = coords if name in cube.coords else variables
+        target[name] = _label_variable(codes, vocabulary, attrs)
     cube = cube.drop_vars(list(coded.values()))
     return cube.assign_coords(coords).assign(variables)
 
@@ -266,7 +300,7 @@ def _coded_variables(cube: xr.Dataset) -> dict[Hashable, str]:
     """The coded variables of a file cube and their vocabulary variables: those that name it in
     their attrs, and those that lost the attr to an edit with plain xarray (which drops attrs
     when a coordinate is replaced): integer codes ``<name>`` over ``query`` beside a vocabulary
-    ``<name>_vocabulary`` on its own dim, as :func:`save` names them."""
+    ``<name>_vocabulary`` on its own dim, as :func:`save` of layout 2 named them."""
     coded = {
         n: str(v.attrs[_VOCABULARY_OF])
         for n, v in cube.variables.items()
@@ -275,7 +309,7 @@ def _coded_variables(cube: xr.Dataset) -> dict[Hashable, str]:
     for name, variable in cube.variables.items():
         if name in coded or variable.dims != (QUERY,) or variable.dtype.kind not in "iu":
             continue
-        dim = _vocabulary_name(name, {})
+        dim = f"{name}_vocabulary"
         vocabulary = cube.variables.get(dim)
         if vocabulary is not None and vocabulary.dims == (dim,) and dim not in coded.values():
             coded[name] = dim
@@ -291,9 +325,10 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str] | io.BytesIO) -> None:
     old file. ``path`` may also be a :class:`io.BytesIO` to write into. The string
     coordinates over ``query`` (``scene``, ``pair``, ``keypoint_set``, ``split``) are stored as
     gzip-compressed UTF-8 character arrays (netCDF ``char`` with a ``string<N>`` dimension and
-    ``_Encoding = "utf-8"``, the CF convention), the other strings as variable-length UTF-8
-    (netCDF-4 ``string``); both are readable by netCDF-C, h5py and xarray. Numeric variables
-    are gzip-compressed (level 1, shuffle). Lazy (dask) cubes are written chunk by chunk.
+    ``_Encoding = "utf-8"``, the CF convention: plain xarray and netCDF tools show them as
+    text; :mod:`metricalc.cube.labels`), the other strings as variable-length UTF-8 (netCDF-4
+    ``string``); both are readable by netCDF-C, h5py and xarray. Numeric variables are
+    gzip-compressed (level 1, shuffle). Lazy (dask) cubes are written chunk by chunk.
 
     Examples
     --------
@@ -306,14 +341,14 @@ def save(cube: xr.Dataset, path: str | os.PathLike[str] | io.BytesIO) -> None:
     True
     """
     validate(cube)
-    out, encoding = _coded(cube.copy(deep=False))
+    out, encoding = _labelled(cube.copy(deep=False))
     for name, variable in out.variables.items():
         variable.encoding = {}
         if name in encoding:
             continue
         if _is_str_dtype(variable.dtype) and QUERY in variable.dims and variable.size:
-            # one value per query, few distinct ones: fixed-width UTF-8 characters, compressed
-            # (as variable-length strings each value costs ~40 bytes, most of a native cube)
+            # strings over (descriptor, query) and more: fixed-width UTF-8 characters, compressed
+            # (as variable-length strings each value costs ~40 bytes)
             encoding[name] = {"dtype": "S1", "zlib": True, "complevel": 1}
         elif _is_str_dtype(variable.dtype):
             encoding[name] = {"dtype": str}
@@ -370,7 +405,9 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
             f"{damaged}"
         )
     try:
-        cube, apart = _opened(path, chunks)
+        cube, apart, labels = _opened(path, chunks)
+    except InvalidInputError as error:
+        raise InvalidInputError(f"cube file {path} is not a valid QueryCube: {error}") from None
     except READ_ERRORS as error:
         raise InvalidInputError(
             f"cube file {path} is not a readable netCDF-4/HDF5 file: {type(error).__name__}: "
@@ -379,7 +416,7 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
     if chunks is None:
         cube = _load_all(cube, path)
     try:
-        cube = _decoded(cube)
+        cube = _with_labels(_decoded(cube), labels)
     except InvalidInputError as error:
         cube.close()
         raise InvalidInputError(f"cube file {path} is not a valid QueryCube: {error}") from None
