@@ -118,3 +118,16 @@ def test_weights_and_swaps_equal_the_materialised_lists(seed) -> None:
             for s in swaps
         ]  # fmt: skip
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_compare_over_sequences_and_too_few() -> None:
+    from metricalc.errors import InvalidInputError
+    from metricalc.patches.cvpr17_compare import compare_verification
+
+    cube = random_cube(3, SIZES, [f"v_{k}" for k in "abcdef"])
+    done = compare_verification(cube, n_resamples=200, columns=COLUMNS[:1])
+    one = done["mean imbalanced"]
+    assert one.attrs["pair_by"] == "sequence" and bool(one.exact[0]) and int(one.n[0]) == 6
+    few = random_cube(3, SIZES, ["v_a", "v_b", "v_c"])
+    with pytest.raises(InvalidInputError, match=r"^not tested: the pairs lie in 3 sequences"):
+        compare_verification(few)

@@ -52,7 +52,8 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """``metricalc compare CUBE ... [--baseline NAME] [--metric ap] [--test auto] ...``."""
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
-                     help="cube file(s) (.nc), or one pose results file (pose eval --out)")
+                     help="cube file(s) (.nc), one pose results file (pose eval --out), or "
+                     "HPatches verification pair cubes (patches hpatches-eval --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument(
@@ -105,8 +106,6 @@ def _open(
     from metricalc import cube as cubes
     from metricalc.store.workbench_cube import open_workbench_cube, scene_query_cube
 
-    for path in paths:
-        _refuse_pair_cube(path)
     scene_cubes = [open_workbench_cube(path) for path in paths]
     if all(c is None for c in scene_cubes):
         opened = [cubes.open_cube(path, chunks=chunks) for path in paths]
@@ -163,24 +162,8 @@ def compare_metric(name: str, available: Collection[str]) -> str:
     return found.pop() if len(found) == 1 else name
 
 
-def _refuse_pair_cube(path: Path) -> None:
-    """A verification pair file of ``patches hpatches-eval --out`` is refused with the verb that
-    compares two of them (its pooled AUC / AP are no means over units)."""
-    import h5py
-
-    try:
-        with h5py.File(path, "r") as handle:
-            task = handle.attrs.get("task")
-    except (OSError, ValueError, KeyError, RuntimeError):
-        return  # not HDF5: open_cube says why
-    if task in ("verification", b"verification"):
-        raise InvalidInputError(
-            f"{path}: holds HPatches verification pairs (pooled AUC / AP, not a mean over units): "
-            "compare two such files with `metricalc patches hpatches-compare A B`"
-        )
-
-
 def _compare(args: argparse.Namespace) -> int:
+    from metricalc.cli.cvpr17_compare import compare_cvpr17
     from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
     from metricalc.hpatches import common_cvpr17_unit
@@ -190,6 +173,9 @@ def _compare(args: argparse.Namespace) -> int:
     pose_file = pose_results_file(args.cubes)
     if pose_file is not None:
         return compare_pose_file(args, pose_file)
+    done = compare_cvpr17(args)  # HPatches CVPR'17 pair cubes, the matching average
+    if done is not None:
+        return done
     labels = names(args.labels) if args.labels else None
     if labels is not None and len(labels) != len(args.cubes):
         raise InvalidInputError(

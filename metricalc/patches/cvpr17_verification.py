@@ -208,6 +208,8 @@ class VerificationLists:
         """The lists of a pair cube (:mod:`metricalc.patches.cvpr17_pairs`)."""
         validate_pair_cube(cube, where)
         names, codes = pair_sequences(cube, where)
+        used, codes = np.unique(codes, return_inverse=True)  # sequences that hold pairs
+        names = names[used]
         kind = np.asarray(cube["kind"].values).astype(str)
         d = np.asarray(cube["distance"].values)  # (descriptor, level, pair)
         lists: dict[tuple[str, str, str], _List] = {}
