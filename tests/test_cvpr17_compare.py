@@ -4,6 +4,8 @@ matching composite against the metric set's value and a slow recomputation."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,7 @@ from metricalc.patches.cvpr17_eval import (
 )
 from metricalc.patches.cvpr17_files import LEVELS, PairSet
 from metricalc.patches.cvpr17_pairs import KINDS, pair_cube, verification_from_cube
-from metricalc.patches.cvpr17_verification import COLUMNS, verification_statistics
+from metricalc.patches.cvpr17_verification import COLUMNS, column_name, verification_statistics
 
 
 def random_pairs(rng: np.random.Generator, sizes: dict[str, int], sequences: list[str]) -> PairSet:
@@ -128,6 +130,105 @@ def test_compare_over_sequences_and_too_few() -> None:
     done = compare_verification(cube, n_resamples=200, columns=COLUMNS[:1])
     one = done["mean imbalanced"]
     assert one.attrs["pair_by"] == "sequence" and bool(one.exact[0]) and int(one.n[0]) == 6
+    # the exact p-value: all 2**6 swaps of whole sequences, each list materialised
+    key = COLUMNS[4]
+    done = compare_verification(cube, n_resamples=50, columns=[key])[column_name(*key)]
+    k = 6
+    ones = np.ones(k)
+    observed = materialised(cube, key, ones, 0 * ones) - materialised(cube, key, 0 * ones, ones)
+    assert float(done.mean_diff[0]) == pytest.approx(observed, abs=1e-12)
+    patterns = (np.arange(2**k)[:, None] >> np.arange(k)) & 1
+    swapped = [materialised(cube, key, 1 - s, s) - materialised(cube, key, s, 1 - s)
+               for s in patterns]  # fmt: skip
+    extreme = np.abs(swapped) >= abs(observed) * (1 - 1e-9) - 1e-12
+    assert float(done.pvalue[0]) == extreme.mean()
     few = random_cube(3, SIZES, ["v_a", "v_b", "v_c"])
     with pytest.raises(InvalidInputError, match=r"^not tested: the pairs lie in 3 sequences"):
         compare_verification(few)
+
+
+# ------------------------------------------------------------ the matching average
+def matching_units(rng: np.random.Generator, n_i: int, n_v: int) -> dict:
+    """Per (sequence, level, k) a random AP (a few image pairs missing), unequal numbers of
+    types."""
+    keys = [(f"{kind}_s{i}", level, k) for kind, n in (("i", n_i), ("v", n_v)) for i in range(n)
+            for level in "eht" for k in range(1, 6)]  # fmt: skip
+    values = rng.random(len(keys))
+    kept = rng.random(len(keys)) > 0.05
+    return {key: v for key, v, keep in zip(keys, values.tolist(), kept, strict=True) if keep}
+
+
+def slow_average(per_pair: dict) -> float:
+    """hpatches-benchmark's ``DescriptorMatchingResult.avg`` with loops: per sequence and level
+    the mean AP, per (type, level) the mean over sequences, per type the mean
+    of the levels, the mean of the types."""
+    by_sequence: dict = {}
+    for (sequence, level, _k), ap in per_pair.items():
+        by_sequence.setdefault((sequence.split("_")[0], level, sequence), []).append(ap)
+    cells: dict = {}
+    for (kind, level, _s), aps in by_sequence.items():
+        cells.setdefault((kind, level), []).append(sum(aps) / len(aps))
+    per_type = [sum(sum(cells[kind, lv]) / len(cells[kind, lv]) for lv in "eht") / 3
+                for kind in "iv"]  # fmt: skip
+    return sum(per_type) / 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_matching_average_as_a_statistic_of_sequences(seed) -> None:
+    from metricalc.metrics.retrieval import hpatches17_means
+    from metricalc.patches.cvpr17_cube import matching_cube
+    from metricalc.patches.cvpr17_matching import matching_statistic
+
+    rng = np.random.default_rng(seed)
+    units = {name: matching_units(rng, 3 + seed, 5) for name in ("a", "b")}
+    cubes = {name: matching_cube(u, descriptor="d", split="x") for name, u in units.items()}
+    stat, _ = matching_statistic(cubes)
+    assert stat.systems == ["d (a)", "d (b)"]
+    # unit weights: the metric set's value (the evaluation code)
+    for s, (name, cube) in enumerate(cubes.items()):
+        table = hpatches17_means(cube, cube["status"] == "ok")["hpatches17_matching_map"]
+        want = float(table.values[0])
+        assert float(stat.weighted(s, np.ones((1, len(stat.clusters))))[0]) == pytest.approx(
+            want, abs=1e-12)
+        assert want == pytest.approx(slow_average(units[name]), abs=1e-12)
+    # a resample: every sequence of cluster c counted w_c times, as distinct sequences
+    clusters = stat.clusters.tolist()
+    weights = rng.multinomial(len(clusters), np.full(len(clusters), 1 / len(clusters)), size=5)
+    weights[0, [clusters.index("i_s0"), clusters.index("i_s1")]] += 1  # both types drawn
+    got = stat.weighted(1, weights.astype(np.float64))
+    for row, w in zip(got, weights, strict=True):
+        copies = {(f"{s}#{j}", lv, k): ap for (s, lv, k), ap in units["b"].items()
+                  for j in range(w[clusters.index(s)])}  # fmt: skip
+        kinds = {s.split("_")[0] for s, _, _ in copies}
+        want = slow_average(copies) if kinds == {"i", "v"} else np.nan
+        np.testing.assert_allclose(row, want, rtol=0, atol=1e-12)
+
+
+def test_matching_average_compared_in_a_report_and_the_cli(tmp_path, capsys) -> None:
+    from metricalc import cube as qc
+    from metricalc.cli import main
+    from metricalc.patches.cvpr17_cube import matching_cube
+    from metricalc.report.builder import build
+    from metricalc.report.study import study_from_dict
+
+    rng = np.random.default_rng(4)
+    units = {name: matching_units(rng, 4, 4) for name in ("a", "b")}
+    cubes = {name: matching_cube(u, descriptor="d", split="x") for name, u in units.items()}
+    raw = {"data": {"dataset": "synthetic"}, "metrics": ["hpatches17_matching_map"],
+           "tests": {"n_resamples": 99, "rank": False}, "outputs": ["summary"]}  # fmt: skip
+    report = build(study_from_dict(raw, source=tmp_path / "s.yaml"), cubes=cubes,
+                   out=tmp_path / "r")  # fmt: skip
+    compared = report.tests["hpatches17_matching_map"].comparison
+    for system, value in (("d (a)", compared.mean_descriptor), ("d (b)", compared.mean_baseline)):
+        label = system[3]
+        assert float(value[0]) == pytest.approx(slow_average(units[label]), abs=1e-12)
+    assert compared.attrs["pair_by"] == "sequence" and int(compared.n[0]) == 8
+    for name, cube in cubes.items():
+        qc.save(cube, tmp_path / f"{name}.nc")
+    paths = [str(tmp_path / "a.nc"), str(tmp_path / "b.nc")]
+    assert main(["compare", *paths, "--metric", "match. mAP", "--n-resamples", "99",
+                 "--json"]) == 0  # fmt: skip
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["mean_diff"] == pytest.approx(
+        slow_average(units["a"]) - slow_average(units["b"]), abs=1e-12)
+    assert row["n"] == 8 and row["exact"]
