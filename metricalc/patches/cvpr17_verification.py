@@ -52,8 +52,10 @@ reuse their parts' resamples.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -65,6 +67,7 @@ from metricalc.patches.cvpr17_pairs import pair_sequences, validate_pair_cube
 __all__ = [
     "BLOCK_ELEMENTS",
     "COLUMNS",
+    "SETUP_BYTES",
     "VerificationColumn",
     "VerificationLists",
     "verification_statistics",
@@ -72,6 +75,9 @@ __all__ = [
 
 BLOCK_ELEMENTS = 1 << 22
 """Positives x resamples handled at once by the AP of a list (bounded memory)."""
+
+SETUP_BYTES = 1 << 30
+"""Memory for the sorted counts of the lists kept between calls (the oldest dropped first)."""
 
 SIDES = ("inter", "intra")
 MEASURES = {"balanced": "auc", "imbalanced": "ap"}
@@ -92,9 +98,10 @@ def _positions(*keys: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
     """The rank of every element of several (distance, list index) arrays in their joint order
     (distance, then list index, then the order of the arrays on a full tie)."""
     d = np.concatenate([k[0] for k in keys])
-    idx = np.concatenate([k[1] for k in keys])
-    source = np.concatenate([np.full(k[0].size, i) for i, k in enumerate(keys)])
-    order = np.lexsort((source, idx, d))
+    idx = np.concatenate([k[1] for k in keys]).astype(np.int64)
+    source = np.concatenate([np.full(k[0].size, i, dtype=np.int64) for i, k in enumerate(keys)])
+    ties = np.argsort(idx * len(keys) + source, kind="stable")  # (list index, array): integers
+    order = ties[np.argsort(d[ties], kind="stable")]  # then by distance, ties kept
     rank = np.empty(order.size, dtype=np.int64)
     rank[order] = np.arange(order.size)
     bounds = np.cumsum([0, *(k[0].size for k in keys)])
@@ -138,37 +145,56 @@ class _List:
     def _counts(self, clusters: np.ndarray) -> np.ndarray:
         return np.bincount(clusters, minlength=self.k).astype(np.float64)
 
-    def auc(self, systems: Sequence[int], u: np.ndarray) -> np.ndarray:
-        """ROC AUC of the list under multiplicities ``u`` (R, len(systems) * k)."""
+    def auc_form(self, systems: Sequence[int]) -> np.ndarray:
+        """:math:`M` (module docstring) over the blocks of ``systems`` x sequences."""
         k = self.k
-        blocks = np.zeros((len(systems) * k, len(systems) * k))
+        form = np.zeros((len(systems) * k, len(systems) * k))
         for a, x in enumerate(systems):
             for b, y in enumerate(systems):
-                neg_x, _ = self._keys(x)
-                _, pos_y = self._keys(y)
-                ranks_neg, ranks_pos = _positions(neg_x, pos_y)
-                blocks[a * k : (a + 1) * k, b * k : (b + 1) * k] = _pairs_before(
+                ranks_neg, ranks_pos = _positions(self._keys(x)[0], self._keys(y)[1])
+                form[a * k : (a + 1) * k, b * k : (b + 1) * k] = _pairs_before(
                     ranks_neg, self.neg_cluster, ranks_pos, self.pos_cluster, k
                 )
+        return form
+
+    def auc(self, form: np.ndarray, systems: Sequence[int], u: np.ndarray) -> np.ndarray:
+        """ROC AUC of the list under multiplicities ``u`` (R, len(systems) * k)."""
         p = u @ np.tile(self._counts(self.pos_cluster), len(systems))
         n = u @ np.tile(self._counts(self.neg_cluster), len(systems))
-        total = np.einsum("ri,ij,rj->r", u, blocks, u)
+        total = np.einsum("ri,ij,rj->r", u, form, u)
         out: np.ndarray = total / np.maximum(p, _EPS) / np.maximum(n, _EPS)
         return out
 
-    def ap(self, systems: Sequence[int], u: np.ndarray) -> np.ndarray:
-        """AP of the list under multiplicities ``u`` (R, len(systems) * k)."""
-        k = self.k
-        total = np.zeros(len(u))
-        for a, x in enumerate(systems):
+    def ap_counts(self, systems: Sequence[int]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        """Per system of ``systems`` and sequence, the counts per (system, sequence) of the
+        positives and of all items ranked before each of its positives (float32: exact
+        below :math:`2^{24}` items)."""
+        out = []
+        for x in systems:
             tp, rk = [], []
             for y in systems:
                 neg_y, pos_y = self._keys(y)
                 rank_q, rank_neg, rank_pos = _positions(self._keys(x)[1], neg_y, pos_y)
-                positives = _before(rank_q, rank_pos, self.pos_cluster, k)
+                positives = _before(rank_q, rank_pos, self.pos_cluster, self.k)
                 tp.append(positives)
-                rk.append(positives + _before(rank_q, rank_neg, self.neg_cluster, k))
-            total += _ap_sums(np.hstack(tp), np.hstack(rk), u, u[:, a * k + self.pos_cluster])
+                rk.append(positives + _before(rank_q, rank_neg, self.neg_cluster, self.k))
+            tp_x, rk_x = np.hstack(tp), np.hstack(rk)
+            out.append([(tp_x[self.pos_cluster == c].astype(np.float32),
+                         rk_x[self.pos_cluster == c].astype(np.float32)) for c in range(self.k)])
+        return out  # fmt: skip
+
+    def ap(
+        self,
+        counts: list[list[tuple[np.ndarray, np.ndarray]]],
+        systems: Sequence[int],
+        u: np.ndarray,
+    ) -> np.ndarray:
+        """AP of the list under multiplicities ``u`` (R, len(systems) * k)."""
+        k = self.k
+        total = np.zeros(len(u))
+        for a, per_sequence in enumerate(counts):
+            for c, (tp, rk) in enumerate(per_sequence):  # one multiplicity per sequence
+                total += _ap_sums(tp, rk, u, u[:, a * k + c])
         p = u @ np.tile(self._counts(self.pos_cluster), len(systems))
         out: np.ndarray = total / np.maximum(p, _EPS)
         return out
@@ -176,20 +202,25 @@ class _List:
 
 def _ap_sums(tp: np.ndarray, rk: np.ndarray, u: np.ndarray, copies: np.ndarray) -> np.ndarray:
     """Per row of ``u``, the sum over positives of their precision terms (module docstring):
-    ``tp``, ``rk`` (positives, columns of u) the counts before each positive, ``copies``
-    (R, positives) its multiplicities."""
+    ``tp``, ``rk`` (positives, columns of u) the counts before each positive, all of one
+    sequence, and ``copies`` (R,) that sequence's multiplicity in each row. Copy :math:`k` of a
+    positive is computed only for the rows that draw it :math:`k` times or more."""
     out = np.zeros(len(u))
     step = max(1, BLOCK_ELEMENTS // max(1, tp.shape[0]))
     for start in range(0, len(u), step):
-        block = u[start : start + step]
-        t, r = tp @ block.T, rk @ block.T  # (positives, R)
-        m = copies[start : start + step].T
-        sums = np.zeros_like(t)
+        m = copies[start : start + step]
         for j in range(1, int(m.max(initial=0)) + 1):
-            on = m >= j
-            before = np.maximum(t + j - 1, _EPS) / np.maximum(r + j - 1, _EPS)
-            sums += np.where(on, (before + (t + j) / np.maximum(r + j, _EPS)) / 2, 0.0)
-        out[start : start + step] = sums.sum(axis=0)
+            rows = np.flatnonzero(m >= j)
+            block = u[start + rows].T
+            t = tp.astype(np.float64) @ block  # (positives, rows): before copy j, minus j - 1
+            r = rk.astype(np.float64) @ block
+            t += j - 1
+            r += j - 1
+            before = np.maximum(t, _EPS) / np.maximum(r, _EPS)
+            t += 1
+            r += 1
+            before += t / r
+            out[start + rows] += before.sum(axis=0) / 2
     return out
 
 
@@ -202,6 +233,7 @@ class VerificationLists:
     clusters: np.ndarray
     lists: dict[tuple[str, str, str], _List]
     _cache: dict[bytes, np.ndarray] = field(default_factory=dict)
+    _setups: OrderedDict[Any, tuple[Any, int]] = field(default_factory=OrderedDict)
 
     @classmethod
     def of(cls, cube: xr.Dataset, where: str = "pair cube") -> VerificationLists:
@@ -233,11 +265,34 @@ class VerificationLists:
         digest = hashlib.sha1(repr((key, systems, u.shape)).encode() + u.tobytes()).digest()
         if digest not in self._cache:
             one = self.lists[key]
-            values = one.auc(systems, u) if key[1] == "balanced" else one.ap(systems, u)
+            setup = self._setup_of(key, systems)
+            # few sequences: many resamples repeat one vector of multiplicities
+            distinct, inverse = np.unique(u, axis=0, return_inverse=True)
+            if key[1] == "balanced":
+                values = one.auc(setup, systems, distinct)[inverse.ravel()]
+            else:
+                values = one.ap(setup, systems, distinct)[inverse.ravel()]
             if len(self._cache) >= _CACHE:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[digest] = values
         return self._cache[digest]
+
+    def _setup_of(self, key: tuple[str, str, str], systems: tuple[int, ...]) -> Any:
+        """The sorted counts of a list for ``systems`` (:meth:`_List.auc_form`,
+        :meth:`_List.ap_counts`), kept while they fit in :data:`SETUP_BYTES` (oldest
+        dropped first)."""
+        name = (key, systems)
+        if name in self._setups:
+            self._setups.move_to_end(name)
+            return self._setups[name][0]
+        one = self.lists[key]
+        setup: Any = one.auc_form(systems) if key[1] == "balanced" else one.ap_counts(systems)
+        size = sum(a.nbytes + b.nbytes for x in setup for a, b in x) if key[1] != "balanced" else (
+            setup.nbytes)
+        while self._setups and sum(v[1] for v in self._setups.values()) + size > SETUP_BYTES:
+            self._setups.popitem(last=False)
+        self._setups[name] = (setup, size)
+        return setup
 
 
 @dataclass
