@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from metricalc.patches.cvpr17_eval import (
     LEVEL_NAMES,
@@ -56,12 +57,14 @@ def random_cube(seed: int, sizes: dict[str, int], sequences: list[str], systems=
 def materialised(cube, key, counts_a, counts_b) -> float:
     """The reference's statistic of list ``key`` with each pair of sequence c scored by
     descriptor a ``counts_a[c]`` times and by b ``counts_b[c]`` times (list order kept:
-    every pair's copies together, a's copy first)."""
+    every pair's copies together, a's copy first), each descriptor's distances replaced by
+    their quantiles (average ranks over the pairs) at the level."""
     level, measure, side = key
     li = list(LEVEL_NAMES.values()).index(level)
     kind = cube["kind"].values.astype(str)
     seq = cube["first_sequence"].values
-    d = cube["distance"].values[:, li]
+    n = cube.sizes["pair"]  # each descriptor's distances as quantiles at the level (a swap
+    d = scipy.stats.rankdata(cube["distance"].values[:, li], axis=1) / n  # mixes rankings)
     neg_rows = np.flatnonzero(kind == f"neg_{side}")
     pos_rows = np.flatnonzero(kind == "pos")
     if measure == "imbalanced":

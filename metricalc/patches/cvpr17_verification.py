@@ -20,6 +20,11 @@ list keeps the pairs of the reference's prefix (:func:`~metricalc.patches.cvpr17
 imbalanced_prefix`), each with its sequence's multiplicity. The statistic is that of the list
 with every pair repeated (``numpy.repeat``) by its multiplicity; the tests check both equal.
 
+A swap puts the two descriptors' pairs in one list, so their scores must be on one scale, which
+distances of two descriptors are not: each descriptor's distances at a level are replaced by
+their mid-rank quantiles among all its pairs of that level (strictly increasing: none of its
+own lists changes, ties stay ties), and a swap mixes rankings.
+
 - **ROC AUC** (balanced lists): with :math:`M^{XY}_{cc'}` the number of (negative of :math:`c`
   scored by :math:`X`, positive of :math:`c'` scored by :math:`Y`) with the positive's distance
   below the negative's, and :math:`p(u) = \sum u^X_c p_c`, :math:`n(u) = \sum u^X_c n_c`,
@@ -124,6 +129,21 @@ def _pairs_before(
     for c in range(k):
         before = np.searchsorted(np.sort(items[clusters == c]), query)
         out[:, c] = np.bincount(query_clusters, weights=before, minlength=k)
+    return out
+
+
+def _quantiles(distance: np.ndarray) -> np.ndarray:
+    """Each distance replaced by its mid-rank quantile among the pairs of its descriptor and
+    level, :math:`(\\#\\{d' < d\\} + \\#\\{d' \\le d\\} + 1) / 2N` (``scipy.stats.rankdata``
+    ``average`` over :math:`N`): strictly increasing in the distance, so no list of the
+    descriptor changes, and on one scale for every descriptor, so a swap mixes rankings."""
+    out = np.empty_like(distance, dtype=np.float64)
+    for index in np.ndindex(distance.shape[:-1]):
+        values = distance[index]
+        ordered = np.sort(values)
+        below = np.searchsorted(ordered, values, side="left")
+        at_most = np.searchsorted(ordered, values, side="right")
+        out[index] = (below + at_most + 1) / (2 * values.size)
     return out
 
 
@@ -243,7 +263,7 @@ class VerificationLists:
         used, codes = np.unique(codes, return_inverse=True)  # sequences that hold pairs
         names = names[used]
         kind = np.asarray(cube["kind"].values).astype(str)
-        d = np.asarray(cube["distance"].values)  # (descriptor, level, pair)
+        d = _quantiles(np.asarray(cube["distance"].values))  # (descriptor, level, pair)
         lists: dict[tuple[str, str, str], _List] = {}
         n_pos = int(np.count_nonzero(kind == "pos"))
         for li, level in enumerate(LEVEL_NAMES.values()):
