@@ -113,11 +113,20 @@ def _positions(*keys: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
     return [rank[bounds[i] : bounds[i + 1]] for i in range(len(keys))]
 
 
+def _cumulative(items: np.ndarray, size: int) -> np.ndarray:
+    """Per rank ``0 .. size - 1``, the number of ``items`` (ranks) at or below it."""
+    marks = np.zeros(size, dtype=np.int64)
+    marks[items] = 1
+    return np.cumsum(marks)
+
+
 def _before(query: np.ndarray, items: np.ndarray, clusters: np.ndarray, k: int) -> np.ndarray:
-    """(queries, k): per query rank, the items of each cluster with a lower rank."""
+    """(queries, k): per query rank, the items of each cluster with a lower rank (a query's
+    rank is no item's)."""
+    size = int(max(query.max(initial=-1), items.max(initial=-1))) + 1
     out = np.empty((query.size, k), dtype=np.float64)
     for c in range(k):
-        out[:, c] = np.searchsorted(np.sort(items[clusters == c]), query)
+        out[:, c] = _cumulative(items[clusters == c], size)[query]
     return out
 
 
@@ -125,9 +134,10 @@ def _pairs_before(
     query: np.ndarray, query_clusters: np.ndarray, items: np.ndarray, clusters: np.ndarray, k: int
 ) -> np.ndarray:
     """(k, k): for clusters (c, c'), the (query of c, item of c') with the item ranked first."""
+    size = int(max(query.max(initial=-1), items.max(initial=-1))) + 1
     out = np.empty((k, k))
     for c in range(k):
-        before = np.searchsorted(np.sort(items[clusters == c]), query)
+        before = _cumulative(items[clusters == c], size)[query]
         out[:, c] = np.bincount(query_clusters, weights=before, minlength=k)
     return out
 
@@ -140,10 +150,12 @@ def _quantiles(distance: np.ndarray) -> np.ndarray:
     out = np.empty_like(distance, dtype=np.float64)
     for index in np.ndindex(distance.shape[:-1]):
         values = distance[index]
-        ordered = np.sort(values)
-        below = np.searchsorted(ordered, values, side="left")
-        at_most = np.searchsorted(ordered, values, side="right")
-        out[index] = (below + at_most + 1) / (2 * values.size)
+        order = np.argsort(values, kind="stable")
+        ordered = values[order]
+        first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # runs of ties
+        last = np.r_[first[1:], values.size]  # below, at_most of each run
+        run = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]]) - 1
+        out[index + (order,)] = (first + last + 1)[run] / (2 * values.size)
     return out
 
 
