@@ -39,14 +39,9 @@ def random_cube(seed: int, sizes: dict[str, int], sequences: list[str], systems=
     pairs = random_pairs(rng, sizes, sequences)
     cubes = []
     for name in systems:
-        distances = {
-            lv: {k: rng.integers(0, 6, sizes[k]).astype(np.float64) + (k == "pos") * -1.0 * (lv == "e")
-                 for k in KINDS}
-            for lv in LEVELS
-        }  # fmt: skip
-        for lv in LEVELS:
-            for k in KINDS:
-                distances[lv][k] = np.abs(distances[lv][k])
+        distances = {lv: {k: rng.integers(0, 6, sizes[k]).astype(np.float64) for k in KINDS}
+                     for lv in LEVELS}  # fmt: skip
+        distances["e"]["pos"] = np.maximum(distances["e"]["pos"] - 1, 0)  # easy: positives closer
         cubes.append(pair_cube(distances, pairs, descriptor=name, split="a"))
     import xarray as xr
 
@@ -119,9 +114,10 @@ def test_weights_and_swaps_equal_the_materialised_lists(seed) -> None:
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
         got = stat.swapped_difference(0, 1, swaps, keep)
         want = [
-            materialised(cube, key, keep * ~s, keep * s) - materialised(cube, key, keep * s, keep * ~s)
+            materialised(cube, key, keep * ~s, keep * s)
+            - materialised(cube, key, keep * s, keep * ~s)
             for s in swaps
-        ]  # fmt: skip
+        ]
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
@@ -192,7 +188,8 @@ def test_matching_average_as_a_statistic_of_sequences(seed) -> None:
         table = hpatches17_means(cube, cube["status"] == "ok")["hpatches17_matching_map"]
         want = float(table.values[0])
         assert float(stat.weighted(s, np.ones((1, len(stat.clusters))))[0]) == pytest.approx(
-            want, abs=1e-12)
+            want, abs=1e-12
+        )
         assert want == pytest.approx(slow_average(units[name]), abs=1e-12)
     # a resample: every sequence of cluster c counted w_c times, as distinct sequences
     clusters = stat.clusters.tolist()
@@ -233,5 +230,6 @@ def test_matching_average_compared_in_a_report_and_the_cli(tmp_path, capsys) -> 
                  "--json"]) == 0  # fmt: skip
     (row,) = json.loads(capsys.readouterr().out)
     assert row["mean_diff"] == pytest.approx(
-        slow_average(units["a"]) - slow_average(units["b"]), abs=1e-12)
+        slow_average(units["a"]) - slow_average(units["b"]), abs=1e-12
+    )
     assert row["n"] == 8 and row["exact"]

@@ -211,7 +211,7 @@ def test_pair_cube_errors_are_one_line(results, tmp_path) -> None:
     cp.save_pair_cube(cube, tmp_path / "pairs.nc")
     with pytest.raises(InvalidInputError, match=r"^cube file .*pairs\.nc is not a valid QueryCube: "
                        r".*; it is an HPatches CVPR'17 verification pair cube: "
-                       r"metricalc compare reads it \(and patches hpatches-compare\)$"):  # fmt: skip
+                       r"metricalc compare reads it \(and patches hpatches-compare\)$"):
         qc.open_cube(tmp_path / "pairs.nc")
 
 
@@ -387,7 +387,8 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
     w = tmp_path / "again" / "x.verification.nc"
     w.write_bytes(x.read_bytes())
     assert main(["patches", "hpatches-compare", str(x), str(w), "--json"]) == 0
-    assert sorted(json.loads(capsys.readouterr().out)["values"]) == sorted([f"raw ({x})", f"raw ({w})"])
+    named = sorted(json.loads(capsys.readouterr().out)["values"])
+    assert named == sorted([f"raw ({x})", f"raw ({w})"])
     folder = tmp_path / "folder"
     folder.mkdir()
     assert main([*base, "--task", "matching", "--out", str(folder), "--name", "mine"]) == 0

@@ -99,7 +99,6 @@ def compare_pair_files(
     )
     from metricalc.plotting.terminal import print_comparisons, print_frame
     from metricalc.progress import progress_bar
-
     from metricalc.validation import check_integer
 
     _refuse_options(args, "verification pair cubes")
@@ -116,8 +115,10 @@ def compare_pair_files(
         if args.json:
             print(json.dumps(json_safe({"values": frame.to_dict(), "note": reason}), indent=2))
         else:
-            print_frame(frame.map(lambda v: f"{v:.{VERIFICATION_DECIMALS}f}").reset_index(
-                names="column"), title=f"verification, split {cube.attrs['split']}")
+            print_frame(
+                frame.map(lambda v: f"{v:.{VERIFICATION_DECIMALS}f}").reset_index(names="column"),
+                title=f"verification, split {cube.attrs['split']}",
+            )
         print(f"metricalc: {reason}", file=sys.stderr)
         return 0
     baseline = getattr(args, "baseline", None)
@@ -133,8 +134,11 @@ def compare_pair_files(
             confidence_level=args.confidence_level, tick=advance,
         )  # fmt: skip
     if args.json:
-        rows = [{"column": column, **row} for column, result in compared.items()
-                for row in result.to_dataframe().reset_index().to_dict(orient="records")]
+        rows = [
+            {"column": column, **row}
+            for column, result in compared.items()
+            for row in result.to_dataframe().reset_index().to_dict(orient="records")
+        ]
         print(json.dumps(json_safe(rows), indent=2))
         return 0
     for column, result in compared.items():
@@ -143,8 +147,13 @@ def compare_pair_files(
     return 0
 
 
-_ONLY_DEFAULTS = {"test": ("auto", "randomization"), "mean_over": (None,), "split": (None,),
-                  "interval": ("auto",), "pair_by": (None, "scene")}
+_ONLY_DEFAULTS = {
+    "test": ("auto", "randomization"),
+    "mean_over": (None,),
+    "split": (None,),
+    "interval": ("auto",),
+    "pair_by": (None, "scene"),
+}
 """Options of ``metricalc compare`` that a CVPR'17 column's test does not take: the values
 allowed (its statistic and its units, the sequences, are the column's own)."""
 

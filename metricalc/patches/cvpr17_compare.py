@@ -92,7 +92,7 @@ def verification_values(cube: xr.Dataset) -> dict[str, list[float]]:
 def not_tested(cube: xr.Dataset) -> str:
     """``""`` when the pairs span enough sequences for a test, else the one line saying why
     not."""
-    names, codes = pair_sequences(cube)
+    codes = pair_sequences(cube)[1]
     count = int(np.unique(codes).size)
     if count >= MIN_UNITS:
         return ""

@@ -90,9 +90,9 @@ def matching_statistic(
     g = np.array([GROUPS.index((k, lv)) if (k, lv) in GROUPS else -1
                   for k, lv in zip(rows["kind"], rows["level"], strict=True)])  # fmt: skip
     on = g >= 0
-    values = means.to_numpy().T[:, on]  # (systems, rows)
-    present = np.isfinite(values)
-    numerator[:, c[on], g[on]] = np.where(present, values, 0.0)
+    sums = means.to_numpy().T[:, on]  # (systems, rows)
+    present = np.isfinite(sums)
+    numerator[:, c[on], g[on]] = np.where(present, sums, 0.0)
     denominator[:, c[on], g[on]] = present
     empty = [f"{k}_ {lv}" for (k, lv), n in zip(GROUPS, denominator.sum(axis=(0, 1)), strict=True)
              if n == 0]  # fmt: skip
@@ -114,9 +114,7 @@ def matching_statistic(
     return statistic, merged_protocol({str(k): v for k, v in parts.items()})
 
 
-def compare_matching(
-    cube: xr.Dataset | Mapping[str, xr.Dataset], **options: Any
-) -> xr.Dataset:
+def compare_matching(cube: xr.Dataset | Mapping[str, xr.Dataset], **options: Any) -> xr.Dataset:
     """The systems of matching cube(s) compared on the matching average over sequences:
     :func:`metricalc.stats.compare.compare_statistic` of :func:`matching_statistic`
     (``options``: its keyword arguments but ``pair_by`` and ``attrs``)."""

@@ -155,7 +155,7 @@ def _quantiles(distance: np.ndarray) -> np.ndarray:
         first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # runs of ties
         last = np.r_[first[1:], values.size]  # below, at_most of each run
         run = np.cumsum(np.r_[True, ordered[1:] != ordered[:-1]]) - 1
-        out[index + (order,)] = (first + last + 1)[run] / (2 * values.size)
+        out[(*index, order)] = (first + last + 1)[run] / (2 * values.size)
     return out
 
 
@@ -211,8 +211,15 @@ class _List:
                 tp.append(positives)
                 rk.append(positives + _before(rank_q, rank_neg, self.neg_cluster, self.k))
             tp_x, rk_x = np.hstack(tp), np.hstack(rk)
-            out.append([(tp_x[self.pos_cluster == c].astype(np.float32),
-                         rk_x[self.pos_cluster == c].astype(np.float32)) for c in range(self.k)])
+            out.append(
+                [
+                    (
+                        tp_x[self.pos_cluster == c].astype(np.float32),
+                        rk_x[self.pos_cluster == c].astype(np.float32),
+                    )
+                    for c in range(self.k)
+                ]
+            )
         return out  # fmt: skip
 
     def ap(
@@ -290,7 +297,9 @@ class VerificationLists:
         systems = np.asarray(cube["descriptor"].values).astype(str).tolist()
         return cls(systems, names, lists)
 
-    def value(self, key: tuple[str, str, str], systems: tuple[int, ...], u: np.ndarray) -> np.ndarray:
+    def value(
+        self, key: tuple[str, str, str], systems: tuple[int, ...], u: np.ndarray
+    ) -> np.ndarray:
         """The statistic of list ``key`` (AUC for balanced, AP for imbalanced) with the records
         of ``systems`` counted ``u`` (R, len(systems) * clusters) times; cached."""
         u = np.ascontiguousarray(u, dtype=np.float64)
@@ -319,8 +328,11 @@ class VerificationLists:
             return self._setups[name][0]
         one = self.lists[key]
         setup: Any = one.auc_form(systems) if key[1] == "balanced" else one.ap_counts(systems)
-        size = sum(a.nbytes + b.nbytes for x in setup for a, b in x) if key[1] != "balanced" else (
-            setup.nbytes)
+        size = (
+            sum(a.nbytes + b.nbytes for x in setup for a, b in x)
+            if key[1] != "balanced"
+            else (setup.nbytes)
+        )
         while self._setups and sum(v[1] for v in self._setups.values()) + size > SETUP_BYTES:
             self._setups.popitem(last=False)
         self._setups[name] = (setup, size)
@@ -337,14 +349,12 @@ class VerificationColumn:
     phrase: str
     lists: VerificationLists
     parts: tuple[tuple[str, str, str], ...]
+    systems: list[str] = field(init=False)
+    clusters: np.ndarray = field(init=False)
 
-    @property
-    def systems(self) -> list[str]:
-        return self.lists.systems
-
-    @property
-    def clusters(self) -> np.ndarray:
-        return self.lists.clusters
+    def __post_init__(self) -> None:
+        self.systems = self.lists.systems
+        self.clusters = self.lists.clusters
 
     def present(self) -> np.ndarray:
         return np.ones((len(self.systems), len(self.clusters)), dtype=bool)

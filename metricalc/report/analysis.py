@@ -5,9 +5,10 @@ A column's test comes from :data:`metricalc.plotting.labels.METRICS` (``test``: 
 the split, and the level of the column's mean: a mean over scenes of scene means is tested on
 it, a mean pooled over queries on that pooled mean; ``precision_at_K`` is tested on ``hit@K``,
 whose mean is the column's value; ``hpatches17_matching_map``, hpatches-benchmark's matching
-average, on that average: :mod:`metricalc.patches.cvpr17_matching`). The independent unit is the study's ``pair_by`` (scenes by
-default), or the column's level where that is coarser: the test and interval are always of the
-statistic the column prints, resampled at the independent level (docs/stats.md).
+average, on that average, over sequences: :mod:`metricalc.patches.cvpr17_matching`). The
+independent unit is the study's ``pair_by`` (scenes by default), or the column's level where
+that is coarser: the test and interval are always of the statistic the column prints, resampled
+at the independent level (docs/stats.md).
 The ranking (Friedman, Nemenyi CD)
 uses the study's ``rank_by`` blocks, scenes by default (or image pairs), never single queries.
 Where the cubes name their paired units otherwise (HPatches CVPR'17 task cubes, whose "query"
@@ -153,7 +154,7 @@ def _compare_column(
     from metricalc.patches.cvpr17_matching import compare_matching
     from metricalc.stats import compare
 
-    resampling = {
+    resampling: dict[str, Any] = {
         "seed": tests.seed,
         "n_resamples": tests.n_resamples,
         "confidence_level": tests.confidence_level,

@@ -44,8 +44,8 @@ from metricalc.stats.statistics import ClusteredStatistic
 __all__ = [
     "BOOTSTRAP_CHUNK",
     "EXACT_MAX_CLUSTERS",
-    "PairedInference",
     "STEP_ROWS",
+    "PairedInference",
     "expanded_levels",
     "inference_steps",
     "intraclass_correlation",
