@@ -117,7 +117,7 @@ task cube, by task (:mod:`metricalc.patches.cvpr17_cube`): a matching cube's "qu
 sequence; a retrieval cube's "query" is one (retrieval query, level), and as its queries have
 no image pair (``pair`` is ``""``), ``pair`` groups them by sequence, as ``scene`` does.
 ``"sequence"`` is the ``pair_by`` of the statistics tested over sequences whatever the study's
-unit (the matching average: :mod:`metricalc.patches.cvpr17_matching`)."""
+unit (the matching average: :mod:`metricalc.stats.cvpr17_matching`)."""
 
 CVPR17_PROTOCOL: tuple[str, ...] = (
     "dataset", "task", "split", "level", "pool_size", "distance", "tie_policy", "ap_method",

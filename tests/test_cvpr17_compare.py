@@ -123,7 +123,7 @@ def test_weights_and_swaps_equal_the_materialised_lists(seed) -> None:
 
 def test_compare_over_sequences_and_too_few() -> None:
     from metricalc.errors import InvalidInputError
-    from metricalc.patches.cvpr17_compare import compare_verification
+    from metricalc.stats.cvpr17_compare import compare_verification
 
     cube = random_cube(3, SIZES, [f"v_{k}" for k in "abcdef"])
     done = compare_verification(cube, n_resamples=200, columns=COLUMNS[:1])
@@ -176,7 +176,7 @@ def slow_average(per_pair: dict) -> float:
 def test_matching_average_as_a_statistic_of_sequences(seed) -> None:
     from metricalc.metrics.retrieval import hpatches17_means
     from metricalc.patches.cvpr17_cube import matching_cube
-    from metricalc.patches.cvpr17_matching import matching_statistic
+    from metricalc.stats.cvpr17_matching import matching_statistic
 
     rng = np.random.default_rng(seed)
     units = {name: matching_units(rng, 3 + seed, 5) for name in ("a", "b")}

@@ -47,7 +47,7 @@ def pair_cube_files(paths: list[Path]) -> bool:
 def _opened(paths: list[Path], labels: list[str] | None) -> Any:
     """The pair cubes of ``paths`` as one; descriptors named ``d (label)`` with labels, or by
     file where a name repeats."""
-    from metricalc.patches.cvpr17_compare import merge_pair_cubes
+    from metricalc.stats.cvpr17_compare import merge_pair_cubes
     from metricalc.patches.cvpr17_pairs import open_pair_cube
 
     cubes = [open_pair_cube(path) for path in paths]
@@ -90,7 +90,7 @@ def compare_pair_files(
 
     from metricalc.cli._args import names
     from metricalc.fileio import json_safe
-    from metricalc.patches.cvpr17_compare import (
+    from metricalc.stats.cvpr17_compare import (
         compare_verification,
         comparison_steps,
         not_tested,
@@ -184,7 +184,7 @@ def compare_matching_files(args: argparse.Namespace, paths: list[Path]) -> int:
     from metricalc import cube as cubes
     from metricalc.cli._args import names
     from metricalc.fileio import json_safe
-    from metricalc.patches.cvpr17_matching import matching_statistic
+    from metricalc.stats.cvpr17_matching import matching_statistic
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.compare import compare_statistic
 

@@ -211,7 +211,7 @@ METRICS: Mapping[str, MetricInfo] = {
         "verif. mAP", "HPatches verification mAP (mean of the 6 imbalanced APs)"
     ),
     # a matching cube's APs (``test`` names the variable it needs); a report tests the average
-    # itself over sequences (metricalc.patches.cvpr17_matching, report.analysis)
+    # itself over sequences (metricalc.stats.cvpr17_matching, report.analysis)
     "hpatches17_matching_map": MetricInfo(
         "match. mAP", "HPatches matching mAP", test=("ap", None, "query")
     ),

@@ -5,7 +5,7 @@ A column's test comes from :data:`metricalc.plotting.labels.METRICS` (``test``: 
 the split, and the level of the column's mean: a mean over scenes of scene means is tested on
 it, a mean pooled over queries on that pooled mean; ``precision_at_K`` is tested on ``hit@K``,
 whose mean is the column's value; ``hpatches17_matching_map``, hpatches-benchmark's matching
-average, on that average, over sequences: :mod:`metricalc.patches.cvpr17_matching`). The
+average, on that average, over sequences: :mod:`metricalc.stats.cvpr17_matching`). The
 independent unit is the study's ``pair_by`` (scenes by default), or the column's level where
 that is coarser: the test and interval are always of the statistic the column prints, resampled
 at the independent level (docs/stats.md).
@@ -45,7 +45,7 @@ __all__ = ["ColumnTests", "label_pairs", "run_tests", "state_once", "systems_of"
 
 MATCHING_AVERAGE = "hpatches17_matching_map"
 """The column tested as hpatches-benchmark's matching average itself, over sequences
-(:func:`metricalc.patches.cvpr17_matching.compare_matching`)."""
+(:func:`metricalc.stats.cvpr17_matching.compare_matching`)."""
 
 
 @dataclass
@@ -151,7 +151,7 @@ def _compare_column(
     tests: TestSpec,
 ) -> None:
     """One ``compare`` call for a column: its Dataset into ``result``, its refusals as notes."""
-    from metricalc.patches.cvpr17_matching import compare_matching
+    from metricalc.stats.cvpr17_matching import compare_matching
     from metricalc.stats import compare
 
     resampling: dict[str, Any] = {
