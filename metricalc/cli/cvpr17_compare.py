@@ -47,8 +47,8 @@ def pair_cube_files(paths: list[Path]) -> bool:
 def _opened(paths: list[Path], labels: list[str] | None) -> Any:
     """The pair cubes of ``paths`` as one; descriptors named ``d (label)`` with labels, or by
     file where a name repeats."""
-    from metricalc.stats.cvpr17_compare import merge_pair_cubes
     from metricalc.patches.cvpr17_pairs import open_pair_cube
+    from metricalc.stats.cvpr17_compare import merge_pair_cubes
 
     cubes = [open_pair_cube(path) for path in paths]
     found = [str(n) for cube in cubes for n in cube["descriptor"].values]
@@ -90,6 +90,8 @@ def compare_pair_files(
 
     from metricalc.cli._args import names
     from metricalc.fileio import json_safe
+    from metricalc.plotting.terminal import print_comparisons, print_frame
+    from metricalc.progress import progress_bar
     from metricalc.stats.cvpr17_compare import (
         compare_verification,
         comparison_steps,
@@ -97,8 +99,6 @@ def compare_pair_files(
         select_descriptors,
         verification_values,
     )
-    from metricalc.plotting.terminal import print_comparisons, print_frame
-    from metricalc.progress import progress_bar
     from metricalc.validation import check_integer
 
     _refuse_options(args, "verification pair cubes")
@@ -184,9 +184,9 @@ def compare_matching_files(args: argparse.Namespace, paths: list[Path]) -> int:
     from metricalc import cube as cubes
     from metricalc.cli._args import names
     from metricalc.fileio import json_safe
-    from metricalc.stats.cvpr17_matching import matching_statistic
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.compare import compare_statistic
+    from metricalc.stats.cvpr17_matching import matching_statistic
 
     _refuse_options(args, "the matching average")
     labels = names(args.labels) if args.labels else None

@@ -151,8 +151,8 @@ def _compare_column(
     tests: TestSpec,
 ) -> None:
     """One ``compare`` call for a column: its Dataset into ``result``, its refusals as notes."""
-    from metricalc.stats.cvpr17_matching import compare_matching
     from metricalc.stats import compare
+    from metricalc.stats.cvpr17_matching import compare_matching
 
     resampling: dict[str, Any] = {
         "seed": tests.seed,
