@@ -233,3 +233,25 @@ def test_matching_average_compared_in_a_report_and_the_cli(tmp_path, capsys) -> 
         slow_average(units["a"]) - slow_average(units["b"]), abs=1e-12
     )
     assert row["n"] == 8 and row["exact"]
+
+
+def test_paired_inference_reports_its_resamples_and_swaps(capsys) -> None:
+    from metricalc.progress import progress_bar
+    from metricalc.stats.clustered import inference_steps, paired_inference
+    from metricalc.stats.statistics import RatioStatistic
+
+    rng = np.random.default_rng(0)
+    for k, n_resamples in ((6, 5003), (18, 2600)):  # exact swaps (2**6), random ones
+        sums = rng.random((2, k, 1))
+        stat = RatioStatistic("m", "mean", ["a", "b"], np.arange(k).astype(str), sums,
+                              np.ones((2, k, 1)))  # fmt: skip
+        done: list[int] = []
+        paired_inference(stat, 0, 1, n_resamples=n_resamples, tick=done.append,
+                         resample_rng=np.random.default_rng(1), swap_rng=np.random.default_rng(2))
+        assert sum(done) == inference_steps(k, n_resamples) == n_resamples + min(2**k, n_resamples)
+        assert max(done) <= 2500
+    with progress_bar("work", total=3, enabled=True, stderr=True) as advance:
+        advance(2)
+        advance()
+    captured = capsys.readouterr()
+    assert captured.out == "" and "3/3" in captured.err
