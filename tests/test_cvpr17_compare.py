@@ -233,6 +233,12 @@ def test_matching_average_compared_in_a_report_and_the_cli(tmp_path, capsys) -> 
         slow_average(units["a"]) - slow_average(units["b"]), abs=1e-12
     )
     assert row["n"] == 8 and row["exact"]
+    # the default statistic of task cubes: the mAP hpatches-eval prints (the mean over the
+    # units, here of unequal sequences), tested over sequences
+    assert main(["compare", *paths, "--n-resamples", "99", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["mean_descriptor"] == pytest.approx(np.mean(list(units["a"].values())), abs=1e-12)
+    assert row["n"] == 8
 
 
 def test_paired_inference_reports_its_resamples_and_swaps(capsys) -> None:

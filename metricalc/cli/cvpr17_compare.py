@@ -170,12 +170,32 @@ def _refuse_options(args: argparse.Namespace, what: str) -> None:
 def compare_cvpr17(args: argparse.Namespace) -> int | None:
     """``metricalc compare`` of verification pair cubes (:func:`compare_pair_files`) or of
     matching cubes on ``--metric hpatches17_matching_map`` (or ``"match. mAP"``:
-    :func:`compare_matching_files`); None for any other call."""
+    :func:`compare_matching_files`); None for any other call. For matching and retrieval cubes
+    given neither ``--mean-over`` nor ``--pair-by``, ``args.mean_over`` becomes ``"query"``:
+    the mAP ``hpatches-eval`` prints is the mean over the cube's units (image pairs at a level,
+    queries at a level), tested over sequences."""
     if pair_cube_files(args.cubes):
         return compare_pair_files(args, args.cubes)
     if args.metric.strip().lower() in (MATCHING_METRIC, "match. map"):
         return compare_matching_files(args, args.cubes)
+    if args.mean_over is None and args.pair_by is None and _task_cubes(args.cubes):
+        args.mean_over = "query"
     return None
+
+
+def _task_cubes(paths: list[Path]) -> bool:
+    """Whether every file is a matching or retrieval cube of ``hpatches-eval --out``."""
+    import h5py
+
+    for path in paths:
+        try:
+            with h5py.File(path, "r") as handle:
+                benchmark = handle.attrs.get("benchmark")
+        except (OSError, ValueError, KeyError, RuntimeError):
+            return False  # the cube reader says why
+        if benchmark not in ("hpatches-cvpr17", b"hpatches-cvpr17"):
+            return False
+    return True
 
 
 def compare_matching_files(args: argparse.Namespace, paths: list[Path]) -> int:
