@@ -75,6 +75,7 @@ __all__ = [
     "SETUP_BYTES",
     "VerificationColumn",
     "VerificationLists",
+    "column_name",
     "verification_statistics",
 ]
 

@@ -17,10 +17,15 @@ import numpy as np
 import xarray as xr
 
 from metricalc.errors import InvalidInputError
-from metricalc.patches.cvpr17_pairs import pair_sequences, validate_pair_cube
+from metricalc.patches.cvpr17_pairs import (
+    pair_sequences,
+    validate_pair_cube,
+    verification_from_cube,
+)
 from metricalc.patches.cvpr17_verification import (
     COLUMNS,
     VerificationColumn,
+    column_name,
     verification_statistics,
 )
 from metricalc.stats.clustered import inference_steps
@@ -81,11 +86,20 @@ def select_descriptors(cube: xr.Dataset, descriptors: Sequence[str] | None) -> x
 
 
 def verification_values(cube: xr.Dataset) -> dict[str, list[float]]:
-    """Column name -> the value of each descriptor (the evaluation's numbers)."""
+    """Column name -> the value of each descriptor: the evaluation's numbers
+    (:func:`~metricalc.patches.cvpr17_pairs.verification_from_cube`) and their means."""
+    numbers = verification_from_cube(cube)
     out = {}
-    for stat in verification_statistics(cube):
-        ones = np.ones((1, len(stat.clusters)))
-        out[stat.name] = [float(stat.weighted(s, ones)[0]) for s in range(len(stat.systems))]
+    for level, measure, side in COLUMNS:
+        if level == "mean":
+            out[column_name(level, measure, side)] = [
+                float(np.mean([v[lv][measure][sd] for lv in v for sd in ("inter", "intra")]))
+                for v in numbers.values()
+            ]
+        else:
+            out[column_name(level, measure, side)] = [
+                v[level][measure][side] for v in numbers.values()
+            ]
     return out
 
 
