@@ -105,15 +105,19 @@ CVPR17_LEVELS: Mapping[str, str] = MappingProxyType({"e": "easy", "h": "hard", "
 
 CVPR17_UNITS: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
-        "matching": {"query": "image pair and level", "pair": "image pair", "scene": "sequence"},
-        "retrieval": {"query": "query and level", "pair": "sequence", "scene": "sequence"},
+        "matching": {"query": "image pair and level", "pair": "image pair", "scene": "sequence",
+                     "sequence": "sequence"},
+        "retrieval": {"query": "query and level", "pair": "sequence", "scene": "sequence",
+                      "sequence": "sequence"},
     }
-)
+)  # fmt: skip
 """The paired unit of each ``pair_by`` (:func:`metricalc.stats.compare`) in an HPatches CVPR'17
 task cube, by task (:mod:`metricalc.patches.cvpr17_cube`): a matching cube's "query" is one
 (sequence, image pair, level), ``pair`` averages an image pair's three levels, ``scene`` is a
 sequence; a retrieval cube's "query" is one (retrieval query, level), and as its queries have
-no image pair (``pair`` is ``""``), ``pair`` groups them by sequence, as ``scene`` does."""
+no image pair (``pair`` is ``""``), ``pair`` groups them by sequence, as ``scene`` does.
+``"sequence"`` is the ``pair_by`` of the statistics tested over sequences whatever the study's
+unit (the matching average: :mod:`metricalc.stats.cvpr17_matching`)."""
 
 CVPR17_PROTOCOL: tuple[str, ...] = (
     "dataset", "task", "split", "level", "pool_size", "distance", "tie_policy", "ap_method",

@@ -1,5 +1,5 @@
 """HPatches CVPR'17 results as cubes: matching and retrieval QueryCubes, verification pair cubes,
-the ``input_order`` tie policy, and the paired bootstrap over pairs (against a slow loop)."""
+and the ``input_order`` tie policy (comparisons over sequences: test_cvpr17_compare.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from metricalc import cube as qc
 from metricalc.cli import main
 from metricalc.datasets import make_hpatches17_set
 from metricalc.errors import InvalidInputError
-from metricalc.patches import cvpr17_bootstrap as bs
 from metricalc.patches import cvpr17_cube as cc
 from metricalc.patches import cvpr17_eval as ev
 from metricalc.patches import cvpr17_files as cf
@@ -170,8 +169,16 @@ def test_pair_cube_recomputes_the_evaluation_exactly(results, tmp_path) -> None:
                             split=split)  # fmt: skip
         assert cp.verification_from_cube(cube) == {"d": result["verification"][split]}
         n_pos = units["verification"]["e"]["pos"].size
-        assert cube.sizes == {"descriptor": 1, "level": 3, "pair": 3 * n_pos}
+        sequences = sorted(set(result["test"]))
+        assert cube.sizes == {"descriptor": 1, "level": 3, "pair": 3 * n_pos,
+                              "sequence": len(sequences)}  # fmt: skip
         assert int(cube.label.sum()) == n_pos
+        # each pair's sequences are those of its two patches in the pair files
+        for kind in cp.KINDS:
+            rows = cube.kind.values == kind
+            s1, s2 = (units["verification_pairs"].pairs[kind][i] for i in (0, 3))
+            np.testing.assert_array_equal(cube.sequence.values[cube.first_sequence[rows]], s1)
+            np.testing.assert_array_equal(cube.sequence.values[cube.second_sequence[rows]], s2)
         cp.save_pair_cube(cube, tmp_path / f"{split}.nc")
         back = cp.open_pair_cube(tmp_path / f"{split}.nc")
         xr.testing.assert_identical(back, cube)
@@ -204,150 +211,8 @@ def test_pair_cube_errors_are_one_line(results, tmp_path) -> None:
     cp.save_pair_cube(cube, tmp_path / "pairs.nc")
     with pytest.raises(InvalidInputError, match=r"^cube file .*pairs\.nc is not a valid QueryCube: "
                        r".*; it is an HPatches CVPR'17 verification pair cube: "
-                       r"metricalc patches hpatches-compare reads it$"):  # fmt: skip
+                       r"metricalc compare reads it \(and patches hpatches-compare\)$"):
         qc.open_cube(tmp_path / "pairs.nc")
-
-
-# -------------------------------------------------------------------- the paired bootstrap
-def ref_tpfp_auc_ap(neg, pos):
-    """metrics.roc and metrics.pr of the list (neg, pos), written out with loops."""
-    d = list(neg) + list(pos)
-    labels = [0] * len(neg) + [1] * len(pos)
-    order = sorted(range(len(d)), key=lambda i: d[i])  # Python's sort is stable
-    p, n = len(pos), len(neg)
-    tp = fp = 0
-    auc = ap = 0.0
-    prev_precision = 1.0
-    for i in order:
-        if labels[i]:
-            tp += 1
-            precision = max(tp, 1e-10) / max(tp + fp, 1e-10)
-            ap += (prev_precision + precision) / 2 / max(p, 1e-10)
-        else:
-            fp += 1
-            auc += tp / max(p, 1e-10) / max(n, 1e-10)
-            precision = max(tp, 1e-10) / max(tp + fp, 1e-10)
-        prev_precision = precision
-    return auc, ap
-
-
-def slow_bootstrap(a, b, n_resamples, seed):
-    """One generator per resample; per stratum integers(0, size, size); lists rebuilt and
-    scored from scratch."""
-    sizes = {k: v.size for k, v in a["easy"].items()}
-    children = np.random.SeedSequence(seed).spawn(n_resamples)
-    diffs = []
-    for child in children:
-        rng = np.random.default_rng(child)
-        draws = {}
-        plan = []
-        for side in ("inter", "intra"):
-            n_neg, n_pos = sizes[f"neg_{side}"], sizes["pos"]
-            m = n_pos + int(n_pos * 0.2)
-            neg_first = min(n_neg, m)
-            plan.append(("balanced", side, (f"neg_{side}", n_neg), ("pos", n_pos)))
-            plan.append(("imbalanced", side, (f"neg_{side}", neg_first),
-                         ("pos", min(n_pos, m - neg_first))))  # fmt: skip
-            for stratum in plan[-2][2:] + plan[-1][2:]:
-                if stratum not in draws:
-                    draws[stratum] = rng.integers(0, stratum[1], stratum[1])
-        row = {}
-        for level in LEVELS:
-            for measure, side, neg_s, pos_s in plan:
-                values = []
-                for lists in (a, b):
-                    neg = lists[level][neg_s[0]][: neg_s[1]][draws[neg_s]]
-                    pos = lists[level]["pos"][: pos_s[1]][draws[pos_s]]
-                    auc, ap = ref_tpfp_auc_ap(neg, pos)
-                    values.append(auc if measure == "balanced" else ap)
-                row[level, measure, side] = values[0] - values[1]
-        for measure in ("imbalanced", "balanced"):
-            row["mean", measure, "both"] = np.mean(
-                [v for k, v in row.items() if k[1] == measure and k[0] != "mean"]
-            )
-        diffs.append([row[s] for s in bs.STATISTICS])
-    return np.array(diffs)
-
-
-def random_pair_cube(rng, sizes, names=("a", "b"), integer=True):
-    kinds = np.repeat(np.array(cp.KINDS), [sizes[k] for k in cp.KINDS])
-    n = kinds.size
-    if integer:  # many ties, also between a negative and a positive
-        d = rng.integers(0, 5, (len(names), 3, n)).astype(np.float64)
-    else:
-        d = rng.random((len(names), 3, n)) + 0.5 * (kinds != "pos")
-    return xr.Dataset(
-        {"distance": (("descriptor", "level", "pair"), d),
-         "label": ("pair", (kinds == "pos").astype(np.int8))},
-        coords={"descriptor": list(names), "level": list(LEVELS), "kind": ("pair", kinds),
-                "row": ("pair", np.concatenate([np.arange(sizes[k]) for k in cp.KINDS]))},
-        attrs={"task": "verification", "split": "x", "distance": "l2",
-               "tie_policy": "input_order", "ap_method": "trapezoid", "auc_method": "t",
-               "imbalanced": "prefix", "pairs_source": "test", "pairs_sha256": "0",
-               "metricalc_version": "0"},
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("sizes", "integer"),
-    [
-        ({"neg_inter": 12, "neg_intra": 12, "pos": 12}, True),
-        ({"neg_inter": 7, "neg_intra": 20, "pos": 11}, True),
-        ({"neg_inter": 2, "neg_intra": 15, "pos": 30}, False),  # prefix holds most positives
-        ({"neg_inter": 40, "neg_intra": 9, "pos": 5}, True),  # prefix holds no positive
-    ],
-)
-def test_bootstrap_equals_the_slow_loop(sizes, integer) -> None:
-    rng = np.random.default_rng(sum(sizes.values()))
-    cube = random_pair_cube(rng, sizes, integer=integer)
-    got = bs.verification_bootstrap(cube, n_resamples=40, seed=7)
-    a, b = cp.pair_lists(cube, "a"), cp.pair_lists(cube, "b")
-    diffs = slow_bootstrap(a, b, 40, 7)
-    # the observed values are the evaluation's
-    for (level, measure, side), va in zip(bs.STATISTICS, got.value_a.values, strict=True):
-        if level != "mean":
-            want = ev.verification_scores(a[level][f"neg_{side}"], a[level]["pos"])[measure]
-            assert va == want
-    np.testing.assert_allclose(got.se.values, diffs.std(axis=0, ddof=1), rtol=0, atol=1e-12)
-    low, high = np.quantile(diffs, [0.025, 0.975], axis=0)
-    np.testing.assert_allclose(got.ci_low.values, low, atol=1e-12)
-    np.testing.assert_allclose(got.ci_high.values, high, atol=1e-12)
-    below, above = 1 + (diffs <= 1e-13).sum(axis=0), 1 + (diffs >= -1e-13).sum(axis=0)
-    p = np.minimum(1, 2 * np.minimum(below, above) / 41)
-    np.testing.assert_allclose(got.p_value.values, p)
-
-
-def test_bootstrap_does_not_depend_on_the_batch(monkeypatch) -> None:
-    rng = np.random.default_rng(5)
-    cube = random_pair_cube(rng, {"neg_inter": 30, "neg_intra": 30, "pos": 30})
-    whole = bs.verification_bootstrap(cube, n_resamples=25, seed=3)
-    monkeypatch.setattr(bs, "_BATCH_ELEMENTS", 1)
-    xr.testing.assert_identical(bs.verification_bootstrap(cube, n_resamples=25, seed=3), whole)
-    other = bs.verification_bootstrap(cube, n_resamples=25, seed=4)
-    assert not np.array_equal(other.ci_low.values, whole.ci_low.values)
-
-
-def test_bootstrap_of_identical_descriptors_and_bad_input() -> None:
-    rng = np.random.default_rng(1)
-    cube = random_pair_cube(rng, {"neg_inter": 20, "neg_intra": 20, "pos": 20}, names=("a",))
-    twin = cube.assign_coords(descriptor=["b"])
-    done = bs.verification_bootstrap([cube, twin], n_resamples=20)
-    assert (done.difference.values == 0).all() and (done.p_value.values == 1).all()
-    three = random_pair_cube(rng, {"neg_inter": 5, "neg_intra": 5, "pos": 5}, ("a", "b", "c"))
-    with pytest.raises(InvalidInputError, match=r"hold 3 descriptors \['a', 'b', 'c'\]; name"):
-        bs.verification_bootstrap(three)
-    with pytest.raises(InvalidInputError, match=r"hold 1 descriptor \['a'\]; a comparison "
-                       r"needs two: give the pair cube of another descriptor"):  # fmt: skip
-        bs.verification_bootstrap(cube)
-    with pytest.raises(InvalidInputError, match="descriptor 'z': expected once"):
-        bs.verification_bootstrap(three, ["a", "z"])
-    with pytest.raises(InvalidInputError, match="n_resamples must be an integer >= 1; got 0"):
-        bs.verification_bootstrap(three, ["a", "b"], n_resamples=0)
-    with pytest.raises(InvalidInputError, match="confidence must be a number strictly between"):
-        bs.verification_bootstrap(three, ["a", "b"], confidence=1.0)
-    moved = twin.assign_attrs(pairs_sha256="1")
-    with pytest.raises(InvalidInputError, match="different verification pairs"):
-        bs.verification_bootstrap([cube, moved])
 
 
 # ------------------------------------------------- hpatches-benchmark's published average
@@ -474,18 +339,21 @@ def test_cli_writes_every_task_cube_and_they_compare(synthetic, tmp_path, capsys
         build(study_from_dict(raw, source=tmp_path / "r.yaml"), cubes={"": both},
               out=tmp_path / "reported_a")  # fmt: skip
     a, b = (f"{p}.verification.nc" for p in prefixes)
-    assert main(["patches", "hpatches-compare", a, b, "--n-resamples", "50", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == len(bs.STATISTICS)
-    assert rows[-2]["level"] == "mean" and rows[-2]["measure"] == "imbalanced"
-    assert main(["patches", "hpatches-compare", a, b, "--n-resamples", "50"]) == 0
-    assert "paired bootstrap over pairs" in capsys.readouterr().out
-    assert main(["compare", a, b]) == 2  # pooled statistics: the verb that compares them
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "metricalc patches hpatches-compare A B" in error
+    # two sequences: the values, and one line saying why there is no test
+    assert main(["patches", "hpatches-compare", a, b, "--json"]) == 0
+    captured = capsys.readouterr()
+    done = json.loads(captured.out)
+    name = str(cp.open_pair_cube(a).descriptor.values[0])
+    evaluated = cp.verification_from_cube(cp.open_pair_cube(a))[name]["easy"]["imbalanced"]
+    assert done["values"][name]["easy imbalanced inter"] == pytest.approx(evaluated["inter"])
+    assert captured.err == (f"metricalc: {done['note']}\n")
+    assert done["note"].startswith("not tested: the pairs lie in 2 sequences")
+    assert main(["compare", a, b]) == 0  # the same through metricalc compare
+    captured = capsys.readouterr()
+    assert "mean imbalanced" in captured.out and captured.err.count("\n") == 1
 
 
-def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) -> None:
+def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys) -> None:
     descriptors, _, tasks = synthetic
     base = ["patches", "hpatches-eval", str(descriptors), "--tasks", str(tasks), "--split",
             "full", "--json"]  # fmt: skip
@@ -494,40 +362,33 @@ def test_cli_compare_names_and_errors(synthetic, tmp_path, capsys, monkeypatch) 
                  str(tmp_path / "y")]) == 0  # fmt: skip
     capsys.readouterr()
     x, y = tmp_path / "x.verification.nc", tmp_path / "y.verification.nc"
+    z = tmp_path / "z.verification.nc"
+    z.write_bytes(x.read_bytes())  # the same descriptor name in two files: named by file
     cases = [
-        ([str(x), str(y), "--descriptors", "raw,other"], "descriptor 'raw'"),
+        ([str(x), str(z), "--descriptors", "raw,other"], "descriptor 'raw': expected one of"),
         ([str(x), str(tmp_path / "x.matching.nc")], "not a pair cube"),
         ([str(x), str(tmp_path / "none.nc")], "none.nc does not exist"),
-        ([str(x), str(y), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
+        ([str(x), str(z), "--n-resamples", "0"], "n_resamples must be an integer >= 1"),
         # the same file twice: one descriptor, nothing to compare (was a traceback)
         ([str(x), str(x), "--n-resamples", "9"], f"{x} is given twice"),
+        ([str(x), str(y)], "different verification pairs"),
     ]
     for argv, message in cases:
         assert main(["patches", "hpatches-compare", *argv]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, err
-    assert main(["patches", "hpatches-compare", str(x), str(y)]) == 2
-    assert "different verification pairs" in capsys.readouterr().err
-    z = tmp_path / "z.verification.nc"
-    z.write_bytes(x.read_bytes())  # the same descriptor name in two files: named by file
-    assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
-    out = " ".join(capsys.readouterr().out.split())  # the title may wrap
-    assert "raw (x.verification.nc) - raw (z.verification.nc)" in out
-    monkeypatch.setenv("COLUMNS", "70")  # too narrow for one table: every part names its rows
-    assert main(["patches", "hpatches-compare", str(x), str(z), "--n-resamples", "9"]) == 0
-    parts = capsys.readouterr().out.split("(continued)")
-    assert len(parts) >= 2
-    for part in parts:
-        header = next(line for line in part.splitlines() if "level" in line)
-        assert [c.strip() for c in header.split("┃")[1:4]] == ["level", "measure", "negatives"]
-        assert sum("imbalanced" in line for line in part.splitlines()) == 7  # its rows named
-    monkeypatch.delenv("COLUMNS")
+    assert main(["compare", str(x), str(tmp_path / "x.matching.nc")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "compared only with other pair cubes" in err
+    assert main(["patches", "hpatches-compare", str(x), str(z), "--json"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["values"]) == [
+        "raw (x.verification.nc)", "raw (z.verification.nc)"]
     (tmp_path / "again").mkdir()  # and the same file name in two folders: named by path
     w = tmp_path / "again" / "x.verification.nc"
     w.write_bytes(x.read_bytes())
-    assert main(["patches", "hpatches-compare", str(x), str(w), "--n-resamples", "9"]) == 0
-    out = "".join(capsys.readouterr().out.split())  # a long path may be folded anywhere
-    assert f"raw({x})-raw({w})" in out
+    assert main(["patches", "hpatches-compare", str(x), str(w), "--json"]) == 0
+    named = sorted(json.loads(capsys.readouterr().out)["values"])
+    assert named == sorted([f"raw ({x})", f"raw ({w})"])
     folder = tmp_path / "folder"
     folder.mkdir()
     assert main([*base, "--task", "matching", "--out", str(folder), "--name", "mine"]) == 0

@@ -54,7 +54,8 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
                      help="cube file(s) (.nc), one pose results file (pose eval --out), "
                      "`eval hpatches` runs (with --metric homography), COCO results files "
-                     "(JSON) with --coco-gt, or FPR95 pair records (patches fpr95 --out)")
+                     "(JSON) with --coco-gt, FPR95 pair records (patches fpr95 --out), or "
+                     "HPatches verification pair cubes (patches hpatches-eval --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
     cmp.add_argument("--baseline", help="system compared with every other (default: all pairs)")
     cmp.add_argument(
@@ -114,8 +115,6 @@ def _open(
     from metricalc import cube as cubes
     from metricalc.store.workbench_cube import open_workbench_cube, scene_query_cube
 
-    for path in paths:
-        _refuse_pair_cube(path)
     scene_cubes = [open_workbench_cube(path) for path in paths]
     if all(c is None for c in scene_cubes):
         opened = [cubes.open_cube(path, chunks=chunks) for path in paths]
@@ -172,29 +171,13 @@ def compare_metric(name: str, available: Collection[str]) -> str:
     return found.pop() if len(found) == 1 else name
 
 
-def _refuse_pair_cube(path: Path) -> None:
-    """A verification pair file of ``patches hpatches-eval --out`` is refused with the verb that
-    compares two of them (its pooled AUC / AP are no means over units)."""
-    import h5py
-
-    try:
-        with h5py.File(path, "r") as handle:
-            task = handle.attrs.get("task")
-    except (OSError, ValueError, KeyError, RuntimeError):
-        return  # not HDF5: open_cube says why
-    if task in ("verification", b"verification"):
-        raise InvalidInputError(
-            f"{path}: holds HPatches verification pairs (pooled AUC / AP, not a mean over units): "
-            "compare two such files with `metricalc patches hpatches-compare A B`"
-        )
-
-
 def _compare(args: argparse.Namespace) -> int:
     from metricalc.cli.compare_runs import (
         compare_homography_runs,
         compare_mma_cubes,
         is_homography_request,
     )
+    from metricalc.cli.cvpr17_compare import compare_cvpr17
     from metricalc.cli.fpr95 import compare_fpr95_file, fpr95_records_file
     from metricalc.cli.pose import compare_pose_file, pose_results_file
     from metricalc.fileio import json_safe
@@ -218,6 +201,9 @@ def _compare(args: argparse.Namespace) -> int:
     threshold = mma_threshold(args.metric)
     if threshold is not None:
         return compare_mma_cubes(args, threshold)
+    done = compare_cvpr17(args)  # HPatches CVPR'17 pair cubes, the matching average
+    if done is not None:
+        return done
     labels = names(args.labels) if args.labels else None
     if labels is not None and len(labels) != len(args.cubes):
         raise InvalidInputError(

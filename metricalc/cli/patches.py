@@ -115,17 +115,19 @@ def add_patches(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _add_hpatches_compare(patch_verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``patches hpatches-compare``: the paired bootstrap of verification pair cubes."""
+    """``patches hpatches-compare``: ``metricalc compare`` of verification pair cubes."""
     pv = patch_verbs.add_parser(
         "hpatches-compare",
-        help="paired bootstrap over pairs of two descriptors' CVPR'17 verification numbers",
+        help="two descriptors' CVPR'17 verification numbers compared over sequences (as "
+        "metricalc compare of the pair cubes)",
     )
     pv.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
                     help="pair cubes (PREFIX.verification.nc of hpatches-eval --out)")  # fmt: skip
     pv.add_argument("--descriptors", type=names, metavar="A,B",
                     help="the two compared, A - B (default: the only two in the cubes)")
-    pv.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples (1000)")
-    pv.add_argument("--seed", type=int, default=0, help="seed of the resamples")
+    pv.add_argument("--n-resamples", type=int, default=10_000,
+                    help="bootstrap resamples, and swap patterns above 16 sequences (10,000)")
+    pv.add_argument("--seed", type=int, default=0, help="seed of the resamples and swaps")
     pv.add_argument("--confidence-level", type=float, default=0.95, help="of the interval")
     pv.add_argument("--json", action="store_true", help="a list of row objects")
     pv.set_defaults(run=_patches_hpatches_compare)
@@ -252,45 +254,9 @@ def _patches_hpatches_eval(args: argparse.Namespace) -> int:
 
 
 def _patches_hpatches_compare(args: argparse.Namespace) -> int:
-    import pandas as pd
+    from metricalc.cli.cvpr17_compare import compare_pair_files
 
-    from metricalc.fileio import json_safe
-    from metricalc.patches.cvpr17_bootstrap import verification_bootstrap
-    from metricalc.patches.cvpr17_pairs import open_pair_cube
-    from metricalc.plotting.terminal import print_frame
-
-    cubes = [open_pair_cube(path) for path in args.cubes]
-    found = [str(n) for cube in cubes for n in cube["descriptor"].values]
-    if len(set(found)) < len(found):  # the same name in several files: name them by file
-        names = [path.name for path in args.cubes]
-        if len(set(names)) < len(names):  # and the same file name in several folders
-            names = [str(path) for path in args.cubes]
-        if len(set(names)) < len(names):
-            twice = next(str(p) for p in args.cubes if names.count(str(p)) > 1)
-            raise InvalidInputError(f"{twice} is given twice; compare two different pair cubes")
-        cubes = [cube.assign_coords(descriptor=[f"{n} ({name})" for n in
-                                                cube["descriptor"].values.astype(str)])
-                 for cube, name in zip(cubes, names, strict=True)]  # fmt: skip
-    done = verification_bootstrap(
-        cubes, args.descriptors, n_resamples=args.n_resamples, seed=args.seed,
-        confidence=args.confidence_level,
-    )  # fmt: skip
-    table = done.to_dataframe().reset_index(drop=True)
-    table = table[["level", "measure", "negatives", *done.data_vars]]
-    if args.json:
-        print(json.dumps(json_safe(table.to_dict(orient="records")), indent=2))
-        return 0
-    shown = table.copy()
-    for column in ("value_a", "value_b", "difference", "se", "ci_low", "ci_high"):
-        shown[column] = (100 * table[column]).map(lambda v: f"{v:.2f}")
-    shown["p_value"] = table["p_value"].map(lambda v: f"{v:.4f}")
-    a, b = done.attrs["a"], done.attrs["b"]
-    shown = shown.rename(columns={"value_a": a, "value_b": b})
-    title = (f"verification, split {done.attrs['split']}: {a} - {b} (%), paired bootstrap over "
-             f"pairs, {done.attrs['n_resamples']} resamples, "
-             f"{100 * done.attrs['confidence']:g}% percentile interval")  # fmt: skip
-    print_frame(pd.DataFrame(shown), title=title, keys=3)  # level, measure, negatives
-    return 0
+    return compare_pair_files(args, args.cubes, descriptors=args.descriptors)
 
 
 def _patches_eval(args: argparse.Namespace) -> int:

@@ -436,7 +436,7 @@ def open_cube(path: str | os.PathLike[str], *, chunks: Any = None) -> xr.Dataset
 
 _PAIR_CUBE_HINT = (
     "; it is an HPatches CVPR'17 verification pair cube: "
-    "metricalc patches hpatches-compare reads it"
+    "metricalc compare reads it (and patches hpatches-compare)"
 )
 """Said of a verification pair cube (``patches hpatches-eval --out``) opened as a QueryCube."""
 

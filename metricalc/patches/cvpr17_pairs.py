@@ -13,6 +13,12 @@ Layout (one file holds one or more descriptors evaluated on the same pairs):
   ``row`` (the 0-based row in it): the file order matters, the imbalanced list is a prefix;
 - ``distance`` (descriptor, level, pair), float64: the pair's descriptor distance at that
   level; ``label`` (pair,), int8: 1 for a positive pair, 0 for a negative one;
+- ``first_sequence``, ``second_sequence`` (pair,), int32: the sequences of the pair's two
+  patches, as indices into the coordinate ``sequence`` (dim ``sequence``, the names sorted).
+  A pair's *sequence* is that of its first patch (:func:`pair_sequences`): positive and intra
+  negative pairs lie in one sequence, an inter negative pair spans two and counts as its first
+  patch's (the independent units of :mod:`metricalc.patches.cvpr17_statistic`). Files written
+  before they were added lack both; they are still read, but not compared;
 - attrs: ``task="verification"``, ``split``, ``distance`` (``l2`` / ``l1``),
   ``tie_policy="input_order"`` (per list the negatives come first and a stable sort keeps a
   tied negative ahead of a positive), ``ap_method="trapezoid"``, ``auc_method`` (the
@@ -56,6 +62,7 @@ __all__ = [
     "open_pair_cube",
     "pair_cube",
     "pair_lists",
+    "pair_sequences",
     "pairs_fingerprint",
     "save_pair_cube",
     "validate_pair_cube",
@@ -121,12 +128,18 @@ def pair_cube(
         [np.concatenate([np.asarray(distances[lv][k], np.float64) for k in KINDS]) for lv in LEVELS]
     )
     kind = np.repeat(np.array(KINDS), sizes)
+    first = np.concatenate([np.asarray(pairs.pairs[k][0]).astype(str) for k in KINDS])
+    second = np.concatenate([np.asarray(pairs.pairs[k][3]).astype(str) for k in KINDS])
+    names, codes = np.unique(np.concatenate([first, second]), return_inverse=True)
     cube = xr.Dataset(
         {
             "distance": (("descriptor", "level", "pair"), values[None]),
             "label": ("pair", (kind == "pos").astype(np.int8)),
+            "first_sequence": ("pair", codes[: first.size].astype(np.int32)),
+            "second_sequence": ("pair", codes[first.size :].astype(np.int32)),
         },
         coords={
+            "sequence": names,
             "descriptor": np.array([descriptor], dtype=str),
             "level": np.array(list(LEVEL_NAMES.values()), dtype=str),
             "kind": ("pair", kind),
@@ -200,6 +213,27 @@ def _check_pairs(cube: xr.Dataset, where: str) -> None:
     d = np.asarray(cube["distance"].values)
     if d.dtype != np.float64 or not (np.isfinite(d) & (d >= 0)).all():
         raise _fail(where, "distance must hold finite float64 values >= 0")
+    _check_sequences(cube, where)
+
+
+def _check_sequences(cube: xr.Dataset, where: str) -> None:
+    """The pairs' sequences, where the file has them: indices into ``sequence``."""
+    names = ("first_sequence", "second_sequence")
+    held = [name in cube.variables for name in names]
+    if not any(held):
+        return
+    if not all(held) or "sequence" not in cube.coords:
+        raise _fail(where, f"must hold all of {names} and the coordinate 'sequence', or none")
+    count = cube.sizes["sequence"]
+    for name in names:
+        codes = np.asarray(cube[name].values)
+        if cube[name].dims != ("pair",) or not np.issubdtype(codes.dtype, np.integer):
+            raise _fail(where, f"variable {name!r} must be integers over ('pair',)")
+        bad = (codes < 0) | (codes >= count)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise _fail(where, f"{name} must index the {count} sequences; got {codes[i]} at "
+                               f"pair {i}")  # fmt: skip
 
 
 def validate_pair_cube(cube: xr.Dataset, where: str = "pair cube") -> xr.Dataset:
@@ -222,8 +256,12 @@ def save_pair_cube(cube: xr.Dataset, path: str | os.PathLike[str] | io.BytesIO) 
     encoding: dict[Hashable, dict[str, Any]] = {"kind": {"dtype": "S1", "zlib": True}}
     for name in ("distance", "label", "row"):
         encoding[name] = {"zlib": True, "complevel": 1, "shuffle": True}
-    for name in ("descriptor", "level"):
-        encoding[name] = {"dtype": str}
+    for name in ("descriptor", "level", "sequence"):
+        if name in out.variables:
+            encoding[name] = {"dtype": str}
+    for name in ("first_sequence", "second_sequence"):
+        if name in out.variables:
+            encoding[name] = {"zlib": True, "complevel": 1, "shuffle": True}
     if isinstance(path, io.BytesIO):
         out.to_netcdf(path, engine="h5netcdf", encoding=encoding)
         return
@@ -241,7 +279,7 @@ def open_pair_cube(path: str | os.PathLike[str]) -> xr.Dataset:
             cube = handle.load()
     except (OSError, ValueError) as error:
         raise InvalidInputError(f"{path}: not a netCDF-4 file ({error})") from None
-    for name in ("descriptor", "level", "kind"):
+    for name in ("descriptor", "level", "kind", "sequence"):
         if name in cube.variables:
             cube[name] = cube[name].astype(str)
     return validate_pair_cube(cube, str(path))
@@ -257,6 +295,29 @@ def pair_lists(cube: xr.Dataset, descriptor: str) -> dict[str, dict[str, np.ndar
     return {
         level: {k: d[li, kind == k] for k in KINDS} for li, level in enumerate(LEVEL_NAMES.values())
     }
+
+
+def pair_sequences(cube: xr.Dataset, where: str = "pair cube") -> tuple[np.ndarray, np.ndarray]:
+    """The sequence names and, per pair, the index of its sequence: that of its first patch
+    (module docstring). A file written before the pairs' sequences were recorded: a one-line
+    error saying to run ``patches hpatches-eval --out`` again.
+
+    >>> from metricalc.patches.cvpr17_files import PairSet
+    >>> d = {lv: {k: np.array([0.5]) for k in KINDS} for lv in LEVELS}
+    >>> pairs = PairSet({"neg_inter": (["v_b"], [0], [0], ["i_a"], [1], [0]),
+    ...                  "neg_intra": (["i_a"], [0], [0], ["i_a"], [1], [1]),
+    ...                  "pos": (["v_b"], [0], [2], ["v_b"], [3], [2])}, "x")
+    >>> names, codes = pair_sequences(pair_cube(d, pairs, descriptor="sift", split="a"))
+    >>> names.tolist(), codes.tolist()
+    (['i_a', 'v_b'], [1, 0, 1])
+    """
+    if "first_sequence" not in cube.variables:
+        raise InvalidInputError(
+            f"{where}: lacks the pairs' sequences (written by an older metricalc); run "
+            "`metricalc patches hpatches-eval --out` again to compare it by sequence"
+        )
+    names = np.asarray(cube["sequence"].values).astype(str)
+    return names, np.asarray(cube["first_sequence"].values, dtype=np.int64)
 
 
 def verification_from_cube(

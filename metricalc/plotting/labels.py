@@ -210,8 +210,8 @@ METRICS: Mapping[str, MetricInfo] = {
     "hpatches17_verification_map": MetricInfo(
         "verif. mAP", "HPatches verification mAP (mean of the 6 imbalanced APs)"
     ),
-    # a matching cube's units, tested on their APs (the mean difference over units; the column
-    # weighs the i_ and v_ sequences equally, as hpatches-benchmark: no letter marks the lower)
+    # a matching cube's APs (``test`` names the variable it needs); a report tests the average
+    # itself over sequences (metricalc.stats.cvpr17_matching, report.analysis)
     "hpatches17_matching_map": MetricInfo(
         "match. mAP", "HPatches matching mAP", test=("ap", None, "query")
     ),

@@ -4,9 +4,11 @@
 A column's test comes from :data:`metricalc.plotting.labels.METRICS` (``test``: the cube metric,
 the split, and the level of the column's mean: a mean over scenes of scene means is tested on
 it, a mean pooled over queries on that pooled mean; ``precision_at_K`` is tested on ``hit@K``,
-whose mean is the column's value). The independent unit is the study's ``pair_by`` (scenes by
-default), or the column's level where that is coarser: the test and interval are always of the
-statistic the column prints, resampled at the independent level (docs/stats.md).
+whose mean is the column's value; ``hpatches17_matching_map``, hpatches-benchmark's matching
+average, on that average, over sequences: :mod:`metricalc.stats.cvpr17_matching`). The
+independent unit is the study's ``pair_by`` (scenes by default), or the column's level where
+that is coarser: the test and interval are always of the statistic the column prints, resampled
+at the independent level (docs/stats.md).
 The ranking (Friedman, Nemenyi CD)
 uses the study's ``rank_by`` blocks, scenes by default (or image pairs), never single queries.
 Where the cubes name their paired units otherwise (HPatches CVPR'17 task cubes, whose "query"
@@ -40,6 +42,10 @@ from metricalc.report.study import TestSpec
 from metricalc.report.summary import UNIT_NAME_ATTR
 
 __all__ = ["ColumnTests", "label_pairs", "run_tests", "state_once", "systems_of"]
+
+MATCHING_AVERAGE = "hpatches17_matching_map"
+"""The column tested as hpatches-benchmark's matching average itself, over sequences
+(:func:`metricalc.stats.cvpr17_matching.compare_matching`)."""
 
 
 @dataclass
@@ -137,6 +143,7 @@ def _name_units(result: xr.Dataset, cubes: Mapping[str, xr.Dataset]) -> xr.Datas
 
 def _compare_column(
     result: ColumnTests,
+    column: str,
     label: str,
     cubes: Mapping[str, xr.Dataset],
     family: dict[str, Any],
@@ -145,18 +152,22 @@ def _compare_column(
 ) -> None:
     """One ``compare`` call for a column: its Dataset into ``result``, its refusals as notes."""
     from metricalc.stats import compare
+    from metricalc.stats.cvpr17_matching import compare_matching
 
+    resampling: dict[str, Any] = {
+        "seed": tests.seed,
+        "n_resamples": tests.n_resamples,
+        "confidence_level": tests.confidence_level,
+    }
     try:
-        comparison = compare(
-            _source(cubes),
-            **family,
-            **options,
-            test=tests.test,
-            seed=tests.seed,
-            n_resamples=tests.n_resamples,
-            confidence_level=tests.confidence_level,
-            interval=tests.interval,
-        )
+        if column == MATCHING_AVERAGE:  # the composite itself, over sequences
+            chosen = {k: options[k] for k in ("alpha", "correction")}
+            comparison = compare_matching(_source(cubes), **family, **chosen, **resampling)
+        else:
+            comparison = compare(
+                _source(cubes), **family, **options, test=tests.test, interval=tests.interval,
+                **resampling,
+            )  # fmt: skip
     except InvalidInputError as error:
         result.notes.append(f"{label}: not tested ({error})")
         return
@@ -278,7 +289,7 @@ def run_tests(
             why = f"no descriptor is under both {baseline!r} and another label"
             result.notes.append(f"{info.label}: not tested ({why})")
         else:
-            _compare_column(result, info.label, cubes, family, options, tests)
+            _compare_column(result, column, info.label, cubes, family, options, tests)
         if tests.rank and len(systems) >= 3:
             try:
                 blocks = {k: v for k, v in options.items() if k != "mean_over"}

@@ -44,8 +44,10 @@ from metricalc.stats.statistics import ClusteredStatistic
 __all__ = [
     "BOOTSTRAP_CHUNK",
     "EXACT_MAX_CLUSTERS",
+    "STEP_ROWS",
     "PairedInference",
     "expanded_levels",
+    "inference_steps",
     "intraclass_correlation",
     "paired_inference",
 ]
@@ -56,6 +58,9 @@ EXACT_MAX_CLUSTERS = 16
 
 BOOTSTRAP_CHUNK = 1 << 20
 """Resamples x clusters of one block of bootstrap weights (bounded memory)."""
+
+STEP_ROWS = 2500
+"""At most this many resamples (or swap patterns) per block: the unit of progress reports."""
 
 TOLERANCE = 1e-9
 """A resampled difference counts as at least as extreme as the observed :math:`\\hat\\theta` when
@@ -101,6 +106,28 @@ class PairedInference:
     cluster_differences: np.ndarray
 
 
+def _ignore(done: int) -> None:
+    """The default ``tick``: no progress report."""
+
+
+def _step(clusters: int) -> int:
+    """Resamples per block: bounded memory, and a progress report at least every
+    :data:`STEP_ROWS`."""
+    return max(1, min(BOOTSTRAP_CHUNK // clusters, STEP_ROWS))
+
+
+def inference_steps(clusters: int, n_resamples: int, min_clusters: int = 2) -> int:
+    """The resamples and swap patterns of one :func:`paired_inference` over ``clusters`` kept
+    clusters: the total its ``tick`` reports (0 below ``min_clusters``: nothing is resampled).
+
+    >>> inference_steps(3, 1000), inference_steps(20, 1000), inference_steps(3, 1000, 5)
+    (1008, 2000, 0)
+    """
+    if clusters < min_clusters:
+        return 0
+    return n_resamples + (1 << clusters if clusters <= EXACT_MAX_CLUSTERS else n_resamples)
+
+
 def _bootstrap(
     statistic: ClusteredStatistic,
     first: int,
@@ -108,12 +135,13 @@ def _bootstrap(
     keep: np.ndarray,
     n_resamples: int,
     rng: np.random.Generator,
+    tick: Callable[[int], None] = _ignore,
 ) -> np.ndarray:
     """:math:`\\theta^*_b` for ``n_resamples`` paired cluster resamples of the kept clusters."""
     kept = np.flatnonzero(keep)
     size = len(kept)
     out = np.empty(n_resamples)
-    step = max(1, BOOTSTRAP_CHUNK // len(keep))
+    step = _step(len(keep))
     for start in range(0, n_resamples, step):
         rows = min(step, n_resamples - start)
         weights = np.zeros((rows, len(keep)))
@@ -121,6 +149,7 @@ def _bootstrap(
         out[start : start + rows] = statistic.weighted(first, weights) - statistic.weighted(
             second, weights
         )
+        tick(rows)
     return out
 
 
@@ -211,11 +240,12 @@ def _randomization(
     estimate: float,
     n_resamples: int,
     rng: np.random.Generator,
+    tick: Callable[[int], None] = _ignore,
 ) -> tuple[float, bool]:
     """Two-sided p-value of the within-cluster swap test, and whether it is exact."""
     kept = np.flatnonzero(keep)
     threshold = abs(estimate) * (1 - TOLERANCE) - 1e-12
-    step = max(1, BOOTSTRAP_CHUNK // len(keep))
+    step = _step(len(keep))
     extreme = 0
     if len(kept) <= EXACT_MAX_CLUSTERS:
         total = 1 << len(kept)
@@ -223,6 +253,7 @@ def _randomization(
             swap = _swap_patterns(kept, len(keep), np.arange(start, min(total, start + step)))
             t = statistic.swapped_difference(first, second, swap, keep)
             extreme += int(np.count_nonzero(np.abs(t) >= threshold))
+            tick(len(swap))
         return extreme / total, True
     for start in range(0, n_resamples, step):
         rows = min(step, n_resamples - start)
@@ -230,6 +261,7 @@ def _randomization(
         swap[:, kept] = rng.random((rows, len(kept))) < 0.5
         t = statistic.swapped_difference(first, second, swap, keep)
         extreme += int(np.count_nonzero(np.abs(t) >= threshold))
+        tick(rows)
     return (extreme + 1) / (n_resamples + 1), False
 
 
@@ -245,6 +277,7 @@ def paired_inference(
     min_clusters: int = 2,
     expand: bool = True,
     advance: Callable[[], None] = lambda: None,
+    tick: Callable[[int], None] = _ignore,
 ) -> PairedInference:
     """Estimate, cluster-bootstrap interval and randomization p-value of one comparison.
 
@@ -268,6 +301,9 @@ def paired_inference(
         the plain BCa / percentile interval, that of :func:`scipy.stats.bootstrap`.
     advance : callable
         Called once when the comparison is done (progress).
+    tick : callable
+        Called with the number of resamples, then of swap patterns, done after each block of
+        at most :data:`STEP_ROWS` (progress of long work: :func:`inference_steps` in all).
 
     Returns
     -------
@@ -301,10 +337,12 @@ def paired_inference(
             estimate, a, b, np.nan, np.nan, "percentile", np.nan, False, n, dropped,
             cluster_differences,
         )  # fmt: skip
-    resampled = _bootstrap(statistic, first, second, keep, n_resamples, resample_rng)
+    resampled = _bootstrap(statistic, first, second, keep, n_resamples, resample_rng, tick)
     jackknife = _jackknife(statistic, first, second, keep)
     low, high, method = _interval(estimate, resampled, jackknife, confidence_level, expand)
-    pvalue, exact = _randomization(statistic, first, second, keep, estimate, n_resamples, swap_rng)
+    pvalue, exact = _randomization(
+        statistic, first, second, keep, estimate, n_resamples, swap_rng, tick
+    )
     advance()
     return PairedInference(
         estimate, a, b, low, high, method, pvalue, exact, n, dropped, cluster_differences

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -485,6 +485,7 @@ def compare_statistic(
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     attrs: Mapping[str, Any] | None = None,
+    tick: Callable[[int], None] = lambda done: None,
 ) -> xr.Dataset:
     """Paired comparisons of the systems of any table statistic (the pose AUC of image pairs,
     ...): the paired cluster bootstrap and the within-cluster swap test of the statistic itself
@@ -493,7 +494,9 @@ def compare_statistic(
     The result has the variables of :func:`compare` (counts, wins and effect sizes of the
     clusters, ``interval`` attr ``"cluster"``, ``test`` ``"randomization"``); ``pair_by`` names
     the clusters, ``metric`` and ``statistic_phrase`` are the statistic's ``name`` and
-    ``phrase``, and ``attrs`` are added (the protocol of the records).
+    ``phrase``, and ``attrs`` are added (the protocol of the records). ``tick`` is called with
+    the number of resamples and swap patterns done, block by block (progress of long work:
+    :func:`~metricalc.stats.clustered.inference_steps` per comparison).
 
     Examples
     --------
@@ -515,7 +518,7 @@ def compare_statistic(
     names = list(statistic.systems)
     pairs_ = _system_pairs(names, baseline, pairs, [])
     rows = cluster_rows(
-        statistic, pairs_, n_resamples, confidence_level, flips, resamples, pair_by
+        statistic, pairs_, n_resamples, confidence_level, flips, resamples, pair_by, tick=tick
     )
     _tested(rows, pairs_, names)
     systems = [(names[i], names[j]) for i, j in pairs_]

@@ -4,6 +4,7 @@ unit values (tests of unit means) or from the cluster inference of a pooled stat
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -174,18 +175,20 @@ def cluster_rows(
     resamples: np.random.Generator,
     pair_by: str,
     cluster_scenes: np.ndarray | None = None,
+    tick: Callable[[int], None] = lambda done: None,
 ) -> dict[str, list[Any]]:
     """Every comparison by the paired cluster bootstrap and the within-cluster swap test
     (:func:`metricalc.stats.clustered.paired_inference`): the rows of the result without the
     corrected p-values and verdicts. Counts, wins and effect sizes are of the clusters; with
     ``cluster_scenes`` (the scene of each cluster, for clusters finer than scenes) the
-    intraclass correlation of the cluster differences within scenes and the design effect."""
+    intraclass correlation of the cluster differences within scenes and the design effect;
+    ``tick`` reports the resamples done (:func:`~metricalc.stats.clustered.paired_inference`)."""
     rows: dict[str, list[Any]] = {name: [] for name in COMPARE_VARIABLES}
     present = statistic.present()
     for i, j in pairs:
         result = paired_inference(
             statistic, i, j, n_resamples=n_resamples, confidence_level=confidence_level,
-            resample_rng=resamples, swap_rng=flips, min_clusters=MIN_UNITS,
+            resample_rng=resamples, swap_rng=flips, min_clusters=MIN_UNITS, tick=tick,
         )  # fmt: skip
         d = result.cluster_differences
         icc = deff = math.nan
