@@ -359,7 +359,8 @@ def clustering_lines(comparisons: xr.Dataset, unit: str | None = None) -> list[s
     if cluster != "scene":  # not the compare option's name (FPR95 records: 3D points)
         option = "the default --pair-by"
     lines = [
-        f"the tests above treat the {unit} as independent, but those of one {cluster} are "
+        f"the tests above treat {'the' if unit.endswith('s') else 'every'} {unit} as "
+        f"independent, but those of one {cluster} are "
         f"correlated (intraclass correlation of the differences within {cluster}s, design "
         f"effect 1 + (mean {cluster} size - 1) ICC: the variance of a mean is that many times "
         f"larger than the tests assume); test over {cluster}s ({option}) for claims about new "
