@@ -115,8 +115,8 @@ def decode_ids(qids: Names, codes: np.ndarray | None = None) -> list[str]:
 
     Examples
     --------
-    >>> decode_ids(np.array([b"q1", "é".encode(), b"\\xff"]), np.array([1, 2, 0]))
-    ['é', '\\ufffd', 'q1']
+    >>> decode_ids(np.array([b"q1", "é".encode(), b"\\xff"]), np.array([1, 2])) == ["é", "\\ufffd"]
+    True
     """
     if isinstance(qids, np.ndarray):
         values = (qids if codes is None else qids[codes]).tolist()
