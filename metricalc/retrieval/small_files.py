@@ -18,7 +18,6 @@ of an error: the values and messages are those of the files read by pyarrow eith
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
@@ -38,6 +37,12 @@ __all__ = ["SMALL", "evaluate_files", "join_files"]
 SMALL = 8 << 20
 """Bytes (qrels and run together) up to which :func:`evaluate_files` reads with NumPy."""
 
+LONGEST = 1024
+"""The longest field (in bytes) that :func:`join_files` reads."""
+
+_FIELD_BYTE = bytes(0 if byte in b" \t\n\v\f\r\0" else 1 for byte in range(256))
+"""1 for a byte that belongs to a field, 0 for whitespace (C's ``isspace``) and NUL."""
+
 def evaluate_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str],
                    measures: Sequence[str] = ("official",), *, zscores: ZScores | None = None,
                    **options: Unpack[EvalOptions]) -> TrecEval:
@@ -49,6 +54,7 @@ def evaluate_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str],
 
     Examples
     --------
+    >>> from pathlib import Path
     >>> from tempfile import TemporaryDirectory
     >>> with TemporaryDirectory() as folder:
     ...     q, r = Path(folder) / "qrels", Path(folder) / "run"
@@ -80,6 +86,7 @@ def join_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str]) -> Jo
 
     Examples
     --------
+    >>> from pathlib import Path
     >>> from tempfile import TemporaryDirectory
     >>> with TemporaryDirectory() as folder:
     ...     q, r = Path(folder) / "qrels", Path(folder) / "run"
@@ -133,41 +140,48 @@ def _columns(path: str | os.PathLike[str], n_fields: int,
              wanted: tuple[int, ...]) -> tuple[list[np.ndarray], bytes] | None:
     """The fields ``wanted`` (column numbers) of a TREC file, each column as a matrix of bytes
     (one row per line, shorter fields padded with NUL bytes), and the last field of the last
-    line; None if a line (blank lines aside) has another number of fields than ``n_fields``, or
-    the file is empty, holds a NUL byte, starts with a byte order mark or cannot be read."""
+    line; None if a line (blank lines aside) has another number of fields than ``n_fields``, a
+    field is longer than :data:`LONGEST`, or the file is empty, holds a NUL byte, starts with a
+    byte order mark or cannot be read."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            text = bytearray(size + 1 + LONGEST)  # NUL bytes around the file's bytes
+            if file.readinto(memoryview(text)[1:size + 1]) != size or file.read(1):
+                return None  # the file changed while read
     except OSError:
         return None
-    if b"\0" in data or data.startswith(b"\xef\xbb\xbf"):
+    if text.find(b"\0", 1, size + 1) >= 0 or text.startswith(b"\xef\xbb\xbf", 1):
         return None
-    text = np.frombuffer(data, dtype=np.uint8)
-    # fields start where whitespace (C's isspace: space, \t \n \v \f \r) ends, end where it starts
-    space = np.ones(text.size + 2, dtype=bool)
-    np.less(text - np.uint8(9), 5, out=space[1:-1])
-    space[1:-1] |= text == ord(" ")
-    edges = np.flatnonzero(space[1:] != space[:-1])
+    # fields start where whitespace (or the NUL padding) ends, and end where it starts; a
+    # megabyte of new memory costs about as much as reading it, so the masks share one array
+    in_field = np.frombuffer(text.translate(_FIELD_BYTE), dtype=bool)
+    mask = np.zeros(in_field.size, dtype=bool)
+    np.not_equal(in_field[1:], in_field[:-1], out=mask[1:])
+    edges = np.flatnonzero(mask)
     starts, ends = edges[0::2], edges[1::2]
     if starts.size == 0 or starts.size % n_fields:
         return None
     # each group of n_fields fields is one line: the fields before every line end are a
     # multiple of n_fields, and every multiple between the first and the last field is
-    before = np.searchsorted(starts, np.flatnonzero(text == ord("\n")))
+    chars = np.frombuffer(text, dtype=np.uint8)
+    before = np.searchsorted(starts, np.flatnonzero(np.equal(chars, ord("\n"), out=mask)))
     inner = before[(before > 0) & (before < starts.size)]
     if (before % n_fields).any() or (
         np.count_nonzero(np.diff(inner)) + (inner.size > 0) != starts.size // n_fields - 1
     ):
         return None
-    padded = np.concatenate([text, np.zeros(int((ends - starts).max()), dtype=np.uint8)])
-    columns = [_field(padded, starts[k::n_fields], ends[k::n_fields]) for k in wanted]
-    return columns, data[starts[-1]:ends[-1]]
+    columns = [_field(chars, starts[k::n_fields], ends[k::n_fields]) for k in wanted]
+    if any(column.shape[1] > LONGEST for column in columns):
+        return None
+    return columns, bytes(text[starts[-1]:ends[-1]])
 
 
 def _field(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """The bytes ``text[starts[i]:ends[i]]`` as the rows of a matrix, padded with NUL bytes
-    (``text`` ends with at least as many padding bytes as the longest field has)."""
+    (``text`` ends with at least as many bytes as the longest field has)."""
     length = ends - starts
-    width = int(length.max())
+    width = min(int(length.max()), LONGEST + 1)  # longer: refused
     rows: np.ndarray = sliding_window_view(text, width)[starts]
     rows *= np.arange(width) < length[:, None]
     return rows
@@ -220,7 +234,8 @@ def _decimals(chars: np.ndarray) -> np.ndarray:
         digit = column - np.uint8(ord("0"))
         is_digit = digit < 10
         with np.errstate(over="ignore"):  # over 308 digits: inf, and the row is not simple
-            mantissa = np.where(is_digit, mantissa * 10 + digit, mantissa)
+            np.multiply(mantissa, 10, out=mantissa, where=is_digit)
+        np.add(mantissa, digit, out=mantissa, where=is_digit)
         n_digits += is_digit
         after += is_digit & point
         point |= column == ord(".")
