@@ -148,10 +148,12 @@ def test_large_files_are_read_by_pyarrow(tmp_path, monkeypatch):
     assert calls == []
 
 
-def matrix(texts):
-    """The rows of bytes that small_files makes of a file's fields."""
-    width = max(map(len, texts))
-    return np.array([list(t.ljust(width, b"\0")) for t in texts], dtype=np.uint8)
+def fields(texts):
+    """The bytes of a file with the fields ``texts`` (one space between them), and where each
+    starts and ends, as small_files finds them."""
+    starts = np.cumsum([1] + [len(t) + 1 for t in texts[:-1]])
+    text = b"\0" + b" ".join(texts) + b"\0" * sf.LONGEST
+    return np.frombuffer(text, dtype=np.uint8), starts, starts + [len(t) for t in texts]
 
 
 NUMBERS = st.one_of(
@@ -169,24 +171,30 @@ def test_decimals_are_read_as_python_float_reads_them(texts):
         expected = np.array([float(t) for t in texts])
     except ValueError:
         with pytest.raises(ValueError):
-            sf._decimals(matrix([t.encode() for t in texts]))
+            sf._decimals(*fields([t.encode() for t in texts]))
         return
-    found = sf._decimals(matrix([t.encode() for t in texts]))
+    found = sf._decimals(*fields([t.encode() for t in texts]))
     assert found.view(np.uint64).tolist() == expected.view(np.uint64).tolist()  # -0.0 too
 
 
 def test_decimals_by_hand():
-    found = sf._decimals(matrix([b"0.1", b"-0.000", b"123456789012345", b"1e-3", b"5.",
-                                 b"9" * 400, b"0." + b"0" * 400 + b"1"]))
+    found = sf._decimals(*fields([b"0.1", b"-0.000", b"123456789012345", b"1e-3", b"5.",
+                                  b"9" * 400, b"0." + b"0" * 400 + b"1"]))
     assert found.tolist() == [0.1, -0.0, 123456789012345.0, 0.001, 5.0, math.inf, 0.0]
     assert math.copysign(1, found[1]) == -1
 
 
 def test_identifiers_in_byte_order_of_any_length():
-    names, codes = sf._encode(matrix([b"b", b"10", b"2", "é".encode(), b"b", b"abcdefghij"]))
-    assert names.tolist() == [b"10", b"2", b"abcdefghij", b"b", "é".encode()]
-    assert codes.tolist() == [3, 0, 1, 4, 3, 2]
-    names, codes = sf._encode(matrix([b"q2", b"q2", b"q2", b"q10", b"q10", b"q2"]))
+    ids = [b"b", b"10", b"2", "é".encode(), b"b", b"abcdefgh", b"abcdefg"]
+    names, codes = sf._encode(sf._keys(*fields(ids)))
+    assert names.tolist() == [b"10", b"2", b"abcdefg", b"abcdefgh", b"b", "é".encode()]
+    assert codes.tolist() == [4, 0, 1, 5, 4, 3, 2]
+    longer = sf._keys(*fields([b"abcdefghi", b"b"]))  # over 8 bytes: as bytes
+    names, codes = sf._encode(sf._joined(sf._keys(*fields(ids)), longer))
+    assert names.tolist() == [b"10", b"2", b"abcdefg", b"abcdefgh", b"abcdefghi", b"b",
+                              "é".encode()]
+    assert codes.tolist() == [5, 0, 1, 6, 5, 3, 2, 4, 5]
+    names, codes = sf._encode(sf._keys(*fields([b"q2", b"q2", b"q2", b"q10", b"q10", b"q2"])))
     assert names.tolist() == [b"q10", b"q2"] and codes.tolist() == [1, 1, 1, 0, 0, 1]
 
 

@@ -18,6 +18,7 @@ of an error: the values and messages are those of the files read by pyarrow eith
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
@@ -40,8 +41,8 @@ SMALL = 8 << 20
 LONGEST = 1024
 """The longest field (in bytes) that :func:`join_files` reads."""
 
-_FIELD_BYTE = bytes(0 if byte in b" \t\n\v\f\r\0" else 1 for byte in range(256))
-"""1 for a byte that belongs to a field, 0 for whitespace (C's ``isspace``) and NUL."""
+_SPACE_BYTE = bytes(byte in b" \t\n\v\f\r\0" for byte in range(256))
+"""1 for whitespace (C's ``isspace``) and NUL, 0 for a byte of a field."""
 
 def evaluate_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str],
                    measures: Sequence[str] = ("official",), *, zscores: ZScores | None = None,
@@ -103,25 +104,24 @@ def join_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str]) -> Jo
     ranked = _columns(run, 6, (0, 2, 4))
     if judged is None or ranked is None:
         return None
-    (judged_qid, judged_docno, judged_rel), _ = judged
-    (run_qid, run_docno, run_score), tag = ranked
-    try:
-        rel = _as_bytes(judged_rel).astype(np.int64)
-        score = _decimals(run_score)
+    (judged_text, (judged_qid, judged_docno, judged_rel), _) = judged
+    (run_text, (run_qid, run_docno, run_score), tag) = ranked
+    try:  # ValueError: a number Python does not read, a field longer than LONGEST
+        rel = _as_bytes(_field(judged_text, *judged_rel)).astype(np.int64)
+        score = _decimals(run_text, *run_score)
+        qids, query = _encode(_keys(judged_text, *judged_qid))
+        run_qids, run_query = _encode(_keys(run_text, *run_qid))
+        # documents of both files in one code space, in byte order
+        docnos, doc = _encode(_joined(_keys(judged_text, *judged_docno),
+                                      _keys(run_text, *run_docno)))
     except (ValueError, OverflowError):
         return None
     if np.isnan(score).any():
         return None
-    qids, query = _encode(judged_qid)
-    # documents of both files in one code space, in byte order
-    width = max(judged_docno.shape[1], run_docno.shape[1])
-    docnos, doc = _encode(np.concatenate([_widened(judged_docno, width),
-                                          _widened(run_docno, width)]))
     judged_doc, run_doc = doc[: rel.size], doc[rel.size:]
     qrels_key = query * np.int64(docnos.size) + judged_doc
     order = np.argsort(qrels_key, kind="stable")
     qrels_key = qrels_key[order]
-    run_qids, run_query = _encode(run_qid)
     run_key = np.sort(run_query * np.int64(docnos.size) + run_doc)
     if (qrels_key[1:] == qrels_key[:-1]).any() or (run_key[1:] == run_key[:-1]).any():
         return None  # a document twice for a query: trec_files names the line
@@ -136,60 +136,103 @@ def join_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str]) -> Jo
                   qids, query, rel, tag.decode("utf-8", "replace"), str(run), str(qrels))
 
 
+Field = tuple[np.ndarray, np.ndarray]
+"""Where a field of every line starts and ends in the bytes of its file."""
+
+
 def _columns(path: str | os.PathLike[str], n_fields: int,
-             wanted: tuple[int, ...]) -> tuple[list[np.ndarray], bytes] | None:
-    """The fields ``wanted`` (column numbers) of a TREC file, each column as a matrix of bytes
-    (one row per line, shorter fields padded with NUL bytes), and the last field of the last
-    line; None if a line (blank lines aside) has another number of fields than ``n_fields``, a
-    field is longer than :data:`LONGEST`, or the file is empty, holds a NUL byte, starts with a
-    byte order mark or cannot be read."""
+             wanted: tuple[int, ...]) -> tuple[np.ndarray, list[Field], bytes] | None:
+    """The bytes of a TREC file (between NUL bytes, :data:`LONGEST` of them after it), the
+    fields ``wanted`` (column numbers) of its lines, and the last field of the last line; None
+    if a line (blank lines aside) has another number of fields than ``n_fields``, a field
+    wanted is longer than :data:`LONGEST`, or the file is empty, holds a NUL byte, starts with
+    a byte order mark or cannot be read.
+
+    A megabyte of new memory costs about as much time as a pass over it, so the passes over
+    the file's bytes make few arrays of that size.
+    """
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
-            text = bytearray(size + 1 + LONGEST)  # NUL bytes around the file's bytes
+            text = bytearray(size + 1 + LONGEST)
             if file.readinto(memoryview(text)[1:size + 1]) != size or file.read(1):
                 return None  # the file changed while read
     except OSError:
         return None
-    if text.find(b"\0", 1, size + 1) >= 0 or text.startswith(b"\xef\xbb\xbf", 1):
+    if size == 0 or text.find(b"\0", 1, size + 1) >= 0 or text.startswith(b"\xef\xbb\xbf", 1):
         return None
-    # fields start where whitespace (or the NUL padding) ends, and end where it starts; a
-    # megabyte of new memory costs about as much as reading it, so the masks share one array
-    in_field = np.frombuffer(text.translate(_FIELD_BYTE), dtype=bool)
-    mask = np.zeros(in_field.size, dtype=bool)
-    np.not_equal(in_field[1:], in_field[:-1], out=mask[1:])
+    chars = np.frombuffer(text, dtype=np.uint8)
+    # whitespace (C's isspace) between the fields; NUL (the padding) as whitespace too
+    space = text.translate(_SPACE_BYTE)
+    bounds = _one_space(chars, space, size, n_fields) or _any_space(chars, space, n_fields)
+    del space
+    if bounds is None:
+        return None
+    starts, ends = bounds(n_fields - 1)
+    return chars, [bounds(k) for k in wanted], bytes(text[starts[-1]:ends[-1]])
+
+
+Bounds = Callable[[int], tuple[np.ndarray, np.ndarray]]
+"""Where field ``k`` (the argument) of every line starts and ends."""
+
+
+def _one_space(chars: np.ndarray, space: bytearray, size: int, n_fields: int) -> Bounds | None:
+    """The fields of a file whose lines end with a line end and have ``n_fields`` fields, one
+    whitespace byte between two (the common file: a pass over the separators only); None for
+    any other file. ``space``: 1 for each whitespace byte of ``chars``, else 0."""
+    if space.find(b"\1\1", 1, size + 1) >= 0:
+        return None  # two whitespace bytes in a row
+    # the first separator: the NUL byte before the file
+    separators = np.flatnonzero(np.frombuffer(space, dtype=bool, count=size + 1))
+    if (separators.size - 1) % n_fields or separators.size == 1 or separators[-1] != size:
+        return None
+    newline = chars[separators] == ord("\n")
+    if not newline[n_fields::n_fields].all() or np.count_nonzero(newline) * n_fields != (
+        separators.size - 1
+    ):
+        return None
+    # field k of a line: after separator k of the line (0: the line end before it), up to
+    # separator k + 1
+    return lambda k: (separators[k:-1:n_fields] + 1, separators[k + 1::n_fields])
+
+
+def _any_space(chars: np.ndarray, spaces: bytearray, n_fields: int) -> Bounds | None:
+    """The fields of a file whose lines (blank lines aside) have ``n_fields`` fields between
+    any whitespace; None for another file. ``spaces``: as for :func:`_one_space`."""
+    space = np.frombuffer(spaces, dtype=bool)
+    mask = np.zeros(space.size, dtype=bool)
+    np.not_equal(space[1:], space[:-1], out=mask[1:])  # fields start and end where it changes
     edges = np.flatnonzero(mask)
     starts, ends = edges[0::2], edges[1::2]
     if starts.size == 0 or starts.size % n_fields:
         return None
     # each group of n_fields fields is one line: the fields before every line end are a
     # multiple of n_fields, and every multiple between the first and the last field is
-    chars = np.frombuffer(text, dtype=np.uint8)
     before = np.searchsorted(starts, np.flatnonzero(np.equal(chars, ord("\n"), out=mask)))
     inner = before[(before > 0) & (before < starts.size)]
     if (before % n_fields).any() or (
         np.count_nonzero(np.diff(inner)) + (inner.size > 0) != starts.size // n_fields - 1
     ):
         return None
-    columns = [_field(chars, starts[k::n_fields], ends[k::n_fields]) for k in wanted]
-    if any(column.shape[1] > LONGEST for column in columns):
-        return None
-    return columns, bytes(text[starts[-1]:ends[-1]])
+    return lambda k: (starts[k::n_fields], ends[k::n_fields])
 
 
 def _field(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The bytes ``text[starts[i]:ends[i]]`` as the rows of a matrix, padded with NUL bytes
-    (``text`` ends with at least as many bytes as the longest field has)."""
+    """The bytes ``text[starts[i]:ends[i]]`` as the rows of a matrix, padded with NUL bytes."""
     length = ends - starts
-    width = min(int(length.max()), LONGEST + 1)  # longer: refused
+    width = _width(length)
     rows: np.ndarray = sliding_window_view(text, width)[starts]
     rows *= np.arange(width) < length[:, None]
     return rows
 
 
-def _widened(chars: np.ndarray, width: int) -> np.ndarray:
-    """``chars`` padded with NUL bytes to ``width`` columns."""
-    return np.pad(chars, ((0, 0), (0, width - chars.shape[1])))
+def _width(length: np.ndarray) -> int:
+    """The longest of the fields of lengths ``length``; :class:`ValueError` if it is longer
+    than :data:`LONGEST` (the bytes after the file)."""
+    width = int(length.max())
+    if width > LONGEST:
+        raise ValueError(f"a field of {width} bytes")
+    return width
 
 
 def _as_bytes(chars: np.ndarray) -> np.ndarray:
@@ -198,54 +241,78 @@ def _as_bytes(chars: np.ndarray) -> np.ndarray:
     return result
 
 
-def _encode(chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of a matrix of bytes in byte order (a NumPy bytes array) and the code
-    of every row. Rows of up to 8 bytes are sorted as big-endian 64-bit integers (the same
-    order); a block of equal rows (the query ids of a file) is sorted once."""
-    keys = _widened(chars, 8).view(">u8").ravel() if chars.shape[1] <= 8 else _as_bytes(chars)
+def _keys(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Keys of the identifiers ``text[starts[i]:ends[i]]`` in their byte order: fields of up to
+    8 bytes as 64-bit integers (the bytes big-endian, NUL-padded: integer order is byte order),
+    longer ones as a NumPy bytes array."""
+    length = ends - starts
+    if length.max() > 8:
+        return _as_bytes(_field(text, starts, ends))
+    # the 8 bytes from each start, the field's kept
+    keys = sliding_window_view(text, 8)[starts].view(">u8").ravel().astype(np.uint64)
+    cut = (8 - length).astype(np.uint64) * np.uint64(8)
+    result: np.ndarray = (keys >> cut) << cut
+    return result
+
+
+def _joined(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Two arrays of :func:`_keys` one after the other (as bytes if either is)."""
+    if first.dtype.kind == second.dtype.kind:
+        return np.concatenate([first, second])
+    return np.concatenate([_names(first), _names(second)])
+
+
+def _names(keys: np.ndarray) -> np.ndarray:
+    """The identifiers of :func:`_keys` as a NumPy bytes array."""
+    return keys.astype(">u8").view("S8") if keys.dtype.kind == "u" else keys
+
+
+def _encode(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct identifiers of :func:`_keys` in byte order (a NumPy bytes array) and the
+    code of each; a block of equal keys (the query ids of a file) is sorted once."""
     heads = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     if heads.size < keys.size // 2:
         distinct, code = np.unique(keys[heads], return_inverse=True)
         code = np.repeat(code, np.diff(np.r_[heads, keys.size]))
     else:
         distinct, code = np.unique(keys, return_inverse=True)
-    names = distinct.view("S8") if distinct.dtype.kind == "u" else distinct
-    return names, code
+    return _names(distinct), code
 
 
 POWERS = 10.0 ** np.arange(16)
 """10 ** k as doubles (exact), for the decimals of :func:`_decimals`."""
 
 
-def _decimals(chars: np.ndarray) -> np.ndarray:
-    """The numbers written in the rows of a matrix of bytes, as Python's ``float`` reads them
+def _decimals(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The numbers ``text[starts[i]:ends[i]]``, as Python's ``float`` reads them
     (:class:`ValueError` for one it refuses).
 
-    A row ``[-]digits[.digits]`` of at most 15 digits is :math:`\\pm m / 10^f` (``m`` its
+    A number ``[-]digits[.digits]`` of at most 15 digits is :math:`\\pm m / 10^f` (``m`` its
     digits as an integer, ``f`` those after the point): both are exact doubles, so the one
     division, rounded as IEEE 754 rounds it, gives the double nearest to the decimal, as
-    ``float`` does. Other rows (an exponent, more digits, ``inf``) are read by ``float``.
+    ``float`` does. Other numbers (an exponent, more digits, ``inf``) are read by ``float``.
     """
-    n_digits = np.zeros(chars.shape[0], dtype=np.int64)
+    length = (ends - starts).astype(np.int16)  # small arrays: new memory costs time
+    n_digits = np.zeros(starts.size, dtype=np.int16)
+    n_points = np.zeros_like(n_digits)
     after = np.zeros_like(n_digits)  # digits after the point
-    point = np.zeros(chars.shape[0], dtype=bool)  # the point was seen
-    mantissa = np.zeros(chars.shape[0])  # exact: below 10 ** 15 < 2 ** 53
-    for column in np.ascontiguousarray(chars.T):  # digit by digit, all rows at once
+    mantissa = np.zeros(starts.size)  # exact: below 10 ** 15 < 2 ** 53
+    rows = sliding_window_view(text, _width(length))[starts]
+    for k, column in enumerate(np.ascontiguousarray(rows.T)):  # digit by digit, all at once
         digit = column - np.uint8(ord("0"))
-        is_digit = digit < 10
+        is_digit = (digit < 10) & (k < length)
         with np.errstate(over="ignore"):  # over 308 digits: inf, and the row is not simple
             np.multiply(mantissa, 10, out=mantissa, where=is_digit)
         np.add(mantissa, digit, out=mantissa, where=is_digit)
         n_digits += is_digit
-        after += is_digit & point
-        point |= column == ord(".")
-    negative = chars[:, 0] == ord("-")
-    n_points = np.count_nonzero(chars == ord("."), axis=1)
-    simple = ((n_digits + n_points + negative == np.count_nonzero(chars, axis=1))
-              & (n_points <= 1) & (n_digits > 0) & (n_digits <= 15))
-    value = mantissa / POWERS[np.minimum(after, 15)]
-    value = np.where(negative, -value, value)
+        after += is_digit & (n_points > 0)
+        n_points += (column == ord(".")) & (k < length)
+    negative = rows[:, 0] == ord("-")
+    simple = ((n_digits + n_points + negative == length) & (n_points <= 1) & (n_digits > 0)
+              & (n_digits <= 15))
+    value = np.divide(mantissa, POWERS[np.minimum(after, 15)], out=mantissa)
+    np.negative(value, out=value, where=negative)
     other = np.flatnonzero(~simple)
     if other.size:
-        value[other] = _as_bytes(chars[other]).astype(np.float64)
+        value[other] = _as_bytes(_field(text, starts[other], ends[other])).astype(np.float64)
     return value
