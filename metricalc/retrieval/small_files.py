@@ -310,9 +310,9 @@ def _decimals(text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
     negative = rows[:, 0] == ord("-")
     simple = ((n_digits + n_points + negative == length) & (n_points <= 1) & (n_digits > 0)
               & (n_digits <= 15))
-    value = np.divide(mantissa, POWERS[np.minimum(after, 15)], out=mantissa)
-    np.negative(value, out=value, where=negative)
+    np.divide(mantissa, POWERS[np.minimum(after, 15)], out=mantissa)
+    np.negative(mantissa, out=mantissa, where=negative)
     other = np.flatnonzero(~simple)
     if other.size:
-        value[other] = _as_bytes(_field(text, starts[other], ends[other])).astype(np.float64)
-    return value
+        mantissa[other] = _as_bytes(_field(text, starts[other], ends[other])).astype(np.float64)
+    return mantissa

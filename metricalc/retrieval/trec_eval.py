@@ -30,10 +30,10 @@ from metricalc.errors import InvalidInputError
 from metricalc.retrieval import extra_measures as xm
 from metricalc.retrieval import gain_measures as gm
 from metricalc.retrieval import measures as m
-from metricalc.retrieval.ir_names import IrSpec, parse_ir_name
 from metricalc.retrieval.ranking import Joined, Ranked, join_run, rank_joined
 
-if TYPE_CHECKING:  # pyarrow's types: loaded by the callers that read files with it
+if TYPE_CHECKING:
+    from metricalc.retrieval.ir_names import IrSpec
     from metricalc.retrieval.trec_files import Qrels, Run
     from metricalc.retrieval.zscores import ZScores
 
@@ -191,7 +191,11 @@ def parse_measures(specs: Iterable[str], *, families: Mapping[str, Family] = FAM
         trec_name = spec.strip().partition(".")[0]
         standard = families is FAMILIES
         known = trec_name in families or trec_name in nicknames
-        ir_specs = None if known or not standard else parse_ir_name(spec.strip())
+        ir_specs = None
+        if not known and standard:  # imported for such names only: start-up time
+            from metricalc.retrieval.ir_names import parse_ir_name
+
+            ir_specs = parse_ir_name(spec.strip())
         if ir_specs is not None:
             for ir in ir_specs:
                 asked[f"{ir.family}\t{ir.alias}"] = _ir_measure(ir, spec)
