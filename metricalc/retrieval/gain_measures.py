@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from metricalc.retrieval.measures import num_rel_ret, precision_sums, segment_sum
+from metricalc.retrieval.measures import num_rel_ret, once_per_ranked, precision_sums, segment_sum
 from metricalc.retrieval.ranking import NOT_IN_POOL, UNJUDGED, Ranked
 
 __all__ = [
@@ -105,6 +105,40 @@ def cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     return result
 
 
+def _running(values: np.ndarray, ranked: Ranked, integers: bool) -> np.ndarray:
+    """:func:`cumsum_within` of ``values`` over the queries of ``ranked``; when the values are
+    integers, one running sum over all positions less the one before each query: exact too,
+    and cheaper."""
+    if not integers:
+        return cumsum_within(values, ranked.start)
+    total = np.cumsum(values, dtype=np.float64)
+    before = np.r_[0.0, total][ranked.start[:-1]]
+    result: np.ndarray = total - np.repeat(before, ranked.num_ret)
+    return result
+
+
+def _integers(ranked: Ranked, gains: Gains = ()) -> bool:
+    """Whether the relevance indicators and gains of ``ranked`` are integers (not the
+    expectations of ``ties="expected"``, no custom gains)."""
+    return ranked.tie_groups is None and not gains
+
+
+@once_per_ranked
+def _running_dcg(ranked: Ranked) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_dcgs` with the qrels values as gains, which ``ndcg_rel`` and ``Rndcg`` both
+    read."""
+    return _dcgs(ranked, ())
+
+
+def _dcgs(ranked: Ranked, gains: Gains) -> tuple[np.ndarray, np.ndarray]:
+    """The running DCG of every position and the running ideal DCG of every ideal position."""
+    g = _position_gains(ranked, gains)
+    ideal, ideal_start = _ideal(ranked, gains)
+    dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
+    idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
+    return dcg, idcg
+
+
 def rank_within(start: np.ndarray) -> np.ndarray:
     """The 1-based rank of every position inside its segment ``start[q]:start[q + 1]``."""
     rank: np.ndarray = np.arange(start[-1]) - np.repeat(start[:-1], np.diff(start)) + 1
@@ -136,10 +170,9 @@ def ndcg_rel(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     DCG_n / IDCG_{R^+}\big)` with :math:`m` the retrieved documents of positive gain (0 if the
     sum is not positive)."""
     g = _position_gains(ranked, gains)
-    ideal, ideal_start = _ideal(ranked, gains)
+    ideal_start = _ideal(ranked, gains)[1]
     n_ideal = np.diff(ideal_start)
-    dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
-    idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
+    dcg, idcg = _running_dcg(ranked) if not gains else _dcgs(ranked, gains)
     q = ranked.query
     at_ideal = _at(idcg, ideal_start[q], np.minimum(ranked.rank, n_ideal[q]))
     positive = g > 0
@@ -158,12 +191,10 @@ def rndcg(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     :math:`n > R^+ + 1` (trec_eval's loop, as written, records no point at :math:`n = R^+ + 1`):
     the mean of :math:`DCG_b / IDCG_b` over them (0 if :math:`R = 0` or there is no such
     rank)."""
-    g = _position_gains(ranked, gains)
     ideal, ideal_start = _ideal(ranked, gains)
     n_ideal = np.diff(ideal_start)
     n_q = len(ranked.qids)
-    dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
-    idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
+    dcg, idcg = _running_dcg(ranked) if not gains else _dcgs(ranked, gains)
     ideal_q = np.repeat(np.arange(n_q), n_ideal)
     last_of_value = np.r_[ideal[1:] != ideal[:-1], True]
     last_of_query = np.r_[ideal_q[1:] != ideal_q[:-1], True]
@@ -198,8 +229,8 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     inside = rank <= n_ideal[q]
     ideal_here = _at(ideal, ideal_start[q], np.where(inside, rank, 0))
     cost = np.where(ideal_here >= 1.0, ideal_here, 1.0)
-    spent = cumsum_within(cost, ranked.start)
-    got = cumsum_within(g, ranked.start)
+    spent = _running(cost, ranked, _integers(ranked, gains))
+    got = _running(g, ranked, _integers(ranked, gains))
     nonzero = g != 0
     terms = np.zeros_like(g)
     terms[nonzero] = g[nonzero] / np.log2(2.0 + spent[nonzero] - got[nonzero])
@@ -211,7 +242,7 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
 def bin_g(ranked: Ranked) -> np.ndarray:
     r"""``binG``: :math:`\frac{1}{R} \sum_{i \le n,\, h_i = 1} 1 / \log_2(2 + i - H_i)`, each
     relevant document discounted by the non-relevant ones above it."""
-    found = cumsum_within(ranked.hit, ranked.start)
+    found = _running(ranked.hit, ranked, _integers(ranked))
     terms = np.where(ranked.hit > 0, 1.0 / np.log2(2.0 + ranked.rank - found), 0.0)
     total = segment_sum(terms, ranked.start)
     return safe_divide(total, ranked.num_rel, ranked.num_rel > 0)
@@ -226,16 +257,21 @@ def infap(ranked: Ranked) -> np.ndarray:
     divided by :math:`R` (:math:`\epsilon` = :data:`INFAP_EPSILON`)."""
     code = ranked.code
     rel = (ranked.hit > 0) & (code >= 0)
-    nonrel = (code >= 0) & ~rel
-    unjudged = code == UNJUDGED
-    before = [cumsum_within(x.astype(np.float64), ranked.start) - x
-              for x in (rel, nonrel, unjudged)]
-    r, m, u = before
-    fj = ranked.rank - 1.0
+    judged = code >= 0
+    # counts above each relevant document (the others add nothing)
+    at = np.flatnonzero(rel)
+    r, judged_before, pooled_before = (
+        (_running(x, ranked, _integers(ranked)) - x)[at]
+        for x in (rel.astype(np.float64), judged.astype(np.float64),
+                  (judged | (code == UNJUDGED)).astype(np.float64))
+    )
+    m, u = judged_before - r, pooled_before - judged_before
+    fj = ranked.rank[at] - 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         later = (1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((r + m + u) / fj)
                  * ((r + INFAP_EPSILON) / (r + m + 2 * INFAP_EPSILON)))
-    terms = np.where(rel, np.where(fj == 0, 1.0, later), 0.0)
+    terms = np.zeros(code.size)
+    terms[at] = np.where(fj == 0, 1.0, later)
     total = segment_sum(terms, ranked.start)
     return safe_divide(total, ranked.num_rel, ranked.num_rel > 0)
 
