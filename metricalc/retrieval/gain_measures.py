@@ -35,6 +35,7 @@ __all__ = [
     "rank_within",
     "relstring",
     "rndcg",
+    "running_at",
     "safe_divide",
     "utility",
     "yaap",
@@ -105,15 +106,15 @@ def cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     return result
 
 
-def _running(values: np.ndarray, ranked: Ranked, integers: bool) -> np.ndarray:
-    """:func:`cumsum_within` of ``values`` over the queries of ``ranked``; when the values are
-    integers, one running sum over all positions less the one before each query: exact too,
-    and cheaper."""
+def running_at(values: np.ndarray, ranked: Ranked, at: np.ndarray, integers: bool) -> np.ndarray:
+    """:func:`cumsum_within` of ``values`` over the queries of ``ranked``, at the positions
+    ``at``; when the values are integers, from one running sum over all positions less the one
+    before each query: exact too, and cheaper."""
     if not integers:
-        return cumsum_within(values, ranked.start)
+        return cumsum_within(values, ranked.start)[at]
     total = np.cumsum(values, dtype=np.float64)
     before = np.r_[0.0, total][ranked.start[:-1]]
-    result: np.ndarray = total - np.repeat(before, ranked.num_ret)
+    result: np.ndarray = total[at] - before[ranked.query[at]]
     return result
 
 
@@ -229,11 +230,11 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     inside = rank <= n_ideal[q]
     ideal_here = _at(ideal, ideal_start[q], np.where(inside, rank, 0))
     cost = np.where(ideal_here >= 1.0, ideal_here, 1.0)
-    spent = _running(cost, ranked, _integers(ranked, gains))
-    got = _running(g, ranked, _integers(ranked, gains))
-    nonzero = g != 0
+    nonzero = np.flatnonzero(g != 0)
+    spent = running_at(cost, ranked, nonzero, _integers(ranked, gains))
+    got = running_at(g, ranked, nonzero, _integers(ranked, gains))
     terms = np.zeros_like(g)
-    terms[nonzero] = g[nonzero] / np.log2(2.0 + spent[nonzero] - got[nonzero])
+    terms[nonzero] = g[nonzero] / np.log2(2.0 + spent - got)
     total = segment_sum(ideal, ideal_start)
     found = segment_sum(terms, ranked.start)
     return safe_divide(found, total, total > 0)
@@ -242,8 +243,10 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
 def bin_g(ranked: Ranked) -> np.ndarray:
     r"""``binG``: :math:`\frac{1}{R} \sum_{i \le n,\, h_i = 1} 1 / \log_2(2 + i - H_i)`, each
     relevant document discounted by the non-relevant ones above it."""
-    found = _running(ranked.hit, ranked, _integers(ranked))
-    terms = np.where(ranked.hit > 0, 1.0 / np.log2(2.0 + ranked.rank - found), 0.0)
+    at = np.flatnonzero(ranked.hit > 0)
+    found = running_at(ranked.hit, ranked, at, _integers(ranked))
+    terms = np.zeros(ranked.hit.size)
+    terms[at] = 1.0 / np.log2(2.0 + ranked.rank[at] - found)
     total = segment_sum(terms, ranked.start)
     return safe_divide(total, ranked.num_rel, ranked.num_rel > 0)
 
@@ -261,9 +264,8 @@ def infap(ranked: Ranked) -> np.ndarray:
     # counts above each relevant document (the others add nothing)
     at = np.flatnonzero(rel)
     r, judged_before, pooled_before = (
-        (_running(x, ranked, _integers(ranked)) - x)[at]
-        for x in (rel.astype(np.float64), judged.astype(np.float64),
-                  (judged | (code == UNJUDGED)).astype(np.float64))
+        running_at(x, ranked, at, _integers(ranked)) - 1.0  # less the document itself
+        for x in (rel, judged, judged | (code == UNJUDGED))
     )
     m, u = judged_before - r, pooled_before - judged_before
     fj = ranked.rank[at] - 1.0

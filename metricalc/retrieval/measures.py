@@ -373,12 +373,14 @@ def _bpref_terms(ranked: Ranked) -> np.ndarray:
     """Per position, the term of :func:`bpref` (0 unless a judged relevant document)."""
     judged = (ranked.code != NOT_IN_POOL) & (ranked.code != UNJUDGED)
     nonrel = judged & (ranked.hit == 0)
-    above = _Prefix(ranked, nonrel.astype(np.float64)).within()  # includes the position itself,
-    q = ranked.query                                               # which is relevant: no change
+    at = np.flatnonzero(judged & (ranked.hit > 0))  # the other terms are 0
+    prefix = _Prefix(ranked, nonrel.astype(np.float64))
+    q = ranked.query[at]
+    above = prefix.total[at + 1] - prefix.total[ranked.start[q]]  # judged non-relevant above
     R = ranked.num_rel[q].astype(np.float64)
     N = ranked.num_nonrel[q].astype(np.float64)
-    term = np.where(above > 0, 1.0 - _ratio(np.minimum(above, R), np.minimum(N, R)), 1.0)
-    terms: np.ndarray = np.where(judged & (ranked.hit > 0), term, 0.0)
+    terms = np.zeros(ranked.code.size)
+    terms[at] = np.where(above > 0, 1.0 - _ratio(np.minimum(above, R), np.minimum(N, R)), 1.0)
     return terms
 
 
