@@ -93,6 +93,10 @@ def cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     # the segments as the rows of a padded matrix: np.cumsum along a row adds in order, as the
     # loop does; zeros after a segment's end change nothing before it
     rows, width = lengths.size, int(lengths.max(initial=0))
+    if (lengths == width).all():  # no padding: the values are that matrix
+        result_rows: np.ndarray = np.cumsum(values.reshape(rows, width), axis=1,
+                                            dtype=np.float64)
+        return result_rows.reshape(-1)
     column = np.arange(values.size) - np.repeat(start[:-1], lengths)
     row = np.repeat(np.arange(rows), lengths)
     result = np.empty(values.size, dtype=np.float64)
@@ -111,7 +115,8 @@ def running_at(values: np.ndarray, ranked: Ranked, at: np.ndarray, integers: boo
     ``at``; when the values are integers, from one running sum over all positions less the one
     before each query: exact too, and cheaper."""
     if not integers:
-        return cumsum_within(values, ranked.start)[at]
+        within: np.ndarray = cumsum_within(values, ranked.start)[at]
+        return within
     total = np.cumsum(values, dtype=np.float64)
     before = np.r_[0.0, total][ranked.start[:-1]]
     result: np.ndarray = total[at] - before[ranked.query[at]]
@@ -174,12 +179,13 @@ def ndcg_rel(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     ideal_start = _ideal(ranked, gains)[1]
     n_ideal = np.diff(ideal_start)
     dcg, idcg = _running_dcg(ranked) if not gains else _dcgs(ranked, gains)
-    q = ranked.query
-    at_ideal = _at(idcg, ideal_start[q], np.minimum(ranked.rank, n_ideal[q]))
-    positive = g > 0
-    terms = safe_divide(dcg, at_ideal, positive & (at_ideal > 0))
+    positive = np.flatnonzero(g > 0)  # the other terms are 0
+    q = ranked.query[positive]
+    at_ideal = _at(idcg, ideal_start[q], np.minimum(ranked.rank[positive], n_ideal[q]))
+    terms = np.zeros(g.size)
+    terms[positive] = safe_divide(dcg[positive], at_ideal, at_ideal > 0)
     total = segment_sum(terms, ranked.start)
-    found = np.bincount(q[positive], minlength=len(ranked.qids))
+    found = np.bincount(q, minlength=len(ranked.qids))
     full = _at(idcg, ideal_start[:-1], n_ideal)
     last = _at(dcg, ranked.start[:-1], ranked.num_ret)
     total = total + safe_divide((n_ideal - found) * last, full, full > 0)
@@ -224,14 +230,18 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     \max(g^*_{i'}, 1)` (:math:`g^*_{i'} = 0` past :math:`R^+`); 0 if there is no positive gain."""
     g = _position_gains(ranked, gains)
     ideal, ideal_start = _ideal(ranked, gains)
-    rank = ranked.rank
-    q = ranked.query
     n_ideal = np.diff(ideal_start)
-    inside = rank <= n_ideal[q]
-    ideal_here = _at(ideal, ideal_start[q], np.where(inside, rank, 0))
-    cost = np.where(ideal_here >= 1.0, ideal_here, 1.0)
-    nonzero = np.flatnonzero(g != 0)
-    spent = running_at(cost, ranked, nonzero, _integers(ranked, gains))
+    nonzero = np.flatnonzero(g != 0)  # the other terms are 0
+    if _integers(ranked, gains):  # ideal gains of 1 or more: C_i in closed form, exact
+        rank, q = ranked.rank[nonzero], ranked.query[nonzero]
+        k = np.minimum(rank, n_ideal[q])
+        ideal_sum = np.r_[0.0, np.cumsum(ideal)]
+        spent = ideal_sum[ideal_start[q] + k] - ideal_sum[ideal_start[q]] + (rank - k)
+    else:
+        rank, q = ranked.rank, ranked.query
+        ideal_here = _at(ideal, ideal_start[q], np.where(rank <= n_ideal[q], rank, 0))
+        cost = np.where(ideal_here >= 1.0, ideal_here, 1.0)
+        spent = cumsum_within(cost, ranked.start)[nonzero]
     got = running_at(g, ranked, nonzero, _integers(ranked, gains))
     terms = np.zeros_like(g)
     terms[nonzero] = g[nonzero] / np.log2(2.0 + spent - got)
