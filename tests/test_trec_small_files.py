@@ -208,3 +208,21 @@ def test_a_small_run_from_the_shell_loads_no_pyarrow(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize("sep", [" ", "  "])
+def test_read_qrels_with_numpy_gives_the_judgments_read_by_pyarrow(tmp_path, monkeypatch, sep):
+    from metricalc.retrieval import trec_files
+
+    qrels, _ = write_collection(tmp_path, 6, sep=sep, long_ids=True)
+
+    def judgments(read):
+        return sorted(zip(read.qids.take(read.qid.tolist()).to_pylist(),
+                          read.docnos.take(read.doc.tolist()).to_pylist(), read.rel.tolist(),
+                          strict=True))
+
+    ours = read_qrels(qrels)
+    assert sf.judgments(qrels) is not None and ours.qids.to_pylist() == sorted(
+        ours.qids.to_pylist())
+    monkeypatch.setattr(trec_files, "SMALL", 0)  # pyarrow's CSV reader
+    assert judgments(ours) == judgments(read_qrels(qrels))

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from metricalc.retrieval.querycube import EvalOptions
     from metricalc.retrieval.zscores import ZScores
 
-__all__ = ["SMALL", "evaluate_files", "join_files"]
+__all__ = ["SMALL", "evaluate_files", "join_files", "judgments"]
 
 SMALL = 8 << 20
 """Bytes (qrels and run together) up to which :func:`evaluate_files` reads with NumPy."""
@@ -138,6 +138,37 @@ def join_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str]) -> Jo
 
 Field = tuple[np.ndarray, np.ndarray]
 """Where a field of every line starts and ends in the bytes of its file."""
+
+
+def judgments(qrels: str | os.PathLike[str]) -> tuple[np.ndarray, ...] | None:
+    """The qrels file ``qrels`` read with NumPy: its distinct query ids and its distinct
+    document numbers in byte order (NumPy bytes arrays), and the codes of both and the
+    relevance of every judgment; None if the file is not plain (module docstring) or cannot be
+    read.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from tempfile import TemporaryDirectory
+    >>> with TemporaryDirectory() as folder:
+    ...     _ = (Path(folder) / "qrels").write_text("q2 0 d9 1\\nq10 0 d1 0\\nq10 0 d9 2\\n")
+    ...     [a.tolist() for a in judgments(Path(folder) / "qrels")]
+    [[b'q10', b'q2'], [1, 0, 0], [b'd1', b'd9'], [1, 0, 1], [1, 0, 2]]
+    """
+    judged = _columns(qrels, 4, (0, 2, 3))
+    if judged is None:
+        return None
+    text, (qid, docno, value), _ = judged
+    try:  # ValueError: a number Python does not read, a field longer than LONGEST
+        rel = _as_bytes(_field(text, *value)).astype(np.int64)
+        qids, query = _encode(_keys(text, *qid))
+        docnos, doc = _encode(_keys(text, *docno))
+    except (ValueError, OverflowError):
+        return None
+    key = np.sort(query * np.int64(docnos.size) + doc)
+    if (key[1:] == key[:-1]).any():
+        return None  # a document judged twice for a query: trec_files names the line
+    return qids, query, docnos, doc, rel
 
 
 def _columns(path: str | os.PathLike[str], n_fields: int,
