@@ -13,11 +13,15 @@ separated by single spaces, scores with 6 decimals (a few ties), 8-character TRE
 from a collection of at least 200,000 documents; qrels of ~150 judgments per query (relevance -1 to
 2, a third of them drawn from the query's top 100) written as TREC-COVID writes them: ``qid 1.5
 docno rel`` with two spaces before the docno. Measures: ``map``, ``P.10``, ``ndcg_cut.10``,
-``recip_rank``, ``Rprec`` (``common``) and ``all_trec``. Each command runs ``--repeat`` times
-(default 3), the tools taking turns; the table shows the medians of the wall time and of the CPU
-time (user + system; on a machine other jobs share, the steadier figure) and the ratios
-metricalc / trec_eval and metricalc / pytrec_eval, and the ``all`` values of the common measures
-are checked to equal trec_eval's printout.
+``recip_rank``, ``Rprec`` (``common``) and ``all_trec``. Each command runs once untimed, then
+``--repeat`` times (default 3), the tools taking turns; the table shows the medians of the wall
+time and of the CPU time (user + system; on a machine other jobs share, the steadier figure) and
+the ratios metricalc / trec_eval and metricalc / pytrec_eval, and the ``all`` values of the
+common measures are checked to equal trec_eval's printout.
+
+The Python processes run as an installed package runs: with their modules' bytecode cached (in a
+temporary ``PYTHONPYCACHEPREFIX``, written by the untimed run), whatever ``PYTHONDONTWRITEBYTECODE``
+says; compiling metricalc's modules anew at every start would cost more than reading a small run.
 """
 
 from __future__ import annotations
@@ -135,18 +139,21 @@ def commands(trec_eval: Path | None, pytrec: bool, qrels: Path, run: Path,
     return found
 
 
-def timed(tools: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, float, str]]:
+def timed(tools: dict[str, list[str]], repeat: int,
+          env: dict[str, str]) -> dict[str, tuple[float, float, str]]:
     """The median wall time and median CPU time (user + system, of the process and its threads)
-    of ``repeat`` runs of each command of ``tools``, and its output; the tools take turns, so
-    that a change of the machine's load reaches all of them alike."""
+    of ``repeat`` runs of each command of ``tools`` (after one untimed run), and its output; the
+    tools take turns, so that a change of the machine's load reaches all of them alike."""
     wall: dict[str, list[float]] = {tool: [] for tool in tools}
     cpu: dict[str, list[float]] = {tool: [] for tool in tools}
     output: dict[str, str] = {}
+    for command in tools.values():
+        subprocess.run(command, capture_output=True, check=True, env=env)
     for _ in range(repeat):
         for tool, command in tools.items():
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            done = subprocess.run(command, capture_output=True, check=True, env=os.environ)
+            done = subprocess.run(command, capture_output=True, check=True, env=env)
             wall[tool].append(time.perf_counter() - start)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu[tool].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -197,6 +204,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.data or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
+        env = {name: value for name, value in os.environ.items()
+               if name != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPYCACHEPREFIX": f"{tmp}/pycache"}
         print(f"{'lines':>10} {'measures':<9} {'metricalc':>14} {'trec_eval':>14} "
               f"{'pytrec_eval':>14} {'/ trec_eval':>14} {'/ pytrec_eval':>14}")
         print(f"{'':>10} {'':<9} {'wall (cpu)':>14} {'wall (cpu)':>14} {'wall (cpu)':>14} "
@@ -206,7 +215,7 @@ def main() -> None:
             qrels, run = write_files(folder, lines)
             for name in args.measures.split(","):
                 tools = commands(trec_eval, pytrec, qrels, run, MEASURE_SETS[name])
-                results = timed(tools, args.repeat)
+                results = timed(tools, args.repeat, env)
                 print(f"{lines:>10,} {name:<9} {row(results)}", flush=True)
                 if "trec_eval" in results and name == "common":
                     theirs = all_values(results["trec_eval"][2])

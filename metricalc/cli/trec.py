@@ -1,7 +1,7 @@
 """``metricalc trec-eval QRELS RUN [RUN ...]``: one TREC run evaluated as trec_eval evaluates
 it, or several compared (their ``all`` values and paired significance tests against a baseline).
 
-Building the parser must not import :mod:`metricalc.retrieval` (pyarrow and pandas) or
+Building the parser must not import :mod:`metricalc.retrieval` (NumPy, pyarrow) or
 :mod:`metricalc.stats`, so the tie policies and tests are spelled here;
 ``tests/test_trec_eval.py`` and ``tests/test_trec_compare.py`` check that they agree with
 ``metricalc.retrieval.TIES`` and ``metricalc.stats.TESTS``.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +20,9 @@ from typing import TYPE_CHECKING
 from metricalc.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from metricalc.retrieval import Qrels, Run
+    from metricalc.retrieval import Qrels, Run, TrecEval
     from metricalc.retrieval.querycube import EvalOptions
+    from metricalc.retrieval.zscores import ZScores
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 """``metricalc.retrieval.TIES``."""
@@ -105,21 +107,33 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _trec_eval(args: argparse.Namespace) -> int:
-    from metricalc.retrieval import read_qrels, read_run
-
+    # NumPy asks Linux for transparent huge pages for arrays of 4 MB and more; where the kernel
+    # then compacts memory at a page fault (its "madvise" defrag, a common default), a run of
+    # a million lines spent up to half its time there. NumPy reads this when it loads, which
+    # the command has not done yet; one set by the user stays.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     if args.rel_format != "qrels":
         return _other_format(args)
     query = _debug_query(args.debug)
+    several = len(args.run_files) > 1
+    for flag, value in ((("-Z", args.zscores), ("-D", args.debug)) if several else
+                        (("--baseline", args.baseline), ("--latex", args.latex))):
+        if value is not None:
+            raise InvalidInputError(f"{flag} evaluates one run; give one run file" if several
+                                    else f"{flag} compares several runs; give two run files "
+                                    "or more")
+    if not several and query is None and args.cube is None:
+        from metricalc.retrieval.small_files import evaluate_files
+
+        return _print(args, evaluate_files(args.qrels, args.run_files[0],
+                                           args.measures or ["official"], **_options(args),
+                                           zscores=_zscores(args)))
+    from metricalc.retrieval import read_qrels, read_run
+
     qrels = read_qrels(args.qrels)
-    if len(args.run_files) > 1:
-        for flag, value in (("-Z", args.zscores), ("-D", args.debug)):
-            if value is not None:
-                raise InvalidInputError(f"{flag} evaluates one run; give one run file")
+    if several:
         return _compare_runs(args, qrels, {name: read_run(path) for name, path in
                                            _run_names(args.run_files).items()})
-    for flag, value in (("--baseline", args.baseline), ("--latex", args.latex)):
-        if value is not None:
-            raise InvalidInputError(f"{flag} compares several runs; give two run files or more")
     run = read_run(args.run_files[0])
     return _one_run(args, qrels, run if query is None else _only_query(run, query))
 
@@ -159,12 +173,18 @@ def _options(args: argparse.Namespace) -> EvalOptions:
             "num_docs": args.num_docs}
 
 
-def _one_run(args: argparse.Namespace, qrels: Qrels, run: Run) -> int:
-    from metricalc.retrieval import evaluate, read_zscores
+def _zscores(args: argparse.Namespace) -> ZScores | None:
+    """The z-scores of ``-Z``, if given."""
+    from metricalc.retrieval.zscores import read_zscores
 
-    zscores = None if args.zscores is None else read_zscores(args.zscores)
+    return None if args.zscores is None else read_zscores(args.zscores)
+
+
+def _one_run(args: argparse.Namespace, qrels: Qrels, run: Run) -> int:
+    from metricalc.retrieval import evaluate
+
     result = evaluate(qrels, run, args.measures or ["official"], **_options(args),
-                      zscores=zscores)
+                      zscores=_zscores(args))
     if args.cube is not None:
         from metricalc import cube as qc
         from metricalc.retrieval.querycube import retrieval_cube
@@ -172,6 +192,11 @@ def _one_run(args: argparse.Namespace, qrels: Qrels, run: Run) -> int:
         cube = retrieval_cube(qrels, {Path(args.run_files[0]).stem: run},
                               args.measures or ["official"], **_options(args))
         _output(args.cube, lambda: qc.save(cube, args.cube))
+    return _print(args, result)
+
+
+def _print(args: argparse.Namespace, result: TrecEval) -> int:
+    """The values of one run, as trec_eval prints them (or ``--json``)."""
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:

@@ -19,24 +19,57 @@ trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over a
   :mod:`~metricalc.retrieval.prefs` and :mod:`~metricalc.retrieval.prefs_classes` (preference
   counts), :mod:`~metricalc.retrieval.prefs_measures` (the ``prefs_*`` measures) and
   :mod:`~metricalc.retrieval.judgment_groups` (the ``*_avgjg`` measures);
+- :mod:`~metricalc.retrieval.small_files`: small files read with NumPy alone, and
+  :func:`evaluate_files`, a run evaluated from its file;
 - below them, :mod:`~metricalc.retrieval.order` (trec_eval's order of a run's lines) and
   :mod:`~metricalc.retrieval.writer` (TREC files written atomically).
 
 Several runs compared (paired tests per measure, the table) is a study on top of this package
 and :mod:`metricalc.stats`: :mod:`metricalc.report.trec_comparison`.
+
+Every name is imported from its module on first use (:mod:`metricalc.lazy`): the files of a
+small run are read with NumPy alone (:mod:`~metricalc.retrieval.small_files`), and importing
+pyarrow would take longer than evaluating them.
 """
 
-from metricalc.retrieval.ranking import TIES, Ranked, rank_lists, rank_run
-from metricalc.retrieval.trec_eval import (
-    ALIASES,
-    NICKNAMES,
-    TrecEval,
-    evaluate,
-    evaluate_ranked,
-    parse_measures,
-)
-from metricalc.retrieval.trec_files import Qrels, Run, read_qrels, read_run, write_qrels, write_run
-from metricalc.retrieval.zscores import read_zscores
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metricalc.lazy import lazy_getattr
+
+if TYPE_CHECKING:  # the names __getattr__ imports on first use, as static analysis sees them
+    from metricalc.retrieval.ranking import TIES, Ranked, rank_lists, rank_run
+    from metricalc.retrieval.small_files import evaluate_files
+    from metricalc.retrieval.trec_eval import (
+        ALIASES,
+        NICKNAMES,
+        TrecEval,
+        evaluate,
+        evaluate_ranked,
+        parse_measures,
+    )
+    from metricalc.retrieval.trec_files import (
+        Qrels,
+        Run,
+        read_qrels,
+        read_run,
+        write_qrels,
+        write_run,
+    )
+    from metricalc.retrieval.zscores import read_zscores
+
+_MODULES = {
+    "ranking": ("TIES", "Ranked", "rank_lists", "rank_run"),
+    "small_files": ("evaluate_files",),
+    "trec_eval": ("ALIASES", "NICKNAMES", "TrecEval", "evaluate", "evaluate_ranked",
+                  "parse_measures"),
+    "trec_files": ("Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"),
+    "zscores": ("read_zscores",),
+}
+"""The names each module of the package offers here."""
+
+_WHERE = {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "ALIASES",
@@ -47,6 +80,7 @@ __all__ = [
     "Run",
     "TrecEval",
     "evaluate",
+    "evaluate_files",
     "evaluate_ranked",
     "parse_measures",
     "rank_lists",
@@ -57,3 +91,5 @@ __all__ = [
     "write_qrels",
     "write_run",
 ]
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["from_numpy", "index_in", "to_numpy"]
+__all__ = ["from_bytes", "from_numpy", "index_in", "to_numpy"]
 
 
 def to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -42,6 +42,25 @@ def from_numpy(values: np.ndarray) -> pa.Array:
     values = np.ascontiguousarray(values)
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size,
                                  [None, pa.py_buffer(values)])
+
+
+def from_bytes(values: np.ndarray) -> pa.Array:
+    """A pyarrow binary array of the values of a NumPy bytes array (without the NUL bytes that
+    pad them, as NumPy reads them).
+
+    Examples
+    --------
+    >>> from_bytes(np.array([b"q1", b"q10", b""])).to_pylist()
+    [b'q1', b'q10', b'']
+    """
+    values = np.ascontiguousarray(values)
+    width = values.dtype.itemsize
+    length = np.strings.str_len(values).astype(np.int64)
+    chars = values.view(np.uint8).reshape(values.size, width)
+    data = chars[np.arange(width) < length[:, None]]
+    offsets = np.r_[0, np.cumsum(length)].astype(np.int32)
+    return pa.Array.from_buffers(pa.binary(), values.size,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array) -> np.ndarray:

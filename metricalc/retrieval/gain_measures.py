@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from metricalc.retrieval.measures import num_rel_ret, precision_sums, segment_sum
+from metricalc.retrieval.measures import num_rel_ret, once_per_ranked, precision_sums, segment_sum
 from metricalc.retrieval.ranking import NOT_IN_POOL, UNJUDGED, Ranked
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "rank_within",
     "relstring",
     "rndcg",
+    "running_at",
     "safe_divide",
     "utility",
     "yaap",
@@ -92,6 +93,10 @@ def cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     # the segments as the rows of a padded matrix: np.cumsum along a row adds in order, as the
     # loop does; zeros after a segment's end change nothing before it
     rows, width = lengths.size, int(lengths.max(initial=0))
+    if (lengths == width).all():  # no padding: the values are that matrix
+        result_rows: np.ndarray = np.cumsum(values.reshape(rows, width), axis=1,
+                                            dtype=np.float64)
+        return result_rows.reshape(-1)
     column = np.arange(values.size) - np.repeat(start[:-1], lengths)
     row = np.repeat(np.arange(rows), lengths)
     result = np.empty(values.size, dtype=np.float64)
@@ -103,6 +108,41 @@ def cumsum_within(values: np.ndarray, start: np.ndarray) -> np.ndarray:
         padded[row[inside] - first, column[inside]] = values[inside]
         result[inside] = np.cumsum(padded, axis=1)[row[inside] - first, column[inside]]
     return result
+
+
+def running_at(values: np.ndarray, ranked: Ranked, at: np.ndarray, integers: bool) -> np.ndarray:
+    """:func:`cumsum_within` of ``values`` over the queries of ``ranked``, at the positions
+    ``at``; when the values are integers, from one running sum over all positions less the one
+    before each query: exact too, and cheaper."""
+    if not integers:
+        within: np.ndarray = cumsum_within(values, ranked.start)[at]
+        return within
+    total = np.cumsum(values, dtype=np.float64)
+    before = np.r_[0.0, total][ranked.start[:-1]]
+    result: np.ndarray = total[at] - before[ranked.query[at]]
+    return result
+
+
+def _integers(ranked: Ranked, gains: Gains = ()) -> bool:
+    """Whether the relevance indicators and gains of ``ranked`` are integers (not the
+    expectations of ``ties="expected"``, no custom gains)."""
+    return ranked.tie_groups is None and not gains
+
+
+@once_per_ranked
+def _running_dcg(ranked: Ranked) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_dcgs` with the qrels values as gains, which ``ndcg_rel`` and ``Rndcg`` both
+    read."""
+    return _dcgs(ranked, ())
+
+
+def _dcgs(ranked: Ranked, gains: Gains) -> tuple[np.ndarray, np.ndarray]:
+    """The running DCG of every position and the running ideal DCG of every ideal position."""
+    g = _position_gains(ranked, gains)
+    ideal, ideal_start = _ideal(ranked, gains)
+    dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
+    idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
+    return dcg, idcg
 
 
 def rank_within(start: np.ndarray) -> np.ndarray:
@@ -136,16 +176,16 @@ def ndcg_rel(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     DCG_n / IDCG_{R^+}\big)` with :math:`m` the retrieved documents of positive gain (0 if the
     sum is not positive)."""
     g = _position_gains(ranked, gains)
-    ideal, ideal_start = _ideal(ranked, gains)
+    ideal_start = _ideal(ranked, gains)[1]
     n_ideal = np.diff(ideal_start)
-    dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
-    idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
-    q = ranked.query
-    at_ideal = _at(idcg, ideal_start[q], np.minimum(ranked.rank, n_ideal[q]))
-    positive = g > 0
-    terms = safe_divide(dcg, at_ideal, positive & (at_ideal > 0))
+    dcg, idcg = _running_dcg(ranked) if not gains else _dcgs(ranked, gains)
+    positive = np.flatnonzero(g > 0)  # the other terms are 0
+    q = ranked.query[positive]
+    at_ideal = _at(idcg, ideal_start[q], np.minimum(ranked.rank[positive], n_ideal[q]))
+    terms = np.zeros(g.size)
+    terms[positive] = safe_divide(dcg[positive], at_ideal, at_ideal > 0)
     total = segment_sum(terms, ranked.start)
-    found = np.bincount(q[positive], minlength=len(ranked.qids))
+    found = np.bincount(q, minlength=len(ranked.qids))
     full = _at(idcg, ideal_start[:-1], n_ideal)
     last = _at(dcg, ranked.start[:-1], ranked.num_ret)
     total = total + safe_divide((n_ideal - found) * last, full, full > 0)
@@ -158,12 +198,10 @@ def rndcg(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     :math:`n > R^+ + 1` (trec_eval's loop, as written, records no point at :math:`n = R^+ + 1`):
     the mean of :math:`DCG_b / IDCG_b` over them (0 if :math:`R = 0` or there is no such
     rank)."""
-    g = _position_gains(ranked, gains)
     ideal, ideal_start = _ideal(ranked, gains)
     n_ideal = np.diff(ideal_start)
     n_q = len(ranked.qids)
-    dcg = cumsum_within(g / np.log2(ranked.rank + 1.0), ranked.start)
-    idcg = cumsum_within(ideal / np.log2(rank_within(ideal_start) + 1.0), ideal_start)
+    dcg, idcg = _running_dcg(ranked) if not gains else _dcgs(ranked, gains)
     ideal_q = np.repeat(np.arange(n_q), n_ideal)
     last_of_value = np.r_[ideal[1:] != ideal[:-1], True]
     last_of_query = np.r_[ideal_q[1:] != ideal_q[:-1], True]
@@ -192,17 +230,21 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
     \max(g^*_{i'}, 1)` (:math:`g^*_{i'} = 0` past :math:`R^+`); 0 if there is no positive gain."""
     g = _position_gains(ranked, gains)
     ideal, ideal_start = _ideal(ranked, gains)
-    rank = ranked.rank
-    q = ranked.query
     n_ideal = np.diff(ideal_start)
-    inside = rank <= n_ideal[q]
-    ideal_here = _at(ideal, ideal_start[q], np.where(inside, rank, 0))
-    cost = np.where(ideal_here >= 1.0, ideal_here, 1.0)
-    spent = cumsum_within(cost, ranked.start)
-    got = cumsum_within(g, ranked.start)
-    nonzero = g != 0
+    nonzero = np.flatnonzero(g != 0)  # the other terms are 0
+    if _integers(ranked, gains):  # ideal gains of 1 or more: C_i in closed form, exact
+        rank, q = ranked.rank[nonzero], ranked.query[nonzero]
+        k = np.minimum(rank, n_ideal[q])
+        ideal_sum = np.r_[0.0, np.cumsum(ideal)]
+        spent = ideal_sum[ideal_start[q] + k] - ideal_sum[ideal_start[q]] + (rank - k)
+    else:
+        rank, q = ranked.rank, ranked.query
+        ideal_here = _at(ideal, ideal_start[q], np.where(rank <= n_ideal[q], rank, 0))
+        cost = np.where(ideal_here >= 1.0, ideal_here, 1.0)
+        spent = cumsum_within(cost, ranked.start)[nonzero]
+    got = running_at(g, ranked, nonzero, _integers(ranked, gains))
     terms = np.zeros_like(g)
-    terms[nonzero] = g[nonzero] / np.log2(2.0 + spent[nonzero] - got[nonzero])
+    terms[nonzero] = g[nonzero] / np.log2(2.0 + spent - got)
     total = segment_sum(ideal, ideal_start)
     found = segment_sum(terms, ranked.start)
     return safe_divide(found, total, total > 0)
@@ -211,8 +253,10 @@ def g_measure(ranked: Ranked, gains: Gains = ()) -> np.ndarray:
 def bin_g(ranked: Ranked) -> np.ndarray:
     r"""``binG``: :math:`\frac{1}{R} \sum_{i \le n,\, h_i = 1} 1 / \log_2(2 + i - H_i)`, each
     relevant document discounted by the non-relevant ones above it."""
-    found = cumsum_within(ranked.hit, ranked.start)
-    terms = np.where(ranked.hit > 0, 1.0 / np.log2(2.0 + ranked.rank - found), 0.0)
+    at = np.flatnonzero(ranked.hit > 0)
+    found = running_at(ranked.hit, ranked, at, _integers(ranked))
+    terms = np.zeros(ranked.hit.size)
+    terms[at] = 1.0 / np.log2(2.0 + ranked.rank[at] - found)
     total = segment_sum(terms, ranked.start)
     return safe_divide(total, ranked.num_rel, ranked.num_rel > 0)
 
@@ -226,16 +270,20 @@ def infap(ranked: Ranked) -> np.ndarray:
     divided by :math:`R` (:math:`\epsilon` = :data:`INFAP_EPSILON`)."""
     code = ranked.code
     rel = (ranked.hit > 0) & (code >= 0)
-    nonrel = (code >= 0) & ~rel
-    unjudged = code == UNJUDGED
-    before = [cumsum_within(x.astype(np.float64), ranked.start) - x
-              for x in (rel, nonrel, unjudged)]
-    r, m, u = before
-    fj = ranked.rank - 1.0
+    judged = code >= 0
+    # counts above each relevant document (the others add nothing)
+    at = np.flatnonzero(rel)
+    r, judged_before, pooled_before = (
+        running_at(x, ranked, at, _integers(ranked)) - 1.0  # less the document itself
+        for x in (rel, judged, judged | (code == UNJUDGED))
+    )
+    m, u = judged_before - r, pooled_before - judged_before
+    fj = ranked.rank[at] - 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         later = (1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((r + m + u) / fj)
                  * ((r + INFAP_EPSILON) / (r + m + 2 * INFAP_EPSILON)))
-    terms = np.where(rel, np.where(fj == 0, 1.0, later), 0.0)
+    terms = np.zeros(code.size)
+    terms[at] = np.where(fj == 0, 1.0, later)
     total = segment_sum(terms, ranked.start)
     return safe_divide(total, ranked.num_rel, ranked.num_rel > 0)
 

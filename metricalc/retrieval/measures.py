@@ -40,6 +40,7 @@ __all__ = [
     "num_rel",
     "num_rel_ret",
     "num_ret",
+    "once_per_ranked",
     "precision",
     "precision_sums",
     "recall",
@@ -135,7 +136,7 @@ class _Prefix:
         return result
 
 
-def _once_per_ranked(compute: Callable[[Ranked], T]) -> Callable[[Ranked], T]:
+def once_per_ranked(compute: Callable[[Ranked], T]) -> Callable[[Ranked], T]:
     """``compute``, called once per :class:`Ranked` (while it is in use): the arrays several
     measures and cutoffs read (``all_trec`` reads the cumulative hits a hundred times)."""
     done: WeakKeyDictionary[Ranked, T] = WeakKeyDictionary()
@@ -149,7 +150,7 @@ def _once_per_ranked(compute: Callable[[Ranked], T]) -> Callable[[Ranked], T]:
     return once
 
 
-@_once_per_ranked
+@once_per_ranked
 def _hits(ranked: Ranked) -> _Prefix:
     return _Prefix(ranked, ranked.hit)
 
@@ -279,7 +280,7 @@ def rprec(ranked: Ranked) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-@_once_per_ranked
+@once_per_ranked
 def _precision_at_hits(ranked: Ranked) -> np.ndarray:
     r"""Per position, :math:`h_i H_i / i`; under ``ties="expected"`` its expectation
     :math:`\frac{r}{t} \big(c + 1 + (j - 1) \frac{r - 1}{t - 1}\big) / i` for the :math:`j`-th
@@ -367,17 +368,19 @@ def bpref(ranked: Ranked) -> np.ndarray:
                   ranked.num_rel)
 
 
-@_once_per_ranked
+@once_per_ranked
 def _bpref_terms(ranked: Ranked) -> np.ndarray:
     """Per position, the term of :func:`bpref` (0 unless a judged relevant document)."""
     judged = (ranked.code != NOT_IN_POOL) & (ranked.code != UNJUDGED)
     nonrel = judged & (ranked.hit == 0)
-    above = _Prefix(ranked, nonrel.astype(np.float64)).within()  # includes the position itself,
-    q = ranked.query                                               # which is relevant: no change
+    at = np.flatnonzero(judged & (ranked.hit > 0))  # the other terms are 0
+    prefix = _Prefix(ranked, nonrel.astype(np.float64))
+    q = ranked.query[at]
+    above = prefix.total[at + 1] - prefix.total[ranked.start[q]]  # judged non-relevant above
     R = ranked.num_rel[q].astype(np.float64)
     N = ranked.num_nonrel[q].astype(np.float64)
-    term = np.where(above > 0, 1.0 - _ratio(np.minimum(above, R), np.minimum(N, R)), 1.0)
-    terms: np.ndarray = np.where(judged & (ranked.hit > 0), term, 0.0)
+    terms = np.zeros(ranked.code.size)
+    terms[at] = np.where(above > 0, 1.0 - _ratio(np.minimum(above, R), np.minimum(N, R)), 1.0)
     return terms
 
 
@@ -397,7 +400,7 @@ def iprec_at_recall(ranked: Ranked, level: float) -> np.ndarray:
     return np.where((cut <= found) & (found > 0), out, 0.0)
 
 
-@_once_per_ranked
+@once_per_ranked
 def _precision_at_relevant(ranked: Ranked) -> np.ndarray:
     """:math:`j / r_j` of every relevant retrieved document, in rank order."""
     where = np.flatnonzero(ranked.hit > 0)
@@ -432,7 +435,7 @@ def ndcg_cut(ranked: Ranked, k: int) -> np.ndarray:
     return _ratio(dcg, _ideal_dcg(ranked, k))
 
 
-@_once_per_ranked
+@once_per_ranked
 def _dcg_terms(ranked: Ranked) -> np.ndarray:
     r"""Per position, :math:`g_i / \log_2(i + 1)`."""
     terms: np.ndarray = ranked.gain * _log2_discount(ranked.rank)

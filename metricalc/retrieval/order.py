@@ -7,17 +7,26 @@ tag ``v9.0.8`` and pytrec_eval, whose ``sim`` is a ``float``: scores equal at fl
 tie). The reading of run files
 (:mod:`~metricalc.retrieval.trec_files`, which writes a run in this order) and the join with
 the qrels (:mod:`~metricalc.retrieval.ranking`) both use it, so it sits below them.
+
+Identifiers come as a pyarrow binary array (read by :mod:`~metricalc.retrieval.trec_files`) or
+as a NumPy bytes array (read by :mod:`~metricalc.retrieval.small_files`, which does not load
+pyarrow; NumPy compares such bytes as ``strcmp`` does, unsigned and byte by byte). pyarrow is
+imported only to handle the arrays it made, so it is loaded already then.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from metricalc.retrieval.arrow import from_numpy, to_numpy
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-__all__ = ["SCORES", "decode_ids", "score_key", "trec_order"]
+Names: TypeAlias = "pa.Array | np.ndarray"
+"""Identifiers (bytes): a pyarrow binary array or a NumPy bytes array."""
+
+__all__ = ["SCORES", "byte_order", "decode_ids", "score_key", "trec_order"]
 
 SCORES = ("float64", "float32")
 """How run scores compare: as doubles (trec_eval 9.0.8) or as 32-bit floats (pytrec_eval)."""
@@ -38,7 +47,7 @@ def score_key(score: np.ndarray, scores: str = "float64") -> np.ndarray:
     return result
 
 
-def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.Array, *,
+def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: Names, *,
                code: np.ndarray | None = None, ties: str = "trec_eval",
                scores: str = "float64") -> np.ndarray:
     """Indices ordering run lines by query code, score descending (at the precision of
@@ -71,9 +80,8 @@ def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.A
     group = np.cumsum(np.r_[True, ~same])[where]
     sub = order[where]
     uniq, inverse = np.unique(doc[sub], return_inverse=True)
-    names = docnos.take(from_numpy(uniq))
     name_rank = np.empty(uniq.size, dtype=np.int64)
-    name_rank[to_numpy(pc.sort_indices(names))] = np.arange(uniq.size)
+    name_rank[byte_order(docnos, uniq)] = np.arange(uniq.size)
     keys = [-name_rank[inverse]]
     if code is not None and ties in ("optimistic", "pessimistic"):
         keys.append(-code[sub] if ties == "optimistic" else code[sub])
@@ -84,6 +92,36 @@ def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: pa.A
     return order
 
 
-def decode_ids(qids: pa.Array) -> list[str]:
-    """The identifiers of ``qids`` (bytes) as text, undecodable bytes replaced."""
-    return [q.decode("utf-8", "replace") for q in qids.to_pylist()]
+def byte_order(names: Names, codes: np.ndarray) -> np.ndarray:
+    """Indices ordering ``names[codes]`` in byte order (stable).
+
+    Examples
+    --------
+    >>> byte_order(np.array([b"b", b"ab", b"a"]), np.array([0, 1, 2])).tolist()
+    [2, 1, 0]
+    """
+    if isinstance(names, np.ndarray):
+        return np.argsort(names[codes], kind="stable")
+    import pyarrow.compute as pc
+
+    from metricalc.retrieval.arrow import from_numpy, to_numpy
+
+    return to_numpy(pc.sort_indices(names.take(from_numpy(codes)))).astype(np.int64)
+
+
+def decode_ids(qids: Names, codes: np.ndarray | None = None) -> list[str]:
+    """The identifiers of ``qids`` (bytes; with ``codes``, those of ``qids[codes]``) as text,
+    undecodable bytes replaced.
+
+    Examples
+    --------
+    >>> decode_ids(np.array([b"q1", "é".encode(), b"\\xff"]), np.array([1, 2])) == ["é", "\\ufffd"]
+    True
+    """
+    if isinstance(qids, np.ndarray):
+        values = (qids if codes is None else qids[codes]).tolist()
+    else:
+        from metricalc.retrieval.arrow import from_numpy
+
+        values = (qids if codes is None else qids.take(from_numpy(codes))).to_pylist()
+    return [q.decode("utf-8", "replace") for q in values]

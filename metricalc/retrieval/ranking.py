@@ -25,15 +25,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval.arrow import from_numpy, index_in
-from metricalc.retrieval.order import SCORES, decode_ids, score_key, trec_order
-from metricalc.retrieval.trec_files import Qrels, Run
+from metricalc.retrieval.order import SCORES, Names, decode_ids, score_key, trec_order
 
-__all__ = ["TIES", "Ranked", "TieGroups", "rank_lists", "rank_run"]
+if TYPE_CHECKING:
+    from metricalc.retrieval.trec_files import Qrels, Run
+
+__all__ = ["TIES", "Joined", "Ranked", "TieGroups", "join_run", "rank_joined", "rank_lists",
+           "rank_run"]
 
 TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
 NOT_IN_POOL = -1
@@ -103,6 +106,28 @@ def _read_only(values: np.ndarray) -> np.ndarray:
     return values
 
 
+@dataclass(frozen=True, eq=False)
+class Joined:
+    """A run's lines joined with the qrels, before ranking: line ``i`` of the run retrieves
+    document ``doc[i]`` (a code of ``docnos``) with ``score[i]`` for the qrels query ``query[i]``
+    (a code of ``qids``, the qrels' queries in byte order), and ``code[i]`` is its relevance code
+    (the qrels value, ``UNJUDGED`` or ``NOT_IN_POOL``); the run's lines of queries without qrels
+    are not here. ``qrels_query`` and ``rel`` are the qrels' judgments (query code, value).
+    ``run_source`` and ``qrels_source`` name the data in messages."""
+
+    query: np.ndarray
+    doc: np.ndarray
+    score: np.ndarray
+    code: np.ndarray
+    docnos: Names
+    qids: Names
+    qrels_query: np.ndarray
+    rel: np.ndarray
+    tag: str
+    run_source: str = "run"
+    qrels_source: str = "qrels"
+
+
 def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,
              ties: str = "trec_eval", scores: str = "float64",
              judged_only: bool = False) -> Ranked:
@@ -121,6 +146,51 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     judged_only : bool
         trec_eval ``-J``: after the depth cut, drop the retrieved documents without a judgment.
     """
+    return rank_joined(join_run(qrels, run), level=level, depth=depth, ties=ties,
+                       scores=scores, judged_only=judged_only)
+
+
+def join_run(qrels: Qrels, run: Run) -> Joined:
+    """The lines of ``run`` whose query has qrels, each with its relevance code: hash joins on
+    the query and on (query, document), documents in the qrels' codes (the qrels' distinct
+    documents hashed, usually fewer than the run's)."""
+    # Qrels and Run hold pyarrow arrays: pyarrow is loaded already
+    from metricalc.retrieval.arrow import from_numpy, index_in
+
+    run_q = index_in(run.qids, qrels.qids)[run.qid]
+    keep = np.flatnonzero(run_q >= 0)
+    run_q = run_q[keep]
+    run_doc = run.doc[keep]
+    n_docs = max(len(qrels.docnos), 1)
+    run_qdoc = index_in(run.docnos, qrels.docnos)[run_doc]
+    listed = np.flatnonzero(run_qdoc >= 0)
+    found = np.full(run_q.size, -1, dtype=np.int64)
+    found[listed] = index_in(from_numpy(run_q[listed] * n_docs + run_qdoc[listed]),
+                             from_numpy(qrels.qid * n_docs + qrels.doc))
+    return Joined(run_q, run_doc, run.score[keep], relevance_code(found, qrels.rel), run.docnos,
+                  qrels.qids, qrels.qid, qrels.rel, run.tag, run.source, qrels.source)
+
+
+def relevance_code(found: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """The relevance code of each run line from the index of its judgment in ``rel`` (-1: none):
+    the qrels value, ``UNJUDGED`` where it is negative, ``NOT_IN_POOL`` where there is none.
+
+    Examples
+    --------
+    >>> relevance_code(np.array([1, -1, 0]), np.array([-1, 2])).tolist()
+    [2, -1, -2]
+    """
+    code = np.full(found.size, NOT_IN_POOL, dtype=np.int64)
+    in_pool = found >= 0
+    value = rel[found[in_pool]]
+    code[in_pool] = np.where(value < 0, UNJUDGED, value)
+    return code
+
+
+def rank_joined(joined: Joined, *, level: int = 1, depth: int | None = None,
+                ties: str = "trec_eval", scores: str = "float64",
+                judged_only: bool = False) -> Ranked:
+    """Rank the joined lines of every query as trec_eval does (:func:`rank_run`'s options)."""
     if ties not in TIES:
         raise InvalidInputError(f"ties must be one of {', '.join(TIES)}; got {ties!r}")
     if scores not in SCORES:
@@ -134,27 +204,10 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         raise InvalidInputError(f"depth (-M) must be a positive integer; got {depth}")
     if level < 0:
         raise InvalidInputError(f"level (-l) must be >= 0; got {level}")
-    n_queries = len(qrels.qids)
-    # queries of the run in qrels code space; lines of queries without qrels are dropped
-    run_q = index_in(run.qids, qrels.qids)[run.qid]
-    keep = np.flatnonzero(run_q >= 0)
-    run_q = run_q[keep]
-    run_doc = run.doc[keep]
-    # the relevance code of every kept run line: a hash join on (query, document), documents
-    # in the qrels' codes (the qrels' distinct documents hashed, usually fewer than the run's)
-    n_docs = max(len(qrels.docnos), 1)
-    run_qdoc = index_in(run.docnos, qrels.docnos)[run_doc]
-    listed = np.flatnonzero(run_qdoc >= 0)
-    found = np.full(run_q.size, -1, dtype=np.int64)
-    found[listed] = index_in(from_numpy(run_q[listed] * n_docs + run_qdoc[listed]),
-                             from_numpy(qrels.qid * n_docs + qrels.doc))
-    code = np.full(found.size, NOT_IN_POOL, dtype=np.int64)
-    in_pool = found >= 0
-    value = qrels.rel[found[in_pool]]
-    code[in_pool] = np.where(value < 0, UNJUDGED, value)
-    order = trec_order(run_q, run.score[keep], run_doc, run.docnos, code=code, ties=ties,
-                       scores=scores)
-    run_q, code = run_q[order], code[order]
+    n_queries = len(joined.qids)
+    order = trec_order(joined.query, joined.score, joined.doc, joined.docnos, code=joined.code,
+                       ties=ties, scores=scores)
+    run_q, code = joined.query[order], joined.code[order]
     hit = (code >= level).astype(np.float64)
     gain = np.maximum(code, 0).astype(np.float64)
     first = np.flatnonzero(np.r_[True, run_q[1:] != run_q[:-1]]) if run_q.size else run_q
@@ -163,7 +216,7 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
     within = np.arange(run_q.size) - np.repeat(first, counts)  # 0-based rank in the query
     groups = None
     if ties == "expected" and run_q.size:
-        hit, gain, groups = _expected(run_q, score_key(run.score[keep][order], scores), hit,
+        hit, gain, groups = _expected(run_q, score_key(joined.score[order], scores), hit,
                                       gain, within)
     if depth is not None:
         cut = within < depth
@@ -179,14 +232,15 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         counts = np.bincount(query[cut], minlength=counts.size)
     start = np.r_[0, np.cumsum(counts)]
     # judgments per query: relevant, judged non-relevant, the ideal gains (positive, descending)
-    is_rel = qrels.rel >= level
-    num_rel = np.bincount(qrels.qid, weights=is_rel, minlength=n_queries).astype(np.int64)
-    nonrel = (qrels.rel >= 0) & ~is_rel
-    num_nonrel = np.bincount(qrels.qid, weights=nonrel, minlength=n_queries).astype(np.int64)
-    num_zero = np.bincount(qrels.qid, weights=qrels.rel == 0, minlength=n_queries)
-    ideal_gain, ideal_start = _ideal(qrels, evaluated, n_queries)
+    qid, rel = joined.qrels_query, joined.rel
+    is_rel = rel >= level
+    num_rel = np.bincount(qid, weights=is_rel, minlength=n_queries).astype(np.int64)
+    nonrel = (rel >= 0) & ~is_rel
+    num_nonrel = np.bincount(qid, weights=nonrel, minlength=n_queries).astype(np.int64)
+    num_zero = np.bincount(qid, weights=rel == 0, minlength=n_queries)
+    ideal_gain, ideal_start = _ideal(qid, rel, evaluated, n_queries)
     return Ranked(
-        qids=decode_ids(qrels.qids.take(from_numpy(evaluated))),
+        qids=decode_ids(joined.qids, evaluated),
         start=start,
         code=code,
         hit=hit,
@@ -196,7 +250,7 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         ideal_gain=ideal_gain,
         ideal_start=ideal_start,
         n_qrels_queries=n_queries,
-        tag=run.tag,
+        tag=joined.tag,
         ties=ties,
         tie_groups=groups,
         num_zero=num_zero[evaluated].astype(np.int64),
@@ -221,14 +275,15 @@ def _expected(qid: np.ndarray, key: np.ndarray, hit: np.ndarray, gain: np.ndarra
     return (relevant / size)[group], (np.bincount(group, weights=gain) / size)[group], groups
 
 
-def _ideal(qrels: Qrels, evaluated: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+def _ideal(qid: np.ndarray, rel: np.ndarray, evaluated: np.ndarray,
+           n_queries: int) -> tuple[np.ndarray, np.ndarray]:
     """The positive qrels values of the evaluated queries, descending per query, and offsets."""
     position = np.full(n_queries, -1, dtype=np.int64)
     position[evaluated] = np.arange(evaluated.size)
-    q = position[qrels.qid]
-    take = np.flatnonzero((q >= 0) & (qrels.rel > 0))
-    order = np.lexsort((-qrels.rel[take], q[take]))
-    gains = qrels.rel[take][order].astype(np.float64)
+    q = position[qid]
+    take = np.flatnonzero((q >= 0) & (rel > 0))
+    order = np.lexsort((-rel[take], q[take]))
+    gains = rel[take][order].astype(np.float64)
     counts = np.bincount(q[take], minlength=evaluated.size)
     return gains, np.r_[0, np.cumsum(counts)]
 

@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,10 +30,12 @@ from metricalc.errors import InvalidInputError
 from metricalc.retrieval import extra_measures as xm
 from metricalc.retrieval import gain_measures as gm
 from metricalc.retrieval import measures as m
-from metricalc.retrieval.ir_names import IrSpec, parse_ir_name
-from metricalc.retrieval.ranking import Ranked, rank_run
-from metricalc.retrieval.trec_files import Qrels, Run
-from metricalc.retrieval.zscores import ZScores
+from metricalc.retrieval.ranking import Joined, Ranked, join_run, rank_joined
+
+if TYPE_CHECKING:
+    from metricalc.retrieval.ir_names import IrSpec
+    from metricalc.retrieval.trec_files import Qrels, Run
+    from metricalc.retrieval.zscores import ZScores
 
 __all__ = [
     "ALIASES",
@@ -41,6 +43,7 @@ __all__ = [
     "NICKNAMES",
     "TrecEval",
     "evaluate",
+    "evaluate_joined",
     "evaluate_ranked",
     "parse_measures",
 ]
@@ -188,7 +191,11 @@ def parse_measures(specs: Iterable[str], *, families: Mapping[str, Family] = FAM
         trec_name = spec.strip().partition(".")[0]
         standard = families is FAMILIES
         known = trec_name in families or trec_name in nicknames
-        ir_specs = None if known or not standard else parse_ir_name(spec.strip())
+        ir_specs = None
+        if not known and standard:  # imported for such names only: start-up time
+            from metricalc.retrieval.ir_names import parse_ir_name
+
+            ir_specs = parse_ir_name(spec.strip())
         if ir_specs is not None:
             for ir in ir_specs:
                 asked[f"{ir.family}\t{ir.alias}"] = _ir_measure(ir, spec)
@@ -435,6 +442,7 @@ def evaluate(
 
     Examples
     --------
+    >>> from metricalc.retrieval import Qrels, Run
     >>> qrels = Qrels.from_dict({"q1": {"d1": 1, "d2": 1, "d3": 0}, "q2": {"d9": 1}})
     >>> run = Run.from_dict({"q1": {"d1": 3.0, "d3": 2.0, "d2": 1.0}, "q2": {"d4": 1.0}})
     >>> result = evaluate(qrels, run, ["map", "P.2"])
@@ -448,6 +456,18 @@ def evaluate(
     map     all  0.4167
     P_2     all  0.2500
     """
+    return evaluate_joined(join_run(qrels, run), measures, complete=complete, level=level,
+                           depth=depth, ties=ties, scores=scores, judged_only=judged_only,
+                           num_docs=num_docs, zscores=zscores)
+
+
+def evaluate_joined(joined: Joined, measures: Sequence[str] = ("official",), *,
+                    complete: bool = False, level: int = 1, depth: int | None = None,
+                    ties: str = "trec_eval", scores: str = "float64", judged_only: bool = False,
+                    num_docs: int = 0, zscores: ZScores | None = None) -> TrecEval:
+    """:func:`evaluate` of a run already joined with its qrels
+    (:func:`~metricalc.retrieval.ranking.join_run`, or
+    :func:`~metricalc.retrieval.small_files.join_files`), with :func:`evaluate`'s options."""
     requested = parse_measures(measures)
     if ties == "expected":
         refused = [r.family.name for r in requested
@@ -458,19 +478,19 @@ def evaluate(
                 f"{', '.join(refused)} (use 'optimistic' or 'pessimistic' to bound them)"
             )
     def ranking(at: int) -> Ranked:
-        return rank_run(qrels, run, level=at, depth=depth, ties=ties, scores=scores,
-                        judged_only=judged_only)
+        return rank_joined(joined, level=at, depth=depth, ties=ties, scores=scores,
+                           judged_only=judged_only)
 
     ranked = ranking(level)
     by_level = {level: ranked} | {r.level: ranking(r.level) for r in requested
                                   if r.level is not None and r.level != level}
     if not ranked.qids:
         raise InvalidInputError(
-            f"no queries with both results and relevance info: {run.source} and {qrels.source} "
-            "share no query id"
+            f"no queries with both results and relevance info: {joined.run_source} and "
+            f"{joined.qrels_source} share no query id"
         )
     # with -c, trec_eval's num_rel recounts the relevant (> 0) judgments of every qrels query
-    positive = int((qrels.rel > 0).sum()) if complete else None
+    positive = int((joined.rel > 0).sum()) if complete else None
     return evaluate_ranked(ranked, measures, complete=complete, num_docs=num_docs,
                            zscores=zscores, qrels_num_rel=positive, by_level=by_level)
 

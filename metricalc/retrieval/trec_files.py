@@ -33,8 +33,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval.arrow import from_numpy, to_numpy
+from metricalc.retrieval.arrow import from_bytes, from_numpy, to_numpy
 from metricalc.retrieval.order import trec_order
+from metricalc.retrieval.small_files import SMALL, judgments
 from metricalc.retrieval.spacing import single_spaced
 
 __all__ = ["Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"]
@@ -128,7 +129,12 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     [1, 0]
     """
     path = _existing(path, QRELS_FORMAT)
-    table = _fast_table(path, ["qid", "iter", "docno", "rel"], {"rel": pa.int64()})
+    judged = judgments(path) if path.stat().st_size <= SMALL else None
+    if judged is not None:  # a plain file of a few megabytes: NumPy reads it faster
+        qids, qid, docnos, doc, rel = judged
+        return Qrels(from_bytes(qids), qid, from_bytes(docnos), doc, rel, str(path))
+    table = _fast_table(path, ["qid", "iter", "docno", "rel"], {"rel": pa.int64()},
+                        ["qid", "docno", "rel"])
     if table is None:
         return _scan_qrels(path)
     return _make_qrels(table["qid"], table["docno"], to_numpy(table["rel"]), str(path), path)
@@ -149,13 +155,13 @@ def read_run(path: str | os.PathLike[str]) -> Run:
     """
     path = _existing(path, RUN_FORMAT)
     names = ["qid", "q0", "docno", "rank", "score", "tag"]
-    table = _fast_table(path, names, {"score": pa.float64()})
+    table = _fast_table(path, names, {"score": pa.float64()}, ["qid", "docno", "score"])
     if table is None:
         return _scan_run(path)
     score = to_numpy(table["score"])
     if np.isnan(score).any():
         return _scan_run(path)  # raises, naming the line
-    tag = table["tag"][-1].as_py().decode("utf-8", "replace")
+    tag = _last_field(path).decode("utf-8", "replace")  # every line has six fields
     return _make_run(table["qid"], table["docno"], score, tag, str(path), path)
 
 
@@ -174,9 +180,10 @@ def _existing(path: str | os.PathLike[str], fmt: str) -> Path:
     return path
 
 
-def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
-    """The file through pyarrow's CSV reader, or None when that reader cannot take it (the
-    line-by-line reader then decides, naming the bad line).
+def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType],
+                kept: list[str]) -> pa.Table | None:
+    """The columns ``kept`` of the file through pyarrow's CSV reader, or None when that reader
+    cannot take it (the line-by-line reader then decides, naming the bad line).
 
     A file whose fields are separated by one space (or one tab) is read as it is; any other
     spacing (runs of spaces, tabs and spaces mixed, carriage returns, whitespace at the start or
@@ -185,39 +192,58 @@ def _fast_table(path: Path, names: list[str], types: dict[str, pa.DataType]) -> 
     with path.open("rb") as f:
         first = f.readline()
     delimiter = "\t" if b"\t" in first and b" " not in first.strip() else " "
-    if not _has_other_whitespace(path, delimiter):
-        table = _csv_table(path, delimiter, names, types)
+    if not _needs_respacing(path, delimiter):
+        table = _csv_table(path, delimiter, names, types, kept)
         if table is not None:
             return table
-    return _csv_table(pa.py_buffer(single_spaced(path)), " ", names, types)
+    return _csv_table(pa.py_buffer(single_spaced(path)), " ", names, types, kept)
 
 
 def _csv_table(source: Path | pa.Buffer, delimiter: str, names: list[str],
-               types: dict[str, pa.DataType]) -> pa.Table | None:
-    """``source`` read with one ``delimiter`` between fields, or None if a line has another
-    number of fields, an empty field (two delimiters in a row) or a value not of ``types``."""
-    column_types = {name: pa.binary() for name in names} | types
+               types: dict[str, pa.DataType], kept: list[str]) -> pa.Table | None:
+    """The columns ``kept`` of ``source`` read with one ``delimiter`` between fields, or None
+    if a line has another number of fields, an empty field (two delimiters in a row) or a value
+    not of ``types``. (The parser reads every field; only the kept ones become arrays.)"""
+    column_types = {name: pa.binary() for name in kept} | types
     try:
         table = pcsv.read_csv(
             pa.BufferReader(source) if isinstance(source, pa.Buffer) else source,
             read_options=pcsv.ReadOptions(column_names=names),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False),
-            convert_options=pcsv.ConvertOptions(column_types=column_types),
+            convert_options=pcsv.ConvertOptions(column_types=column_types, include_columns=kept),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     if any(table[name].null_count for name in types) or any(
-        pc.min(pc.binary_length(table[name])).as_py() == 0 for name in names if name not in types
+        pc.min(pc.binary_length(table[name])).as_py() == 0 for name in kept if name not in types
     ):
         return None
     return table
 
 
-def _has_other_whitespace(path: Path, delimiter: str) -> bool:
-    """Whether the file holds whitespace other than ``delimiter`` and line ends."""
-    others = [c for c in (b"\t", b"\x0b", b"\x0c", b"\r", b" ") if c != delimiter.encode()]
+def _needs_respacing(path: Path, delimiter: str) -> bool:
+    """Whether the file holds whitespace other than ``delimiter`` and line ends, or an empty
+    field (two delimiters in a row, one at the start or end of a line): the columns not kept
+    are not checked after reading."""
+    sep = delimiter.encode()
+    others = [c for c in (b"\t", b"\x0b", b"\x0c", b"\r", b" ") if c != sep]
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return any(data.find(c) >= 0 for c in others)
+        return (any(data.find(c) >= 0 for c in others)
+                or any(data.find(c) >= 0 for c in (sep + sep, b"\n" + sep, sep + b"\n"))
+                or data[:1] == sep or data[-1:] == sep)
+
+
+def _last_field(path: Path) -> bytes:
+    """The last field of the last line of the file (blank lines aside)."""
+    with path.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        tail = 1 << 12
+        while True:
+            f.seek(max(0, size - tail))
+            fields = f.read().split()
+            if len(fields) > 1 or tail >= size:  # the last one whole
+                return fields[-1] if fields else b""
+            tail *= 16
 
 
 def _lines(path: Path) -> Iterator[tuple[int, list[bytes]]]:
