@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval import evaluate, evaluate_files, read_qrels, read_run
+from metricalc.retrieval import evaluate, evaluate_files, read_qrels, read_run, small_join
 from metricalc.retrieval import small_files as sf
 
 MEASURES = ["all_trec", "success.1,5,10"]
@@ -61,7 +61,7 @@ def by_pyarrow(qrels, run, measures=MEASURES, **options):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_plain_files_give_the_values_read_by_pyarrow(tmp_path, seed, options):
     qrels, run = write_collection(tmp_path, seed, long_ids=seed == 1)
-    assert sf.join_files(qrels, run) is not None  # read with NumPy
+    assert small_join.join_files(qrels, run) is not None  # read with NumPy
     measures = ["map", "P.5", "recip_rank"] if options.get("ties") == "expected" else MEASURES
     ours = evaluate_files(qrels, run, measures, **options)
     theirs = by_pyarrow(qrels, run, measures, **options)
@@ -72,7 +72,7 @@ def test_plain_files_give_the_values_read_by_pyarrow(tmp_path, seed, options):
 @pytest.mark.parametrize(("sep", "end"), [("\t", "\n"), ("  ", "\r\n"), (" \t ", "\n\n")])
 def test_any_whitespace_between_fields(tmp_path, sep, end):
     qrels, run = write_collection(tmp_path, 2, sep=sep, end=end)
-    assert sf.join_files(qrels, run) is not None
+    assert small_join.join_files(qrels, run) is not None
     expected = by_pyarrow(qrels, run).to_text(per_query=True)
     assert evaluate_files(qrels, run, MEASURES).to_text(per_query=True) == expected
 
@@ -92,7 +92,7 @@ def test_the_values_of_pytrec_eval(tmp_path):
 def test_a_blank_line_and_no_line_end_at_the_end(tmp_path):
     (tmp_path / "q").write_text("\n  \nq1 0 d1 1\n\nq1 0 d2 0")
     (tmp_path / "r").write_text("q1 Q0 d2 1 2 a\n \t\nq1 Q0 d1 2 1 b")
-    joined = sf.join_files(tmp_path / "q", tmp_path / "r")
+    joined = small_join.join_files(tmp_path / "q", tmp_path / "r")
     assert joined is not None and joined.tag == "b"
     assert evaluate_files(tmp_path / "q", tmp_path / "r", ["map"]).summary == {"map": 0.5}
 
@@ -119,7 +119,7 @@ def test_files_not_plain_are_read_by_pyarrow_with_its_values_and_messages(tmp_pa
     text_qrels, text_run = NOT_PLAIN[case]
     (tmp_path / "q").write_text(text_qrels)
     (tmp_path / "r").write_text(text_run)
-    assert sf.join_files(tmp_path / "q", tmp_path / "r") is None
+    assert small_join.join_files(tmp_path / "q", tmp_path / "r") is None
     try:
         expected = by_pyarrow(tmp_path / "q", tmp_path / "r").to_text(per_query=True)
     except InvalidInputError as error:
@@ -133,7 +133,7 @@ def test_files_not_plain_are_read_by_pyarrow_with_its_values_and_messages(tmp_pa
 
 def test_a_missing_file_is_named(tmp_path):
     (tmp_path / "q").write_text("q1 0 d1 1\n")
-    assert sf.join_files(tmp_path / "q", tmp_path / "none") is None
+    assert small_join.join_files(tmp_path / "q", tmp_path / "none") is None
     with pytest.raises(InvalidInputError, match="none: no such file"):
         evaluate_files(tmp_path / "q", tmp_path / "none")
 
@@ -141,8 +141,8 @@ def test_a_missing_file_is_named(tmp_path):
 def test_large_files_are_read_by_pyarrow(tmp_path, monkeypatch):
     qrels, run = write_collection(tmp_path, 4)
     calls = []
-    monkeypatch.setattr(sf, "SMALL", 100)
-    monkeypatch.setattr(sf, "join_files", lambda *args: calls.append(args))
+    monkeypatch.setattr(small_join, "SMALL", 100)
+    monkeypatch.setattr(small_join, "join_files", lambda *args: calls.append(args))
     expected = by_pyarrow(qrels, run).to_text()
     assert evaluate_files(qrels, run, MEASURES).to_text() == expected
     assert calls == []

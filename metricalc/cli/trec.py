@@ -123,7 +123,7 @@ def _trec_eval(args: argparse.Namespace) -> int:
                                     else f"{flag} compares several runs; give two run files "
                                     "or more")
     if not several and query is None and args.cube is None:
-        from metricalc.retrieval.small_files import evaluate_files
+        from metricalc.retrieval.small_join import evaluate_files
 
         return _print(args, evaluate_files(args.qrels, args.run_files[0],
                                            args.measures or ["official"], **_options(args),

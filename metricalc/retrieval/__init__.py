@@ -20,7 +20,7 @@ trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over a
   counts), :mod:`~metricalc.retrieval.prefs_measures` (the ``prefs_*`` measures) and
   :mod:`~metricalc.retrieval.judgment_groups` (the ``*_avgjg`` measures);
 - :mod:`~metricalc.retrieval.small_files`: small files read with NumPy alone, and
-  :func:`evaluate_files`, a run evaluated from its file;
+  :mod:`~metricalc.retrieval.small_join`: :func:`evaluate_files`, a run evaluated from its file;
 - below them, :mod:`~metricalc.retrieval.order` (trec_eval's order of a run's lines) and
   :mod:`~metricalc.retrieval.writer` (TREC files written atomically).
 
@@ -40,7 +40,7 @@ from metricalc.lazy import lazy_getattr
 
 if TYPE_CHECKING:  # the names __getattr__ imports on first use, as static analysis sees them
     from metricalc.retrieval.ranking import TIES, Ranked, rank_lists, rank_run
-    from metricalc.retrieval.small_files import evaluate_files
+    from metricalc.retrieval.small_join import evaluate_files
     from metricalc.retrieval.trec_eval import (
         ALIASES,
         NICKNAMES,
@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # the names __getattr__ imports on first use, as static analy
 
 _MODULES = {
     "ranking": ("TIES", "Ranked", "rank_lists", "rank_run"),
-    "small_files": ("evaluate_files",),
+    "small_join": ("evaluate_files",),
     "trec_eval": ("ALIASES", "NICKNAMES", "TrecEval", "evaluate", "evaluate_ranked",
                   "parse_measures"),
     "trec_files": ("Qrels", "Run", "read_qrels", "read_run", "write_qrels", "write_run"),

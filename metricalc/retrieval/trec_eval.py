@@ -467,7 +467,7 @@ def evaluate_joined(joined: Joined, measures: Sequence[str] = ("official",), *,
                     num_docs: int = 0, zscores: ZScores | None = None) -> TrecEval:
     """:func:`evaluate` of a run already joined with its qrels
     (:func:`~metricalc.retrieval.ranking.join_run`, or
-    :func:`~metricalc.retrieval.small_files.join_files`), with :func:`evaluate`'s options."""
+    :func:`~metricalc.retrieval.small_join.join_files`), with :func:`evaluate`'s options."""
     requested = parse_measures(measures)
     if ties == "expected":
         refused = [r.family.name for r in requested
