@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -149,12 +150,7 @@ def compare_coco(
     records: Mapping[str, ImageRecords],
     *,
     column: str = "AP",
-    baseline: str | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_resamples: int = 10_000,
-    confidence_level: float = 0.95,
+    **options: Any,
 ) -> xr.Dataset:
     """Every pair of detectors (or every one against ``baseline``) on one COCO stat: the
     difference of the stat, its paired image-bootstrap interval and the randomization p-value
@@ -168,6 +164,9 @@ def compare_coco(
         one ground truth.
     column : str
         One of :data:`COLUMNS` (default ``"AP"``, AP@[.50:.95]).
+    **options
+        The keywords of :func:`metricalc.stats.compare.compare_statistic`: ``baseline``,
+        ``correction``, ``alpha``, ``seed``, ``n_resamples``, ``confidence_level``.
 
     Returns
     -------
@@ -198,11 +197,6 @@ def compare_coco(
     return compare_statistic(
         statistic,
         pair_by="image",
-        baseline=baseline,
-        correction=correction,
-        alpha=alpha,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence_level=confidence_level,
         attrs={"iou_type": first.iou_type, "n_images": int(first.image_ids.size)},
+        **options,
     )

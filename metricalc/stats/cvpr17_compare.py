@@ -11,7 +11,8 @@ swap test, both resampling whole **sequences**
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -127,13 +128,7 @@ def compare_verification(
     *,
     descriptors: Sequence[str] | None = None,
     columns: Sequence[tuple[str, str, str]] = COLUMNS,
-    baseline: str | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_resamples: int = 10_000,
-    confidence_level: float = 0.95,
-    tick: Callable[[int], None] = lambda done: None,
+    **options: Any,
 ) -> dict[str, xr.Dataset]:
     """Compare the descriptors of a pair cube on each verification column, over sequences.
 
@@ -146,9 +141,10 @@ def compare_verification(
         ``baseline``).
     columns : sequence of (level, measure, negatives)
         Default: all of :data:`~metricalc.patches.cvpr17_verification.COLUMNS`.
-    baseline, correction, alpha, seed, n_resamples, confidence_level, tick
-        As :func:`metricalc.stats.compare.compare_statistic` (each column its own correction
-        family, with the same resamples).
+    **options
+        ``baseline``, ``correction``, ``alpha``, ``seed``, ``n_resamples``,
+        ``confidence_level``, ``tick``: as :func:`metricalc.stats.compare.compare_statistic`
+        (each column its own correction family, with the same resamples).
 
     Returns
     -------
@@ -171,8 +167,6 @@ def compare_verification(
     out = {}
     for stat in statistics:
         out[stat.name] = compare_statistic(
-            stat, pair_by="sequence", baseline=baseline, correction=correction, alpha=alpha,
-            seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
-            attrs={**attrs, "task": "verification"}, tick=tick,
-        )  # fmt: skip
+            stat, pair_by="sequence", attrs={**attrs, "task": "verification"}, **options
+        )
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -223,12 +224,7 @@ def compare_fpr95(
     records: xr.Dataset,
     *,
     pair_by: str = "cluster",
-    baseline: str | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    seed: int = 0,
-    n_resamples: int = 10_000,
-    confidence_level: float = 0.95,
+    **options: Any,
 ) -> xr.Dataset:
     r"""Every pair of descriptors (or every descriptor against ``baseline``) on FPR95: the
     difference :math:`\mathrm{FPR}_a - \mathrm{FPR}_b`, its paired cluster-bootstrap interval and
@@ -244,6 +240,9 @@ def compare_fpr95(
     :meth:`Fpr95Statistic.false_accepts` and its design effect are added (``icc``,
     ``design_effect``): FPR95 is the mean of those indicators over the non-matching pairs.
 
+    ``options`` are the keywords of :func:`metricalc.stats.compare.compare_statistic`
+    (``baseline``, ``correction``, ``alpha``, ``seed``, ``n_resamples``, ``confidence_level``).
+
     Returns
     -------
     xarray.Dataset
@@ -251,11 +250,7 @@ def compare_fpr95(
         (and the records' ``cluster_name`` for pair units, which the terminal table names).
     """
     statistic = fpr95_statistic(records, pair_by=pair_by)
-    compared = compare_statistic(
-        statistic, pair_by=pair_by, baseline=baseline, correction=correction, alpha=alpha,
-        seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
-        attrs=records.attrs,
-    )  # fmt: skip
+    compared = compare_statistic(statistic, pair_by=pair_by, attrs=records.attrs, **options)
     favours = compared["favours"].values
     favours[:] = -favours  # compare_statistic's side is that of the higher value
     wins = compared["wins"].values.copy()  # clusters where the descriptor's FPR95 is lower
