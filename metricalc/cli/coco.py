@@ -40,7 +40,7 @@ def coco_column(metric: str) -> str:
 def compare_coco_files(args: argparse.Namespace) -> int:
     """Evaluate every results file on ``--coco-gt`` and compare the detectors on one stat
     (JSON files without ``--coco-gt``: an error that names the option)."""
-    from metricalc.cli.records import refuse_cube_options
+    from metricalc.cli.records import refuse_cube_options, statistic_options
     from metricalc.detection import load_detections, load_ground_truth
     from metricalc.detection.resampled import image_records
     from metricalc.fileio import json_safe
@@ -76,10 +76,8 @@ def compare_coco_files(args: argparse.Namespace) -> int:
         for label, path in zip(labels, paths, strict=True)
     }
     result = compare_coco(
-        records, column=column, baseline=args.baseline, correction=args.correction,
-        alpha=args.alpha, seed=args.seed, n_resamples=args.n_resamples,
-        confidence_level=args.confidence_level,
-    )  # fmt: skip
+        records, column=column, **statistic_options(args)
+    )
     if args.json:
         rows = result.to_dataframe().reset_index().to_dict(orient="records")
         print(json.dumps(json_safe(rows), indent=2))

@@ -42,7 +42,7 @@ def _results_file(path: Path) -> Path:
 def compare_homography_runs(args: argparse.Namespace) -> int:
     """Every pair of runs (or each against ``--baseline``) on each homography column (or the
     one ``--metric`` names): difference, paired cluster-bootstrap CI, swap test, Holm."""
-    from metricalc.cli.records import print_columns, refuse_cube_options
+    from metricalc.cli.records import print_columns, refuse_cube_options, statistic_options
     from metricalc.experiment.results import open_pairs
     from metricalc.stats.homography_statistic import (
         COLUMNS,
@@ -65,10 +65,8 @@ def compare_homography_runs(args: argparse.Namespace) -> int:
     columns = COLUMNS if args.metric == HOMOGRAPHY_METRIC else (args.metric,)
     pair_by = args.pair_by or "scene"
     compared = compare_homography(
-        records, columns=columns, pair_by=pair_by, baseline=args.baseline,
-        correction=args.correction, alpha=args.alpha, seed=args.seed,
-        n_resamples=args.n_resamples, confidence_level=args.confidence_level,
-    )  # fmt: skip
+        records, columns=columns, pair_by=pair_by, **statistic_options(args)
+    )
     unit = "scenes (sequences)" if pair_by == "scene" else "image pairs"
     print_columns(compared, json_output=args.json, title=", ".join(labels), unit=unit,
                   systems="run")  # fmt: skip
@@ -83,7 +81,7 @@ def compare_mma_cubes(args: argparse.Namespace, threshold: float) -> int:
     compared over image pairs clustered by scene
     (:func:`metricalc.stats.mma_statistic.compare_mma`)."""
     from metricalc import cube as cubes
-    from metricalc.cli.records import print_columns, refuse_cube_options
+    from metricalc.cli.records import print_columns, refuse_cube_options, statistic_options
     from metricalc.stats.mma_statistic import compare_mma
 
     refuse_cube_options(args, "the MMA (a mean over image pairs)")
@@ -96,10 +94,8 @@ def compare_mma_cubes(args: argparse.Namespace, threshold: float) -> int:
     opened = {label: cubes.open_cube(path) for label, path in zip(labels, args.cubes, strict=True)}
     pair_by = args.pair_by or "scene"
     compared = compare_mma(
-        opened, threshold, pair_by=pair_by, baseline=args.baseline, correction=args.correction,
-        alpha=args.alpha, seed=args.seed, n_resamples=args.n_resamples,
-        confidence_level=args.confidence_level,
-    )  # fmt: skip
+        opened, threshold, pair_by=pair_by, **statistic_options(args)
+    )
     print_columns({f"mma@{threshold:g}": compared}, json_output=args.json,
                   title=", ".join(map(str, args.cubes)),
                   unit="scenes (sequences)" if pair_by == "scene" else "image pairs")  # fmt: skip

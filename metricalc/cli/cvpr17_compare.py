@@ -203,6 +203,7 @@ def compare_matching_files(args: argparse.Namespace, paths: list[Path]) -> int:
     average compared over sequences."""
     from metricalc import cube as cubes
     from metricalc.cli._args import names
+    from metricalc.cli.records import statistic_options
     from metricalc.fileio import json_safe
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.compare import compare_statistic
@@ -216,10 +217,8 @@ def compare_matching_files(args: argparse.Namespace, paths: list[Path]) -> int:
     data = opened[0] if labels is None else dict(zip(labels, opened, strict=True))
     statistic, attrs = matching_statistic(data)
     result = compare_statistic(
-        statistic, pair_by="sequence", baseline=args.baseline, correction=args.correction,
-        alpha=args.alpha, seed=args.seed, n_resamples=args.n_resamples,
-        confidence_level=args.confidence_level, attrs=attrs,
-    )  # fmt: skip
+        statistic, pair_by="sequence", attrs=attrs, **statistic_options(args)
+    )
     if args.json:
         rows = result.to_dataframe().reset_index().to_dict(orient="records")
         print(json.dumps(json_safe(rows), indent=2))

@@ -187,7 +187,7 @@ def compare_fpr95_file(args: argparse.Namespace, path: Path) -> int:
     """``metricalc compare RECORDS.nc``: every pair of descriptors on FPR95 (lower is better),
     paired cluster bootstrap over the records' clusters (3D points of PhotoTour pairs) and the
     within-cluster swap test."""
-    from metricalc.cli.records import refuse_cube_options
+    from metricalc.cli.records import refuse_cube_options, statistic_options
     from metricalc.fileio import json_safe
     from metricalc.patches.fpr95_records import open_fpr95_records
     from metricalc.plotting.terminal import print_comparisons
@@ -206,10 +206,8 @@ def compare_fpr95_file(args: argparse.Namespace, path: Path) -> int:
     records = open_fpr95_records(path)
     pair_by = args.pair_by or "cluster"
     compared = compare_fpr95(
-        records, pair_by=pair_by, baseline=args.baseline, correction=args.correction,
-        alpha=args.alpha, seed=args.seed, n_resamples=args.n_resamples,
-        confidence_level=args.confidence_level,
-    )  # fmt: skip
+        records, pair_by=pair_by, **statistic_options(args)
+    )
     if args.json:
         rows = compared.to_dataframe().reset_index().to_dict(orient="records")
         print(json.dumps(json_safe(rows), indent=2))

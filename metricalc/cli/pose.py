@@ -222,7 +222,7 @@ def compare_pose_file(args: argparse.Namespace, path: Path) -> int:
     (or ``--metric auc@10`` alone), paired cluster bootstrap and within-cluster swap test."""
     import xarray as xr
 
-    from metricalc.cli.records import print_columns, refuse_cube_options
+    from metricalc.cli.records import print_columns, refuse_cube_options, statistic_options
     from metricalc.errors import InvalidInputError
     from metricalc.stats.pose_statistic import COLUMNS, compare_pose
 
@@ -240,10 +240,8 @@ def compare_pose_file(args: argparse.Namespace, path: Path) -> int:
         results = opened.load()
     pair_by = args.pair_by or "scene"
     compared = compare_pose(
-        results, columns=columns, pair_by=pair_by, baseline=args.baseline,
-        correction=args.correction, alpha=args.alpha, seed=args.seed,
-        n_resamples=args.n_resamples, confidence_level=args.confidence_level,
-    )  # fmt: skip
+        results, columns=columns, pair_by=pair_by, **statistic_options(args)
+    )
     scenes = pair_by == "scene" and "scene" in results.coords and bool(
         (results["scene"] != "").any())
     unit = "scenes (pairs without a scene alone)" if scenes else "image pairs"

@@ -6,12 +6,22 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["print_columns", "refuse_cube_options"]
+__all__ = ["STATISTIC_OPTIONS", "print_columns", "refuse_cube_options", "statistic_options"]
+
+STATISTIC_OPTIONS = ("baseline", "correction", "alpha", "seed", "n_resamples", "confidence_level")
+"""The options of ``metricalc compare`` that every comparison of records hands to
+:func:`metricalc.stats.compare.compare_statistic` under the same names."""
+
+
+def statistic_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``{name: value}`` of :data:`STATISTIC_OPTIONS` as given on the command line."""
+    return {name: getattr(args, name) for name in STATISTIC_OPTIONS}
+
 
 _NOT_FOR_RECORDS = {"test": ("auto", "randomization"), "mean_over": (None,), "split": (None,),
                     "interval": ("auto",)}
