@@ -181,7 +181,8 @@ def test_compare_names_the_units_of_matching_cubes(synthetic, noisy, tmp_path, c
     capsys.readouterr()
     shown = {}
     for options in (["--pair-by", "query"], ["--pair-by", "pair"],
-                    ["--split", "viewpoint", "--pair-by", "query"]):  # fmt: skip
+                    ["--split", "viewpoint", "--pair-by", "query"],
+                    ["--mean-over", "query", "--pair-by", "pair"]):  # fmt: skip
         assert main(["compare", *cubes, *options, "--n-resamples", "99"]) == 0
         shown[" ".join(options)] = " ".join(capsys.readouterr().out.split())
     assert "independent unit: image pair and level;" in shown["--pair-by query"]
@@ -191,6 +192,9 @@ def test_compare_names_the_units_of_matching_cubes(synthetic, noisy, tmp_path, c
         "independent unit: image pair and level, viewpoint sequences only"
         in shown["--split viewpoint --pair-by query"]
     )
+    # the printed mAP (the mean over the units), resampled by coarser units
+    pooled = shown["--mean-over query --pair-by pair"]
+    assert "mean over units (one per image pair and level)" in pooled
     assert not any("query" in text or "queries" in text for text in shown.values())
 
 

@@ -223,6 +223,12 @@ def _compare(args: argparse.Namespace) -> int:
         print(json.dumps(json_safe(rows), indent=2))
     else:
         unit = common_cvpr17_unit((cube.attrs for cube in opened), pair_by)
+        query_unit = common_cvpr17_unit((cube.attrs for cube in opened), "query")
+        if query_unit is not None:  # an HPatches CVPR'17 cube's units are no queries
+            phrase = str(result.attrs.get("statistic_phrase", ""))
+            result.attrs["statistic_phrase"] = phrase.replace(
+                "mean over queries", f"mean over units (one per {query_unit})"
+            )
         # TREC runs (trec-eval --cube): runs, and trec_eval's measures as IR papers print them
         trec = all(cube.attrs.get("benchmark") == "trec_eval" for cube in opened)
         print_comparisons(
