@@ -135,3 +135,12 @@ def test_refusals(
         assert message in capsys.readouterr().err
     assert main(["compare", str(tmp_path), str(paths[0]), "--metric", "homography"]) == 2
     assert "not a run of `metricalc eval hpatches`" in capsys.readouterr().err
+
+
+def test_runs_are_compared_on_the_pairs_all_of_them_have() -> None:
+    errors = np.arange(len(PAIRS), dtype=np.float64)
+    full = _pairs(errors, errors, "a")
+    short = full.isel(image_pair=slice(1, None))  # lacks the first pair
+    records = homography_records({"a": full, "b": full, "c": short})
+    assert records["pair"].values.tolist() == sorted(PAIRS[1:])
+    assert records.attrs["n_pairs_dropped"] == 1  # one pair, whatever the number of runs

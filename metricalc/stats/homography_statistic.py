@@ -116,7 +116,7 @@ def homography_records(runs: Mapping[str, xr.Dataset]) -> xr.Dataset:
         data,
         coords={"descriptor": list(runs), "pair": common,
                 "scene": ("pair", np.asarray(first["scene"].values).astype(str))},
-        attrs={"n_pairs_dropped": int(sum(len(n) for n in names) - len(names) * len(common))},
+        attrs={"n_pairs_dropped": len(set().union(*names)) - len(common)},
     )  # fmt: skip
 
 
