@@ -9,7 +9,6 @@ columns are spelled here; ``tests/test_stats_coco.py`` checks that they agree wi
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from metricalc.cli._args import names
@@ -40,10 +39,9 @@ def coco_column(metric: str) -> str:
 def compare_coco_files(args: argparse.Namespace) -> int:
     """Evaluate every results file on ``--coco-gt`` and compare the detectors on one stat
     (JSON files without ``--coco-gt``: an error that names the option)."""
-    from metricalc.cli.records import refuse_cube_options, statistic_options
+    from metricalc.cli.records import print_json_rows, refuse_cube_options, statistic_options
     from metricalc.detection import load_detections, load_ground_truth
     from metricalc.detection.resampled import image_records
-    from metricalc.fileio import json_safe
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.coco_statistic import compare_coco
 
@@ -75,12 +73,9 @@ def compare_coco_files(args: argparse.Namespace) -> int:
         label: image_records(gt, load_detections(path, gt), iou_type=args.iou_type)
         for label, path in zip(labels, paths, strict=True)
     }
-    result = compare_coco(
-        records, column=column, **statistic_options(args)
-    )
+    result = compare_coco(records, column=column, **statistic_options(args))
     if args.json:
-        rows = result.to_dataframe().reset_index().to_dict(orient="records")
-        print(json.dumps(json_safe(rows), indent=2))
+        print_json_rows(result)
         return 0
     print_comparisons(
         result,

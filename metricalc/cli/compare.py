@@ -8,7 +8,6 @@ second of start-up for every ``metricalc`` command), so the choices are spelled 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Collection
@@ -180,7 +179,7 @@ def _compare(args: argparse.Namespace) -> int:
     from metricalc.cli.cvpr17_compare import compare_cvpr17
     from metricalc.cli.fpr95 import compare_fpr95_file, fpr95_records_file
     from metricalc.cli.pose import compare_pose_file, pose_results_file
-    from metricalc.fileio import json_safe
+    from metricalc.cli.records import print_json_rows
     from metricalc.hpatches import common_cvpr17_unit
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
@@ -219,8 +218,7 @@ def _compare(args: argparse.Namespace) -> int:
         data = opened[0] if labels is None else dict(zip(labels, opened, strict=True))
         result = compare(data, metric=metric, pair_by=pair_by, **options)
     if args.json:
-        rows = result.to_dataframe().reset_index().to_dict(orient="records")
-        print(json.dumps(json_safe(rows), indent=2))
+        print_json_rows(result)
     else:
         unit = common_cvpr17_unit((cube.attrs for cube in opened), pair_by)
         query_unit = common_cvpr17_unit((cube.attrs for cube in opened), "query")

@@ -93,9 +93,7 @@ def compare_mma_cubes(args: argparse.Namespace, threshold: float) -> int:
         )
     opened = {label: cubes.open_cube(path) for label, path in zip(labels, args.cubes, strict=True)}
     pair_by = args.pair_by or "scene"
-    compared = compare_mma(
-        opened, threshold, pair_by=pair_by, **statistic_options(args)
-    )
+    compared = compare_mma(opened, threshold, pair_by=pair_by, **statistic_options(args))
     print_columns({f"mma@{threshold:g}": compared}, json_output=args.json,
                   title=", ".join(map(str, args.cubes)),
                   unit="scenes (sequences)" if pair_by == "scene" else "image pairs")  # fmt: skip

@@ -89,6 +89,7 @@ def compare_pair_files(
     import pandas as pd
 
     from metricalc.cli._args import names
+    from metricalc.cli.records import print_json_rows
     from metricalc.fileio import json_safe
     from metricalc.plotting.terminal import print_comparisons, print_frame
     from metricalc.progress import progress_bar
@@ -134,12 +135,7 @@ def compare_pair_files(
             confidence_level=args.confidence_level, tick=advance,
         )  # fmt: skip
     if args.json:
-        rows = [
-            {"column": column, **row}
-            for column, result in compared.items()
-            for row in result.to_dataframe().reset_index().to_dict(orient="records")
-        ]
-        print(json.dumps(json_safe(rows), indent=2))
+        print_json_rows(compared)
         return 0
     for column, result in compared.items():
         print_comparisons(result, title=f"verification, split {cube.attrs['split']}: {column}",
@@ -203,8 +199,7 @@ def compare_matching_files(args: argparse.Namespace, paths: list[Path]) -> int:
     average compared over sequences."""
     from metricalc import cube as cubes
     from metricalc.cli._args import names
-    from metricalc.cli.records import statistic_options
-    from metricalc.fileio import json_safe
+    from metricalc.cli.records import print_json_rows, statistic_options
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.compare import compare_statistic
     from metricalc.stats.cvpr17_matching import matching_statistic
@@ -220,8 +215,7 @@ def compare_matching_files(args: argparse.Namespace, paths: list[Path]) -> int:
         statistic, pair_by="sequence", attrs=attrs, **statistic_options(args)
     )
     if args.json:
-        rows = result.to_dataframe().reset_index().to_dict(orient="records")
-        print(json.dumps(json_safe(rows), indent=2))
+        print_json_rows(result)
     else:
         print_comparisons(result, title=", ".join(str(p) for p in paths),
                           decimals=VERIFICATION_DECIMALS)  # fmt: skip

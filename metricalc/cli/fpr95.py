@@ -187,8 +187,7 @@ def compare_fpr95_file(args: argparse.Namespace, path: Path) -> int:
     """``metricalc compare RECORDS.nc``: every pair of descriptors on FPR95 (lower is better),
     paired cluster bootstrap over the records' clusters (3D points of PhotoTour pairs) and the
     within-cluster swap test."""
-    from metricalc.cli.records import refuse_cube_options, statistic_options
-    from metricalc.fileio import json_safe
+    from metricalc.cli.records import print_json_rows, refuse_cube_options, statistic_options
     from metricalc.patches.fpr95_records import open_fpr95_records
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats.fpr95_statistic import compare_fpr95
@@ -205,12 +204,9 @@ def compare_fpr95_file(args: argparse.Namespace, path: Path) -> int:
         raise InvalidInputError(f"{given} does not apply to {what}: their one column is FPR95")
     records = open_fpr95_records(path)
     pair_by = args.pair_by or "cluster"
-    compared = compare_fpr95(
-        records, pair_by=pair_by, **statistic_options(args)
-    )
+    compared = compare_fpr95(records, pair_by=pair_by, **statistic_options(args))
     if args.json:
-        rows = compared.to_dataframe().reset_index().to_dict(orient="records")
-        print(json.dumps(json_safe(rows), indent=2))
+        print_json_rows(compared)
         return 0
     unit = str(records.attrs.get("cluster_by", "the pair's cluster"))
     if pair_by == "pair" or records.attrs.get("cluster_name") == "pair":

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["STATISTIC_OPTIONS", "print_columns", "refuse_cube_options", "statistic_options"]
+__all__ = [
+    "STATISTIC_OPTIONS",
+    "print_columns",
+    "print_json_rows",
+    "refuse_cube_options",
+    "statistic_options",
+]
 
 STATISTIC_OPTIONS = ("baseline", "correction", "alpha", "seed", "n_resamples", "confidence_level")
 """The options of ``metricalc compare`` that every comparison of records hands to
@@ -57,13 +63,29 @@ def print_columns(
     """The comparisons of each column of a table (``compare_pose``, ``compare_homography``):
     one terminal table per column titled ``"<title>: <column>"``, or (``json_output``) one JSON
     list of their rows, each with its ``column``."""
-    from metricalc.fileio import json_safe
     from metricalc.plotting.terminal import print_comparisons
 
     if json_output:
-        rows = [{"column": column, **row} for column, result in compared.items()
-                for row in result.to_dataframe().reset_index().to_dict(orient="records")]
-        print(json.dumps(json_safe(rows), indent=2))
+        print_json_rows(compared)
         return
     for column, result in compared.items():
         print_comparisons(result, title=f"{title}: {column}", unit=unit, systems=systems)
+
+
+def print_json_rows(compared: xr.Dataset | Mapping[str, xr.Dataset]) -> None:
+    """The rows of a comparison Dataset as one JSON list on stdout (NaN as null); of a mapping
+    column -> Dataset, the rows of every column, each with its ``column``."""
+    import xarray as xr
+
+    from metricalc.fileio import json_safe
+
+    def rows(result: xr.Dataset) -> list[dict[Any, Any]]:
+        found: list[dict[Any, Any]] = result.to_dataframe().reset_index().to_dict("records")
+        return found
+
+    if isinstance(compared, xr.Dataset):
+        listed = rows(compared)
+    else:
+        listed = [{"column": column, **row} for column, one in compared.items()
+                  for row in rows(one)]  # fmt: skip
+    print(json.dumps(json_safe(listed), indent=2))
