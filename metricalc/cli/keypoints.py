@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from metricalc.cli._args import (
     add_preset_option,
+    chosen_scenes,
     cutoffs,
     max_keypoints,
     names,
@@ -185,9 +186,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _make_dataset(args: argparse.Namespace) -> int:
-    from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
+    from metricalc.datasets.sequences import make_synthetic_dataset
 
-    scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
+    scenes = chosen_scenes(args)
     sequences = make_synthetic_dataset(args.dir, scenes=scenes, seed=args.seed)
     print(f"{len(sequences)} scenes in {args.dir}")
     return 0
