@@ -188,8 +188,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _make_dataset(args: argparse.Namespace) -> int:
     from metricalc.datasets.sequences import make_synthetic_dataset
 
-    scenes = chosen_scenes(args)
-    sequences = make_synthetic_dataset(args.dir, scenes=scenes, seed=args.seed)
+    sequences = make_synthetic_dataset(args.dir, scenes=chosen_scenes(args), seed=args.seed)
     print(f"{len(sequences)} scenes in {args.dir}")
     return 0
 

@@ -325,11 +325,10 @@ def _patches_compute(args: argparse.Namespace) -> int:
 def _patches_make_dataset(args: argparse.Namespace) -> int:
     from metricalc.datasets.patches import make_patch_dataset
 
-    scenes = chosen_scenes(args)
     given = {"size": args.size, "max_patches": args.max_patches}
     sizes = {k: v for k, v in given.items() if v is not None}  # else the library's defaults
     dataset = make_patch_dataset(
-        args.dir, scenes=scenes, seed=args.seed, progress=not args.no_progress, **sizes
+        args.dir, scenes=chosen_scenes(args), seed=args.seed, progress=not args.no_progress, **sizes
     )
     total = sum(dataset.counts.values())
     print(f"{len(dataset.sequences)} sequences in {args.dir}: {total} patches in each of the 16 "
@@ -364,10 +363,10 @@ def _patches_describe(args: argparse.Namespace) -> int:
 def _patches_make_hpatches17(args: argparse.Namespace) -> int:
     from metricalc.datasets import make_hpatches17_set
 
-    scenes = chosen_scenes(args)
     descriptors = make_hpatches17_set(
-        args.root, scenes=scenes, seed=args.seed, size=args.size, max_patches=args.max_patches,
-        method=args.method, n_queries=args.queries, n_distractors=args.distractors,
+        args.root, scenes=chosen_scenes(args), seed=args.seed, size=args.size,
+        max_patches=args.max_patches, method=args.method, n_queries=args.queries,
+        n_distractors=args.distractors,
     )  # fmt: skip
     tasks = args.root / "tasks"
     print(f"wrote {descriptors} and {tasks}; evaluate with: metricalc patches hpatches-eval "
