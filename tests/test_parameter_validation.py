@@ -1,0 +1,201 @@
+"""Every public function refuses every invalid option with a one-line error naming it.
+
+The public functions are those of ``metricalc.__all__`` and of the ``__all__`` of each public
+subpackage. Their options are declared with :func:`metricalc.validation.validate_params`
+(docs/architecture.md, "Validating parameters"); for each declared parameter and each value its
+constraint refuses (:meth:`~metricalc.validation.Constraint.invalid_values`), the function is
+called with otherwise valid arguments and must raise :class:`~metricalc.errors.InvalidInputError`
+naming the parameter. A public function's option (a parameter with a number, string or bool
+default) must be declared, or be listed in :data:`UNDECLARED` with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+
+from metricalc.errors import InvalidInputError
+from metricalc.validation import (
+    Boolean,
+    Choice,
+    Constraint,
+    Fraction,
+    Integer,
+    ListOf,
+    Nullable,
+    OneOf,
+    Real,
+    param_constraints,
+    validate_params,
+)
+from tests.light_core_calls import BETTER, COUNTS, TIES, Y_SCORE, Y_TRUE, small_cube
+
+PACKAGES = (
+    "metricalc", "metricalc.cube", "metricalc.metrics", "metricalc.stats", "metricalc.keypoints",
+    "metricalc.patches", "metricalc.detection", "metricalc.pose", "metricalc.decompose",
+    "metricalc.datasets", "metricalc.report", "metricalc.plotting",
+)
+
+UNDECLARED: dict[tuple[str, str], str] = {}
+"""(public function, parameter) -> why that option is checked where it is used, not declared."""
+
+
+@cache
+def public_functions() -> dict[str, Callable[..., Any]]:
+    """``package.name`` -> each public function, once (the first package exporting it)."""
+    found: dict[str, Callable[..., Any]] = {}
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isfunction(value) and value not in found.values():
+                found[f"{package}.{name}"] = value
+    return found
+
+
+def options(function: Callable[..., Any]) -> list[str]:
+    """The parameters of ``function`` with a number, string or bool default: its options."""
+    return [
+        p.name for p in inspect.signature(function).parameters.values()
+        if isinstance(p.default, str | int | float | bool)
+    ]
+
+
+# Valid arguments, by parameter name: a function's required parameters are filled from here
+# (``BY_FUNCTION`` first) so that only the declared parameter under test is invalid.
+BY_NAME: dict[str, Callable[[], Any]] = {
+    "y_true": lambda: Y_TRUE,
+    "y_score": lambda: Y_SCORE,
+    "counts": lambda: COUNTS,
+    "better": lambda: BETTER,
+    "ties": lambda: TIES,
+    "x": lambda: [0.0, 0.5, 1.0],
+    "y": lambda: [0.0, 1.0, 1.0],
+    "distances": lambda: np.array([[0.1, 0.5, 0.3]]),
+    "relevant_index": lambda: np.array([2]),
+    "cube": small_cube,
+    "differences": lambda: np.array([0.1, -0.2, 0.3, 0.4, 0.05]),
+    "pvalues": lambda: np.array([0.01, 0.04]),
+    "rng": lambda: np.random.default_rng(0),
+    "errors": lambda: np.array([0.0, 2.0, np.inf, 30.0]),
+    "precision": lambda: np.array([1.0, 0.5]),
+    "recall": lambda: np.array([0.5, 1.0]),
+}
+BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
+    "metricalc.pair_matching_accuracy": {"threshold": lambda: 3.0},
+}
+
+
+def call_with(qualname: str, function: Callable[..., Any], name: str, value: object) -> None:
+    """Call ``function`` with valid required arguments and ``name=value``."""
+    kwargs: dict[str, Any] = {}
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.default is not parameter.empty or parameter.kind in (
+            parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD
+        ):
+            continue
+        known = BY_FUNCTION.get(qualname, {}).get(parameter.name) or BY_NAME.get(parameter.name)
+        assert known is not None, f"add a valid {parameter.name} for {qualname} to BY_NAME"
+        kwargs[parameter.name] = known()
+    kwargs[name] = value
+    if inspect.signature(function).parameters[name].kind == inspect.Parameter.POSITIONAL_ONLY:
+        raise AssertionError(f"{qualname}: positional-only {name} is not covered")  # none today
+    function(**kwargs)
+
+
+def cases() -> list[Any]:
+    return [
+        pytest.param(qualname, name, value, id=f"{qualname}-{name}-{value!r}")
+        for qualname, function in public_functions().items()
+        for name, constraint in param_constraints(function).items()
+        for value in constraint.invalid_values()
+    ]
+
+
+@pytest.mark.parametrize(("qualname", "name", "value"), cases())
+def test_every_invalid_value_is_refused_naming_its_parameter(qualname, name, value):
+    function = public_functions()[qualname]
+    with pytest.raises(InvalidInputError, match=rf"^{re.escape(name)} must be .*; got "):
+        call_with(qualname, function, name, value)
+
+
+def test_every_option_of_a_public_function_is_declared():
+    missing = [
+        f"{qualname}({name})"
+        for qualname, function in public_functions().items()
+        for name in options(function)
+        if name not in param_constraints(function) and (qualname, name) not in UNDECLARED
+    ]
+    assert not missing, f"declare with validate_params or justify in UNDECLARED: {missing}"
+    stale = [key for key in UNDECLARED if key[0] not in public_functions()]
+    assert not stale, f"UNDECLARED names functions that are not public: {stale}"
+
+
+def test_the_walk_finds_the_public_functions():
+    found = public_functions()
+    assert {"metricalc.tpr", "metricalc.stats.compare", "metricalc.decompose.what_if"} <= set(found)
+    assert sum(bool(param_constraints(f)) for f in found.values()) >= 40
+
+
+# -- the declarative layer itself ------------------------------------------------------------
+
+CONSTRAINTS: list[tuple[Constraint, list[object]]] = [
+    (Choice(("a", "b")), ["a", "b"]),
+    (Choice(("nan", 0, 1)), ["nan", 0, 1, np.int64(1), 1.0]),
+    (Integer(1, 3), [1, 3, np.int32(2)]),
+    (Real(0, 1, closed="left"), [0, 0.5, np.float32(0.99)]),
+    (Fraction(), [0.05, 0.5]),
+    (Boolean(), [True, False, np.bool_(True)]),
+    (Nullable(Integer(0)), [None, 0, 7]),
+    (OneOf(Integer(1), ListOf(Integer(1))), [1, [1, 5], np.array([2, 3])]),
+]
+
+
+@pytest.mark.parametrize(("constraint", "valid"), CONSTRAINTS, ids=repr)
+def test_a_constraint_accepts_its_values_and_refuses_its_invalid_values(constraint, valid):
+    assert all(constraint.accepts(v) for v in valid)
+    invalid = constraint.invalid_values()
+    assert invalid and not any(constraint.accepts(v) for v in invalid)
+
+
+def test_the_invalid_values_are_worked_out_from_the_bounds():
+    assert Integer(1, 3).invalid_values() == (0, 4, 1.5, True, "1")
+    assert Real(0, 1, closed="right").invalid_values()[:2] == (0, 2)
+    assert Fraction().accepts(0.5) and not any(Fraction().accepts(v) for v in (0, 1, np.nan))
+    assert Nullable(Integer(0)).invalid_values() == (-1, 1.5, True, "1")
+
+
+def hits(ranks: list[int], k: int = 1, *, policy: str = "expected") -> int:
+    """The number of ``ranks`` below ``k``."""
+    return sum(r < k for r in ranks)
+
+
+def test_the_decorator_checks_given_arguments_and_keeps_the_function():
+    checked = validate_params(k=Integer(1), policy=Choice(("expected", "optimistic")))(hits)
+    assert checked([0, 3], 2) == 1 and checked([0, 3], k=4, policy="optimistic") == 2
+    with pytest.raises(InvalidInputError, match=r"^k must be an integer >= 1; got 0$"):
+        checked([0], 0)
+    with pytest.raises(InvalidInputError, match=r"^policy must be one of 'expected', "):
+        checked([0], policy="mean")
+    assert inspect.signature(checked) == inspect.signature(hits)
+    assert checked.__doc__ == hits.__doc__ and checked.__name__ == "hits"
+    assert set(param_constraints(checked)) == {"k", "policy"} and not param_constraints(hits)
+
+
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        ({"top_k": Integer(1)}, "top_k is not a parameter of hits"),
+        ({"k": Integer(2)}, r"the default k=1 is not an integer >= 2"),
+    ],
+)
+def test_a_wrong_declaration_fails_when_the_function_is_defined(declared, message):
+    with pytest.raises(TypeError, match=message):
+        validate_params(**declared)(hits)
