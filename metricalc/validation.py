@@ -290,7 +290,8 @@ class Function(Constraint):
 
 
 class ListOf(Constraint):
-    """A non-empty list (or other iterable, not a string) whose items ``each`` accepts.
+    """A non-empty list, tuple, range or 1-D array whose items ``each`` accepts (an iterator
+    is refused: checking it would consume it).
 
     >>> ListOf(Real(0, None)).check("thresholds", [1, -2])
     Traceback (most recent call last):
@@ -303,13 +304,14 @@ class ListOf(Constraint):
         self.expected = f"a non-empty list, each {each.expected}"
 
     def accepts(self, value: object) -> bool:
-        if isinstance(value, str) or not isinstance(value, Iterable):
+        if isinstance(value, np.ndarray):
+            return value.ndim == 1 and value.size > 0 and all(map(self.each.accepts, value))
+        if isinstance(value, str) or not isinstance(value, Sequence):
             return False
-        items = list(value)
-        return bool(items) and all(self.each.accepts(item) for item in items)
+        return len(value) > 0 and all(map(self.each.accepts, value))
 
     def candidates(self) -> tuple[object, ...]:
-        return ([], "1", *([bad] for bad in self.each.invalid_values()))
+        return ([], "1", iter([1]), *([bad] for bad in self.each.invalid_values()))
 
 
 class Nullable(Constraint):

@@ -87,9 +87,9 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "errors": lambda: np.array([0.0, 2.0, np.inf, 30.0]),
     "precision": lambda: np.array([1.0, 0.5]),
     "recall": lambda: np.array([0.5, 1.0]),
+    "threshold": lambda: 3.0,
 }
 BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
-    "metricalc.pair_matching_accuracy": {"threshold": lambda: 3.0},
 }
 
 
@@ -167,7 +167,7 @@ def test_a_constraint_accepts_its_values_and_refuses_its_invalid_values(constrai
 
 def test_the_invalid_values_are_worked_out_from_the_bounds():
     assert Integer(1, 3).invalid_values() == (0, 4, 1.5, True, "1")
-    assert Real(0, 1, closed="right").invalid_values()[:2] == (0, 2)
+    assert Real(0, 1, closed="right").invalid_values()[:3] == (0, -1, 2)
     assert Fraction().accepts(0.5) and not any(Fraction().accepts(v) for v in (0, 1, np.nan))
     assert Nullable(Integer(0)).invalid_values() == (-1, 1.5, True, "1")
 
