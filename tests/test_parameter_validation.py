@@ -88,6 +88,8 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "precision": lambda: np.array([1.0, 0.5]),
     "recall": lambda: np.array([0.5, 1.0]),
     "threshold": lambda: 3.0,
+    "k": lambda: 3,
+    "n": lambda: 20,
 }
 BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
 }
@@ -97,7 +99,7 @@ def call_with(qualname: str, function: Callable[..., Any], name: str, value: obj
     """Call ``function`` with valid required arguments and ``name=value``."""
     kwargs: dict[str, Any] = {}
     for parameter in inspect.signature(function).parameters.values():
-        if parameter.default is not parameter.empty or parameter.kind in (
+        if parameter.name == name or parameter.default is not parameter.empty or parameter.kind in (
             parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD
         ):
             continue
