@@ -20,7 +20,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import xarray as xr
 
+from metricalc.datasets import make_coco_dataset
+from metricalc.decompose import decompose
+from metricalc.decompose.chain import COUNT_VARIABLES
+from metricalc.detection import load_detections, load_ground_truth
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     Boolean,
@@ -90,9 +95,34 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "threshold": lambda: 3.0,
     "k": lambda: 3,
     "n": lambda: 20,
+    "confidence": lambda: [0.9, 0.8, 0.7, 0.6],
+    "outcomes": lambda: [[1, 1], [1, 0], [0, 0], [1, 1]],
+    "n_ground_truth": lambda: 3,
+    "curves": lambda: chain(),
+    "improved": lambda: chain(),
+    "chains": lambda: [chain(), chain()],
+    "dim": lambda: "run",
+    "ap": lambda: xr.DataArray([0.5, 0.7], dims="category"),
+    "gt": lambda: coco()[0],
+    "dt": lambda: coco()[1],
 }
 BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
+    "metricalc.decompose.factor_curves": {"counts": lambda: chain()[[*COUNT_VARIABLES, "n_ground_truth"]]},
 }
+
+
+@cache
+def chain() -> xr.Dataset:
+    """Factor curves of a two-stage chain of four predictions."""
+    return decompose([0.9, 0.8, 0.7, 0.6], [[1, 1], [1, 0], [0, 0], [1, 1]], 3)
+
+
+@cache
+def coco() -> tuple[Any, Any]:
+    """A COCO ground truth of two images and its detections."""
+    gt_dict, dt_list = make_coco_dataset(n_images=2, n_categories=2, seed=0)
+    gt = load_ground_truth(gt_dict)
+    return gt, load_detections(dt_list, gt)
 
 
 def call_with(qualname: str, function: Callable[..., Any], name: str, value: object) -> None:
