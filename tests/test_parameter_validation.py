@@ -16,6 +16,7 @@ import inspect
 import re
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,9 +44,18 @@ from metricalc.validation import (
 from tests.light_core_calls import BETTER, COUNTS, TIES, Y_SCORE, Y_TRUE, small_cube
 
 PACKAGES = (
-    "metricalc", "metricalc.cube", "metricalc.metrics", "metricalc.stats", "metricalc.keypoints",
-    "metricalc.patches", "metricalc.detection", "metricalc.pose", "metricalc.decompose",
-    "metricalc.datasets", "metricalc.report", "metricalc.plotting",
+    "metricalc",
+    "metricalc.cube",
+    "metricalc.metrics",
+    "metricalc.stats",
+    "metricalc.keypoints",
+    "metricalc.patches",
+    "metricalc.detection",
+    "metricalc.pose",
+    "metricalc.decompose",
+    "metricalc.datasets",
+    "metricalc.report",
+    "metricalc.plotting",
 )
 
 UNDECLARED: dict[tuple[str, str], str] = {}
@@ -68,7 +78,8 @@ def public_functions() -> dict[str, Callable[..., Any]]:
 def options(function: Callable[..., Any]) -> list[str]:
     """The parameters of ``function`` with a number, string or bool default: its options."""
     return [
-        p.name for p in inspect.signature(function).parameters.values()
+        p.name
+        for p in inspect.signature(function).parameters.values()
         if isinstance(p.default, str | int | float | bool)
     ]
 
@@ -103,11 +114,23 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "chains": lambda: [chain(), chain()],
     "dim": lambda: "run",
     "ap": lambda: xr.DataArray([0.5, 0.7], dims="category"),
+    "T_0to1": lambda: np.eye(4),
+    "R": lambda: np.eye(3),
+    "t": lambda: np.array([1.0, 0.0, 0.0]),
+    "t_est": lambda: np.array([1.0, 0.0, 0.0]),
+    "t_gt": lambda: np.array([0.0, 1.0, 0.0]),
+    "results": lambda: xr.Dataset(
+        {"pose_error": (("descriptor", "pair"), [[1.0, 3.0]]),
+         "success": (("descriptor", "pair"), [[1.0, 1.0]])},
+        coords={"descriptor": ["sift"]},
+    ),
     "gt": lambda: coco()[0],
     "dt": lambda: coco()[1],
 }
 BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
-    "metricalc.decompose.factor_curves": {"counts": lambda: chain()[[*COUNT_VARIABLES, "n_ground_truth"]]},
+    "metricalc.decompose.factor_curves": {
+        "counts": lambda: chain()[[*COUNT_VARIABLES, "n_ground_truth"]]
+    },
 }
 
 
@@ -125,12 +148,22 @@ def coco() -> tuple[Any, Any]:
     return gt, load_detections(dt_list, gt)
 
 
-def call_with(qualname: str, function: Callable[..., Any], name: str, value: object) -> None:
+PATHS = ("root", "out", "path")
+"""Parameters naming a file or folder: given a path in the test's temporary folder."""
+
+
+def call_with(
+    qualname: str, function: Callable[..., Any], name: str, value: object, folder: Path
+) -> None:
     """Call ``function`` with valid required arguments and ``name=value``."""
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {
+        p: folder / p for p in PATHS if p in inspect.signature(function).parameters
+    }
     for parameter in inspect.signature(function).parameters.values():
-        if parameter.name == name or parameter.default is not parameter.empty or parameter.kind in (
-            parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD
+        if (
+            parameter.name in (name, *kwargs)
+            or parameter.default is not parameter.empty
+            or (parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD))
         ):
             continue
         known = BY_FUNCTION.get(qualname, {}).get(parameter.name) or BY_NAME.get(parameter.name)
@@ -152,10 +185,11 @@ def cases() -> list[Any]:
 
 
 @pytest.mark.parametrize(("qualname", "name", "value"), cases())
-def test_every_invalid_value_is_refused_naming_its_parameter(qualname, name, value):
+def test_every_invalid_value_is_refused_naming_its_parameter(qualname, name, value, tmp_path):
     function = public_functions()[qualname]
     with pytest.raises(InvalidInputError, match=rf"^{re.escape(name)} must be .*; got "):
-        call_with(qualname, function, name, value)
+        call_with(qualname, function, name, value, tmp_path)
+    assert not any(tmp_path.iterdir()), "the function ran before refusing the value"
 
 
 def test_every_option_of_a_public_function_is_declared():
