@@ -266,12 +266,14 @@ class Boolean(Constraint):
 
 
 class Text(Constraint):
-    """A non-empty string (a name, a label)."""
+    """A string (a name, a label), non-empty unless ``empty``."""
 
-    expected = "a non-empty string"
+    def __init__(self, *, empty: bool = False) -> None:
+        self.empty = empty
+        self.expected = "a string" if empty else "a non-empty string"
 
     def accepts(self, value: object) -> bool:
-        return isinstance(value, str) and value != ""
+        return isinstance(value, str) and (self.empty or value != "")
 
     def candidates(self) -> tuple[object, ...]:
         return ("", 1)

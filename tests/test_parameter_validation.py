@@ -17,16 +17,20 @@ import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import cv2
 import numpy as np
 import pytest
+import skimage.data
 import xarray as xr
 
 from metricalc.datasets import make_coco_dataset
 from metricalc.decompose import decompose
 from metricalc.decompose.chain import COUNT_VARIABLES
 from metricalc.detection import load_detections, load_ground_truth
+from metricalc.keypoints import extract
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     Boolean,
@@ -124,6 +128,13 @@ BY_NAME: dict[str, Callable[[], Any]] = {
          "success": (("descriptor", "pair"), [[1.0, 1.0]])},
         coords={"descriptor": ["sift"]},
     ),
+    "sequences": lambda: [scene()],
+    "data": lambda: [scene()],
+    "features": lambda: extract([scene()], "sift", max_keypoints=20),
+    "gray": lambda: scene().gray(1),
+    "points": lambda: np.array([[32.0, 32.0]]),
+    "sizes": lambda: np.array([8.0]),
+    "angles": lambda: np.array([0.0]),
     "gt": lambda: coco()[0],
     "dt": lambda: coco()[1],
 }
@@ -138,6 +149,16 @@ BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
 def chain() -> xr.Dataset:
     """Factor curves of a two-stage chain of four predictions."""
     return decompose([0.9, 0.8, 0.7, 0.6], [[1, 1], [1, 0], [0, 0], [1, 1]], 3)
+
+
+@cache
+def scene() -> SimpleNamespace:
+    """A sequence of six copies of a 96 x 96 photograph (identity homographies)."""
+    gray = cv2.resize(skimage.data.camera(), (96, 96))
+    return SimpleNamespace(
+        name="i_camera", gray=lambda k: gray, shape=lambda k: gray.shape,
+        homography=lambda k: np.eye(3),
+    )
 
 
 @cache
