@@ -31,6 +31,7 @@ from metricalc.decompose import decompose
 from metricalc.decompose.chain import COUNT_VARIABLES
 from metricalc.detection import load_detections, load_ground_truth
 from metricalc.keypoints import extract
+from metricalc.patches import Results, read_benchmark, read_labels
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     Boolean,
@@ -46,6 +47,8 @@ from metricalc.validation import (
     validate_params,
 )
 from tests.light_core_calls import BETTER, COUNTS, TIES, Y_SCORE, Y_TRUE, small_cube
+
+RETRIEVAL = Path(__file__).parent / "data" / "hpatches-eccv2016-retrieval"
 
 PACKAGES = (
     "metricalc",
@@ -135,10 +138,21 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "points": lambda: np.array([[32.0, 32.0]]),
     "sizes": lambda: np.array([8.0]),
     "angles": lambda: np.array([0.0]),
+    "benchmark": lambda: read_benchmark(RETRIEVAL / "train_easy_5s_00.benchmark"),
+    "labels": lambda: read_labels(RETRIEVAL / "train_easy_5s_00.labels"),
+    "benchmark_path": lambda: RETRIEVAL / "train_easy_5s_00.benchmark",
+    "labels_path": lambda: RETRIEVAL / "train_easy_5s_00.labels",
     "gt": lambda: coco()[0],
     "dt": lambda: coco()[1],
 }
 BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
+    "metricalc.patches.evaluate_results": {"results": lambda: oracle_results()},
+    "metricalc.patches.relevance": {"results": lambda: oracle_results()},
+    "metricalc.patches.evaluate_folders": {"results": lambda: ["sift"]},
+    "metricalc.patches.make_benchmark": {
+        "split": lambda: "train", "n_sequences": lambda: 2, "seed": lambda: 0,
+        "difficulty": lambda: "easy",
+    },
     "metricalc.decompose.factor_curves": {
         "counts": lambda: chain()[[*COUNT_VARIABLES, "n_ground_truth"]]
     },
@@ -161,6 +175,12 @@ def scene() -> SimpleNamespace:
     )
 
 
+def oracle_results() -> Results:
+    """Results of the benchmark in ``BY_NAME`` that rank each query first."""
+    benchmark = BY_NAME["benchmark"]()
+    return Results(benchmark.pool, tuple((query,) for query in benchmark.queries))
+
+
 @cache
 def coco() -> tuple[Any, Any]:
     """A COCO ground truth of two images and its detections."""
@@ -169,18 +189,20 @@ def coco() -> tuple[Any, Any]:
     return gt, load_detections(dt_list, gt)
 
 
-PATHS = ("root", "out", "path")
-"""Parameters naming a file or folder: given a path in the test's temporary folder."""
+PATHS = ("root", "out", "path", "dataset", "benchmarks", "results_path")
+"""Parameters naming a file or folder to read or write: given a path in the test's temporary
+folder (the refused call must not have touched it)."""
 
 
 def call_with(
     qualname: str, function: Callable[..., Any], name: str, value: object, folder: Path
 ) -> None:
     """Call ``function`` with valid required arguments and ``name=value``."""
+    parameters = inspect.signature(function).parameters.values()
     kwargs: dict[str, Any] = {
-        p: folder / p for p in PATHS if p in inspect.signature(function).parameters
+        p.name: folder / p.name for p in parameters if p.name in PATHS and p.default is p.empty
     }
-    for parameter in inspect.signature(function).parameters.values():
+    for parameter in parameters:
         if (
             parameter.name in (name, *kwargs)
             or parameter.default is not parameter.empty
@@ -191,8 +213,6 @@ def call_with(
         assert known is not None, f"add a valid {parameter.name} for {qualname} to BY_NAME"
         kwargs[parameter.name] = known()
     kwargs[name] = value
-    if inspect.signature(function).parameters[name].kind == inspect.Parameter.POSITIONAL_ONLY:
-        raise AssertionError(f"{qualname}: positional-only {name} is not covered")  # none today
     function(**kwargs)
 
 
