@@ -26,12 +26,15 @@ import pytest
 import skimage.data
 import xarray as xr
 
+from metricalc.cube import DEFAULT_ATTRS, new_cube
 from metricalc.datasets import make_coco_dataset
 from metricalc.decompose import decompose
 from metricalc.decompose.chain import COUNT_VARIABLES
 from metricalc.detection import load_detections, load_ground_truth
 from metricalc.keypoints import extract
 from metricalc.patches import Results, read_benchmark, read_labels
+from metricalc.report import demo_study
+from metricalc.stats import compare
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     Boolean,
@@ -142,6 +145,14 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "labels": lambda: read_labels(RETRIEVAL / "train_easy_5s_00.labels"),
     "benchmark_path": lambda: RETRIEVAL / "train_easy_5s_00.benchmark",
     "labels_path": lambda: RETRIEVAL / "train_easy_5s_00.labels",
+    "descriptors": lambda: ["a"],
+    "query_coords": lambda: {"scene": ["i_a"], "pair": ["1-2"], "keypoint_set": ["a"],
+                             "query_keypoint": [0]},
+    "attrs": lambda: DEFAULT_ATTRS,
+    "comparison": lambda: comparison(),
+    "descriptor": lambda: "a",
+    "baseline": lambda: "b",
+    "study": lambda: demo_study(quick=True),
     "gt": lambda: coco()[0],
     "dt": lambda: coco()[1],
 }
@@ -149,6 +160,7 @@ BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
     "metricalc.patches.evaluate_results": {"results": lambda: oracle_results()},
     "metricalc.patches.relevance": {"results": lambda: oracle_results()},
     "metricalc.patches.evaluate_folders": {"results": lambda: ["sift"]},
+    "metricalc.cube.new_cube": {"data": lambda: {"better": [[0]], "ties": [[0]]}},
     "metricalc.patches.make_benchmark": {
         "split": lambda: "train", "n_sequences": lambda: 2, "seed": lambda: 0,
         "difficulty": lambda: "easy",
@@ -182,6 +194,20 @@ def oracle_results() -> Results:
 
 
 @cache
+def comparison() -> xr.Dataset:
+    """Descriptor ``a`` compared with ``b`` on eight scenes."""
+    better = np.array([[0, 1, 0, 2, 0, 0, 1, 0], [1, 3, 2, 2, 4, 1, 3, 2]])
+    cube = new_cube(
+        ["a", "b"],
+        {"scene": [f"i_{s}" for s in "abcdefgh"], "pair": ["1-2"] * 8,
+         "keypoint_set": ["a"] * 8, "query_keypoint": list(range(8))},
+        {"better": better, "ties": np.zeros_like(better)},
+        attrs=DEFAULT_ATTRS,
+    )
+    return compare(cube, n_resamples=99)
+
+
+@cache
 def coco() -> tuple[Any, Any]:
     """A COCO ground truth of two images and its detections."""
     gt_dict, dt_list = make_coco_dataset(n_images=2, n_categories=2, seed=0)
@@ -192,6 +218,14 @@ def coco() -> tuple[Any, Any]:
 PATHS = ("root", "out", "path", "dataset", "benchmarks", "results_path")
 """Parameters naming a file or folder to read or write: given a path in the test's temporary
 folder (the refused call must not have touched it)."""
+
+
+@cache
+def valid(qualname: str, name: str) -> Any:
+    """A valid ``name`` argument of the function ``qualname``, built once."""
+    known = BY_FUNCTION.get(qualname, {}).get(name) or BY_NAME.get(name)
+    assert known is not None, f"add a valid {name} for {qualname} to BY_NAME"
+    return known()
 
 
 def call_with(
@@ -209,9 +243,7 @@ def call_with(
             or (parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD))
         ):
             continue
-        known = BY_FUNCTION.get(qualname, {}).get(parameter.name) or BY_NAME.get(parameter.name)
-        assert known is not None, f"add a valid {parameter.name} for {qualname} to BY_NAME"
-        kwargs[parameter.name] = known()
+        kwargs[parameter.name] = valid(qualname, parameter.name)
     kwargs[name] = value
     function(**kwargs)
 
