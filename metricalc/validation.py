@@ -470,22 +470,6 @@ def check_number(
     return float(value)  # type: ignore[arg-type]
 
 
-def check_fraction(name: str, value: object) -> float:
-    """``value`` as a float strictly between 0 and 1 (a level, an alpha, a power).
-
-    >>> check_fraction("alpha", 0.05)
-    0.05
-    """
-    Fraction().check(name, value)
-    return float(value)  # type: ignore[arg-type]
-
-
-def check_zero_division(value: object) -> ZeroDivision:
-    """Validate a ``zero_division`` policy (``"nan"``, ``"warn"``, 0 or 1)."""
-    ZERO_DIVISION.check("zero_division", value)
-    return value  # type: ignore[return-value]
-
-
 def fill_value(zero_division: ZeroDivision) -> float:
     """The number that replaces an undefined value under ``zero_division``."""
     if zero_division == "nan":
