@@ -31,11 +31,11 @@ from metricalc.datasets import make_coco_dataset
 from metricalc.decompose import decompose
 from metricalc.decompose.chain import COUNT_VARIABLES
 from metricalc.detection import load_detections, load_ground_truth
+from metricalc.errors import InvalidInputError
 from metricalc.keypoints import extract
 from metricalc.patches import Results, read_benchmark, read_labels
 from metricalc.report import demo_study
 from metricalc.stats import compare
-from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     Boolean,
     Choice,
