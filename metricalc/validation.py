@@ -140,13 +140,6 @@ class Constraint(ABC):
         return f"{type(self).__name__}({self.expected})"
 
 
-def _same(value: object, choice: object) -> bool:
-    """``value == choice`` with a string only equal to a string and a bool to no number."""
-    if isinstance(choice, str):
-        return isinstance(value, str) and value == choice
-    return is_real(value) and bool(value == choice)
-
-
 class Choice(Constraint):
     """One of a few values (strings, or numbers where a policy mixes both).
 
@@ -159,9 +152,14 @@ class Choice(Constraint):
     def __init__(self, choices: Iterable[object]) -> None:
         self.choices = tuple(choices)
         self.expected = "one of " + ", ".join(repr(c) for c in self.choices)
+        self._texts = frozenset(c for c in self.choices if isinstance(c, str))
+        self._numbers = tuple(c for c in self.choices if not isinstance(c, str))
 
     def accepts(self, value: object) -> bool:
-        return any(_same(value, choice) for choice in self.choices)
+        """A string equals a string choice only; a number (not a bool) a number choice only."""
+        if isinstance(value, str):
+            return value in self._texts
+        return is_real(value) and any(value == choice for choice in self._numbers)
 
     def candidates(self) -> tuple[object, ...]:
         return ("-".join(str(c) for c in self.choices) + "?", -1, 0.5)
