@@ -369,6 +369,9 @@ def test_the_decorator_checks_given_arguments_and_keeps_the_function():
         checked([0], 0)
     with pytest.raises(InvalidInputError, match=r"^policy must be one of 'expected', "):
         checked([0], policy="mean")
+    with pytest.raises(InvalidInputError, match=r"^k must be .*; got array\(\[\[ *0, +1\], ") as e:
+        checked([0], np.arange(200).reshape(-1, 2))
+    assert "\n" not in str(e.value) and str(e.value).endswith(" ...")  # one line, shortened
     assert inspect.signature(checked) == inspect.signature(hits)
     assert checked.__doc__ == hits.__doc__ and checked.__name__ == "hits"
     assert set(param_constraints(checked)) == {"k", "policy"} and not param_constraints(hits)
