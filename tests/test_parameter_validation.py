@@ -42,11 +42,13 @@ from metricalc.validation import (
     Choice,
     Constraint,
     Fraction,
+    Function,
     Integer,
     ListOf,
     Nullable,
     OneOf,
     Real,
+    Text,
     param_constraints,
     validate_params,
 )
@@ -86,7 +88,6 @@ UNDECLARED: dict[str, str] = {
     "thresholds and seeds are checked with the matching step",
     "metricalc.decompose.chain_counts": "stages, counted, found_at, batch_dims, coords: arrays "
     "and names checked against the shape of the outcomes",
-    "metricalc.decompose.compound": "dims and F: dims of ap and an aggregate, checked where used",
     "metricalc.report.describe_ranking": _CAPTION,
     "metricalc.report.plot_cd_diagram": _CAPTION,
     "metricalc.report.plot_forest": _CAPTION,
@@ -344,6 +345,9 @@ CONSTRAINTS: list[tuple[Constraint, list[object]]] = [
     (Real(0, 1, closed="left"), [0, 0.5, np.float32(0.99)]),
     (Fraction(), [0.05, 0.5]),
     (Boolean(), [True, False, np.bool_(True)]),
+    (Text(), ["a"]),
+    (Text(empty=True), ["", "a"]),
+    (Function(), [len, np.nanmean]),
     (Nullable(Integer(0)), [None, 0, 7]),
     (OneOf(Integer(1), ListOf(Integer(1))), [1, [1, 5], np.array([2, 3])]),
 ]

@@ -25,7 +25,15 @@ from metricalc.decompose.ap import curve_average_precision
 from metricalc.decompose.chain import STAGE
 from metricalc.decompose.whatif import Aggregate, _dims, nanmean
 from metricalc.errors import InvalidInputError
-from metricalc.validation import Choice, Integer, ListOf, Real, validate_params
+from metricalc.validation import (
+    Choice,
+    Function,
+    Integer,
+    ListOf,
+    Nullable,
+    Real,
+    validate_params,
+)
 
 __all__ = [
     "compound_monotonicity",
@@ -206,7 +214,7 @@ def monotonicity_check(
     return result
 
 
-@validate_params(steps=ListOf(Real(0, 1, closed="right")))
+@validate_params(F=Nullable(Function()), steps=ListOf(Real(0, 1, closed="right")))
 def compound_monotonicity(
     ap: xr.DataArray,
     *,
