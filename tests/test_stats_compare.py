@@ -338,7 +338,7 @@ def test_guard_rails_name_what_is_wrong(hand):
         compare(cube, test="anova")
     with pytest.raises(InvalidInputError, match="correction must be one of"):
         compare(cube, correction="holm-sidak")
-    with pytest.raises(InvalidInputError, match="split must be one of"):
+    with pytest.raises(InvalidInputError, match="split must be None or one of"):
         compare(cube, split="other")
     with pytest.raises(InvalidInputError, match="alpha must be"):
         compare(cube, alpha=5)

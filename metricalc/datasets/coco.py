@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from metricalc.detection.masks import Masks, encode_rle, masks_from_segmentations
+from metricalc.validation import Boolean, Integer, Nullable, Real, validate_params
 
 __all__ = ["make_coco_dataset", "repeat_images"]
 
@@ -40,6 +41,19 @@ def _clip_boxes(boxes: np.ndarray, width: np.ndarray, height: np.ndarray) -> np.
     return np.round(np.stack([x0, y0, x1 - x0, y1 - y0], 1), 2)
 
 
+@validate_params(
+    n_images=Integer(1),
+    n_categories=Integer(1),
+    objects_per_image=Real(0, None),
+    detections_per_object=Real(0, None),
+    false_positives_per_image=Real(0, None),
+    crowd_rate=Real(0, 1),
+    wrong_class_rate=Real(0, 1),
+    segm=Boolean(),
+    detection_boxes=Boolean(),
+    score_decimals=Nullable(Integer(0)),
+    seed=Integer(0),
+)
 def make_coco_dataset(
     *,
     n_images: int = 20,
