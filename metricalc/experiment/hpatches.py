@@ -26,11 +26,11 @@ from dask.delayed import delayed
 from metricalc.cube import split_of
 from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.experiment.benchmark import (
-    DATASET_DEFAULTS,
     Context,
     Evaluation,
     Values,
     check_dataset_keys,
+    data_defaults,
     scalar_summary,
 )
 from metricalc.experiment.config import PRESET_LABEL, Config
@@ -65,16 +65,11 @@ from metricalc.plotting.figures import plot_rank_histogram, plot_scene_map
 from metricalc.presets import PRESETS, preset_attrs
 from metricalc.progress import progress_bar
 from metricalc.validation import TIE_POLICIES
-from metricalc.version import __version__
 
 __all__ = ["DEFAULT_CONF", "DETECTORS", "HPatches"]
 
 DEFAULT_CONF: dict[str, Any] = {
-    "data": {
-        "root": None,
-        **DATASET_DEFAULTS,
-        "border": 40.0,
-    },
+    "data": data_defaults("root", border=40.0),
     "model": {
         "descriptor": "sift",
         "detector": None,
@@ -375,13 +370,7 @@ class HPatches:
             for sequence in sequences
             for pair in PAIRS
         }
-        attrs = {
-            "benchmark": self.name,
-            "tag": ctx.tag,
-            "export_hash": ctx.export_hash,
-            "metricalc_version": __version__,
-        }
-        merge_parts(parts, rundir.predictions, attrs)
+        merge_parts(parts, rundir.predictions, ctx.export_attrs())
 
     # -- evaluation -------------------------------------------------------------------------
 
