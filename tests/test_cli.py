@@ -215,11 +215,10 @@ def test_a_second_demo_reuses_its_cubes(quick_demo, tmp_path, monkeypatch):
     # a changed input misses the cache: tests/test_report_cache.py
 
 
-def test_keypoints_eval_takes_the_demos_cubes_from_its_cache(quick_demo, tmp_path, monkeypatch):
+def test_keypoints_eval_takes_the_demos_cubes_from_its_cache(quick_demo, tmp_path, evaluations):
     """``keypoints eval --cache <demo folder>`` with the demo's settings is the demo's cache
     entry (the pipeline's one key): it extracts and evaluates nothing and writes the demo's cube;
     other settings miss it and are kept in the folder under their key."""
-    from metricalc.keypoints import pipeline
     from metricalc.keypoints.detectors import available_methods
     from metricalc.report.study import DEMO_LOCKED, DEMO_NATIVE
 
@@ -227,14 +226,7 @@ def test_keypoints_eval_takes_the_demos_cubes_from_its_cache(quick_demo, tmp_pat
     assert result.returncode == 0, result.stderr
     cache = tmp_path / "demo"
     shutil.copytree(first, cache)
-    calls: list[str] = []
-    real = pipeline.evaluate
-
-    def counted(*args, **kwargs):
-        calls.append(kwargs["keypoints"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pipeline, "evaluate", counted)
+    calls = evaluations  # the calls of metricalc.keypoints.evaluate
     native = ",".join(m for m in DEMO_NATIVE if m in available_methods())
     data = ["--data", str(cache / "benchmark"), "--cache", str(cache), "--no-progress"]
     for mode, options in (

@@ -27,20 +27,6 @@ def sequences(tmp_path_factory) -> list:
     return load_sequences(root)
 
 
-@pytest.fixture
-def evaluations(monkeypatch) -> list[str]:
-    """The calls of metricalc.keypoints.evaluate by the pipeline (what a cache hit saves)."""
-    calls: list[str] = []
-    real = pipeline.evaluate
-
-    def counted(*args, **kwargs):
-        calls.append(kwargs["keypoints"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pipeline, "evaluate", counted)
-    return calls
-
-
 def hand_key(sequences, settings: EvaluationSettings) -> str:
     """The key written out: SHA-256 of the sorted, compact JSON of the inputs, 24 hex digits."""
     import cv2
