@@ -41,14 +41,17 @@ def image_features(
 
     Examples
     --------
-    >>> from types import SimpleNamespace
-    >>> import cv2
+    >>> import numpy as np
     >>> from skimage import data
-    >>> gray = cv2.resize(data.camera(), (256, 256))
-    >>> scene = SimpleNamespace(name="i_camera", gray=lambda k: gray, shape=lambda k: gray.shape)
+    >>> from metricalc.keypoints import extract
+    >>> half = np.ascontiguousarray(data.camera()[::2, ::2])  # 256 x 256, the same six times
+    >>> class Camera:
+    ...     name, gray, shape = "i_camera", lambda k: half, lambda k: half.shape
     >>> settings = EvaluationSettings(("orb",), "locked:sift", max_keypoints=50)
-    >>> image_features(scene, 1, "orb", settings)
-    Features(n=50, dims=32, dtype=uint8)
+    >>> one = image_features(Camera, 2, "orb", settings)
+    >>> every = extract([Camera], "orb", locked="sift", max_keypoints=50)["orb"]["i_camera"][2]
+    >>> len(one), bool((one.descriptors == every.descriptors).all())
+    (50, True)
     """
     if features is not None:
         return load_image_features(Path(features) / descriptor / str(sequence.name) / f"{k}.npz")
