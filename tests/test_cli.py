@@ -250,6 +250,18 @@ def test_keypoints_eval_takes_the_demos_cubes_from_its_cache(quick_demo, tmp_pat
     assert calls == ["native"]
 
 
+def test_keypoints_eval_refuses_a_cache_that_is_a_file(tmp_path):
+    taken = tmp_path / "cubes"
+    taken.write_text("a file")
+    result = run("keypoints", "eval", "--data", tmp_path / "missing", "--cache", taken,
+                 "--out", tmp_path / "cube.nc")  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"metricalc: error: --cache {taken} is a file; expected a folder"
+    ]
+    assert taken.read_text() == "a file" and not (tmp_path / "cube.nc").exists()
+
+
 def test_the_demo_study_report_after_the_demo_deletes_none_of_the_demo(quick_demo, tmp_path):
     """README's order: ``metricalc demo``, then ``metricalc report reports/demo.yaml`` (here a
     copy of the demo's folder and the study, quick and with fast tests), which renders the same

@@ -316,10 +316,10 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
     keep_freed_memory()
     if args.out.is_dir():
         raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
-    settings, own = _eval_settings(args, options)  # a wrong name before reading the data
-    sequences = load_sequences(args.data, split=options["split"])
     if args.cache is not None and args.cache.exists() and not args.cache.is_dir():
         raise InvalidInputError(f"--cache {args.cache} is a file; expected a folder")
+    settings, own = _eval_settings(args, options)  # a wrong name before reading the data
+    sequences = load_sequences(args.data, split=options["split"])
     cube = evaluate_sequences(
         sequences,
         settings,
