@@ -33,7 +33,7 @@ from metricalc.decompose import decompose
 from metricalc.decompose.chain import COUNT_VARIABLES
 from metricalc.detection import load_detections, load_ground_truth
 from metricalc.errors import InvalidInputError
-from metricalc.keypoints import extract
+from metricalc.keypoints import EvaluationSettings, extract
 from metricalc.patches import Results, read_benchmark, read_labels
 from metricalc.report import demo_study
 from metricalc.stats import compare
@@ -73,6 +73,8 @@ PACKAGES = (
 
 _CAPTION = "names (display names) and metric_phrase: free text for the figure or sentence"
 UNDECLARED: dict[str, str] = {
+    "metricalc.keypoints.image_features": "features: your features' folder, read as given (a "
+    "missing file is named when it is read)",
     "metricalc.matching_counts": "sequences: a split name or a list, checked against the cube's "
     "sequences (metricalc.hpatches.select_sequences)",
     "metricalc.cube.error_record": "attrs: a cube's protocol attrs, checked by cube.validate",
@@ -183,12 +185,21 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "baseline": lambda: "b",
     "study": lambda: demo_study(quick=True),
     "gt": lambda: coco()[0],
+    "descriptors0": lambda: np.eye(3, 4, dtype=np.float32),
+    "descriptors1": lambda: np.eye(3, 4, dtype=np.float32),
+    "settings": lambda: EvaluationSettings(("sift",), "locked:sift"),
+    "locked": lambda: EvaluationSettings(("sift",), "locked:sift"),
+    "native": lambda: EvaluationSettings(("sift",), "native"),
     "dt": lambda: coco()[1],
 }
 BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
     "metricalc.patches.evaluate_results": {"results": lambda: oracle_results()},
     "metricalc.patches.relevance": {"results": lambda: oracle_results()},
     "metricalc.patches.evaluate_folders": {"results": lambda: ["sift"]},
+    "metricalc.keypoints.cube_from_pairs": {
+        "name": lambda: "sift", "pairs": lambda: [], "keypoint_set": lambda: "sift",
+        "processing_time_ms": lambda: 0.0,
+    },
     "metricalc.cube.new_cube": {"data": lambda: {"better": [[0]], "ties": [[0]]}},
     "metricalc.patches.make_benchmark": {
         "split": lambda: "train", "n_sequences": lambda: 2, "seed": lambda: 0,
@@ -244,7 +255,7 @@ def coco() -> tuple[Any, Any]:
     return gt, load_detections(dt_list, gt)
 
 
-PATHS = ("root", "out", "path", "dataset", "benchmarks", "results_path")
+PATHS = ("root", "out", "path", "dataset", "benchmarks", "results_path", "cache")
 """Parameters naming a file or folder to read or write: given a path in the test's temporary
 folder (the refused call must not have touched it)."""
 

@@ -41,6 +41,7 @@ from metricalc.validation import (
 __all__ = ["evaluate"]
 
 
+@validate_params(keypoint_set=Text(), processing_time_ms=Real(0, None))
 def cube_from_pairs(
     name: str,
     pairs: Iterable[tuple[str, str, Mapping[str, np.ndarray]]],

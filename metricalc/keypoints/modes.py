@@ -40,6 +40,7 @@ from metricalc.keypoints.pipeline import (
     extract_features,
 )
 from metricalc.keypoints.sequences import dataset_fingerprint
+from metricalc.validation import Boolean, Text, validate_params
 
 __all__ = ["MODES", "evaluate_modes"]
 
@@ -50,6 +51,7 @@ Cached = tuple[xr.Dataset, bool]
 """A cube and whether it was read back from the cache instead of evaluated."""
 
 
+@validate_params(progress=Boolean(), dataset_path=Text(empty=True))
 def evaluate_modes(
     sequences: Sequence[SequenceLike],
     locked: EvaluationSettings,

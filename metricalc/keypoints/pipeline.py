@@ -50,6 +50,7 @@ from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.extraction import DEFAULT_METHODS, MAX_KEYPOINTS, extract
 from metricalc.keypoints.features import FeatureSet, SequenceLike
 from metricalc.keypoints.sequences import dataset_fingerprint
+from metricalc.validation import Boolean, Text, validate_params
 from metricalc.version import __version__
 
 __all__ = [
@@ -160,6 +161,7 @@ def extract_features(
     )
 
 
+@validate_params(progress=Boolean(), dataset_path=Text(empty=True))
 def evaluate_sequences(
     sequences: Sequence[SequenceLike],
     settings: EvaluationSettings,
@@ -378,6 +380,7 @@ def cache_entry(cache: str | Path, key: str, *, name: str | None = None) -> Path
     return next((path for path in (*first, *rest) if holds_key(path, key)), None)
 
 
+@validate_params(progress=Boolean(), dataset_path=Text(empty=True))
 def cached_evaluation(
     sequences: Sequence[SequenceLike],
     settings: EvaluationSettings,
