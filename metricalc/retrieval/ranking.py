@@ -159,15 +159,17 @@ def join_run(qrels: Qrels, run: Run) -> Joined:
 
     run_q = index_in(run.qids, qrels.qids)[run.qid]
     keep = np.flatnonzero(run_q >= 0)
-    run_q = run_q[keep]
-    run_doc = run.doc[keep]
+    every = keep.size == run_q.size  # every query judged (the common case): no copies
+    run_q = run_q if every else run_q[keep]
+    run_doc = run.doc if every else run.doc[keep]
     n_docs = max(len(qrels.docnos), 1)
     run_qdoc = index_in(run.docnos, qrels.docnos)[run_doc]
     listed = np.flatnonzero(run_qdoc >= 0)
     found = np.full(run_q.size, -1, dtype=np.int64)
     found[listed] = index_in(from_numpy(run_q[listed] * n_docs + run_qdoc[listed]),
                              from_numpy(qrels.qid * n_docs + qrels.doc))
-    return Joined(run_q, run_doc, run.score[keep], relevance_code(found, qrels.rel), run.docnos,
+    return Joined(run_q, run_doc, run.score if every else run.score[keep],
+                  relevance_code(found, qrels.rel), run.docnos,
                   qrels.qids, qrels.qid, qrels.rel, run.tag, run.source, qrels.source)
 
 
