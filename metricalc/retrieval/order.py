@@ -48,7 +48,7 @@ def score_key(score: np.ndarray, scores: str = "float64") -> np.ndarray:
 
 
 def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: Names, *,
-               code: np.ndarray | None = None, ties: str = "trec_eval",
+               code: np.ndarray | None = None, tie_policy: str = "trec_eval",
                scores: str = "float64") -> np.ndarray:
     """Indices ordering run lines by query code, score descending (at the precision of
     ``scores``), then (tied scores) relevance code descending (``"optimistic"``) or ascending
@@ -83,8 +83,8 @@ def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: Name
     name_rank = np.empty(uniq.size, dtype=np.int64)
     name_rank[byte_order(docnos, uniq)] = np.arange(uniq.size)
     keys = [-name_rank[inverse]]
-    if code is not None and ties in ("optimistic", "pessimistic"):
-        keys.append(-code[sub] if ties == "optimistic" else code[sub])
+    if code is not None and tie_policy in ("optimistic", "pessimistic"):
+        keys.append(-code[sub] if tie_policy == "optimistic" else code[sub])
     if scores == "float64":
         keys.append(score_key(score[sub], "float64"))
     keys.append(group)

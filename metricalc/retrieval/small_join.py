@@ -37,8 +37,8 @@ def evaluate_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str],
     """Evaluate the run file ``run`` against the qrels file ``qrels``: what
     :func:`~metricalc.retrieval.evaluate` gives for :func:`~metricalc.retrieval.read_qrels` and
     :func:`~metricalc.retrieval.read_run` of them, with its options (``complete``, ``level``,
-    ``depth``, ``ties``, ``scores``, ``judged_only``, ``num_docs``, ``zscores``); the files are
-    read with NumPy alone when they are small (:data:`SMALL`) and plain (:func:`join_files`).
+    ``depth``, ``tie_policy``, ``scores``, ``judged_only``, ``num_docs``, ``zscores``); the files
+    are read with NumPy alone when they are small (:data:`SMALL`) and plain (:func:`join_files`).
 
     Examples
     --------
