@@ -102,11 +102,9 @@ def byte_order(names: Names, codes: np.ndarray) -> np.ndarray:
     """
     if isinstance(names, np.ndarray):
         return np.argsort(names[codes], kind="stable")
-    import pyarrow.compute as pc
+    from metricalc.retrieval.arrow import call, take, to_numpy
 
-    from metricalc.retrieval.arrow import from_numpy, to_numpy
-
-    return to_numpy(pc.sort_indices(names.take(from_numpy(codes)))).astype(np.int64)
+    return to_numpy(call("sort_indices", take(names, codes))).astype(np.int64)
 
 
 def decode_ids(qids: Names, codes: np.ndarray | None = None) -> list[str]:
@@ -121,7 +119,7 @@ def decode_ids(qids: Names, codes: np.ndarray | None = None) -> list[str]:
     if isinstance(qids, np.ndarray):
         values = (qids if codes is None else qids[codes]).tolist()
     else:
-        from metricalc.retrieval.arrow import from_numpy
+        from metricalc.retrieval.arrow import take
 
-        values = (qids if codes is None else qids.take(from_numpy(codes))).to_pylist()
+        values = (qids if codes is None else take(qids, codes)).to_pylist()
     return [q.decode("utf-8", "replace") for q in values]
