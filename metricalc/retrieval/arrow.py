@@ -19,7 +19,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyarrow._compute import SetLookupOptions, call_function
+
+try:  # the extension module pyarrow.compute wraps (see above); the public module otherwise
+    from pyarrow._compute import SetLookupOptions, call_function
+except ImportError:  # pragma: no cover - a pyarrow that moved its extension module
+    from pyarrow.compute import SetLookupOptions, call_function
 
 __all__ = ["call", "from_bytes", "from_numpy", "index_in", "take", "to_numpy"]
 
