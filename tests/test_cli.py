@@ -373,7 +373,7 @@ def test_bad_cutoffs_are_a_usage_error(tmp_path):
 def test_eval_refuses_bad_protocol_and_directory_output_before_any_work(tmp_path):
     result = run("keypoints", "eval", "--data", str(tmp_path), "--out", str(tmp_path / "c.nc"),
                  "--tau", "-1")  # fmt: skip
-    assert result.returncode == 2 and "tau must be a non-negative" in result.stderr
+    assert result.returncode == 2 and "tau must be a finite number >= 0; got -1" in result.stderr
     result = run("keypoints", "eval", "--data", str(tmp_path), "--out", str(tmp_path))
     assert result.returncode == 2 and "is a directory" in result.stderr
 

@@ -81,8 +81,8 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "rel); the last three have their own measures, by default the nicknames "
                     "prefs, prefs and qrels_jg")
     te.add_argument("--tie-policy", "--ties", choices=TIE_POLICIES, default="trec_eval",
-                    metavar="POLICY", help="order of tied scores: trec_eval (default: docno "
-                    "descending), expected, optimistic or pessimistic")
+                    metavar="POLICY", help="order of tied scores (default: trec_eval, docno "
+                    "descending; or expected, optimistic, pessimistic)")
     te.add_argument("--scores", choices=SCORES, default="float64",
                     help="compare run scores as doubles, as trec_eval 9.0.8 does, or as 32-bit "
                     "floats, as pytrec_eval and the older v9.0.8 tag do (default: float64)")
