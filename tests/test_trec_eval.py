@@ -420,7 +420,7 @@ def test_cli_json(files, capsys):
     [
         (["-m", "bogus"], "unknown measure 'bogus'"),
         (["-M", "0"], "depth (-M) must be a positive integer; got 0"),
-        (["--ties", "expected", "-m", "bpref"], "ties='expected' is defined for"),
+        (["--tie-policy", "expected", "-m", "bpref"], "ties='expected' is defined for"),
     ],
 )
 def test_cli_errors_are_one_line(files, capsys, args, message):

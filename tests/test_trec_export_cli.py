@@ -24,7 +24,7 @@ def test_cube_export(tmp_path, capsys):
     cube = random_cube(7, policy="pessimistic")
     qc.save(cube, tmp_path / "cube.nc")
     argv = ["trec-export", "cube", str(tmp_path / "cube.nc"), "--descriptor", "orb",
-            "--policy", "pessimistic", "--out-run", str(tmp_path / "run.txt"),
+            "--tie-policy", "pessimistic", "--out-run", str(tmp_path / "run.txt"),
             "--out-qrels", str(tmp_path / "qrels.txt"), "--depth", "0"]
     assert main(argv) == 0
     out = capsys.readouterr()
@@ -39,7 +39,7 @@ def test_cube_export(tmp_path, capsys):
 def test_cube_export_notes_a_depth_cut(tmp_path, capsys):
     qc.save(random_cube(8), tmp_path / "cube.nc")
     argv = ["trec-export", "cube", str(tmp_path / "cube.nc"), "--descriptor", "sift",
-            "--policy", "optimistic", "--out-run", str(tmp_path / "run.txt"),
+            "--tie-policy", "optimistic", "--out-run", str(tmp_path / "run.txt"),
             "--out-qrels", str(tmp_path / "qrels.txt"), "--depth", "3", "--include-zeros",
             "--scores", "ranked", "--tag", "mine"]
     assert main(argv) == 0
@@ -54,9 +54,9 @@ def test_cube_export_errors_are_one_line(tmp_path, capsys):
     base = ["trec-export", "cube", str(tmp_path / "cube.nc"), "--out-run",
             str(tmp_path / "run.txt"), "--out-qrels", str(tmp_path / "qrels.txt")]
     for extra, message in (
-        (["--descriptor", "sift", "--policy", "expected"], "'optimistic' or 'pessimistic'"),
-        (["--descriptor", "surf", "--policy", "optimistic"], "'surf' is not in the cube"),
-        (["--descriptor", "sift", "--policy", "optimistic", "--depth", "-1"], "--depth"),
+        (["--descriptor", "sift", "--tie-policy", "expected"], "'optimistic' or 'pessimistic'"),
+        (["--descriptor", "surf", "--tie-policy", "optimistic"], "'surf' is not in the cube"),
+        (["--descriptor", "sift", "--tie-policy", "optimistic", "--depth", "-1"], "--depth"),
     ):
         assert main(base + extra) == 2
         err = capsys.readouterr().err

@@ -80,7 +80,7 @@ def add_trec_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "rel_level), qrels_prefs (qrels read as preferences), qrels_jg (qid jg docno "
                     "rel); the last three have their own measures, by default the nicknames "
                     "prefs, prefs and qrels_jg")
-    te.add_argument("--ties", choices=TIES, default="trec_eval",
+    te.add_argument("--tie-policy", choices=TIES, default="trec_eval",
                     help="order of tied scores (default trec_eval: docno descending)")
     te.add_argument("--scores", choices=SCORES, default="float64",
                     help="compare run scores as doubles, as trec_eval 9.0.8 does, or as 32-bit "
@@ -169,7 +169,7 @@ def _only_query(run: Run, query: str) -> Run:
 def _options(args: argparse.Namespace) -> EvalOptions:
     """The evaluation options of ``evaluate`` given on the command line."""
     return {"complete": args.complete, "level": args.level, "depth": args.depth,
-            "ties": args.ties, "scores": args.scores, "judged_only": args.judged_only,
+            "ties": args.tie_policy, "scores": args.scores, "judged_only": args.judged_only,
             "num_docs": args.num_docs}
 
 
@@ -258,7 +258,7 @@ def _other_format(args: argparse.Namespace) -> int:
                                    ("--cube", args.cube is not None),
                                    ("--baseline", args.baseline is not None),
                                    ("--latex", args.latex is not None),
-                                   ("--ties", args.ties != "trec_eval"),
+                                   ("--tie-policy", args.tie_policy != "trec_eval"),
                                    ("-J", args.judged_only), ("-N", args.num_docs != 0),
                                    ("-Z", args.zscores is not None),
                                    ("-D", args.debug is not None)) if on]

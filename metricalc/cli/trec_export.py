@@ -39,9 +39,9 @@ def add_trec_export(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     cube.add_argument("cube", type=Path, metavar="CUBE", help="cube file (.nc)")
     cube.add_argument("--descriptor", required=True, help="the descriptor to export")
-    cube.add_argument("--policy", required=True, metavar="POLICY",
+    cube.add_argument("--tie-policy", required=True, metavar="POLICY",
                       help=f"tie policy the run holds: {', '.join(POLICIES)} ('expected' is a "
-                      "mean over orders: use trec-eval --ties expected on the run)")
+                      "mean over orders: use trec-eval --tie-policy expected on the run)")
     cube.add_argument("--out-run", type=Path, required=True, metavar="FILE", help="run to write")
     cube.add_argument("--out-qrels", type=Path, required=True, metavar="FILE",
                       help="qrels to write")
@@ -87,7 +87,7 @@ def _export_cube(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--depth must be >= 0 (0: all documents); got {args.depth}")
     done = export_cube(
         open_cube(args.cube), args.descriptor, run=args.out_run, qrels=args.out_qrels,
-        policy=args.policy, depth=args.depth or None, include_zeros=args.include_zeros,
+        policy=args.tie_policy, depth=args.depth or None, include_zeros=args.include_zeros,
         scores=args.scores, tag=args.tag,
     )
     zeros = f" and {done.n_zeros} without" if args.include_zeros else ""

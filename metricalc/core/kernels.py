@@ -255,7 +255,7 @@ def _tied_relevant(ordered: SortedRows, flat: np.ndarray) -> np.ndarray:
     return tied
 
 
-def _precision_sum(ordered: SortedRows, policy: str) -> np.ndarray:
+def _precision_sum(ordered: SortedRows, tie_policy: str) -> np.ndarray:
     """Per-row sum of precision at the relevant items of a sorted chunk, ties under ``policy``
     (each item credited by :func:`precision_at_relevant` from the counts of its tie group).
 
@@ -288,7 +288,7 @@ def _precision_sum(ordered: SortedRows, policy: str) -> np.ndarray:
         through_last = last_of_run + 1 - row_first  # tp at the group end
     c0, c1 = first - row * n, last - row * n
     in_group = through_last - before
-    weights = precision_at_relevant(c0, c1 - c0 + 1, before, in_group, k - before, policy)
+    weights = precision_at_relevant(c0, c1 - c0 + 1, before, in_group, k - before, tie_policy)
     return np.bincount(row, weights=weights, minlength=rows)
 
 
@@ -298,7 +298,7 @@ def precision_at_relevant(
     before: np.ndarray,
     in_group: np.ndarray,
     place: np.ndarray,
-    policy: str,
+    tie_policy: str,
 ) -> np.ndarray:
     """Precision credited to a relevant item from the counts of its group of equal scores.
 
@@ -317,13 +317,13 @@ def precision_at_relevant(
     """
     c, n, h, r, j = start, size, before, in_group, place
     credit: np.ndarray
-    if policy == "step":
+    if tie_policy == "step":
         credit = (h + r) / (c + n)
-    elif policy == "optimistic":
+    elif tie_policy == "optimistic":
         credit = (h + j) / (c + j)
-    elif policy == "pessimistic":
+    elif tie_policy == "pessimistic":
         credit = (h + j) / (c + n - r + j)
-    elif policy == "workbench":
+    elif tie_policy == "workbench":
         credit = 1 / (c + 1 + n // 2)
     else:
         A = _harmonic_span(c, n)
@@ -332,7 +332,7 @@ def precision_at_relevant(
 
 
 def precision_sum_from_rank_stats(
-    better: np.ndarray, ties: np.ndarray, score: np.ndarray, valid: np.ndarray, policy: str
+    better: np.ndarray, ties: np.ndarray, score: np.ndarray, valid: np.ndarray, tie_policy: str
 ) -> np.ndarray:
     """Sum of precision at the relevant items of each list, from their rank statistics alone.
 
@@ -346,7 +346,7 @@ def precision_sum_from_rank_stats(
     better, ties, score : ndarray, shape (rows, r)
         One column per relevant item; padding columns have ``valid`` False.
     valid : ndarray of bool, shape (rows, r)
-    policy : str
+    tie_policy : str
         ``step`` or a tie policy, as :func:`precision_at_relevant`.
     """
     key = np.where(valid, score, np.nan)
@@ -361,7 +361,7 @@ def precision_sum_from_rank_stats(
         ahead.sum(axis=2),
         tied.sum(axis=2),
         earlier_tied.sum(axis=2) + 1,
-        policy,
+        tie_policy,
     )
     total: np.ndarray = np.where(valid, weights, 0.0).sum(axis=1)
     return total
@@ -418,7 +418,7 @@ def average_precision_rows(
     n_relevant: np.ndarray,
     *,
     method: str,
-    ties: str,
+    tie_policy: str,
 ) -> np.ndarray:
     """AP of every row; rows with ``n_relevant == 0`` give NaN (the caller applies the policy).
 
@@ -429,7 +429,7 @@ def average_precision_rows(
     n_relevant : ndarray of int, shape (...)
         R, the number of relevant items of each list (>= positives present).
     method : {"step", "ir", "vlfeat", "trapezoid", "voc11", "coco101"}
-    ties : str
+    tie_policy : str
         Tie policy for ``"ir"``; ignored otherwise.
     """
     batch, n = y_score.shape[:-1], y_score.shape[-1]
@@ -453,7 +453,7 @@ def average_precision_rows(
         if method == "vlfeat":
             total = _precision_sum_in_order(rel)
         else:
-            total = _precision_sum(ordered, "step" if method == "step" else ties)
+            total = _precision_sum(ordered, "step" if method == "step" else tie_policy)
         with np.errstate(divide="ignore", invalid="ignore"):
             out[rows] = total / R
     out[R_rows == 0] = np.nan
@@ -534,30 +534,30 @@ def rank_stats(distances: np.ndarray, relevant_index: np.ndarray) -> tuple[np.nd
     return better.reshape(batch), ties.reshape(batch)
 
 
-def rank_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
+def rank_from_stats(better: np.ndarray, ties: np.ndarray, tie_policy: str) -> np.ndarray:
     """Rank of the relevant item under a tie policy (float; NaN where R = 0)."""
     b = better.astype(np.float64)
     t = ties.astype(np.float64)
-    if policy in ("optimistic", "input_order"):  # input_order: ties == 0 (checked by callers)
+    if tie_policy in ("optimistic", "input_order"):  # input_order: ties == 0 (checked by callers)
         rank = 1 + b
-    elif policy == "pessimistic":
+    elif tie_policy == "pessimistic":
         rank = 1 + b + t
-    elif policy == "workbench":
+    elif tie_policy == "workbench":
         rank = 1 + b + np.floor((t + 1) / 2)
     else:
         rank = 1 + b + t / 2
     return np.where(better < 0, np.nan, rank)
 
 
-def ap_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
+def ap_from_stats(better: np.ndarray, ties: np.ndarray, tie_policy: str) -> np.ndarray:
     """AP of one relevant item: 1 / rank, or under ``expected`` the mean of 1 / r over tied ranks.
 
     ``expected``: (1 / (t + 1)) sum_{r = b + 1}^{b + t + 1} 1 / r
     = (psi(b + t + 2) - psi(b + 1)) / (t + 1)
     with psi the digamma function (exact 1 / (b + 1) when t = 0).
     """
-    if policy != "expected":
-        return 1 / rank_from_stats(better, ties, policy)  # NaN rank (R = 0) gives NaN
+    if tie_policy != "expected":
+        return 1 / rank_from_stats(better, ties, tie_policy)  # NaN rank (R = 0) gives NaN
     from scipy.special import digamma  # on first use, as in _harmonic_span
 
     missing = better < 0
@@ -568,7 +568,9 @@ def ap_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarr
     return np.where(missing, np.nan, ap)
 
 
-def hit_probability(better: np.ndarray, ties: np.ndarray, k: np.ndarray, policy: str) -> np.ndarray:
+def hit_probability(
+    better: np.ndarray, ties: np.ndarray, k: np.ndarray, tie_policy: str
+) -> np.ndarray:
     """Probability that the relevant item ranks within the top ``k`` (NaN where R = 0).
 
     Deterministic policies give 0 or 1 (rank <= k); ``expected`` gives the share of the tied ranks
@@ -577,8 +579,8 @@ def hit_probability(better: np.ndarray, ties: np.ndarray, k: np.ndarray, policy:
     missing = better[..., None] < 0
     b = np.where(missing, 0, better[..., None]).astype(np.float64)
     t = np.where(missing, 0, ties[..., None]).astype(np.float64)
-    if policy == "expected":
+    if tie_policy == "expected":
         hit = np.clip(k - b, 0, t + 1) / (t + 1)
     else:
-        hit = (rank_from_stats(better, ties, policy)[..., None] <= k).astype(np.float64)
+        hit = (rank_from_stats(better, ties, tie_policy)[..., None] <= k).astype(np.float64)
     return np.where(missing, np.nan, hit)

@@ -18,9 +18,9 @@ A cube keeps, per descriptor and query, only the rank statistics of the query's 
   descriptor) are left out.
 
 trec_eval's ``recip_rank`` and ``map`` of a query are then ``ap_from_rank_stats(better, ties,
-policy)``, ``success.k`` and ``recall.k`` its hit at :math:`k` and ``P.k`` that hit over :math:`k`;
-their ``all`` values are ``metric_set``'s ``true_map_micro``, ``precision_at_k`` and
-``ir_precision_at_k`` under that policy. See docs/retrieval.md, "Exporting to TREC files".
+tie_policy=policy)``, ``success.k`` and ``recall.k`` its hit at :math:`k` and ``P.k`` that hit
+over :math:`k`; their ``all`` values are ``metric_set``'s ``true_map_micro``, ``hit_rate_at_k``
+and ``precision_at_k`` under that policy. See docs/retrieval.md, "Exporting to TREC files".
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def export_cube(
     policy : {"optimistic", "pessimistic", "workbench"}
         Where the relevant document goes in its tie group. ``"expected"`` is refused: it is a
         mean over every order of the tie group, which no single run holds (``metricalc
-        trec-eval --ties expected`` on the exported run computes it, the tied scores being kept,
-        where ``depth`` cuts no tie group).
+        trec-eval --tie-policy expected`` on the exported run computes it, the tied scores being
+        kept, where ``depth`` cuts no tie group).
     depth : int or None
         Documents written per query at most (default 1000); ``None`` writes all
         :math:`b + t + 1`. A relevant document beyond it is not written and trec_eval scores the
@@ -214,7 +214,7 @@ def _tie_offset(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray
     ``policy`` (:func:`metricalc.core.ranking.rank_from_rank_stats`) less ``1 + better``."""
     from metricalc.core.ranking import rank_from_rank_stats
 
-    rank = np.asarray(rank_from_rank_stats(better, ties, policy=policy))
+    rank = np.asarray(rank_from_rank_stats(better, ties, tie_policy=policy))
     offset: np.ndarray = rank.astype(np.int64) - 1 - better
     return offset
 
