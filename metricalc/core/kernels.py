@@ -367,16 +367,49 @@ def precision_sum_from_rank_stats(
     return total
 
 
+TRAPEZOID_EPS = 1e-10
+r"""hpatches-benchmark's guard :math:`\epsilon` of the ``"trapezoid"`` AP (``utils/metrics.py``)."""
+
+
+def trapezoid_credit(rank: np.ndarray, order: np.ndarray) -> np.ndarray:
+    r"""Area credited by the ``"trapezoid"`` AP to the ``order``-th relevant item (1-based, s) at
+    1-based ``rank`` (r), before the division by :math:`\max(R, \epsilon)`.
+
+    With points :math:`(r_i, p_i)`, :math:`p_i = \max(tp_i, \epsilon) / \max(i, \epsilon)`,
+    recall grows by :math:`1/R` only at a relevant item, so its trapezoid is
+    :math:`(p_{r-1} + p_r) / (2R)` with :math:`tp_{r-1} = s - 1`, :math:`tp_r = s`:
+
+    .. math:: c(r, s) = rac{1}{2}\left(rac{\max(s - 1, \epsilon)}{\max(r - 1, \epsilon)}
+        + rac{s}{r}ight)
+
+    (:math:`p_0 = 1`). Examples: ``trapezoid_credit(1, 1)`` is 1, ``trapezoid_credit(3, 2)``
+    is (1/2 + 2/3) / 2.
+    """
+    before = np.maximum(order - 1, TRAPEZOID_EPS) / np.maximum(rank - 1, TRAPEZOID_EPS)
+    credit: np.ndarray = (before + order / rank) / 2
+    return credit
+
+
+def trapezoid_ap_from_ranks(ranks: np.ndarray, n_relevant: np.ndarray | float) -> np.ndarray:
+    r"""The ``"trapezoid"`` AP of lists given by the increasing 1-based ranks of their relevant
+    items (axis -1): :math:`\sum_s c(r_s, s) / \max(R, \epsilon)` (:func:`trapezoid_credit`),
+    0 where R = 0 (no NaN: hpatches-benchmark's value). Relevant items missing from ``ranks``
+    (R larger than their number) count as never retrieved.
+    """
+    ranks = np.asarray(ranks, dtype=np.float64)
+    order = np.arange(1, ranks.shape[-1] + 1, dtype=np.float64)
+    total = trapezoid_credit(ranks, order).sum(axis=-1)
+    return np.asarray(total / np.maximum(n_relevant, TRAPEZOID_EPS))
+
+
 def _area_trapezoid(rel: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:
-    """Trapezoid area under the PR points starting at (tp, fp) = (0, 0) (hpatches python)."""
-    rows, n = rel.shape
-    tp = np.zeros((rows, n + 1))
-    np.cumsum(rel, axis=1, out=tp[:, 1:])
-    retrieved = np.arange(n + 1)
-    small = 1e-10
-    precision = np.maximum(tp, small) / np.maximum(retrieved, small)
-    recall = tp / np.maximum(n_relevant, small)[:, None]
-    area: np.ndarray = np.trapezoid(precision, recall, axis=1)
+    """Trapezoid area under the PR points starting at (tp, fp) = (0, 0) (hpatches python), from
+    the rank and order of every relevant item (:func:`trapezoid_credit`)."""
+    flat, row, k, _ = relevant_positions(rel)
+    rank = flat - row * rel.shape[1] + 1
+    credit = trapezoid_credit(rank.astype(np.float64), k.astype(np.float64))
+    total = np.bincount(row, weights=credit, minlength=rel.shape[0])
+    area: np.ndarray = total / np.maximum(n_relevant, TRAPEZOID_EPS)
     return area
 
 
