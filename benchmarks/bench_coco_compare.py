@@ -28,29 +28,12 @@ import time
 import numpy as np
 from timing import best_time, integer_options
 
-from metricalc.datasets.coco import make_coco_dataset
+from metricalc.datasets.coco import make_coco_dataset, repeat_images
 from metricalc.detection import evaluate, load_detections, load_ground_truth
 from metricalc.detection.resampled import image_records, swapped_summaries, weighted_summary
 
 STATS = [0, 1, 2, 3, 4, 5, 8, 9, 10, 11]
 """Positions of ``COCO_SUMMARY`` in ``COCOeval.stats``."""
-
-
-def resampled(gt: dict, dt: list, weights: np.ndarray) -> tuple[dict, list]:
-    """The data set with image i (in id order) ``weights[i]`` times, under new ids."""
-    copies: dict[int, list[int]] = {}
-    images = []
-    for image, w in zip(sorted(gt["images"], key=lambda im: im["id"]), weights, strict=True):
-        copies[image["id"]] = list(range(len(images) + 1, len(images) + 1 + int(w)))
-        images += [{**image, "id": new} for new in copies[image["id"]]]
-    annotations = [
-        {**a, "id": k + 1, "image_id": new}
-        for k, (a, new) in enumerate(
-            (a, new) for a in gt["annotations"] for new in copies[a["image_id"]]
-        )
-    ]
-    results = [{**d, "image_id": new} for d in dt for new in copies[d["image_id"]]]
-    return {**gt, "images": images, "annotations": annotations}, results
 
 
 def pycocotools_stats(gt: dict, dt: list) -> np.ndarray:
@@ -97,11 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     ours = weighted_summary(records, weights[: options.loop])
     start = time.perf_counter()
     for w in weights[: options.loop]:
-        evaluate_stats(*resampled(gt, dt, w))
+        evaluate_stats(*repeat_images(gt, dt, w))
     loop = (time.perf_counter() - start) / options.loop
     start = time.perf_counter()
     reference = np.stack(
-        [pycocotools_stats(*resampled(gt, dt, w)) for w in weights[: options.loop]]
+        [pycocotools_stats(*repeat_images(gt, dt, w)) for w in weights[: options.loop]]
     )
     coco = (time.perf_counter() - start) / options.loop
     per_resample = vectorised / options.resamples

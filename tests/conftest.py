@@ -228,3 +228,20 @@ def quick_native_cube(quick_sequences, quick_native_features):
     from metricalc.keypoints import evaluate
 
     return evaluate(quick_sequences, quick_native_features, keypoints="native", bojanic=False)
+
+
+@pytest.fixture
+def evaluations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records the keypoints mode of every call of metricalc.keypoints.evaluate by the keypoint
+    pipeline (the minutes a cache hit saves)."""
+    from metricalc.keypoints import pipeline
+
+    calls: list[str] = []
+    real = pipeline.evaluate
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["keypoints"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "evaluate", counted)
+    return calls

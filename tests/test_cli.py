@@ -215,6 +215,53 @@ def test_a_second_demo_reuses_its_cubes(quick_demo, tmp_path, monkeypatch):
     # a changed input misses the cache: tests/test_report_cache.py
 
 
+def test_keypoints_eval_takes_the_demos_cubes_from_its_cache(quick_demo, tmp_path, evaluations):
+    """``keypoints eval --cache <demo folder>`` with the demo's settings is the demo's cache
+    entry (the pipeline's one key): it extracts and evaluates nothing and writes the demo's cube;
+    other settings miss it and are kept in the folder under their key."""
+    from metricalc.keypoints.detectors import available_methods
+    from metricalc.report.study import DEMO_LOCKED, DEMO_NATIVE
+
+    first, result = quick_demo
+    assert result.returncode == 0, result.stderr
+    cache = tmp_path / "demo"
+    shutil.copytree(first, cache)
+    calls = evaluations  # the calls of metricalc.keypoints.evaluate
+    native = ",".join(m for m in DEMO_NATIVE if m in available_methods())
+    data = ["--data", str(cache / "benchmark"), "--cache", str(cache), "--no-progress"]
+    for mode, options in (
+        ("native", ["--descriptors", native]),  # the native cube has no image retrieval
+        ("locked", ["--descriptors", ",".join(DEMO_LOCKED), "--locked", "sift",
+                    "--image-retrieval"]),
+    ):  # fmt: skip
+        out = tmp_path / f"{mode}.nc"
+        assert run("keypoints", "eval", *data, *options, "--out", str(out)).returncode == 0
+        demo_cube = metricalc.cube.open_cube(first / f"cube_{mode}.nc")
+        written = metricalc.cube.open_cube(out)
+        assert written.attrs["cache_key"] == demo_cube.attrs["cache_key"]
+        assert written.drop_attrs().identical(demo_cube.drop_attrs())
+    assert calls == []  # both read back: nothing extracted, nothing evaluated
+    assert sorted(p.name for p in cache.glob("*.nc")) == ["cube_locked.nc", "cube_native.nc"]
+    sift = [*data, "--descriptors", "sift", "--out", str(tmp_path / "sift.nc")]
+    assert run("keypoints", "eval", *sift).returncode == 0
+    key = metricalc.cube.open_cube(tmp_path / "sift.nc").attrs["cache_key"]
+    assert calls == ["native"] and (cache / f"{key}.nc").is_file()  # missed, then kept
+    assert run("keypoints", "eval", *sift).returncode == 0
+    assert calls == ["native"]
+
+
+def test_keypoints_eval_refuses_a_cache_that_is_a_file(tmp_path):
+    taken = tmp_path / "cubes"
+    taken.write_text("a file")
+    result = run("keypoints", "eval", "--data", tmp_path / "missing", "--cache", taken,
+                 "--out", tmp_path / "cube.nc")  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"metricalc: error: --cache {taken} is a file; expected a folder"
+    ]
+    assert taken.read_text() == "a file" and not (tmp_path / "cube.nc").exists()
+
+
 def test_the_demo_study_report_after_the_demo_deletes_none_of_the_demo(quick_demo, tmp_path):
     """README's order: ``metricalc demo``, then ``metricalc report reports/demo.yaml`` (here a
     copy of the demo's folder and the study, quick and with fast tests), which renders the same

@@ -487,5 +487,5 @@ def test_iou_threshold_zero_is_refused():
 def test_bad_budgets_are_named_not_truncated(max_dets):
     gt = load_ground_truth(GOOD_GT)
     dt = load_detections([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 4, 4], "score": 1}], gt)
-    with pytest.raises(mc.InvalidInputError, match=r"max_dets must be positive integers"):
+    with pytest.raises(mc.InvalidInputError, match="max_dets must be a non-empty list"):
         evaluate(gt, dt, max_dets=max_dets)

@@ -169,8 +169,8 @@ def test_check_protocol_refuses_what_is_not_a_pixel_count(value):
     from metricalc.errors import InvalidInputError
     from metricalc.keypoints.evaluate import check_protocol
 
-    with pytest.raises(InvalidInputError, match="tau must be a non-negative number of pixels"):
+    with pytest.raises(InvalidInputError, match="tau must be a finite number >= 0"):
         check_protocol(tau=value, border=40.0)
-    with pytest.raises(InvalidInputError, match="border must be a non-negative number of pixels"):
+    with pytest.raises(InvalidInputError, match="border must be a finite number >= 0"):
         check_protocol(tau=3.0, border=value)
     check_protocol(tau=np.int64(3), border=np.float32(0.0))  # NumPy numbers are numbers

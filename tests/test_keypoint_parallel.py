@@ -151,7 +151,7 @@ def test_evaluate_sequences_takes_features_extracted_before(sequences, tmp_path)
     settings = EvaluationSettings(("sift", "brief"), "locked:sift", LIMIT)
     features = extract_features(sequences, settings)
     cube, reused = cached_evaluation(
-        sequences, settings, tmp_path / "cube.nc", features=lambda: features
+        sequences, settings, tmp_path, name="cube.nc", features=lambda: features
     )
     assert not reused
     _same(cube, evaluate_sequences(sequences, settings))

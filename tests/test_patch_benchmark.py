@@ -129,10 +129,10 @@ def test_the_test_split_and_forty_sequence_names(fake_release, tmp_path):
     ("kwargs", "message"),
     [
         ({"n_sequences": 8}, r"7 train sequences, expected at least 8 \(--sequences\)"),
-        ({"split": "val"}, r"split: expected one of \('train', 'test'\)"),
-        ({"difficulty": "tough"}, r"difficulty: expected one of \('easy', 'hard'\)"),
-        ({"n_sequences": 0}, r"n_sequences: expected an integer >= 1"),
-        ({"seed": -1}, r"seed: expected a non-negative integer"),
+        ({"split": "val"}, r"split must be one of 'train', 'test'; got 'val'"),
+        ({"difficulty": "tough"}, r"difficulty must be one of 'easy', 'hard'; got 'tough'"),
+        ({"n_sequences": 0}, r"n_sequences must be an integer >= 1"),
+        ({"seed": -1}, r"seed must be an integer >= 0"),
         ({"queries_per_sequence": 10_000}, r"20000 queries \(10000 per sequence\) but"),
     ],
 )

@@ -68,7 +68,7 @@ def test_raw_equals_area_resize_and_normalisation_per_patch():
 
 
 def test_bad_patches_and_methods():
-    with pytest.raises(InvalidInputError, match="method: expected one of"):
+    with pytest.raises(InvalidInputError, match="method must be one of"):
         describe_patches(textured(1), method="orb")
     with pytest.raises(InvalidInputError, match=r"expected an array \(N, 65, 65\)"):
         describe_patches(np.zeros((2, 64, 64), np.uint8))
@@ -98,7 +98,7 @@ def test_dataset_errors(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(InvalidInputError, match="is a file; expected a folder"):
         describe_dataset(tmp_path / "data", tmp_path / "file")
-    with pytest.raises(InvalidInputError, match="format: expected one of"):
+    with pytest.raises(InvalidInputError, match="format must be one of"):
         describe_dataset(tmp_path / "data", tmp_path / "out", format="txt")
     (tmp_path / "empty").mkdir()
     with pytest.raises(InvalidInputError, match="no sequence folders"):

@@ -170,7 +170,7 @@ def test_refuses_a_foreign_folder_and_bad_arguments(tmp_path):
     with pytest.raises(InvalidInputError, match=r"not empty and has no patch_manifest\.json"):
         make_patch_dataset(tmp_path, scenes=["camera"])
     (tmp_path / "x.txt").unlink()
-    with pytest.raises(InvalidInputError, match="max_patches: expected an integer >= 1"):
+    with pytest.raises(InvalidInputError, match="max_patches must be an integer >= 1"):
         make_patch_dataset(tmp_path, scenes=["camera"], max_patches=0)
     with pytest.raises(InvalidInputError, match="unknown synthetic scene"):
         make_patch_dataset(tmp_path, scenes=["nonsense"])

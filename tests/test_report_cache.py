@@ -28,21 +28,6 @@ def data(tmp_path) -> Path:
     return tmp_path / "data"
 
 
-@pytest.fixture
-def evaluations(monkeypatch) -> list[str]:
-    """Records every call of metricalc.keypoints.evaluate by the pipeline (the minutes a cache
-    hit saves)."""
-    calls: list[str] = []
-    real = pipeline.evaluate
-
-    def counted(*args, **kwargs):
-        calls.append(kwargs["keypoints"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pipeline, "evaluate", counted)
-    return calls
-
-
 def spec(data: Path, **changes) -> DataSpec:
     base = DataSpec(
         kind="dataset",

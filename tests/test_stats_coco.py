@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from metricalc.cli.coco import COCO_COLUMNS
-from metricalc.datasets.coco import make_coco_dataset
+from metricalc.datasets.coco import make_coco_dataset, repeat_images
 from metricalc.detection import evaluate, load_detections, load_ground_truth
 from metricalc.detection.resampled import (
     COCO_SUMMARY,
@@ -53,23 +53,6 @@ def reference(gt: dict, dt: list, iou_type: str = "bbox") -> np.ndarray:
     return np.where(stats == -1, np.nan, stats)
 
 
-def materialise(gt: dict, dt: list, weights: np.ndarray) -> tuple[dict, list]:
-    """The data set with image i (in id order) ``weights[i]`` times: copies under consecutive
-    new ids, annotations and results copied in file order."""
-    copies: dict[int, list[int]] = {}
-    images = []
-    for image, w in zip(sorted(gt["images"], key=lambda im: im["id"]), weights, strict=True):
-        copies[image["id"]] = list(range(len(images) + 1, len(images) + 1 + int(w)))
-        images += [{**image, "id": new} for new in copies[image["id"]]]
-    annotations = [
-        {**a, "image_id": new} for a in gt["annotations"] for new in copies[a["image_id"]]
-    ]
-    for k, annotation in enumerate(annotations):
-        annotation["id"] = k + 1  # pycocotools takes id 0 for unmatched
-    results = [{**d, "image_id": new} for d in dt for new in copies[d["image_id"]]]
-    return {**gt, "images": images, "annotations": annotations}, results
-
-
 def records_of(gt: dict, dt: list, iou_type: str = "bbox"):
     truth = load_ground_truth(gt)
     return image_records(truth, load_detections(dt, truth), iou_type=iou_type)
@@ -105,7 +88,7 @@ def test_weighted_stats_are_cocoeval_of_the_resampled_data_set(name, make):
     ])  # fmt: skip
     ours = weighted_summary(records, weights)
     for row, w in zip(ours, weights, strict=True):
-        assert_stats(row, reference(*materialise(gt, dt, w)))
+        assert_stats(row, reference(*repeat_images(gt, dt, w)))
     # weights 1: pycocotools' stats bit for bit
     np.testing.assert_array_equal(ours[0], reference(gt, dt))
 
@@ -122,7 +105,7 @@ def test_tied_block_of_one_image_is_repeated_copy_by_copy():
         {"image_id": 1, "category_id": 1, "bbox": [30, 30, 10, 10], "score": 0.5},
     ]
     ours = weighted_summary(records_of(gt, dt), np.array([[2]]))[0]
-    expected = reference(*materialise(gt, dt, np.array([2])))
+    expected = reference(*repeat_images(gt, dt, np.array([2])))
     assert_stats(ours, expected)
     # by hand: points (R, P) = (1/2, 1), (1/2, 1/2), (1, 2/3), (1, 1/2): p(r) = 1 up to 0.5
     assert ours[0] == pytest.approx((51 * 1.0 + 50 * (2 / 3)) / 101, abs=1e-12)
@@ -134,7 +117,7 @@ def test_segm_weighted_stats_are_cocoeval():
     weights = np.array([[2, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
     ours = weighted_summary(records, weights)
     for row, w in zip(ours, weights, strict=True):
-        assert_stats(row, reference(*materialise(gt, dt, w), "segm"))
+        assert_stats(row, reference(*repeat_images(gt, dt, w), "segm"))
 
 
 def two_detectors(n_images: int = 7, seed: int = 0):
@@ -259,33 +242,15 @@ def coco_files(tmp_path):
 
 def test_cli_compares_coco_results(coco_files):
     path, gt, first, second = coco_files
-    out = run_cli(
-        "compare",
-        "--coco-gt",
-        path / "gt.json",
-        path / "det_a.json",
-        path / "det_b.json",
-        "--n-resamples",
-        "200",
-        "--json",
-    )
+    argv = ("compare", "--coco-gt", path / "gt.json", path / "det_a.json", path / "det_b.json")
+    out = run_cli(*argv, "--n-resamples", "200", "--json")
     assert out.returncode == 0, out.stderr
     (row,) = json.loads(out.stdout)
     difference = reference(gt, first)[0] - reference(gt, second)[0]
     assert row["descriptor"] == "det_a" and row["baseline"] == "det_b"
     assert row["mean_diff"] == pytest.approx(difference, abs=1e-12)
     assert row["ci_low"] <= row["mean_diff"] <= row["ci_high"] and 0 < row["pvalue"] <= 1
-    table = run_cli(
-        "compare",
-        "--coco-gt",
-        path / "gt.json",
-        path / "det_a.json",
-        path / "det_b.json",
-        "--n-resamples",
-        "200",
-        "--labels",
-        "A,B",
-    )
+    table = run_cli(*argv, "--n-resamples", "200", "--labels", "A,B")
     assert table.returncode == 0, table.stderr
     assert f"{difference:+.4f}" in table.stdout and "independent unit: images" in table.stdout
 

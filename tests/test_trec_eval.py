@@ -15,7 +15,7 @@ import pytrec_eval
 from metricalc.cli import main
 from metricalc.cli import trec as cli_trec
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval import TIES, Qrels, Run, evaluate, parse_measures
+from metricalc.retrieval import TIE_POLICIES, Qrels, Run, evaluate, parse_measures
 
 PYTREC_MEASURES = {
     "map", "P", "recall", "Rprec", "recip_rank", "bpref", "ndcg", "ndcg_cut", "map_cut",
@@ -256,8 +256,8 @@ def test_optimistic_and_pessimistic_bound_trec_eval(collection):
     measures = ["official", "recall", "gm_bpref", "Rprec_mult", "11pt_avg", "ndcg", "ndcg_cut",
                 "map_cut", "relative_P", "success", "set", "num_nonrel_judged_ret"]
     base = evaluate(q, r, measures)
-    best = evaluate(q, r, measures, ties="optimistic")
-    worst = evaluate(q, r, measures, ties="pessimistic")
+    best = evaluate(q, r, measures, tie_policy="optimistic")
+    worst = evaluate(q, r, measures, tie_policy="pessimistic")
     for name in base.per_query:
         assert (best.per_query[name] >= base.per_query[name] - 1e-12).all(), name
         assert (worst.per_query[name] <= base.per_query[name] + 1e-12).all(), name
@@ -265,7 +265,7 @@ def test_optimistic_and_pessimistic_bound_trec_eval(collection):
     allowed = ["map", "map_cut", "P", "recall", "Rprec", "recip_rank", "ndcg", "ndcg_cut",
                "success", "set_P", "set_recall", "set_F", "num_rel_ret", "relative_P",
                "set_relative_P", "Rprec_mult"]
-    mean = evaluate(q, r, allowed, ties="expected")
+    mean = evaluate(q, r, allowed, tie_policy="expected")
     for name, value in mean.per_query.items():
         assert (value <= best.per_query[name] + 1e-12).all(), name
         assert (value >= worst.per_query[name] - 1e-12).all(), name
@@ -306,7 +306,7 @@ def brute_force_expectation(qrels, scores, depth):
 def test_expected_is_the_mean_over_every_order_of_the_tied_documents(scores, depth):
     qrels = {"q": {"a": 2, "b": 0, "c": 1, "e": 1, "f": 1}}
     result = evaluate(Qrels.from_dict(qrels), Run.from_dict({"q": scores}), EXPECTED_MEASURES,
-                      ties="expected", depth=depth)
+                      tie_policy="expected", depth=depth)
     expected = brute_force_expectation(qrels, scores, depth)
     assert set(result.summary) == set(expected)
     for name, value in expected.items():
@@ -316,11 +316,11 @@ def test_expected_is_the_mean_over_every_order_of_the_tied_documents(scores, dep
 def test_expected_refuses_measures_without_a_linear_form():
     qrels, run = Qrels.from_dict(HAND_QRELS), Run.from_dict(HAND_RUN)
     with pytest.raises(InvalidInputError, match="not for gm_map, bpref, iprec_at_recall"):
-        evaluate(qrels, run, ["official"], ties="expected")
+        evaluate(qrels, run, ["official"], tie_policy="expected")
 
 
 def test_cli_tie_choices_agree_with_the_library():
-    assert cli_trec.TIES == TIES
+    assert cli_trec.TIE_POLICIES == TIE_POLICIES
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,7 +420,7 @@ def test_cli_json(files, capsys):
     [
         (["-m", "bogus"], "unknown measure 'bogus'"),
         (["-M", "0"], "depth (-M) must be a positive integer; got 0"),
-        (["--tie-policy", "expected", "-m", "bpref"], "ties='expected' is defined for"),
+        (["--tie-policy", "expected", "-m", "bpref"], "tie_policy='expected' is defined for"),
     ],
 )
 def test_cli_errors_are_one_line(files, capsys, args, message):

@@ -51,7 +51,7 @@ def qid(cube, q: int) -> str:
 def test_pytrec_eval_on_the_export_gives_the_cube_numbers(tmp_path, policy, descriptor):
     cube = random_cube(1, policy=policy)
     done = export_cube(cube, descriptor, run=tmp_path / "run.txt", qrels=tmp_path / "qrels.txt",
-                       policy=policy, depth=None)
+                       tie_policy=policy, depth=None)
     theirs = pytrec(done.run, done.qrels,
                     {"recip_rank", "map", "P.1,5,10", "success.1,5,10", "num_ret", "Rprec"})
     one = cube.sel(descriptor=descriptor)
@@ -84,9 +84,9 @@ def test_pytrec_eval_on_the_export_gives_the_cube_numbers(tmp_path, policy, desc
 def test_the_tie_group_is_kept_so_ties_expected_gives_the_expected_policy(tmp_path):
     cube = random_cube(2, policy="expected")
     done = export_cube(cube, "sift", run=tmp_path / "run", qrels=tmp_path / "qrels",
-                       policy="pessimistic", depth=None)
+                       tie_policy="pessimistic", depth=None)
     result = evaluate(read_qrels(done.qrels), read_run(done.run), ["recip_rank", "success.5"],
-                      ties="expected")
+                      tie_policy="expected")
     one = cube.sel(descriptor="sift")
     ranked = np.flatnonzero(one.n_relevant.values == 1)
     order = np.argsort([qid(cube, q) for q in ranked])  # trec_eval's query order (byte order)
@@ -104,7 +104,7 @@ def test_a_depth_cut_scores_a_relevant_document_beyond_it_as_not_retrieved(tmp_p
     cube = random_cube(3)
     depth = 12
     done = export_cube(cube, "sift", run=tmp_path / "run", qrels=tmp_path / "qrels",
-                       policy=policy, depth=depth)
+                       tie_policy=policy, depth=depth)
     theirs = pytrec(done.run, done.qrels, {"recip_rank", "num_ret"})
     one = cube.sel(descriptor="sift")
     ranked = np.flatnonzero(one.n_relevant.values == 1)
@@ -122,7 +122,7 @@ def test_a_depth_cut_scores_a_relevant_document_beyond_it_as_not_retrieved(tmp_p
 def test_include_zeros_puts_r0_queries_in_the_qrels_only(tmp_path):
     cube = random_cube(4)
     done = export_cube(cube, "sift", run=tmp_path / "run", qrels=tmp_path / "qrels",
-                       policy="optimistic", include_zeros=True)
+                       tie_policy="optimistic", include_zeros=True)
     metrics = metric_set(cube).sel(descriptor="sift")
     qrels, run = read_qrels(done.qrels), read_run(done.run)
     n_zero = int((cube.n_relevant.sel(descriptor="sift") == 0).sum())
@@ -142,7 +142,7 @@ def test_written_lines_and_docnos(tmp_path):
         {"better": [[0, 10, -1]], "ties": [[0, 1, -1]]}, attrs=qc.DEFAULT_ATTRS,
     )
     done = export_cube(cube, "sift", run=tmp_path / "run", qrels=tmp_path / "qrels",
-                       policy="optimistic", tag="mine")
+                       tie_policy="optimistic", tag="mine")
     lines = done.run.read_text().splitlines()
     assert lines[0] == "v_a/1-2/kp/0 Q0 t00 1 0 mine"
     assert lines[1:4] == ["v_a/1-2/kp/1 Q0 b01 1 1 mine", "v_a/1-2/kp/1 Q0 b02 2 1 mine",
@@ -157,10 +157,10 @@ def test_large_runs_are_written_in_slices(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "CHUNK_LINES", 7)
     cube = random_cube(5, n=60)
     done = export_cube(cube, "orb", run=tmp_path / "run", qrels=tmp_path / "qrels",
-                       policy="workbench", depth=None)
+                       tie_policy="workbench", depth=None)
     monkeypatch.setattr(export, "CHUNK_LINES", 1 << 21)
     whole = export_cube(cube, "orb", run=tmp_path / "run2", qrels=tmp_path / "qrels2",
-                        policy="workbench", depth=None)
+                        tie_policy="workbench", depth=None)
     assert done.run.read_text() == whole.run.read_text()
     assert done.n_lines == len(done.run.read_text().splitlines())
 
@@ -169,27 +169,27 @@ def test_refusals(tmp_path):
     cube = random_cube(6, n=20)
     files = {"run": tmp_path / "run", "qrels": tmp_path / "qrels"}
     with pytest.raises(InvalidInputError, match=r"'expected' .* 'optimistic' or 'pessimistic'"):
-        export_cube(cube, "sift", **files, policy="expected")
+        export_cube(cube, "sift", **files, tie_policy="expected")
     with pytest.raises(InvalidInputError, match="policy"):
-        export_cube(cube, "sift", **files, policy="best")
+        export_cube(cube, "sift", **files, tie_policy="best")
     with pytest.raises(InvalidInputError, match="'surf' is not in the cube; expected one of sift"):
-        export_cube(cube, "surf", **files, policy="optimistic")
+        export_cube(cube, "surf", **files, tie_policy="optimistic")
     with pytest.raises(InvalidInputError, match="depth must be a positive integer"):
-        export_cube(cube, "sift", **files, policy="optimistic", depth=0)
+        export_cube(cube, "sift", **files, tie_policy="optimistic", depth=0)
     with pytest.raises(InvalidInputError, match="tag 'my run'"):
-        export_cube(cube, "sift", **files, policy="optimistic", tag="my run")
+        export_cube(cube, "sift", **files, tie_policy="optimistic", tag="my run")
     aps_only = cube.copy()
     aps_only["better"] = aps_only["better"].where(False, -1)
     with pytest.raises(InvalidInputError, match="no rank statistics"):
-        export_cube(aps_only, "sift", **files, policy="optimistic")
+        export_cube(aps_only, "sift", **files, tie_policy="optimistic")
     spaced = cube.assign_coords(scene=("query", np.where(np.arange(20) == 3, "a b", "v_a")))
     with pytest.raises(InvalidInputError, match=r"'a b/.*' holds whitespace"):
-        export_cube(spaced, "sift", **files, policy="optimistic")
+        export_cube(spaced, "sift", **files, tie_policy="optimistic")
     slashed = qc.new_cube(["sift"], {"scene": ["v_a/1-2", "v_a"], "pair": ["", "1-2"],
                                      "keypoint_set": ["kp", "/kp"], "query_keypoint": [0, 0]},
                           {"better": [[0, 0]], "ties": [[0, 0]]}, attrs=qc.DEFAULT_ATTRS)
     with pytest.raises(InvalidInputError, match="two queries get the query id 'v_a/1-2//kp/0'"):
-        export_cube(slashed, "sift", **files, policy="optimistic")
+        export_cube(slashed, "sift", **files, tie_policy="optimistic")
     assert not list(tmp_path.iterdir())  # nothing written
 
 
@@ -197,14 +197,14 @@ def test_refusals(tmp_path):
 def test_ranked_scores_hold_the_policy_for_any_tool(tmp_path, policy):
     cube = random_cube(10, policy=policy)
     done = export_cube(cube, "sift", run=tmp_path / "run", qrels=tmp_path / "qrels",
-                       policy=policy, depth=None, scores="ranked")
+                       tie_policy=policy, depth=None, scores="ranked")
     lines = [line.split() for line in done.run.read_text().splitlines()]
     scores = np.array([float(line[4]) for line in lines])
     ranks = np.array([int(line[3]) for line in lines])
     assert ((scores == 1) == np.r_[ranks[1:] == 1, True]).all()  # n_q .. 1 per query
     # tie policies cannot change anything any more: every score differs within a query
     expected = evaluate(read_qrels(done.qrels), read_run(done.run), ["recip_rank"],
-                        ties="expected").summary["recip_rank"]
+                        tie_policy="expected").summary["recip_rank"]
     metrics = metric_set(cube).sel(descriptor="sift")
     np.testing.assert_allclose(expected, float(metrics.true_map_micro), rtol=1e-12)
     theirs = pytrec(done.run, done.qrels, {"recip_rank"})
@@ -216,7 +216,7 @@ def test_ranx_on_a_ranked_export_gives_the_cube_map(tmp_path):
     ranx = pytest.importorskip("ranx")  # numba: about 10 s the first time
     cube = random_cube(11, policy="pessimistic")
     done = export_cube(cube, "sift", run=tmp_path / "run", qrels=tmp_path / "qrels",
-                       policy="pessimistic", depth=None, scores="ranked")
+                       tie_policy="pessimistic", depth=None, scores="ranked")
     qrels = ranx.Qrels.from_file(str(done.qrels), kind="trec")
     run = ranx.Run.from_file(str(done.run), kind="trec")
     np.testing.assert_allclose(ranx.evaluate(qrels, run, "mrr"),

@@ -39,6 +39,22 @@ def test_read_run_whitespace_variants(tmp_path, text):
     assert as_dict(read_run(path)) == {("q", "d1"): 2.5, ("q", "d2"): 1.5}
 
 
+@pytest.mark.parametrize("block", [1, 2, 3, 5, 8, 1 << 22])
+@pytest.mark.parametrize("line", ["q  d3 3 0.5 t\n", " q d3 3 0.5 t\n", "q d3 3 0.5 t \n"])
+def test_an_empty_field_anywhere_is_seen_whatever_the_block_of_the_scan(tmp_path, monkeypatch,
+                                                                         block, line):
+    """Five fields and a separator more (two in a row, one at a line start or end): read as
+    six by a CSV reader (an empty Q0 or tag, columns not kept), a line too short for trec_eval,
+    which splits at runs of whitespace; the scan for such pairs reads the file in blocks."""
+    from metricalc.retrieval import trec_files
+
+    monkeypatch.setattr(trec_files, "SCAN_BLOCK", block)
+    path = tmp_path / "run.txt"
+    path.write_text("q Q0 d1 1 2.5 t\nq Q0 d2 2 1.5 t\n" + line)
+    with pytest.raises(InvalidInputError, match="line 3: expected 6 fields"):
+        read_run(path)
+
+
 def test_a_tab_inside_a_space_separated_line_splits_fields_as_trec_eval(tmp_path):
     """isspace splits 'd1<tab>x': docno d1, rank x, score 1 (a CSV reader would keep 'd1<tab>x'
     as one docno and read the score 2.5)."""

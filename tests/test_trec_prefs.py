@@ -175,8 +175,7 @@ def test_complete_averages_over_every_query_of_the_preferences(tmp_path):
 
 
 def test_qrels_prefs_reads_the_second_field_as_judgment_group(tmp_path):
-    path = tmp_path / "qrels.txt"
-    path.write_text("q 0 a 1\nq 0 b 0\nq 1 a 0\nq 1 b 1\n")
+    path = prefs_file(tmp_path, "q 0 a 1\nq 0 b 0\nq 1 a 0\nq 1 b 1\n")
     run = Run.from_dict({"q": {"a": 2.0, "b": 1.0}})
     result = evaluate_prefs(read_qrels_prefs(path), run, ["prefs_avgjg", "prefs_pair"])
     assert result.summary == {"prefs_avgjg": 0.5, "prefs_pair": 0.5}

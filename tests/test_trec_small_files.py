@@ -23,8 +23,8 @@ OPTIONS = [
     {},
     {"complete": True, "level": 2},
     {"depth": 5, "judged_only": True},
-    {"ties": "optimistic"},
-    {"ties": "expected"},
+    {"tie_policy": "optimistic"},
+    {"tie_policy": "expected"},
     {"scores": "float32"},
 ]
 
@@ -62,7 +62,7 @@ def by_pyarrow(qrels, run, measures=MEASURES, **options):
 def test_plain_files_give_the_values_read_by_pyarrow(tmp_path, seed, options):
     qrels, run = write_collection(tmp_path, seed, long_ids=seed == 1)
     assert small_join.join_files(qrels, run) is not None  # read with NumPy
-    measures = ["map", "P.5", "recip_rank"] if options.get("ties") == "expected" else MEASURES
+    measures = ["map", "P.5", "recip_rank"] if options.get("tie_policy") == "expected" else MEASURES
     ours = evaluate_files(qrels, run, measures, **options)
     theirs = by_pyarrow(qrels, run, measures, **options)
     assert ours.to_text(per_query=True) == theirs.to_text(per_query=True)

@@ -54,6 +54,26 @@ def names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def chosen_scenes(args: argparse.Namespace) -> list[str] | tuple[str, ...] | None:
+    """The scenes a ``make-dataset`` verb writes: those of ``--scenes``, else the quick set
+    (:data:`metricalc.datasets.sequences.QUICK_SCENES`) with ``--quick``, else ``None`` (all).
+
+    Examples
+    --------
+    >>> chosen_scenes(argparse.Namespace(scenes="i_a, v_b", quick=True))
+    ['i_a', 'v_b']
+    >>> chosen_scenes(argparse.Namespace(scenes=None, quick=False)) is None
+    True
+    """
+    if args.scenes:
+        return names(args.scenes)
+    if not args.quick:
+        return None
+    from metricalc.datasets.sequences import QUICK_SCENES
+
+    return QUICK_SCENES
+
+
 def passed(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     """The values of the options ``names``, to pass on as the library's keyword arguments of the
     same names (``f(**passed(args, "seed", "tag"))`` for ``f(seed=args.seed, tag=args.tag)``).

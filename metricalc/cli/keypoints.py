@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from metricalc.cli._args import (
     add_preset_option,
+    chosen_scenes,
     cutoffs,
     max_keypoints,
     names,
@@ -127,6 +128,13 @@ def add_keypoints(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the strongest kept (0: all) (default: 2000, or the preset's)",
     )
     ev.add_argument("--out", type=Path, required=True, help="cube file to write (.nc)")
+    ev.add_argument(
+        "--cache",
+        type=Path,
+        help="cache folder: the cube of the same data, descriptors and protocol is read from "
+        "any .nc file there that records its key (e.g. the folder of `metricalc demo`), else "
+        "evaluated and kept there as <key>.nc",
+    )
     ev.add_argument("--tau", type=float, default=argparse.SUPPRESS,
                     help="ground-truth tolerance, px (default: 3.0, or the preset's)")  # fmt: skip
     ev.add_argument("--border", type=float, default=argparse.SUPPRESS,
@@ -185,10 +193,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _make_dataset(args: argparse.Namespace) -> int:
-    from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
+    from metricalc.datasets.sequences import make_synthetic_dataset
 
-    scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
-    sequences = make_synthetic_dataset(args.dir, scenes=scenes, seed=args.seed)
+    sequences = make_synthetic_dataset(args.dir, scenes=chosen_scenes(args), seed=args.seed)
     print(f"{len(sequences)} scenes in {args.dir}")
     return 0
 
@@ -309,10 +316,17 @@ def _keypoints_eval(args: argparse.Namespace) -> int:
     keep_freed_memory()
     if args.out.is_dir():
         raise InvalidInputError(f"--out {args.out} is a directory; expected a cube file path")
+    if args.cache is not None and args.cache.exists() and not args.cache.is_dir():
+        raise InvalidInputError(f"--cache {args.cache} is a file; expected a folder")
     settings, own = _eval_settings(args, options)  # a wrong name before reading the data
     sequences = load_sequences(args.data, split=options["split"])
     cube = evaluate_sequences(
-        sequences, settings, own=own, dataset_path=str(args.data), progress=not args.no_progress
+        sequences,
+        settings,
+        own=own,
+        dataset_path=str(args.data),
+        progress=not args.no_progress,
+        cache=args.cache,
     )
     if cube.sizes["query"] == 0:
         raise InvalidInputError(

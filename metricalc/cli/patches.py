@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from metricalc.cli._args import add_preset_option, names, passed, protocol_attrs, with_preset
+from metricalc.cli._args import (
+    add_preset_option,
+    chosen_scenes,
+    names,
+    passed,
+    protocol_attrs,
+    with_preset,
+)
 from metricalc.cli.fpr95 import add_fpr95
 from metricalc.core.ranking import AP_METHODS
 from metricalc.errors import InvalidInputError
@@ -317,13 +324,11 @@ def _patches_compute(args: argparse.Namespace) -> int:
 
 def _patches_make_dataset(args: argparse.Namespace) -> int:
     from metricalc.datasets.patches import make_patch_dataset
-    from metricalc.datasets.sequences import QUICK_SCENES
 
-    scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
     given = {"size": args.size, "max_patches": args.max_patches}
     sizes = {k: v for k, v in given.items() if v is not None}  # else the library's defaults
     dataset = make_patch_dataset(
-        args.dir, scenes=scenes, seed=args.seed, progress=not args.no_progress, **sizes
+        args.dir, scenes=chosen_scenes(args), seed=args.seed, progress=not args.no_progress, **sizes
     )
     total = sum(dataset.counts.values())
     print(f"{len(dataset.sequences)} sequences in {args.dir}: {total} patches in each of the 16 "
@@ -357,12 +362,11 @@ def _patches_describe(args: argparse.Namespace) -> int:
 
 def _patches_make_hpatches17(args: argparse.Namespace) -> int:
     from metricalc.datasets import make_hpatches17_set
-    from metricalc.datasets.sequences import QUICK_SCENES
 
-    scenes = names(args.scenes) if args.scenes else (QUICK_SCENES if args.quick else None)
     descriptors = make_hpatches17_set(
-        args.root, scenes=scenes, seed=args.seed, size=args.size, max_patches=args.max_patches,
-        method=args.method, n_queries=args.queries, n_distractors=args.distractors,
+        args.root, scenes=chosen_scenes(args), seed=args.seed, size=args.size,
+        max_patches=args.max_patches, method=args.method, n_queries=args.queries,
+        n_distractors=args.distractors,
     )  # fmt: skip
     tasks = args.root / "tasks"
     print(f"wrote {descriptors} and {tasks}; evaluate with: metricalc patches hpatches-eval "

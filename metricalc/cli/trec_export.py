@@ -39,7 +39,7 @@ def add_trec_export(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     cube.add_argument("cube", type=Path, metavar="CUBE", help="cube file (.nc)")
     cube.add_argument("--descriptor", required=True, help="the descriptor to export")
-    cube.add_argument("--tie-policy", required=True, metavar="POLICY",
+    cube.add_argument("--tie-policy", "--policy", required=True, metavar="POLICY",
                       help=f"tie policy the run holds: {', '.join(POLICIES)} ('expected' is a "
                       "mean over orders: use trec-eval --tie-policy expected on the run)")
     cube.add_argument("--out-run", type=Path, required=True, metavar="FILE", help="run to write")
@@ -87,12 +87,12 @@ def _export_cube(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--depth must be >= 0 (0: all documents); got {args.depth}")
     done = export_cube(
         open_cube(args.cube), args.descriptor, run=args.out_run, qrels=args.out_qrels,
-        policy=args.tie_policy, depth=args.depth or None, include_zeros=args.include_zeros,
+        tie_policy=args.tie_policy, depth=args.depth or None, include_zeros=args.include_zeros,
         scores=args.scores, tag=args.tag,
     )
     zeros = f" and {done.n_zeros} without" if args.include_zeros else ""
     print(f"wrote {done.run} ({done.n_lines} lines) and {done.qrels}: {done.n_queries} queries "
-          f"with a relevant keypoint{zeros}, {done.policy} ties")
+          f"with a relevant keypoint{zeros}, {done.tie_policy} ties")
     if done.n_beyond_depth:
         print(f"metricalc: note: {done.n_beyond_depth} relevant documents rank beyond --depth "
               f"{done.depth} and are not written: trec_eval scores their queries 0 (--depth 0 "

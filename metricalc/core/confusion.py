@@ -26,13 +26,17 @@ from metricalc.core.labeled import (
 )
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
+    ZERO_DIVISION,
+    Choice,
+    Fraction,
+    Nullable,
+    Text,
     ZeroDivision,
     as_counts,
     as_labels,
     as_scores,
-    check_choice,
     check_samples,
-    check_zero_division,
+    validate_params,
 )
 
 if TYPE_CHECKING:  # imported where a Dataset is built: a rate of plain counts needs no xarray
@@ -64,6 +68,7 @@ def _counts_kernel(
     return kernels.confusion_counts(labels, scores, pad_to=pad_to)
 
 
+@validate_params(dim=Nullable(Text()))
 def counts_at_thresholds(y_true: Any, y_score: Any, *, dim: str | None = None) -> xr.Dataset:
     r"""Confusion counts at every distinct score threshold, thresholds decreasing.
 
@@ -183,8 +188,7 @@ def _fill_undefined(
     undefined: Any, value: Any, zero_division: ZeroDivision, what: str, labeled: bool
 ) -> Any:
     """Replace ``value`` by the ``zero_division`` value where ``undefined``."""
-    policy = check_zero_division(zero_division)
-    return unwrap(fill_undefined(undefined, value, policy, what), labeled)
+    return unwrap(fill_undefined(undefined, value, zero_division, what), labeled)
 
 
 def _proportion(counts: Counts, rate: str) -> tuple[Any, Any]:
@@ -207,6 +211,7 @@ def _rate(counts: Counts, rate: str, zero_division: ZeroDivision) -> Any:
     return _fill_undefined(undefined, value, zero_division, rate, labeled)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def tpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     r"""True positive rate (recall, sensitivity, hit rate).
 
@@ -233,6 +238,7 @@ def tpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     return _rate(counts, "tpr", zero_division)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def recall(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     r"""Recall, identical to :func:`tpr`: :math:`TP / (TP + FN)`.
 
@@ -246,6 +252,7 @@ def recall(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     return _rate(counts, "recall", zero_division)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def fpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     r"""False positive rate (fall-out, false alarm rate).
 
@@ -263,6 +270,7 @@ def fpr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     return _rate(counts, "fpr", zero_division)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def tnr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     r"""True negative rate (specificity), :math:`TNR = TN / (TN + FP) = 1 - FPR`.
 
@@ -275,6 +283,7 @@ def tnr(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     return _rate(counts, "tnr", zero_division)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def precision(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     r"""Precision, the share of positives among the selected items.
 
@@ -289,6 +298,7 @@ def precision(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     return _rate(counts, "precision", zero_division)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def accuracy(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     r"""Accuracy (Rand index), the share of correct decisions.
 
@@ -304,6 +314,7 @@ def accuracy(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     return _rate(counts, "accuracy", zero_division)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def youden_j(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     r"""Youden's J statistic (informedness): sensitivity + specificity - 1.
 
@@ -326,6 +337,7 @@ def youden_j(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     return _fill_undefined(undefined, j, zero_division, "youden_j", labeled)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def f1(counts: Counts, *, zero_division: ZeroDivision = "nan") -> Any:
     r"""F1 score, the harmonic mean of precision and recall.
 
@@ -369,6 +381,7 @@ def _confint_kernel(
     return estimate, low, high
 
 
+@validate_params(rate=Choice(PROPORTIONS), alpha=Fraction(), method=Choice(CONFINT_METHODS))
 def rate_confint(
     counts: Counts, rate: str = "tpr", *, alpha: float = 0.05, method: str = "wilson"
 ) -> xr.Dataset:
@@ -412,10 +425,6 @@ def rate_confint(
     """
     import xarray as xr
 
-    check_choice("rate", rate, tuple(PROPORTIONS))
-    check_choice("method", method, CONFINT_METHODS)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise InvalidInputError(f"alpha must be a number in (0, 1); got {alpha!r}")
     successes, trials = _proportion(counts, rate)
     outputs = apply_kernel(
         _confint_kernel,

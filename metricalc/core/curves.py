@@ -11,10 +11,14 @@ from metricalc.core.confusion import counts_at_thresholds, fpr, precision, tpr
 from metricalc.core.labeled import apply_kernel, fill_undefined, is_labeled, unwrap
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
+    ZERO_DIVISION,
+    Boolean,
+    Nullable,
+    Text,
     ZeroDivision,
     as_numbers,
-    check_zero_division,
     first_index,
+    validate_params,
 )
 
 __all__ = ["auc", "pr_curve", "roc_auc", "roc_curve"]
@@ -51,6 +55,7 @@ def _drop_collinear(counts: xr.Dataset) -> xr.Dataset:
     return counts.isel(threshold=keep)
 
 
+@validate_params(dim=Nullable(Text()), drop_intermediate=Boolean(), zero_division=ZERO_DIVISION)
 def roc_curve(
     y_true: Any,
     y_score: Any,
@@ -98,6 +103,7 @@ def roc_curve(
     )
 
 
+@validate_params(dim=Nullable(Text()), zero_division=ZERO_DIVISION)
 def pr_curve(
     y_true: Any, y_score: Any, *, dim: str | None = None, zero_division: ZeroDivision = "nan"
 ) -> xr.Dataset:
@@ -157,6 +163,7 @@ def _trapezoid_kernel(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     return signed
 
 
+@validate_params(dim=Text())
 def auc(x: Any, y: Any, *, dim: str = "threshold") -> Any:
     r"""Area under a curve by the trapezoidal rule (``sklearn.metrics.auc``).
 
@@ -185,6 +192,7 @@ def auc(x: Any, y: Any, *, dim: str = "threshold") -> Any:
     return unwrap(area, labeled)
 
 
+@validate_params(dim=Nullable(Text()), zero_division=ZERO_DIVISION)
 def roc_auc(
     y_true: Any, y_score: Any, *, dim: str | None = None, zero_division: ZeroDivision = "nan"
 ) -> Any:
@@ -207,10 +215,10 @@ def roc_auc(
     >>> float(mc.roc_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]))
     0.75
     """
-    policy = check_zero_division(zero_division)
     curve = roc_curve(y_true, y_score, dim=dim, zero_division=0)
     area = auc(curve.fpr, curve.tpr, dim="threshold")
     last = curve.isel(threshold=-1).reset_coords(drop=True)
     undefined = (last.tp == 0) | (last.fp == 0)
-    area = fill_undefined(undefined, area, policy, "roc_auc")
+    area = fill_undefined(undefined, area, zero_division, "roc_auc")
+
     return unwrap(area, is_labeled(y_true, y_score))

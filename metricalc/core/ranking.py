@@ -13,13 +13,19 @@ from metricalc.errors import InvalidInputError
 from metricalc.validation import (
     CUBE_TIE_POLICIES,
     TIE_POLICIES,
+    ZERO_DIVISION,
+    Choice,
+    Integer,
+    ListOf,
+    Nullable,
+    OneOf,
+    Text,
     ZeroDivision,
     as_labels,
     as_scores,
-    check_choice,
     check_samples,
-    check_zero_division,
     first_index,
+    validate_params,
 )
 
 __all__ = [
@@ -66,6 +72,7 @@ def _rank_stats_kernel(distances: np.ndarray, relevant_index: np.ndarray) -> tup
     return kernels.rank_stats(d, g.astype(np.int64))
 
 
+@validate_params(dim=Nullable(Text()))
 def rank_stats(distances: Any, relevant_index: Any, *, dim: str | None = None) -> tuple[Any, Any]:
     r"""Count the candidates ranked before, and tied with, the relevant one (one pass, no sort).
 
@@ -157,7 +164,6 @@ def _policy_kernel(
 
 
 def _elementwise(better: Any, ties: Any, tie_policy: str, what: str) -> Any:
-    check_choice("tie_policy", tie_policy, CUBE_TIE_POLICIES)
     result = apply_kernel(
         _policy_kernel,
         {"better": better, "ties": ties},
@@ -166,6 +172,7 @@ def _elementwise(better: Any, ties: Any, tie_policy: str, what: str) -> Any:
     return unwrap(result, is_labeled(better, ties))
 
 
+@validate_params(tie_policy=Choice(CUBE_TIE_POLICIES))
 def ap_from_rank_stats(better: Any, ties: Any, *, tie_policy: str = "expected") -> Any:
     r"""Average precision of a list with one relevant item, from its rank statistics.
 
@@ -225,6 +232,7 @@ def ranked_ap_slices(
             yield part, ranked, ap_from_rank_stats(*values, tie_policy=tie_policy)
 
 
+@validate_params(tie_policy=Choice(CUBE_TIE_POLICIES))
 def rank_from_rank_stats(better: Any, ties: Any, *, tie_policy: str = "expected") -> Any:
     r"""Rank (1-based) of the relevant item under a tie policy; see :func:`ap_from_rank_stats`.
 
@@ -258,6 +266,12 @@ def _at_k_kernel(
     return mean, np.broadcast_to(valid[..., None], mean.shape)
 
 
+_AT_K_PARAMS = {
+    "k": OneOf(Integer(1), ListOf(Integer(1))),
+    "tie_policy": Choice(CUBE_TIE_POLICIES),
+    "dim": Nullable(Text()),
+    "zero_division": ZERO_DIVISION,
+}
 def _at_k(
     better: Any,
     ties: Any,
@@ -270,11 +284,7 @@ def _at_k(
 ) -> Any:
     """Hit rate at k, or precision at k with ``divide_by_k``."""
     what = "precision_at_k" if divide_by_k else "hit_rate_at_k"
-    check_choice("tie_policy", tie_policy, CUBE_TIE_POLICIES)
-    zero = check_zero_division(zero_division)
     ks = np.atleast_1d(np.asarray(k))
-    if ks.ndim != 1 or ks.dtype.kind not in "iu" or (ks < 1).any():
-        raise InvalidInputError(f"k must be a positive integer or a sequence of them; got {k!r}")
     mean, valid = apply_kernel(
         _at_k_kernel,
         {"better": better, "ties": ties},
@@ -285,13 +295,14 @@ def _at_k(
         output_sizes={"k": ks.size},
         kwargs={"k": ks, "tie_policy": tie_policy, "divide_by_k": divide_by_k},
     )
-    result = fill_undefined(valid == 0, mean, zero, what)
+    result = fill_undefined(valid == 0, mean, zero_division, what)
     if not is_labeled(better, ties):
         return unwrap(result if np.ndim(k) else result[..., 0], False)
     result = result.assign_coords(k=ks)
     return result.isel(k=0, drop=True) if np.ndim(k) == 0 else result
 
 
+@validate_params(**_AT_K_PARAMS)
 def hit_rate_at_k(
     better: Any,
     ties: Any,
@@ -316,7 +327,7 @@ def hit_rate_at_k(
         Rank statistics (:func:`rank_stats`), queries on the last axis or along ``dim``.
     k : int or sequence of int
         Cut-off(s); a sequence adds a trailing ``k`` axis (a ``k`` dim for DataArrays).
-    policy : {"optimistic", "pessimistic", "workbench", "expected"}
+    tie_policy : {"optimistic", "pessimistic", "workbench", "expected"}
     zero_division : {"nan", "warn", 0, 1}
         Value when no query has a relevant item.
 
@@ -329,6 +340,7 @@ def hit_rate_at_k(
     return _at_k(better, ties, k, tie_policy, dim, zero_division, divide_by_k=False)
 
 
+@validate_params(**_AT_K_PARAMS)
 def precision_at_k(
     better: Any,
     ties: Any,
@@ -401,6 +413,12 @@ def _ap_kernel(
     return kernels.average_precision_rows(labels, scores, R, method=method, tie_policy=tie_policy)
 
 
+@validate_params(
+    method=Choice(AP_METHODS),
+    tie_policy=Nullable(Choice(TIE_POLICIES)),
+    dim=Nullable(Text()),
+    zero_division=ZERO_DIVISION,
+)
 def average_precision(
     y_true: Any,
     y_score: Any,
@@ -478,8 +496,6 @@ def average_precision(
     >>> round(float(mc.average_precision([0, 1, 1, 0], [0.1, 0.5, 0.5, 0.9])), 6)
     0.666667
     """
-    check_choice("method", method, AP_METHODS)
-    zero = check_zero_division(zero_division)
     if tie_policy is None:
         tie_policy = "expected"
     elif method != "ir":
@@ -487,7 +503,6 @@ def average_precision(
             f"tie_policy= applies to method='ir' only; method={method!r} has the fixed tie "
             "handling of the toolkit it reproduces (see the docstring)"
         )
-    check_choice("tie_policy", tie_policy, TIE_POLICIES)
     labeled = is_labeled(y_true, y_score, n_relevant)
     named = {"y_true": y_true, "y_score": y_score}
     if n_relevant is not None:  # None must not reach dask, which would make it an object array
@@ -499,6 +514,6 @@ def average_precision(
         dim=dim,
         kwargs={"method": method, "tie_policy": tie_policy},
     )
-    if zero != "nan":  # NaN marks lists with R = 0
-        ap = fill_undefined(ap != ap, ap, zero, "average_precision")
+    if zero_division != "nan":  # NaN marks lists with R = 0
+        ap = fill_undefined(ap != ap, ap, zero_division, "average_precision")
     return unwrap(ap, labeled)

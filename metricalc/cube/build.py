@@ -24,6 +24,7 @@ from metricalc.cube.model import (
     split_of,
 )
 from metricalc.errors import InvalidInputError
+from metricalc.validation import Boolean, validate_params
 from metricalc.version import __version__
 
 
@@ -66,6 +67,7 @@ def _protocol(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@validate_params(copy=Boolean())
 def new_cube(
     descriptors: Sequence[str],
     query_coords: Mapping[str, Any],

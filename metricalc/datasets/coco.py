@@ -9,13 +9,15 @@ the tests (against pycocotools), the benchmark and the docs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from metricalc.detection.masks import Masks, encode_rle, masks_from_segmentations
+from metricalc.validation import Boolean, Integer, Nullable, Real, validate_params
 
-__all__ = ["make_coco_dataset"]
+__all__ = ["make_coco_dataset", "repeat_images"]
 
 
 def _star_polygons(rng: np.random.Generator, boxes: np.ndarray) -> list[list[list[float]]]:
@@ -39,6 +41,19 @@ def _clip_boxes(boxes: np.ndarray, width: np.ndarray, height: np.ndarray) -> np.
     return np.round(np.stack([x0, y0, x1 - x0, y1 - y0], 1), 2)
 
 
+@validate_params(
+    n_images=Integer(1),
+    n_categories=Integer(1),
+    objects_per_image=Real(0, None),
+    detections_per_object=Real(0, None),
+    false_positives_per_image=Real(0, None),
+    crowd_rate=Real(0, 1),
+    wrong_class_rate=Real(0, 1),
+    segm=Boolean(),
+    detection_boxes=Boolean(),
+    score_decimals=Nullable(Integer(0)),
+    seed=Integer(0),
+)
 def make_coco_dataset(
     *,
     n_images: int = 20,
@@ -208,6 +223,38 @@ def make_coco_dataset(
     categories = [{"id": int(c), "name": f"class{j}"} for j, c in enumerate(category_ids)]
     rng.shuffle(categories)
     return {"images": images, "categories": categories, "annotations": annotations}, results
+
+
+def repeat_images(
+    gt: dict[str, Any], dt: list[dict[str, Any]], weights: Sequence[int] | np.ndarray
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The data set with image :math:`i` (in id order) ``weights[i]`` times, as COCO files.
+
+    The copies of an image get consecutive new ids :math:`1, 2, \\ldots`, its annotations and
+    detections come along (in file order, annotations renumbered from 1: pycocotools takes id 0
+    for unmatched). A bootstrap resample of images written out this way is what
+    :func:`metricalc.detection.resampled.weighted_summary` evaluates without writing it.
+
+    Examples
+    --------
+    >>> gt = {"images": [{"id": 7}, {"id": 3}], "categories": [{"id": 1}],
+    ...       "annotations": [{"id": 5, "image_id": 7}, {"id": 9, "image_id": 3}]}
+    >>> dt = [{"image_id": 7, "score": 0.5}]
+    >>> gt2, dt2 = repeat_images(gt, dt, [2, 1])   # image 3 twice, image 7 once
+    >>> [im["id"] for im in gt2["images"]], [(a["id"], a["image_id"]) for a in gt2["annotations"]]
+    ([1, 2, 3], [(1, 3), (2, 1), (3, 2)])
+    >>> dt2
+    [{'image_id': 3, 'score': 0.5}]
+    """
+    copies: dict[int, list[int]] = {}
+    images: list[dict[str, Any]] = []
+    for image, w in zip(sorted(gt["images"], key=lambda im: im["id"]), weights, strict=True):
+        copies[image["id"]] = list(range(len(images) + 1, len(images) + 1 + int(w)))
+        images += [{**image, "id": new} for new in copies[image["id"]]]
+    copied = [(a, new) for a in gt["annotations"] for new in copies[a["image_id"]]]
+    annotations = [{**a, "id": k + 1, "image_id": new} for k, (a, new) in enumerate(copied)]
+    results = [{**d, "image_id": new} for d in dt for new in copies[d["image_id"]]]
+    return {**gt, "images": images, "annotations": annotations}, results
 
 
 def _counts(mask: Masks) -> list[int]:

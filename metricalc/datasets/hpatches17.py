@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from metricalc.datasets.patches import make_patch_dataset
+from metricalc.datasets.scenes import SIZE
 from metricalc.datasets.sequences import resolve_scenes
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write
@@ -44,7 +45,7 @@ from metricalc.patches.cvpr17_files import (
     write_retrieval_task,
 )
 from metricalc.patches.describe import METHODS, describe_dataset
-from metricalc.validation import check_choice
+from metricalc.validation import Choice, Integer, validate_params
 
 __all__ = ["STD_THRESHOLD", "hpatches17_set_name", "make_hpatches17_set"]
 
@@ -70,6 +71,14 @@ def hpatches17_set_name(sequences: Sequence[str], **arguments: object) -> str:
     return f"{SYNTHETIC_HPATCHES17} ({settings}, {count} {digest})"
 
 
+@validate_params(
+    seed=Integer(0),
+    size=SIZE,
+    max_patches=Integer(1),
+    method=Choice(METHODS),
+    n_queries=Integer(1),
+    n_distractors=Integer(0),
+)
 def make_hpatches17_set(
     root: str | os.PathLike[str],
     *,
@@ -91,7 +100,6 @@ def make_hpatches17_set(
     :func:`~metricalc.patches.describe_dataset`; ``n_queries`` and ``n_distractors`` bound the
     retrieval files of each split.
     """
-    method = check_choice("method", method, METHODS)  # a folder name: checked before any work
     root = Path(root)
     dataset = make_patch_dataset(
         root / "patches", scenes=scenes, seed=seed, size=size, max_patches=max_patches

@@ -72,6 +72,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from metricalc.datasets.scenes import SIZE
 from metricalc.datasets.sequences import DEFAULT_SIZE, PHOTOGRAPHS, make_synthetic_dataset
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import read_manifest
@@ -85,7 +86,7 @@ from metricalc.patches.dataset import (
 )
 from metricalc.patches.files import IMAGES, write_atomic
 from metricalc.progress import progress_bar
-from metricalc.validation import is_integer
+from metricalc.validation import Boolean, Integer, validate_params
 
 __all__ = [
     "FRAMES_NAME",
@@ -163,13 +164,6 @@ _HALF = (PATCH_SIZE - 1) / 2  # 32: the centre pixel and the half-width of a pat
 _CHUNK = 256  # patches sampled (cv2.remap wants fewer than 32767 rows) or compared at once
 _MAX_OVERLAP = 0.5  # detections overlapping more than this are one location
 _SCENE_NAME = re.compile(r"[iv]_[A-Za-z0-9_]+")  # the sequence folders this generator writes
-
-
-def _check_max_patches(max_patches: int) -> int:
-    """``max_patches`` as an int, checked to be an integer >= 1."""
-    if not is_integer(max_patches) or max_patches < 1:
-        raise InvalidInputError(f"max_patches: expected an integer >= 1, got {max_patches!r}")
-    return int(max_patches)
 
 
 def _rng(seed: int, scene: str, *keys: int) -> np.random.Generator:
@@ -364,6 +358,7 @@ class CutPatches:
     homographies: np.ndarray
 
 
+@validate_params(seed=Integer(0), max_patches=Integer(1))
 def cut_patches(
     sequence: Sequence, *, seed: int = 0, max_patches: int = MAX_PATCHES
 ) -> CutPatches:
@@ -400,7 +395,6 @@ def cut_patches(
     >>> sorted(cut.patches) == sorted(IMAGES), cut.patches["h3"].shape
     (True, (20, 65, 65))
     """
-    max_patches = _check_max_patches(max_patches)
     rng = _rng(seed, sequence.name)
     shape = sequence.shape(1)
     frames = _detect(sequence.gray(1), rng)
@@ -482,6 +476,7 @@ def _remove_sequence(folder: Path) -> None:
         folder.rmdir()
 
 
+@validate_params(seed=Integer(0), size=SIZE, max_patches=Integer(1), progress=Boolean())
 def make_patch_dataset(
     root: str | os.PathLike[str],
     *,
@@ -541,7 +536,6 @@ def make_patch_dataset(
         keys=("version", "seed", "size", "max_patches"),
         what="synthetic patch dataset",
     )
-    max_patches = _check_max_patches(max_patches)
     sequences = make_synthetic_dataset(root / SOURCE_FOLDER, scenes=scenes, seed=seed, size=size)
     identity = {"version": GENERATOR_VERSION, "seed": seed, "size": size}
     identity["max_patches"] = max_patches

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Any
 
 import cv2
 import numpy as np
@@ -34,7 +33,7 @@ import numpy as np
 from metricalc.datasets.photometric import photometric_change
 from metricalc.datasets.viewpoint import second_photographs, viewpoint_homographies
 from metricalc.errors import InvalidInputError
-from metricalc.validation import is_integer
+from metricalc.validation import Integer, validate_params
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -86,11 +85,13 @@ def _available_photographs() -> tuple[str, ...]:
 PHOTOGRAPHS: tuple[str, ...] = _available_photographs()
 """Names of the ``skimage.data`` photographs used (those bundled with the installed
 scikit-image, so they load offline): one ``i_`` and one ``v_`` scene each."""
-_MIN_SIZE = 32
+SIZE = Integer(32)
+"""The side of a generated image: an integer of at least 32 pixels."""
 
 # -- photographs -------------------------------------------------------------------------------
 
 
+@validate_params(size=SIZE)
 def load_photograph(name: str, *, size: int = DEFAULT_SIZE) -> np.ndarray:
     """One photograph of :data:`PHOTOGRAPHS` as uint8, shrunk so its longer side is <= ``size``.
 
@@ -112,7 +113,6 @@ def load_photograph(name: str, *, size: int = DEFAULT_SIZE) -> np.ndarray:
         raise InvalidInputError(
             f"unknown photograph {name!r}; expected one of {', '.join(PHOTOGRAPHS)}"
         )
-    size = _check_size(size)
     try:
         image = getattr(skimage.data, name)()
     except Exception as exc:  # a broken scikit-image install: say which photograph
@@ -130,12 +130,6 @@ def load_photograph(name: str, *, size: int = DEFAULT_SIZE) -> np.ndarray:
         new = (max(1, round(width * scale)), max(1, round(height * scale)))
         image = cv2.resize(image, new, interpolation=cv2.INTER_AREA)
     return np.ascontiguousarray(image)
-
-
-def _check_size(size: Any) -> int:
-    if not is_integer(size) or size < _MIN_SIZE:
-        raise InvalidInputError(f"size must be an integer >= {_MIN_SIZE} (pixels); got {size!r}")
-    return int(size)
 
 
 # -- scene generators --------------------------------------------------------------------------

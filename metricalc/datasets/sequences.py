@@ -25,7 +25,7 @@ from metricalc.datasets.photometric import photometric_change
 from metricalc.datasets.scenes import (
     DEFAULT_SIZE,
     PHOTOGRAPHS,
-    _check_size,
+    SIZE,
     generate_scene,
     load_photograph,
 )
@@ -35,7 +35,7 @@ from metricalc.fileio import atomic_write, read_manifest
 from metricalc.keypoints.parallel import run_staged
 from metricalc.keypoints.sequences import SYNTHETIC_MANIFEST, Sequence, load_sequences
 from metricalc.progress import progress_bar
-from metricalc.validation import is_integer
+from metricalc.validation import Boolean, Integer, validate_params
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -155,12 +155,6 @@ def _remove_scene(root: Path, scene: str) -> None:
 # -- public entry point ------------------------------------------------------------------------
 
 
-def _check_seed(seed: Any) -> int:
-    if not is_integer(seed) or seed < 0:
-        raise InvalidInputError(f"seed must be a non-negative integer; got {seed!r}")
-    return int(seed)
-
-
 def resolve_scenes(scenes: Iterable[str] | str | None) -> list[str]:
     """Scene names (sorted) for photograph names and/or scene names."""
     if scenes is None:
@@ -187,6 +181,7 @@ def resolve_scenes(scenes: Iterable[str] | str | None) -> list[str]:
     return sorted(resolved)
 
 
+@validate_params(seed=Integer(0), size=SIZE, progress=Boolean())
 def make_synthetic_dataset(
     root: str | Path,
     *,
@@ -251,8 +246,6 @@ def make_synthetic_dataset(
     ...     [(s.name, s.split, s.shape(6)) for s in sequences]
     [('i_camera', 'illumination', (64, 64)), ('v_camera', 'viewpoint', (64, 64))]
     """
-    seed = _check_seed(seed)
-    size = _check_size(size)
     wanted = resolve_scenes(scenes)
     root = Path(root)
     if root.exists() and not root.is_dir():

@@ -26,7 +26,7 @@ from metricalc.datasets.scenes import PHOTOGRAPHS, load_photograph
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import atomic_write
 from metricalc.pose.pairs import PosePair, write_pairs
-from metricalc.validation import check_integer, check_number
+from metricalc.validation import Integer, check_integer, check_number, validate_params
 
 __all__ = ["TwoViewCase", "make_twoview_dataset", "random_pose", "synthetic_correspondences"]
 
@@ -168,6 +168,7 @@ def _gray(name: str) -> np.ndarray:
     return image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
 
 
+@validate_params(n_pairs=Integer(1), seed=Integer(0))
 def make_twoview_dataset(root: str | Path, *, n_pairs: int = 8, seed: int = 0) -> Path:
     """Write ``n_pairs`` rendered image pairs and their pair list; returns the list's path.
 
@@ -185,15 +186,14 @@ def make_twoview_dataset(root: str | Path, *, n_pairs: int = 8, seed: int = 0) -
     >>> pairs[0].name0, pairs[0].name1
     ('0_0.png', '0_1.png')
     """
-    count = check_integer("n_pairs", n_pairs, minimum=1)
-    rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
+    rng = np.random.default_rng(seed)
     if len(PHOTOGRAPHS) < 2:
         raise InvalidInputError("make_twoview_dataset needs two scikit-image photographs")
     folder = Path(root)
     (folder / "images").mkdir(parents=True, exist_ok=True)
     K = intrinsics()
     pairs = []
-    for k in range(count):
+    for k in range(n_pairs):
         names = [PHOTOGRAPHS[(2 * k + i) % len(PHOTOGRAPHS)] for i in range(2)]
         planes, T = _planes(rng), random_pose(rng)
         textures = [_gray(name) for name in names]

@@ -19,7 +19,7 @@ from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.chain import STAGE
 from metricalc.errors import InvalidInputError
-from metricalc.validation import as_numbers, check_choice
+from metricalc.validation import Choice, Text, as_numbers, validate_params
 
 __all__ = ["curve_average_precision", "factor_ap", "interpolated_precision"]
 
@@ -91,6 +91,7 @@ def _curve_ap_kernel(precision: np.ndarray, recall: np.ndarray, *, method: str) 
     return ap.reshape(batch)
 
 
+@validate_params(method=Choice(AP_METHODS), dim=Text())
 def curve_average_precision(
     precision: Any, recall: Any, *, method: str = "coco101", dim: str = "threshold"
 ) -> Any:
@@ -134,7 +135,6 @@ def curve_average_precision(
     >>> round(float(curve_average_precision(P, R, method="coco101")), 4)
     0.8351
     """
-    check_choice("method", method, AP_METHODS)
     labeled = is_labeled(precision, recall)
     ap = apply_kernel(
         _curve_ap_kernel,
@@ -146,6 +146,7 @@ def curve_average_precision(
     return unwrap(ap, labeled)
 
 
+@validate_params(method=Choice(AP_METHODS))
 def factor_ap(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     r"""AP of the composed curve, of every factor curve, and the product of the factor APs.
 
@@ -186,7 +187,6 @@ def factor_ap(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
 def _composed_ap(curves: xr.Dataset, method: str) -> xr.DataArray:
     """AP of the composed curve (``precision``, ``recall``) of every chain of ``curves``, by
     ``method`` (checked)."""
-    check_choice("method", method, AP_METHODS)
     ap: xr.DataArray = curve_average_precision(
         curves["precision"], curves["recall"], method=method
     )
@@ -210,6 +210,7 @@ def _interpolation_kernel(precision: np.ndarray, recall: np.ndarray, *, levels: 
     return values.reshape(*batch, levels.size)
 
 
+@validate_params(dim=Text())
 def interpolated_precision(
     precision: Any, recall: Any, *, levels: Any = COCO101_RECALLS, dim: str = "threshold"
 ) -> xr.DataArray:

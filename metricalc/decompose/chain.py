@@ -37,9 +37,11 @@ from metricalc.decompose.inputs import (
 )
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
+    ZERO_DIVISION,
+    Text,
     ZeroDivision,
-    check_zero_division,
     fill_value,
+    validate_params,
     warn_undefined,
 )
 
@@ -123,6 +125,7 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray, zero_division: ZeroDi
     return np.where(undefined, fill_value(zero_division), value).astype(np.float64)
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def decompose(
     confidence: Any,
     outcomes: Any,
@@ -203,9 +206,8 @@ def decompose(
     >>> d.precision.values.tolist(), d.product_precision.values.tolist()
     ([1.0, 0.5, 0.3333333333333333, 0.5], [1.0, 0.5, 0.3333333333333333, 0.5])
     """
-    policy = check_zero_division(zero_division)
     counts = chain_counts(confidence, outcomes, n_ground_truth, **options)
-    return factor_curves(counts, zero_division=policy)
+    return factor_curves(counts, zero_division=zero_division)
 
 
 def chain_counts(
@@ -267,6 +269,7 @@ def chain_counts(
     return counts
 
 
+@validate_params(zero_division=ZERO_DIVISION)
 def factor_curves(counts: xr.Dataset, *, zero_division: ZeroDivision = "nan") -> xr.Dataset:
     r"""Add the factor, product and composed curves to a Dataset of chain counts.
 
@@ -300,7 +303,6 @@ def factor_curves(counts: xr.Dataset, *, zero_division: ZeroDivision = "nan") ->
     >>> curves.factor_recall.values.ravel().tolist(), curves.recall.values.tolist()
     ([0.5, 0.5], [0.25])
     """
-    policy = check_zero_division(zero_division)
     missing = [v for v in (*COUNT_VARIABLES, "n_ground_truth") if v not in counts]
     if missing:
         raise InvalidInputError(
@@ -312,14 +314,14 @@ def factor_curves(counts: xr.Dataset, *, zero_division: ZeroDivision = "nan") ->
     tp, fp, found = (counts[v].values for v in ("tp", "fp", "found"))
     n_selected = counts["n_selected"].values
     G = counts["n_ground_truth"].values[..., None]  # (..., stage, 1)
-    factor_precision = precision({"tp": tp, "fp": fp}, zero_division=policy)
+    factor_precision = precision({"tp": tp, "fp": fp}, zero_division=zero_division)
     previous_found = np.concatenate([np.ones_like(found[..., :1, :]), found[..., :-1, :]], -2)
     previous_G = np.concatenate([np.ones_like(G[..., :1, :]), G[..., :-1, :]], axis=-2)
-    factor_recall = _ratio(found * previous_G, previous_found * G, policy)
+    factor_recall = _ratio(found * previous_G, previous_found * G, zero_division)
     composed_precision = precision(
-        {"tp": tp[..., -1, :], "fp": n_selected - tp[..., -1, :]}, zero_division=policy
+        {"tp": tp[..., -1, :], "fp": n_selected - tp[..., -1, :]}, zero_division=zero_division
     )
-    composed_recall = _ratio(found[..., -1, :], G[..., -1, :], policy)
+    composed_recall = _ratio(found[..., -1, :], G[..., -1, :], zero_division)
     staged = counts["tp"].dims
     flat = counts["n_selected"].dims
     return counts.assign(
@@ -332,6 +334,7 @@ def factor_curves(counts: xr.Dataset, *, zero_division: ZeroDivision = "nan") ->
     )
 
 
+@validate_params(dim=Text(), zero_division=ZERO_DIVISION)
 def stack_chains(
     chains: Sequence[xr.Dataset],
     dim: str,

@@ -65,7 +65,7 @@ from metricalc.detection.iou import Pairs, overlapping_pairs
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.progress import progress_bar
-from metricalc.validation import check_choice, check_integer
+from metricalc.validation import Boolean, Choice, Integer, validate_params
 
 __all__ = [
     "CONVENTIONS",
@@ -88,6 +88,12 @@ class ChainSettings(TypedDict, total=False):
     mask_iou_threshold: float | None
 
 
+@validate_params(
+    iou_type=Choice(IOU_TYPES),
+    convention=Choice(CONVENTIONS),
+    max_det=Integer(1),
+    progress=Boolean(),
+)
 def detection_chains(
     gt: CocoGroundTruth,
     dt: CocoDetections,
@@ -134,8 +140,6 @@ def detection_chains(
     >>> chains.factor_precision.dims
     ('iou', 'category', 'stage', 'threshold')
     """
-    check_choice("iou_type", iou_type, IOU_TYPES)
-    check_choice("convention", convention, CONVENTIONS)
     if gt.category_ids.size == 0:
         raise InvalidInputError(
             f"{gt.source}: the ground truth lists no categories; there is no chain to decompose"
@@ -147,7 +151,6 @@ def detection_chains(
     )
     segm = iou_type == "segm"
     mask_thresholds = _mask_thresholds(segm, coco, thresholds, mask_iou_threshold)
-    max_det = check_integer("max_det", max_det, minimum=1)
     prep = prepared or prepare(gt, dt, masks=segm, progress=progress)
     if segm and prep.gt_masks is None:
         prep = prepare(gt, dt, masks=True, progress=progress)
@@ -281,6 +284,7 @@ class DetectionDecomposition:
         }
 
 
+@validate_params(progress=Boolean(), iou_type=Choice(IOU_TYPES), method=Choice(AP_METHODS))
 def decompose_detection(
     gt: CocoGroundTruth,
     dt: CocoDetections,
@@ -313,7 +317,6 @@ def decompose_detection(
     >>> result.verification.ok, sorted(result.factor_ap())
     (True, ['C|L', 'L'])
     """
-    check_choice("method", method, AP_METHODS)
     prep = prepare(gt, dt, masks=iou_type == "segm", progress=progress)
     evaluation = evaluate(gt, dt, iou_type=iou_type, progress=progress, prepared=prep)
     curves = detection_chains(

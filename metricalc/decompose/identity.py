@@ -14,6 +14,7 @@ import xarray as xr
 
 from metricalc.decompose.chain import STAGE
 from metricalc.errors import InvalidInputError
+from metricalc.validation import Real, validate_params
 
 __all__ = ["Verification", "verify"]
 
@@ -49,6 +50,7 @@ class Verification:
         return {**asdict(self), "max_deviation": self.max_deviation, "ok": self.ok}
 
 
+@validate_params(tolerance=Real(0, None))
 def verify(curves: xr.Dataset, *, tolerance: float = 1e-12) -> Verification:
     r"""Check :math:`P_D = \prod_k P_k` and :math:`R_D = \prod_k R_k` at every defined point.
 

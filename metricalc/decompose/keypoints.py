@@ -44,7 +44,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.metrics import ratio_score
 from metricalc.plotting.labels import display_name
-from metricalc.validation import check_choice
+from metricalc.validation import Choice, validate_params
 
 __all__ = [
     "CONFIDENCES",
@@ -97,6 +97,7 @@ def _ok(cube: xr.Dataset) -> np.ndarray:
     return ok
 
 
+@validate_params(confidence=Choice(CONFIDENCES))
 def keypoint_chains(
     cube: xr.Dataset, *, confidence: str = DEFAULT_CONFIDENCE
 ) -> xr.Dataset:
@@ -125,7 +126,6 @@ def keypoint_chains(
     >>> chains.tp.sel(descriptor="sift").values.tolist()     # through L, through L and C|L
     [[1, 1, 2], [1, 1, 1]]
     """
-    check_choice("confidence", confidence, CONFIDENCES)
     cube = _check_cube(cube, "keypoint_chains")
     n_relevant = np.asarray(cube["n_relevant"].values)
     present = (n_relevant >= 0) & _ok(cube)[:, None]
@@ -300,6 +300,7 @@ def _sentence(table: xr.Dataset, names: Mapping[str, str] | None) -> str:
     return " ".join([*parts, HOW_DECIDED, ASSUMPTIONS])
 
 
+@validate_params(confidence=Choice(CONFIDENCES), method=Choice(AP_METHODS))
 def detector_or_descriptor(
     cube: xr.Dataset,
     *,
@@ -349,7 +350,6 @@ def detector_or_descriptor(
     repeatable query's nearest neighbour would be its correspondence (correct among repeatable
     100 %), the detector's repeatability unchanged.
     """
-    check_choice("method", method, AP_METHODS)
     chains = keypoint_chains(cube, confidence=confidence)
     identity = matching_identity(cube)
     composed = factor_ap(chains, method=method)["ap"]

@@ -25,7 +25,15 @@ from metricalc.decompose.ap import curve_average_precision
 from metricalc.decompose.chain import STAGE
 from metricalc.decompose.whatif import Aggregate, _dims, nanmean
 from metricalc.errors import InvalidInputError
-from metricalc.validation import check_choice, check_integer
+from metricalc.validation import (
+    Choice,
+    Function,
+    Integer,
+    ListOf,
+    Nullable,
+    Real,
+    validate_params,
+)
 
 __all__ = [
     "compound_monotonicity",
@@ -45,6 +53,7 @@ def _product_ap(factor_precision: xr.DataArray, factor_recall: xr.DataArray, met
     )
 
 
+@validate_params(method=Choice(AP_METHODS))
 def improvement_check(
     curves: xr.Dataset, improved: xr.Dataset, *, method: str = "coco101"
 ) -> xr.Dataset:
@@ -75,7 +84,6 @@ def improvement_check(
     >>> bool(check.improved), bool(check.holds), float(check.gain) >= 0
     (True, True, True)
     """
-    check_choice("method", method, AP_METHODS)
     for name in ("factor_precision", "factor_recall"):
         if name not in improved or improved[name].shape != curves[name].shape:
             raise InvalidInputError(
@@ -105,6 +113,7 @@ def improvement_check(
     return result
 
 
+@validate_params(seed=Integer(0))
 def random_improvement(
     curves: xr.Dataset, *, stages: str | Sequence[str] | None = None, seed: int = 0
 ) -> xr.Dataset:
@@ -145,6 +154,7 @@ def random_improvement(
     return xr.Dataset(out)
 
 
+@validate_params(method=Choice(AP_METHODS), trials=Integer(1), seed=Integer(0))
 def monotonicity_check(
     curves: xr.Dataset, *, method: str = "coco101", trials: int = 20, seed: int = 0
 ) -> xr.Dataset:
@@ -175,8 +185,6 @@ def monotonicity_check(
     >>> bool(monotonicity_check(d, method="coco101").holds.all())
     True
     """
-    check_choice("method", method, AP_METHODS)
-    trials = check_integer("trials", trials, minimum=1)
     names = curves[STAGE].values.tolist()
     rng = np.random.default_rng(seed)
     labels, min_gain = [], []
@@ -206,6 +214,7 @@ def monotonicity_check(
     return result
 
 
+@validate_params(F=Nullable(Function()), steps=ListOf(Real(0, 1, closed="right")))
 def compound_monotonicity(
     ap: xr.DataArray,
     *,
@@ -247,8 +256,6 @@ def compound_monotonicity(
     if not names:
         raise InvalidInputError("compound_monotonicity needs at least one argument dim")
     shares = np.asarray(list(steps), dtype=np.float64)
-    if shares.ndim != 1 or shares.size == 0 or ((shares <= 0) | (shares > 1)).any():
-        raise InvalidInputError(f"steps must be numbers in (0, 1]; got {list(steps)!r}")
     function = F or nanmean
     stacked = ap.stack(_args=names).transpose(..., "_args")
     values = stacked.values  # (..., n)

@@ -15,9 +15,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.ap import _composed_ap, _per_chain, curve_average_precision
 from metricalc.decompose.chain import STAGE, THRESHOLD
 from metricalc.errors import InvalidInputError
+from metricalc.validation import Choice, Function, Nullable, validate_params
 
 __all__ = [
     "compound",
@@ -65,6 +67,7 @@ def _dims(ap: xr.DataArray, dims: str | Sequence[str] | None) -> list[str]:
     return names
 
 
+@validate_params(F=Nullable(Function()))
 def compound(
     ap: xr.DataArray, *, dims: str | Sequence[str] | None = None, F: Aggregate | None = None
 ) -> xr.DataArray:
@@ -170,6 +173,7 @@ def perfect_stage_curves(curves: xr.Dataset) -> xr.Dataset:
     return xr.Dataset(out)
 
 
+@validate_params(method=Choice(AP_METHODS))
 def what_if(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     """Composed AP, and composed AP with each stage made perfect, per chain.
 
@@ -209,6 +213,7 @@ def what_if(curves: xr.Dataset, *, method: str = "coco101") -> xr.Dataset:
     return _per_chain({"ap": ap, "ap_if_perfect": if_perfect, "gain": if_perfect - ap}, method)
 
 
+@validate_params(method=Choice(AP_METHODS), F=Nullable(Function()))
 def what_if_table(
     curves: xr.Dataset,
     *,

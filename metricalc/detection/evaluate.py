@@ -29,7 +29,6 @@ them).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -43,7 +42,7 @@ from metricalc.detection.masks import Masks, masks_from_segmentations
 from metricalc.detection.matching import greedy_match, group_rank
 from metricalc.errors import InvalidInputError
 from metricalc.progress import progress_bar
-from metricalc.validation import check_choice
+from metricalc.validation import Boolean, Choice, Integer, ListOf, validate_params
 
 COCO_IOU_THRESHOLDS = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1)
 """0.50:0.05:0.95, bit-identical to COCOeval's ``iouThrs``."""
@@ -100,6 +99,7 @@ def _gt_masks(gt: CocoGroundTruth) -> Masks:
     )
 
 
+@validate_params(masks=Boolean(), progress=Boolean())
 def prepare(
     gt: CocoGroundTruth, dt: CocoDetections, *, masks: bool = False, progress: bool = False
 ) -> Prepared:
@@ -327,6 +327,7 @@ def match(
     return matched, dt_ignored, gt_ignored
 
 
+@validate_params(iou_type=Choice(IOU_TYPES), max_dets=ListOf(Integer(1)), progress=Boolean())
 def evaluate(
     gt: CocoGroundTruth,
     dt: CocoDetections,
@@ -378,14 +379,8 @@ def evaluate(
     >>> ev.stats.sel(metric=["AP50", "AP75", "AR100"]).values.round(4).tolist()   # IoU 0.905
     [1.0, 1.0, 0.9]
     """
-    check_choice("iou_type", iou_type, IOU_TYPES)
     thresholds = check_iou_thresholds(iou_thresholds)
-    try:  # operator.index: integers (Python or NumPy) only, never a truncated 1.5
-        budgets = sorted(operator.index(m) for m in max_dets)
-    except TypeError:
-        budgets = []
-    if not budgets or budgets[0] < 1:
-        raise InvalidInputError(f"max_dets must be positive integers; got {list(max_dets)!r}")
+    budgets = sorted(int(m) for m in max_dets)
     labels = list(area_ranges)
     ranges = [tuple(map(float, area_ranges[k])) for k in labels]
     prep = prepared or prepare(gt, dt, masks=iou_type == "segm", progress=progress)

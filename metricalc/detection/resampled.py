@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metricalc.detection.coco import CocoDetections, CocoGroundTruth
+from metricalc.detection.coco import IOU_TYPES, CocoDetections, CocoGroundTruth
 from metricalc.detection.evaluate import (
     COCO_AREA_RANGES,
     COCO_IOU_THRESHOLDS,
@@ -56,7 +56,7 @@ from metricalc.detection.evaluate import (
     match,
     prepare,
 )
-from metricalc.validation import check_choice
+from metricalc.validation import Choice, validate_params
 
 __all__ = [
     "COCO_SUMMARY",
@@ -105,6 +105,7 @@ class ImageRecords:
     """(A, T, n) bool: not ignored (a true or a false positive)."""
 
 
+@validate_params(iou_type=Choice(IOU_TYPES))
 def image_records(
     gt: CocoGroundTruth,
     dt: CocoDetections,
@@ -130,7 +131,6 @@ def image_records(
     >>> records.tp[0, :, 0].sum().item(), records.tp[0, :, 1].sum().item()  # TP up to IoU 0.9
     (9, 0)
     """
-    check_choice("iou_type", iou_type, ("bbox", "segm"))
     prep = prepared or prepare(gt, dt, masks=iou_type == "segm")
     gt, dt = prep.gt, prep.dt
     ranges = [tuple(map(float, r)) for r in COCO_AREA_RANGES.values()]

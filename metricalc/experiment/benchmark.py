@@ -22,6 +22,7 @@ from metricalc.experiment.config import Config
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
 from metricalc.validation import is_integer
+from metricalc.version import __version__
 
 __all__ = [
     "DATASET_DEFAULTS",
@@ -30,12 +31,25 @@ __all__ = [
     "Evaluation",
     "Values",
     "check_dataset_keys",
+    "data_defaults",
     "scalar_summary",
 ]
 
 DATASET_DEFAULTS: dict[str, Any] = {"quick": False, "scenes": None, "seed": 0, "size": DEFAULT_SIZE}
 """The defaults of the data keys every benchmark has (:func:`check_dataset_keys`): all scenes
 of the synthetic dataset of seed 0 and the default image size."""
+
+
+def data_defaults(folder: str, **own: Any) -> dict[str, Any]:
+    """The defaults of a benchmark's ``data`` section: its data folder key ``folder`` (null:
+    the synthetic data), the keys every benchmark has (:data:`DATASET_DEFAULTS`), then its own.
+
+    Examples
+    --------
+    >>> data_defaults("root", border=40.0)["root"], data_defaults("root", border=40.0)["border"]
+    (None, 40.0)
+    """
+    return {folder: None, **DATASET_DEFAULTS, **own}
 
 
 @dataclass
@@ -54,6 +68,17 @@ class Context:
     def outputs(self) -> Path:
         """The outputs root (``<outputs>/results/...``, ``<outputs>/data/...``)."""
         return self.rundir.outputs
+
+    def export_attrs(self, **own: Any) -> dict[str, Any]:
+        """The attrs of the run's ``predictions.h5``: benchmark, tag, export hash, metricalc
+        version, then the benchmark's own."""
+        return {
+            "benchmark": self.benchmark,
+            "tag": self.tag,
+            "export_hash": self.export_hash,
+            "metricalc_version": __version__,
+            **own,
+        }
 
 
 @dataclass

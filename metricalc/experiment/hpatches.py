@@ -26,11 +26,11 @@ from dask.delayed import delayed
 from metricalc.cube import split_of
 from metricalc.datasets.sequences import QUICK_SCENES, make_synthetic_dataset
 from metricalc.experiment.benchmark import (
-    DATASET_DEFAULTS,
     Context,
     Evaluation,
     Values,
     check_dataset_keys,
+    data_defaults,
     scalar_summary,
 )
 from metricalc.experiment.config import PRESET_LABEL, Config
@@ -46,33 +46,30 @@ from metricalc.experiment.rundir import file_lock
 from metricalc.experiment.scheduler import batches
 from metricalc.experiment.visualize import draw_matches, png_bytes
 from metricalc.fileio import atomic_write
-from metricalc.keypoints import homography as hg
-from metricalc.keypoints.evaluate import cube_from_pairs
-from metricalc.keypoints.features import (
+from metricalc.keypoints import (
     BUILTIN_METHODS,
+    EvaluationSettings,
     Features,
-    extract_image,
-    load_image_features,
+    cube_from_pairs,
+    dataset_fingerprint,
+    image_features,
+    keypoint_mode,
+    load_sequences,
+    nn_matches,
+    pair_queries,
 )
-from metricalc.keypoints.matching import nn_matches
-from metricalc.keypoints.pairs import evaluate_pair
-from metricalc.keypoints.sequences import Sequence as ImageSequence
-from metricalc.keypoints.sequences import dataset_fingerprint, load_sequences
+from metricalc.keypoints import Sequence as ImageSequence
+from metricalc.keypoints import homography as hg
 from metricalc.metrics import metric_set, scene_metrics
 from metricalc.plotting.figures import plot_rank_histogram, plot_scene_map
 from metricalc.presets import PRESETS, preset_attrs
 from metricalc.progress import progress_bar
 from metricalc.validation import TIE_POLICIES
-from metricalc.version import __version__
 
 __all__ = ["DEFAULT_CONF", "DETECTORS", "HPatches"]
 
 DEFAULT_CONF: dict[str, Any] = {
-    "data": {
-        "root": None,
-        **DATASET_DEFAULTS,
-        "border": 40.0,
-    },
+    "data": data_defaults("root", border=40.0),
     "model": {
         "descriptor": "sift",
         "detector": None,
@@ -147,21 +144,29 @@ def load_data(data: Mapping[str, Any], outputs: Any) -> list[ImageSequence]:
 # --------------------------------------------------------------------------------------------
 
 
-def image_features(
-    sequence: ImageSequence, k: int, model: Mapping[str, Any], border: float
-) -> Features:
-    """The keypoints and descriptors of image ``k`` of a scene under the model configuration."""
-    if model["features"] is not None:
-        path = Path(model["features"]) / model["descriptor"] / sequence.name / f"{k}.npz"
-        return load_image_features(path)
-    locked = DETECTORS[model["detector"]] if model["detector"] else None
-    return extract_image(
-        sequence.gray(k),
-        (model["descriptor"],),
-        locked=locked,
+def settings_of(conf: Mapping[str, Any]) -> EvaluationSettings:
+    """The keypoint pipeline's settings of a run's configuration: the descriptor, its keypoints
+    (``model.detector``: locked on that detector; ``model.features``: your own, external),
+    the extraction and the protocol of the per-query results."""
+    model, evaluation = conf["model"], conf["eval"]
+    keypoints = keypoint_mode(DETECTORS[model["detector"]] if model["detector"] else None)
+    return EvaluationSettings(
+        descriptors=(model["descriptor"],),
+        keypoints="external" if model["features"] is not None else keypoints,
         max_keypoints=model["max_keypoints"],
-        border=border,
-    )[model["descriptor"]]
+        tau=float(evaluation["tau"]),
+        border=float(conf["data"]["border"]),
+        tie_policy=evaluation["tie_policy"],
+        seed=int(conf["data"]["seed"]),
+    )
+
+
+def describe_image(
+    sequence: ImageSequence, k: int, model: Mapping[str, Any], settings: EvaluationSettings
+) -> Features:
+    """The keypoints and descriptors of image ``k`` of a scene under the model configuration
+    (:func:`metricalc.keypoints.image_features`)."""
+    return image_features(sequence, k, model["descriptor"], settings, features=model["features"])
 
 
 def pair_prediction(
@@ -204,19 +209,21 @@ def pair_prediction(
 
 
 def pair_evaluation(
-    prediction: PairPrediction, H: np.ndarray, evaluation: Mapping[str, Any], border: float
+    prediction: PairPrediction,
+    H: np.ndarray,
+    evaluation: Mapping[str, Any],
+    settings: EvaluationSettings,
 ) -> dict[str, Any]:
-    """The per-query results and homography metrics of one cached image pair."""
+    """The per-query results (:func:`metricalc.keypoints.pair_queries`) and homography metrics
+    of one cached image pair."""
     started = time.perf_counter()
-    queries = evaluate_pair(
+    queries = pair_queries(
         Features(prediction.keypoints0, prediction.descriptors0),
         Features(prediction.keypoints1, prediction.descriptors1),
         H,
         prediction.shape0,
         prediction.shape1,
-        tau=evaluation["tau"],
-        border=border,
-        tie_policy=evaluation["tie_policy"],
+        settings,
     )
     homography = hg.pair_homography_metrics(
         prediction.keypoints0,
@@ -247,14 +254,14 @@ def _scene_tasks(
     sequence: ImageSequence,
     ks: Sequence[int],
     model: Mapping[str, Any],
-    border: float,
+    settings: EvaluationSettings,
     scheduler: Any,
 ) -> dict[str, Any]:
     """The export tasks of the pairs (1, k) of one scene; image 1 is described once."""
     images: dict[int, Any] = {}
     for k in (1, *ks):
-        images[k] = delayed(image_features)(
-            sequence, k, model, border, dask_key_name=scheduler.key("image", sequence.name, k)
+        images[k] = delayed(describe_image)(
+            sequence, k, model, settings, dask_key_name=scheduler.key("image", sequence.name, k)
         )
     return {
         f"{sequence.name}/1-{k}": delayed(pair_prediction)(
@@ -333,7 +340,7 @@ class HPatches:
     def export(self, ctx: Context) -> None:
         """Export every missing image pair (resuming), then merge them into predictions.h5."""
         rundir, model = ctx.rundir, ctx.conf["model"]
-        border = float(ctx.conf["data"]["border"])
+        settings = settings_of(ctx.conf)
         sequences = load_data(ctx.conf["data"], ctx.outputs)
         todo = [
             (sequence, k)
@@ -356,27 +363,21 @@ class HPatches:
                 tasks = {}
                 for sequence in batch:
                     ks = [k for s, k in todo if s is sequence]
-                    tasks.update(_scene_tasks(sequence, ks, model, border, scheduler))
+                    tasks.update(_scene_tasks(sequence, ks, model, settings, scheduler))
                 scheduler.run(tasks, finished)
         parts = {
             (sequence.name, pair): rundir.part(sequence.name, pair)
             for sequence in sequences
             for pair in PAIRS
         }
-        attrs = {
-            "benchmark": self.name,
-            "tag": ctx.tag,
-            "export_hash": ctx.export_hash,
-            "metricalc_version": __version__,
-        }
-        merge_parts(parts, rundir.predictions, attrs)
+        merge_parts(parts, rundir.predictions, ctx.export_attrs())
 
     # -- evaluation -------------------------------------------------------------------------
 
     def evaluate(self, ctx: Context) -> Evaluation:
         """Evaluate the cached predictions of every image pair."""
         conf, rundir, scheduler = ctx.conf, ctx.rundir, ctx.scheduler
-        evaluation, border = conf["eval"], float(conf["data"]["border"])
+        evaluation, settings = conf["eval"], settings_of(conf)
         thresholds = hg.ransac_thresholds(evaluation["ransac_th"])
         sequences = load_data(conf["data"], ctx.outputs)
         pairs = [(sequence, pair) for sequence in sequences for pair in PAIRS]
@@ -400,30 +401,24 @@ class HPatches:
                         prediction,
                         sequence.homography(k),
                         evaluation,
-                        border,
+                        settings,
                         dask_key_name=scheduler.key("evaluate", sequence.name, pair),
                     )
                 scheduler.run(tasks, finished)
         names = [f"{sequence.name}/{pair}" for sequence, pair in pairs]
-        model = conf["model"]
-        keypoints = "native"
-        if model["features"] is not None:
-            keypoints = "external"
-        elif model["detector"]:
-            keypoints = f"locked:{DETECTORS[model['detector']]}"
         attrs = {
-            "tau_px": float(evaluation["tau"]),
-            "border_px": border,
-            "tie_policy": evaluation["tie_policy"],
+            "tau_px": settings.tau,
+            "border_px": settings.border,
+            "tie_policy": settings.tie_policy,
             "ap_method": "ir",
             "distance": kinds.pop() if len(kinds) == 1 else "mixed",
             "dataset": dataset_fingerprint(sequences),  # combines with `keypoints eval` cubes
             "dataset_path": _dataset_path(sequences, conf["data"]["root"]),
-            "keypoints": keypoints,
+            "keypoints": settings.keypoints,
             "y0_policy": "negative",
             "n_distractor_scenes": 0,
             "n_distractors": 0,
-            "seed": int(conf["data"]["seed"]),
+            "seed": settings.seed,
             "benchmark": self.name,
             "tag": ctx.tag,
             **preset_attrs(PRESETS[evaluation["preset"]] if evaluation["preset"] else None),

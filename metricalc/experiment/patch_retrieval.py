@@ -34,11 +34,11 @@ from metricalc.core.ranking import AP_METHODS
 from metricalc.datasets.patches import MAX_PATCHES
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.benchmark import (
-    DATASET_DEFAULTS,
     Context,
     Evaluation,
     Values,
     check_dataset_keys,
+    data_defaults,
     scalar_summary,
 )
 from metricalc.experiment.config import Config
@@ -68,23 +68,21 @@ from metricalc.patches.pool import DescriptorPool
 from metricalc.patches.querycube import evaluate_folders
 from metricalc.plotting.figures import plot_scene_map
 from metricalc.progress import progress_bar
-from metricalc.version import __version__
 
 __all__ = ["DEFAULT_CONF", "Patches", "describe_patch_image"]
 
 DEFAULT_CONF: dict[str, Any] = {
-    "data": {
-        "patches": None,
-        **DATASET_DEFAULTS,
-        "max_patches": MAX_PATCHES,
-        "benchmarks": None,
-        "files": None,
-        "splits": list(SPLITS),
-        "difficulties": list(DIFFICULTIES),
-        "n_sequences": None,
-        "benchmark_seeds": [0],
-        "queries_per_sequence": QUERIES_PER_SEQUENCE,
-    },
+    "data": data_defaults(
+        "patches",
+        max_patches=MAX_PATCHES,
+        benchmarks=None,
+        files=None,
+        splits=list(SPLITS),
+        difficulties=list(DIFFICULTIES),
+        n_sequences=None,
+        benchmark_seeds=[0],
+        queries_per_sequence=QUERIES_PER_SEQUENCE,
+    ),
     "model": {"descriptor": "sift", "distance": "l2"},
     "eval": {"ap_method": "vlfeat"},
 }
@@ -157,14 +155,7 @@ class Patches:
         self._describe(ctx, dataset, [(s, i) for s, i in images if not rundir.part(s, i).is_file()])
         self._rank(ctx, pools)
         parts = {(s, i): rundir.part(s, i) for s, i in images}
-        attrs = {
-            "benchmark": self.name,
-            "tag": ctx.tag,
-            "export_hash": ctx.export_hash,
-            "metricalc_version": __version__,
-            "descriptor": model["descriptor"],
-            "distance": model["distance"],
-        }
+        attrs = ctx.export_attrs(descriptor=model["descriptor"], distance=model["distance"])
         merge_parts(parts, rundir.predictions, attrs)  # last: marks the export complete
 
     def _describe(self, ctx: Context, dataset: PatchDataset, todo: list[tuple[str, str]]) -> None:

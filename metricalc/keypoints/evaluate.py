@@ -27,11 +27,21 @@ from metricalc.keypoints.pairs import PAIR_FIELDS, evaluate_pair
 from metricalc.keypoints.parallel import run_staged
 from metricalc.keypoints.sequences import dataset_fingerprint
 from metricalc.progress import progress_bar
-from metricalc.validation import TIE_POLICIES, check_choice, is_real
+from metricalc.validation import (
+    TIE_POLICIES,
+    Boolean,
+    Choice,
+    Integer,
+    Nullable,
+    Real,
+    Text,
+    validate_params,
+)
 
 __all__ = ["evaluate"]
 
 
+@validate_params(keypoint_set=Text(), processing_time_ms=Real(0, None))
 def cube_from_pairs(
     name: str,
     pairs: Iterable[tuple[str, str, Mapping[str, np.ndarray]]],
@@ -229,13 +239,14 @@ def _descriptor_cube(
         return cubes.error_record(name, f"{type(error).__name__}: {error}", attrs=attrs)
 
 
+PIXELS = Real(0, None)
+"""A ground-truth tolerance or an image border: a finite, non-negative number of pixels."""
+
+
 def check_protocol(*, tau: float, border: float) -> None:
     """Refuse a ground-truth tolerance or border that is not a finite, non-negative pixel count."""
     for name, value in (("tau", tau), ("border", border)):
-        if not is_real(value) or not np.isfinite(value) or value < 0:
-            raise InvalidInputError(
-                f"{name} must be a non-negative number of pixels; got {value!r}"
-            )
+        PIXELS.check(name, value)
 
 
 def _distance_kind(features: Mapping[str, Mapping[str, Mapping[int, Any]]]) -> str:
@@ -248,6 +259,21 @@ def _distance_kind(features: Mapping[str, Mapping[str, Mapping[int, Any]]]) -> s
     return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
+@validate_params(
+    keypoints=Text(),
+    tau=PIXELS,
+    border=PIXELS,
+    tie_policy=Choice(TIE_POLICIES),
+    bojanic=Boolean(),
+    image_retrieval=Boolean(),
+    y0=Choice(cubes.Y0_POLICIES),
+    n_distractor_scenes=Integer(0),
+    n_distractors=Integer(0),
+    seed=Integer(0),
+    dataset=Nullable(Text()),
+    dataset_path=Text(empty=True),
+    progress=Boolean(),
+)
 def evaluate(
     sequences: Sequence[Any],
     features: Mapping[str, Mapping[str, Mapping[int, Any]]],
@@ -324,9 +350,6 @@ def evaluate(
         ``bojanic`` or ``image_retrieval`` also the per-scene variables over
         (descriptor, sequence) (those of a task not run at their sentinels).
     """
-    check_choice("tie_policy", tie_policy, TIE_POLICIES)
-    check_choice("y0", y0, cubes.Y0_POLICIES)
-    check_protocol(tau=tau, border=border)
     if not sequences:
         raise InvalidInputError("no sequences to evaluate")
     if not features:

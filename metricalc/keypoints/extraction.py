@@ -30,7 +30,7 @@ from metricalc.keypoints.detectors import (
 from metricalc.keypoints.featureset import IMAGES, Features, FeatureSet, SequenceLike
 from metricalc.keypoints.parallel import run_parallel
 from metricalc.progress import progress_bar
-from metricalc.validation import is_integer, is_real
+from metricalc.validation import Boolean, Choice, Integer, Nullable, Real, validate_params
 
 __all__ = [
     "BUILTIN_METHODS",
@@ -111,19 +111,16 @@ def _check_gray(sequence: SequenceLike, k: int, border: float) -> np.ndarray:
     return np.ascontiguousarray(gray)
 
 
-def _check_options(max_keypoints: Any, border: Any) -> tuple[int | None, float]:
-    """Validated ``max_keypoints`` (None or an int >= 1) and ``border`` (a finite float >= 0)."""
-    if max_keypoints is not None and (not is_integer(max_keypoints) or max_keypoints < 1):
-        raise InvalidInputError(f"max_keypoints={max_keypoints!r}; expected an int >= 1 or None")
-    limit = None if max_keypoints is None else int(max_keypoints)
-    if not is_real(border):
-        raise InvalidInputError(f"border={border!r}; expected a finite number >= 0")
-    border = float(border)
-    if not np.isfinite(border) or border < 0:
-        raise InvalidInputError(f"border={border!r}; expected a finite number >= 0")
-    return limit, border
+EXTRACTION_OPTIONS = {"max_keypoints": Nullable(Integer(1)), "border": Real(0, None)}
+"""The declared options of the extraction entry points (:func:`validate_params`)."""
 
 
+def _as_options(max_keypoints: int | None, border: float) -> tuple[int | None, float]:
+    """``max_keypoints`` and ``border`` (declared) as a Python int or None and a float."""
+    return None if max_keypoints is None else int(max_keypoints), float(border)
+
+
+@validate_params(progress=Boolean(), **EXTRACTION_OPTIONS)
 def extract(
     sequences: Iterable[SequenceLike],
     methods: Iterable[str] | str = DEFAULT_METHODS,
@@ -212,7 +209,7 @@ def extract(
     """
     own = dict(own or {})
     names = _check_methods(methods, locked, allow_empty=bool(own))
-    limit, border = _check_options(max_keypoints, border)
+    limit, border = _as_options(max_keypoints, border)
     scenes = _unique_scenes(sequences)
     _check_own(own, names, scenes)
     if locked is None and own:  # native: your own features keep their own keypoints
@@ -242,6 +239,7 @@ def extract(
     return _assemble(scenes, every, _run_images(scenes, describe, progress))
 
 
+@validate_params(progress=Boolean(), **EXTRACTION_OPTIONS)
 def extract_both(
     sequences: Iterable[SequenceLike],
     methods: Iterable[str] | str,
@@ -281,7 +279,7 @@ def extract_both(
             f"native methods {foreign} do not use the detector of locked={locked!r} "
             f"({DETECTORS[locked]}); extract them with extract()"
         )
-    limit, border = _check_options(max_keypoints, border)
+    limit, border = _as_options(max_keypoints, border)
     scenes = _unique_scenes(sequences)
     toolkit = _per_thread_toolkit(limit)
 
@@ -379,6 +377,7 @@ def _check_own(
                     )
 
 
+@validate_params(detector=Choice(BUILTIN_METHODS), progress=Boolean(), **EXTRACTION_OPTIONS)
 def detect_keypoints(
     sequences: Iterable[SequenceLike],
     detector: str = "sift",
@@ -412,13 +411,8 @@ def detect_keypoints(
     >>> bool((kept["keypoints"] == fs[1].keypoints).all()), kept["image_size"].tolist()
     (True, [256, 256])
     """
-    if detector not in BUILTIN_METHODS:
-        raise InvalidInputError(
-            f"detector {detector!r} is not a built-in method; expected one of "
-            f"{', '.join(BUILTIN_METHODS)} (the method's detector finds the keypoints)"
-        )
     _check_opencv([DETECTORS[detector]])
-    limit, border = _check_options(max_keypoints, border)
+    limit, border = _as_options(max_keypoints, border)
     scenes = _unique_scenes(sequences)
     tools = Toolkit(limit)
     result: dict[str, dict[int, dict[str, np.ndarray]]] = {s.name: {} for s in scenes}
@@ -442,6 +436,7 @@ def detect_keypoints(
     return result
 
 
+@validate_params(**EXTRACTION_OPTIONS)
 def extract_image(
     gray: np.ndarray,
     methods: Iterable[str] | str = DEFAULT_METHODS,
@@ -471,7 +466,7 @@ def extract_image(
     (50, 128)
     """
     names = _check_methods(methods, locked)
-    limit, border = _check_options(max_keypoints, border)
+    limit, border = _as_options(max_keypoints, border)
     image = np.asarray(gray)
     if image.ndim != 2 or image.dtype != np.uint8:
         raise InvalidInputError(

@@ -18,9 +18,14 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import temporary_path
-from metricalc.keypoints.extraction import MAX_KEYPOINTS, detect_keypoints
+from metricalc.keypoints.extraction import (
+    BUILTIN_METHODS,
+    EXTRACTION_OPTIONS,
+    MAX_KEYPOINTS,
+    detect_keypoints,
+)
 from metricalc.keypoints.featureset import IMAGES, Features, FeatureSet, SequenceLike, _coerce
-from metricalc.validation import is_integer
+from metricalc.validation import Boolean, Choice, is_integer, validate_params
 
 __all__ = ["export_keypoints", "load_features", "load_image_features", "save_features"]
 
@@ -102,6 +107,7 @@ def save_features(root: str | os.PathLike[str], features: Mapping[str, Any]) -> 
             np.savez(stream, keypoints=item.keypoints, descriptors=item.descriptors)
 
 
+@validate_params(detector=Choice(BUILTIN_METHODS), progress=Boolean(), **EXTRACTION_OPTIONS)
 def export_keypoints(
     data: str | os.PathLike[str] | Iterable[SequenceLike],
     out: str | os.PathLike[str],

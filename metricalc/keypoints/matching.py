@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from metricalc.core import kernels
-from metricalc.errors import InvalidInputError
+from metricalc.validation import Boolean, Nullable, Real, validate_params
 
 GEMM_CHUNK_ELEMENTS = 1 << 22
 """Distance-matrix elements computed per query chunk (16 MiB of float32)."""
@@ -189,6 +189,7 @@ def match_pair(
     )
 
 
+@validate_params(mutual=Boolean(), ratio=Nullable(Real(0, 1, closed="right")))
 def nn_matches(
     descriptors0: np.ndarray,
     descriptors1: np.ndarray,
@@ -231,8 +232,6 @@ def nn_matches(
     >>> nn_matches(a, b)[0].tolist(), nn_matches(a, b, mutual=False)[0].tolist()
     ([0, 1, -1], [0, 1, 0])
     """
-    if ratio is not None and not 0 < ratio <= 1:
-        raise InvalidInputError(f"ratio={ratio!r}; expected a number in (0, 1] or None")
     n0 = len(descriptors0)
     result = match_pair(descriptors0, descriptors1, np.full(n0, -1, dtype=np.int64))
     keep = result.nn_index >= 0

@@ -1,28 +1,33 @@
-"""The keypoint pipeline: sequences -> features -> QueryCube, reused from a file when unchanged.
+"""The keypoint pipeline: sequences -> features -> QueryCube, reused from a cache when unchanged.
 
 The one way from image sequences to a QueryCube that ``metricalc demo``,
 ``metricalc keypoints eval`` and a study's ``data: {dataset: ...}`` (``metricalc report``) all
 take: :func:`evaluate_sequences` extracts the features of the built-in methods
 (:func:`metricalc.keypoints.features.extract`, native or locked, with your own descriptors) and
-evaluates them (:func:`metricalc.keypoints.evaluate`), under one :class:`EvaluationSettings`.
+evaluates them (:func:`metricalc.keypoints.evaluate`), under one :class:`EvaluationSettings`
+(:func:`metricalc.keypoints.modes.evaluate_modes` runs a locked and a native evaluation of the
+same sequences, sharing their common work).
 
-Evaluating a dataset takes minutes; reading its cube back takes a second.
-:func:`cached_evaluation` therefore keeps each cube in a file whose key is a hash of its inputs
-(:func:`cache_key`), and evaluates again only when no file holds that key (:func:`cached_cube`):
+Evaluating a dataset takes minutes; reading its cube back takes a second. A cache is a folder
+of cube files, each of which records the key of its inputs in its attr ``cache_key``
+(:func:`cache_key`, the only key of a keypoint cube): :func:`evaluate_sequences` with
+``cache=<folder>`` (:func:`cached_evaluation`) evaluates again only when no file of the folder
+holds the key (:func:`cache_entry`), and keeps a new cube as ``<folder>/<key>.nc``. The key
+hashes:
 
 - the data: the content fingerprint of the sequences folder
   (:func:`metricalc.keypoints.sequences.dataset_fingerprint`) and the scenes evaluated;
 - the systems: the descriptors and the keypoints (``native`` or ``locked:<detector>``), with
-  the extraction settings (border, maximum number of keypoints);
+  the extraction settings (border, maximum number of keypoints) and the content of your own
+  features (:func:`features_fingerprint`);
 - the protocol of :func:`metricalc.keypoints.evaluate`: tau, border, tie policy, the Bojanic
   tasks, y0 policy, distractors, seed (and image retrieval where the caller names it);
 - the versions of metricalc and OpenCV (its detectors and descriptors make the features).
 
 Any change to one of them gives another key, so a changed input is never served an old cube.
 The key is not a proof of identity against edits of metricalc's own code between releases
-(its version stays the same): delete the cached files after changing the evaluation code. Each
-file also records its key in the attr ``cache_key``, so a file renamed or written by another
-key is not taken.
+(its version stays the same): delete the cached files after changing the evaluation code. A
+file renamed or written by another key is not taken: its attr names the key it holds.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import cv2
+import numpy as np
 import xarray as xr
 
 from metricalc import cube as cubes
@@ -44,20 +50,22 @@ from metricalc.keypoints.evaluate import evaluate
 from metricalc.keypoints.extraction import DEFAULT_METHODS, MAX_KEYPOINTS, extract
 from metricalc.keypoints.features import FeatureSet, SequenceLike
 from metricalc.keypoints.sequences import dataset_fingerprint
+from metricalc.validation import Boolean, Text, validate_params
 from metricalc.version import __version__
 
 __all__ = [
     "EvaluationSettings",
+    "cache_entry",
     "cache_key",
     "cached_cube",
     "cached_evaluation",
     "evaluate_sequences",
     "evaluation_inputs",
     "extract_features",
+    "features_fingerprint",
     "holds_key",
     "keypoint_mode",
 ]
-
 
 
 def keypoint_mode(locked: str | None) -> str:
@@ -153,6 +161,7 @@ def extract_features(
     )
 
 
+@validate_params(progress=Boolean(), dataset_path=Text(empty=True))
 def evaluate_sequences(
     sequences: Sequence[SequenceLike],
     settings: EvaluationSettings,
@@ -163,8 +172,10 @@ def evaluate_sequences(
     own: FeatureSet | None = None,
     features: FeatureSet | None = None,
     results_of: Mapping[str, xr.Dataset] | None = None,
+    cache: str | Path | None = None,
 ) -> xr.Dataset:
-    """Extract the features of ``settings`` and evaluate them into one QueryCube.
+    """Extract the features of ``settings`` and evaluate them into one QueryCube, or read the
+    cube of the same inputs back from the cache folder ``cache``.
 
     Parameters
     ----------
@@ -184,12 +195,30 @@ def evaluate_sequences(
     results_of : mapping descriptor -> QueryCube, optional
         Descriptors evaluated before on the same features and protocol
         (:func:`metricalc.keypoints.evaluate`), taken from those cubes.
+    cache : path, optional
+        A cache folder (:func:`cached_evaluation`): the cube of the same inputs
+        (:func:`cache_key`) is read from any of its files, else evaluated and kept there as
+        ``<key>.nc``. None: always evaluated, nothing written.
 
     Returns
     -------
     xarray.Dataset
         The QueryCube of :func:`metricalc.keypoints.evaluate`.
     """
+    if cache is not None:
+        extracted = features
+        given = None if extracted is None else (lambda: extracted)
+        return cached_evaluation(
+            sequences,
+            settings,
+            cache,
+            dataset=dataset,
+            dataset_path=dataset_path,
+            progress=progress,
+            own=own,
+            features=given,
+            results_of=results_of,
+        )[0]
     if features is None:
         features = extract_features(sequences, settings, progress=progress, own=own)
     return evaluate(
@@ -230,14 +259,46 @@ def cache_key(inputs: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def features_fingerprint(own: FeatureSet) -> dict[str, str]:
+    """Descriptor -> SHA-256 (hex) of its keypoints and descriptors on every image, in the order
+    scene, image (names, dtypes, shapes and bytes): your own features' part of a cache key.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from metricalc.keypoints import Features
+    >>> one = Features(np.zeros((1, 2)), np.ones((1, 4), np.float32))
+    >>> two = Features(np.zeros((1, 2)), np.full((1, 4), 2, np.float32))
+    >>> a, b = (features_fingerprint({"mine": {"i_a": {1: f}}}) for f in (one, two))
+    >>> list(a), a == b
+    (['mine'], False)
+    """
+    prints = {}
+    for descriptor, scenes in sorted(own.items()):
+        digest = hashlib.sha256()
+        for scene, images in sorted(scenes.items()):
+            for k, image in sorted(images.items()):
+                digest.update(f"{scene}/{k}".encode())
+                for array in (image.keypoints, image.descriptors):
+                    digest.update(f"{array.dtype.str}{array.shape}".encode())
+                    digest.update(np.ascontiguousarray(array).tobytes())
+        prints[descriptor] = digest.hexdigest()
+    return prints
+
+
 def evaluation_inputs(
-    sequences: Sequence[SequenceLike], settings: EvaluationSettings, *, dataset: str | None = None
+    sequences: Sequence[SequenceLike],
+    settings: EvaluationSettings,
+    *,
+    dataset: str | None = None,
+    own: FeatureSet | None = None,
 ) -> dict[str, Any]:
     """Everything that determines the cube of :func:`evaluate_sequences` with ``settings`` on
     ``sequences``: the mapping :func:`cache_key` hashes. The distractors of ``evaluate`` are its
     defaults. ``dataset`` is the fingerprint of ``sequences`` when the caller already has it (it
     is passed to ``evaluate`` too, so the folder is hashed once per run); by default it is
-    computed. ``image_retrieval`` is in the mapping only when the settings name it (not None)."""
+    computed. ``image_retrieval`` is in the mapping only when the settings name it (not None),
+    ``own`` (:func:`features_fingerprint`) only when your own features are evaluated."""
     inputs: dict[str, Any] = {
         "dataset": dataset_fingerprint(sequences) if dataset is None else dataset,
         "scenes": sorted(str(s.name) for s in sequences),
@@ -258,6 +319,8 @@ def evaluation_inputs(
     }
     if settings.image_retrieval is not None:
         inputs["image_retrieval"] = settings.image_retrieval
+    if own:
+        inputs["own"] = features_fingerprint(own)
     return inputs
 
 
@@ -307,15 +370,28 @@ def cached_cube(
     return cube, False
 
 
+def cache_entry(cache: str | Path, key: str, *, name: str | None = None) -> Path | None:
+    """The file of the cache folder ``cache`` that holds ``key``, or None: ``<cache>/<name>``,
+    ``<cache>/<key>.nc``, then any other ``<cache>/*.nc`` that records the key (e.g. a cube
+    of ``metricalc demo`` found by ``metricalc keypoints eval --cache``)."""
+    folder = Path(cache)
+    first = [folder / n for n in (name, f"{key}.nc") if n is not None]
+    rest = sorted(set(folder.glob("*.nc")) - set(first)) if folder.is_dir() else []
+    return next((path for path in (*first, *rest) if holds_key(path, key)), None)
+
+
+@validate_params(progress=Boolean(), dataset_path=Text(empty=True))
 def cached_evaluation(
     sequences: Sequence[SequenceLike],
     settings: EvaluationSettings,
-    path: str | Path | Callable[[str], Path],
+    cache: str | Path,
     *,
+    name: str | None = None,
     dataset: str | None = None,
     dataset_path: str = "",
     elsewhere: Iterable[Path] = (),
     progress: bool = False,
+    own: FeatureSet | None = None,
     features: Callable[[], FeatureSet] | None = None,
     results_of: Mapping[str, xr.Dataset] | None = None,
 ) -> tuple[xr.Dataset, bool]:
@@ -323,11 +399,15 @@ def cached_evaluation(
 
     Parameters
     ----------
-    sequences, settings, dataset_path, progress
+    sequences, settings, dataset_path, progress, own
         As for :func:`evaluate_sequences`.
-    path : path or callable
-        The cube file, or a function of the key that names it (a folder of entries:
-        ``lambda key: folder / f"{key}.nc"``).
+    cache : path
+        The cache folder: a new cube is written to ``<cache>/<key>.nc`` (or ``<cache>/<name>``);
+        a cube of the same key is read from any ``.nc`` file of the folder
+        (:func:`cache_entry`).
+    name : str, optional
+        The file of the folder that holds the cube when it returns (``cube_locked.nc`` of
+        ``metricalc demo``): written, or copied from the entry found elsewhere in the folder.
     dataset : str, optional
         The fingerprint of ``sequences`` (computed once here by default), in the key and the cube.
     elsewhere : iterable of path
@@ -345,7 +425,7 @@ def cached_evaluation(
         The cube, and whether it was read back instead of evaluated.
     """
     dataset = dataset_fingerprint(sequences) if dataset is None else dataset
-    key = cache_key(evaluation_inputs(sequences, settings, dataset=dataset))
+    key = cache_key(evaluation_inputs(sequences, settings, dataset=dataset, own=own))
 
     def compute() -> xr.Dataset:
         return evaluate_sequences(
@@ -354,9 +434,14 @@ def cached_evaluation(
             dataset=dataset,
             dataset_path=dataset_path,
             progress=progress,
+            own=own,
             features=None if features is None else features(),
             results_of=results_of,
         )
 
-    target = path(key) if callable(path) else path
-    return cached_cube(target, key, compute, elsewhere=elsewhere)
+    target = Path(cache) / (name or f"{key}.nc")
+    found = cache_entry(cache, key, name=name)
+    cube, reused = cached_cube(found or target, key, compute, elsewhere=elsewhere)
+    if reused and name is not None and found != target:
+        cubes.save(cube, target)  # the named file of the caller, a copy of the entry
+    return cube, reused

@@ -16,6 +16,8 @@ import cv2
 import numpy as np
 from scipy import ndimage
 
+from metricalc.validation import Integer, Real, validate_params
+
 __all__ = [
     "DSP_SCALES",
     "RAW_PATCH_GRID",
@@ -149,6 +151,7 @@ def raw_patch_levels(
     return levels
 
 
+@validate_params(grid=Integer(1), window=Real(0, None, closed="neither"))
 def sample_patches(
     gray: np.ndarray,
     points: np.ndarray,

@@ -28,7 +28,7 @@ from metricalc.metrics.reductions import (
     ratio,
     unit_scene,
 )
-from metricalc.validation import check_choice
+from metricalc.validation import Boolean, Choice, ListOf, Nullable, Real, validate_params
 
 __all__ = [
     "MMA_CONVENTIONS",
@@ -48,11 +48,6 @@ MMA_SPLITS = ("overall", "illumination", "viewpoint")
 
 def _mma_thresholds(thresholds: Iterable[float]) -> xr.DataArray:
     values = np.asarray(list(thresholds), dtype=np.float64)
-    if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all():
-        raise InvalidInputError(
-            f"matching_accuracy: thresholds must be a non-empty sequence of finite numbers; got "
-            f"{values.tolist()}"
-        )
     return xr.DataArray(values, dims="threshold", coords={"threshold": values})
 
 
@@ -112,6 +107,12 @@ def _split_result(
     return result
 
 
+@validate_params(
+    thresholds=ListOf(Real()),
+    convention=Choice(MMA_CONVENTIONS),
+    mutual=Nullable(Boolean()),
+    by_split=Boolean(),
+)
 def matching_accuracy(
     cube: xr.Dataset,
     thresholds: Iterable[float] = range(1, 11),
@@ -190,7 +191,6 @@ def matching_accuracy(
     >>> old.sel(descriptor="sift").values.round(4).tolist()
     [0.3333, 0.6667]
     """
-    check_choice("matching_accuracy: convention", convention, MMA_CONVENTIONS)
     d2net = convention == "d2net"
     mutual = _mutual(convention, mutual)
     needed = (*QUERY_VARS, "nn_error", *(("nn_mutual",) if mutual else ()))
@@ -235,6 +235,7 @@ def _pair_accuracy(
     return ratio(group_sum(accurate, PAIR_UNIT), group_sum(matched, PAIR_UNIT))
 
 
+@validate_params(threshold=Real(), convention=Choice(MMA_CONVENTIONS))
 def pair_matching_accuracy(
     cube: xr.Dataset, threshold: float, *, convention: str = "d2net"
 ) -> xr.DataArray:
@@ -255,7 +256,6 @@ def pair_matching_accuracy(
     >>> pair_matching_accuracy(example_cube(), 3.0).values.tolist()
     [[0.5]]
     """
-    check_choice("pair_matching_accuracy: convention", convention, MMA_CONVENTIONS)
     d2net = convention == "d2net"
     mutual = _mutual(convention, None)
     needed = (*QUERY_VARS, "nn_error", *(("nn_mutual",) if mutual else ()))

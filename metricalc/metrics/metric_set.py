@@ -23,7 +23,6 @@ from metricalc.metrics.ranks import (
     HISTOGRAM_CUTOFFS,
     at_k_from_sums,
     at_k_metrics,
-    check_k,
     rank_histogram,
     rank_histogram_from_sums,
 )
@@ -41,7 +40,16 @@ from metricalc.metrics.reductions import (
 )
 from metricalc.metrics.retrieval import hpatches17_means, retrieval_means
 from metricalc.metrics.scenes import pair_precision, precision_of_pairs, scene_maps, scene_sums
-from metricalc.validation import ZeroDivision, check_zero_division, fill_value, warn_undefined
+from metricalc.validation import (
+    ZERO_DIVISION,
+    Integer,
+    ListOf,
+    OneOf,
+    ZeroDivision,
+    fill_value,
+    validate_params,
+    warn_undefined,
+)
 
 __all__ = ["MAP_METRICS", "WORKBENCH_COUNTS", "metric_set"]
 
@@ -152,6 +160,7 @@ def _fill_empty_means(
     return out
 
 
+@validate_params(k=OneOf(Integer(1), ListOf(Integer(1))), zero_division=ZERO_DIVISION)
 def metric_set(
     cube: xr.Dataset,
     *,
@@ -258,19 +267,18 @@ def metric_set(
     >>> float(m.hit_rate_at_1.sel(descriptor="sift")), float(m.r0_rate.sel(descriptor="sift"))
     (0.5, 0.3333333333333333)
     """
-    ks = check_k(k)
-    policy_zero = check_zero_division(zero_division)
+    ks = sorted({int(v) for v in np.atleast_1d(k)})
     cube, ok = prepare_cube(cube, (*QUERY_VARS, "nn_correct"), "metric_set")
     tie_policy = cube_tie_policy(cube)
     lazy = cube["better"].chunks is not None
     sums = _streamed(cube, ks, tie_policy) if lazy else _in_memory(cube, ks, tie_policy)
     totals = tuple(values.sum("scene") for values in sums.by_scene)  # AP sum, R = 1, R = 0
     n1, n0 = totals[1:]
-    metrics = _map_metrics(sums, totals, cube, policy_zero)
+    metrics = _map_metrics(sums, totals, cube, zero_division)
     metrics.update(sums.at_k)
     counts = {"total_queries_processed": n1, "total_queries_excluded": n0, **sums.match_counts}
     metrics["r0_rate"] = ratio(n0, n1 + n0)
-    metrics = _fill_empty_means(metrics, ok, policy_zero)
+    metrics = _fill_empty_means(metrics, ok, zero_division)
     metrics.update(bojanic_means(cube))
     metrics["rank_histogram"] = sums.rank_histogram
     out = _typed(metrics, counts, cube, ok)

@@ -7,7 +7,6 @@ policy (:mod:`metricalc.core.ranking`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
 from typing import cast
 
 import numpy as np
@@ -15,8 +14,6 @@ import xarray as xr
 
 from metricalc.core.kernels import hit_probability
 from metricalc.core.ranking import hit_rate_at_k, precision_at_k, rank_from_rank_stats
-from metricalc.errors import InvalidInputError
-from metricalc.validation import check_integer
 
 __all__ = [
     "AT_K_METRICS",
@@ -24,7 +21,6 @@ __all__ = [
     "RANK_BINS",
     "at_k_from_sums",
     "at_k_metrics",
-    "check_k",
     "hit_sums",
     "rank_histogram",
     "rank_histogram_from_sums",
@@ -47,14 +43,6 @@ with ``upper(previous bin) < r <= upper(bin)``, so fractional ranks are binned t
 
 AT_K_METRICS = ("hit_rate_at", "recall_at", "precision_at")
 """The metrics at a cut-off k, named ``<prefix>_<k>``, in the order of the metric set."""
-
-
-def check_k(k: int | Sequence[int]) -> list[int]:
-    """The distinct cut-offs of ``k`` (a positive integer or a sequence of them), sorted."""
-    values = list(k) if isinstance(k, Iterable) and not isinstance(k, str) else [k]
-    if not values:
-        raise InvalidInputError(f"k must be a positive integer or a sequence of them; got {k!r}")
-    return sorted({check_integer("k", v, minimum=1) for v in values})
 
 
 def at_k_metrics(

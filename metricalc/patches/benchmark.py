@@ -36,7 +36,7 @@ from metricalc.errors import InvalidInputError
 from metricalc.patches.checks import read_task
 from metricalc.patches.dataset import LEVELS, SPLITS, PatchDataset, open_patch_dataset
 from metricalc.patches.files import write_atomic
-from metricalc.validation import is_integer
+from metricalc.validation import Choice, Integer, validate_params
 
 __all__ = ["DIFFICULTIES", "QUERIES_PER_SEQUENCE", "benchmark_name", "make_benchmark"]
 
@@ -58,12 +58,13 @@ def benchmark_name(split: str, difficulty: str, n_sequences: int, seed: int) -> 
     return f"{split}_{difficulty}_{n_sequences}s_{seed:02d}"
 
 
-def _positive(name: str, value: int) -> int:
-    if not is_integer(value) or value < 1:
-        raise InvalidInputError(f"{name}: expected an integer >= 1, got {value!r}")
-    return int(value)
-
-
+@validate_params(
+    split=Choice(SPLITS),
+    n_sequences=Integer(1),
+    seed=Integer(0),
+    difficulty=Choice(DIFFICULTIES),
+    queries_per_sequence=Integer(1),
+)
 def make_benchmark(
     dataset: PatchDataset | str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -122,14 +123,6 @@ def make_benchmark(
     ('train_easy_2s_00.benchmark', 12, 4)
     """
     dataset = open_patch_dataset(dataset)
-    if split not in SPLITS:
-        raise InvalidInputError(f"split: expected one of {SPLITS}, got {split!r}")
-    if difficulty not in DIFFICULTIES:
-        raise InvalidInputError(f"difficulty: expected one of {DIFFICULTIES}, got {difficulty!r}")
-    n_sequences = _positive("n_sequences", n_sequences)
-    queries_per_sequence = _positive("queries_per_sequence", queries_per_sequence)
-    if not is_integer(seed) or seed < 0:
-        raise InvalidInputError(f"seed: expected a non-negative integer, got {seed!r}")
     name = benchmark_name(split, difficulty, n_sequences, int(seed))
     rng = np.random.default_rng([int(seed), zlib.crc32(name.rsplit("_", 1)[0].encode())])
     letter = LEVELS[difficulty]

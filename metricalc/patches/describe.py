@@ -46,6 +46,7 @@ from metricalc.patches.dataset import (
 )
 from metricalc.patches.files import write_atomic
 from metricalc.progress import progress_bar
+from metricalc.validation import Boolean, Choice, validate_params
 
 __all__ = [
     "CHUNK",
@@ -106,6 +107,7 @@ def _raw(patches: np.ndarray) -> np.ndarray:
     return normalised.astype(np.float32)
 
 
+@validate_params(method=Choice(METHODS))
 def describe_patches(patches: np.ndarray, *, method: str = "sift") -> np.ndarray:
     """Descriptors (N x D float32) of patches (N, 65, 65) uint8 (module docstring).
 
@@ -125,8 +127,6 @@ def describe_patches(patches: np.ndarray, *, method: str = "sift") -> np.ndarray
     >>> np.allclose(np.linalg.norm(d, axis=1), 1), np.allclose(d.sum(axis=1), 0, atol=1e-5)
     (True, True)
     """
-    if method not in METHODS:
-        raise InvalidInputError(f"method: expected one of {METHODS}, got {method!r}")
     patches = check_patches(patches)
     kernel = _sift if method == "sift" else _raw
     width = 128 if method == "sift" else RAW_SIZE * RAW_SIZE
@@ -154,6 +154,7 @@ def _encode(descriptors: np.ndarray, fmt: str) -> bytes:
     return text.getvalue().encode("ascii")
 
 
+@validate_params(method=Choice(METHODS), format=Choice(FORMATS), progress=Boolean())
 def describe_dataset(
     dataset: PatchDataset | str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -193,10 +194,6 @@ def describe_dataset(
     ...     [p.relative_to(tmp).as_posix() for p in paths], np.load(paths[0]).shape
     (['raw/v_a/ref.npy'], (2, 256))
     """
-    if method not in METHODS:
-        raise InvalidInputError(f"method: expected one of {METHODS}, got {method!r}")
-    if format not in FORMATS:
-        raise InvalidInputError(f"format: expected one of {FORMATS}, got {format!r}")
     dataset = open_patch_dataset(dataset)
     out = Path(out)
     if out.exists() and not out.is_dir():

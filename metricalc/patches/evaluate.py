@@ -42,7 +42,7 @@ from metricalc.patches.files import (
     read_labels,
     read_results,
 )
-from metricalc.validation import check_choice
+from metricalc.validation import Boolean, Choice, validate_params
 
 __all__ = [
     "IR_MEASURES",
@@ -65,6 +65,7 @@ REPEAT_POLICIES = ("count", "negative")
 Repeats = Literal["count", "negative"]
 
 
+@validate_params(repeats=Choice(REPEAT_POLICIES), check=Boolean())
 def relevance(
     benchmark: Benchmark,
     labels: Labels,
@@ -106,7 +107,6 @@ def relevance(
     >>> patch[0, :3].tolist(), image[0, :3].tolist()
     ([False, False, True], [False, True, True])
     """
-    check_choice("repeats", repeats, REPEAT_POLICIES)
     if check:
         validate(benchmark, labels, results)
     n = len(benchmark.queries)
@@ -190,6 +190,7 @@ def ir_measures(
     return {name: result.per_query[name] for name in result.summary if name in result.per_query}
 
 
+@validate_params(ap_method=Choice(AP_METHODS), repeats=Choice(REPEAT_POLICIES))
 def evaluate_results(
     benchmark: Benchmark,
     labels: Labels,
@@ -254,7 +255,6 @@ def evaluate_results(
     >>> round(float(ds.image_retrieval_map), 6)  # at 1, 3, 4: (1/1 + 2/3 + 3/4) / 3
     0.805556
     """
-    check_choice("ap_method", ap_method, AP_METHODS)
     patch, image = relevance(benchmark, labels, results, repeats=repeats)
     n, width = patch.shape
     # Strictly decreasing scores: the listed order is the ranking for every method.
@@ -295,6 +295,7 @@ def evaluate_results(
     )
 
 
+@validate_params(ap_method=Choice(AP_METHODS), repeats=Choice(REPEAT_POLICIES))
 def evaluate_files(
     benchmark_path: str | os.PathLike[str],
     labels_path: str | os.PathLike[str],

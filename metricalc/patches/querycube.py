@@ -37,10 +37,12 @@ import pandas as pd
 import xarray as xr
 
 from metricalc import cube as qc
+from metricalc.core.ranking import AP_METHODS
 from metricalc.errors import InvalidInputError
 from metricalc.fileio import json_safe
 from metricalc.patches.evaluate import IR_MEASURES
 from metricalc.patches.folder import FolderEvaluation, evaluate_folder, folder_name
+from metricalc.validation import Choice, validate_params
 
 __all__ = ["BENCHMARK", "RetrievalEvaluation", "evaluate_folders", "folder_cube", "ir_names"]
 
@@ -158,6 +160,7 @@ class RetrievalEvaluation:
         return table
 
 
+@validate_params(ap_method=Choice(AP_METHODS))
 def evaluate_folders(
     benchmarks: str | os.PathLike[str],
     results: Sequence[str | os.PathLike[str]],

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+from metricalc.validation import Integer, Nullable, validate_params
 
 __all__ = [
     "IMC_THRESHOLDS",
@@ -93,6 +94,7 @@ def _thresholds(thresholds: Iterable[float]) -> np.ndarray:
     return values
 
 
+@validate_params(decimals=Nullable(Integer(0)))
 def pose_auc(
     errors: Any,
     thresholds: Iterable[float] = POSE_AUC_THRESHOLDS,
@@ -159,6 +161,7 @@ def imc_accuracies(errors: Any) -> np.ndarray:
     return np.append(below, at_most_ten).astype(np.float64) / values.size
 
 
+@validate_params(max_threshold=Integer(1, 10))
 def imc_maa(errors: Any, *, max_threshold: int = 10) -> float:
     r"""Mean average accuracy of the Image Matching Challenge 2020 / 2021 (``qt_auc_10``;
     ``max_threshold=5`` gives ``qt_auc_05``).
@@ -177,10 +180,6 @@ def imc_maa(errors: Any, *, max_threshold: int = 10) -> float:
     >>> imc_maa([0.5, 1.0, 10.0, np.inf])
     0.5
     """
-    if isinstance(max_threshold, bool) or max_threshold not in IMC_THRESHOLDS:
-        raise InvalidInputError(
-            f"max_threshold={max_threshold!r}; expected an integer in 1..10 (degrees)"
-        )
     return float(np.mean(imc_accuracies(errors)[:max_threshold]))
 
 
@@ -230,6 +229,7 @@ def weighted_pose_auc(errors: Any, weights: Any, threshold: float) -> np.ndarray
     return out
 
 
+@validate_params(max_threshold=Integer(1, 10))
 def weighted_imc_maa(errors: Any, weights: Any, *, max_threshold: int = 10) -> np.ndarray:
     r""":func:`imc_maa` with pair :math:`i` counted :math:`w_i` times, over the last axis: the
     weighted mean of the per-pair scores
@@ -245,10 +245,6 @@ def weighted_imc_maa(errors: Any, weights: Any, *, max_threshold: int = 10) -> n
     >>> round(imc_maa([1.0, 1.0, 10.0]), 4)
     0.6333
     """
-    if isinstance(max_threshold, bool) or max_threshold not in IMC_THRESHOLDS:
-        raise InvalidInputError(
-            f"max_threshold={max_threshold!r}; expected an integer in 1..10 (degrees)"
-        )
     e = np.asarray(errors, dtype=np.float64)
     w = np.asarray(weights, dtype=np.float64)
     strict = min(max_threshold, 9)  # #{k <= strict : e < k} = strict - floor(e), clipped

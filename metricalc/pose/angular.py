@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from metricalc.errors import InvalidInputError
+from metricalc.validation import Real, validate_params
 
 __all__ = ["pose_error", "relative_pose_error", "rotation_error", "translation_error"]
 
@@ -67,6 +68,7 @@ def rotation_error(R_est: Any, R_gt: Any) -> np.ndarray:
     return np.asarray(np.rad2deg(np.abs(np.arccos(np.clip(cos, -1.0, 1.0)))))
 
 
+@validate_params(ignore_gt_t_thr=Real(0, None))
 def translation_error(t_est: Any, t_gt: Any, *, ignore_gt_t_thr: float = 0.0) -> np.ndarray:
     r"""Angle between translation directions up to sign, in degrees.
 
@@ -135,6 +137,7 @@ def pose_error(R_error: Any, t_error: Any) -> np.ndarray:
     return np.asarray(np.maximum(np.asarray(R_error, float), np.asarray(t_error, float)))
 
 
+@validate_params(ignore_gt_t_thr=Real(0, None))
 def relative_pose_error(
     T_0to1: Any, R: Any, t: Any, *, ignore_gt_t_thr: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:

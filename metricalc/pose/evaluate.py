@@ -26,12 +26,13 @@ from metricalc.keypoints.estimators import DEFAULT_RANSAC_THRESHOLDS
 from metricalc.keypoints.extraction import MAX_KEYPOINTS, extract_image
 from metricalc.keypoints.feature_files import load_image_features
 from metricalc.keypoints.featureset import Features
-from metricalc.keypoints.homography import best_threshold
+from metricalc.keypoints.homography import RANSAC_SELECTIONS, best_threshold
 from metricalc.keypoints.matching import nn_matches
 from metricalc.pose.accuracy import POSE_AUC_THRESHOLDS, imc_maa, pose_auc
 from metricalc.pose.angular import pose_error, relative_pose_error
 from metricalc.pose.estimation import PoseSettings, estimate_relative_pose
 from metricalc.pose.pairs import PosePair
+from metricalc.validation import Choice, validate_params
 from metricalc.version import __version__
 
 __all__ = [
@@ -246,6 +247,7 @@ def _evaluate_method(
     return results
 
 
+@validate_params(selection=Choice(RANSAC_SELECTIONS))
 def summarize(
     results: xr.Dataset,
     thresholds: Iterable[float] = POSE_AUC_THRESHOLDS,

@@ -58,6 +58,7 @@ from metricalc.report.reference import reference_rows
 from metricalc.report.sections import SECTION_HOOKS, SectionHook, register_section
 from metricalc.report.study import Study, load_study
 from metricalc.report.summary import describe_ranking, summarize
+from metricalc.validation import Boolean, validate_params
 
 __all__ = [
     "MANIFEST",
@@ -482,6 +483,7 @@ def _write_outputs(
         write("report.html", _page(report, embedded))
 
 
+@validate_params(progress=Boolean())
 def build(
     study: Study | str | Path,
     *,

@@ -100,7 +100,7 @@ def _load_dataset(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr.Dat
         result[label], _ = cached_evaluation(
             sequences,
             settings,
-            lambda key: out / CACHE_FOLDER / f"{key}.nc",
+            out / CACHE_FOLDER,
             dataset=fingerprint,
             dataset_path=str(root),
             elsewhere=demo_cubes,

@@ -20,7 +20,14 @@ from metricalc.errors import InvalidInputError
 from metricalc.fileio import path_inside
 from metricalc.stats import CORRECTIONS, INTERVALS, PAIR_BY, TESTS  # a study's tests.* choices
 from metricalc.stats.bootstrap import check_bootstrap_memory
-from metricalc.validation import TIE_POLICIES, is_integer, is_real
+from metricalc.validation import (
+    TIE_POLICIES,
+    Boolean,
+    Integer,
+    is_integer,
+    is_real,
+    validate_params,
+)
 
 __all__ = [
     "BUILTIN_DESCRIPTORS",
@@ -535,6 +542,7 @@ about 4 SIFT extractions per image, BRISK's 37,000 keypoints per image pair trip
 evaluation time). AKAZE is run when this OpenCV has it."""
 
 
+@validate_params(quick=Boolean(), seed=Integer(0))
 def demo_study(*, quick: bool = False, seed: int = 0) -> Study:
     """The study ``metricalc demo`` renders (``reports/demo.yaml`` holds the same spec): the
     built-in descriptors on the built-in benchmark, locked on SIFT keypoints, paired per query,

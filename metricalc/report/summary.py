@@ -32,6 +32,7 @@ from metricalc.plotting.labels import (
     format_p,
     is_fraction_metric,
 )
+from metricalc.validation import Integer, validate_params
 
 __all__ = [
     "EFFECT_THRESHOLDS",
@@ -150,6 +151,7 @@ def _bound(value: float, fraction: bool, decimals: int) -> str:
     return _number(100 * value if fraction else value, decimals + (0 if fraction else 2))
 
 
+@validate_params(decimals=Integer(0, 6))
 def describe_comparison(
     comparison: xr.Dataset,
     descriptor: str,
@@ -287,6 +289,7 @@ def _mean_side(diff: float, a: str, b: str) -> str:
     return "the means are equal"
 
 
+@validate_params(decimals=Integer(0, 6))
 def summarize(
     comparison: xr.Dataset,
     *,

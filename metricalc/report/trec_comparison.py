@@ -346,7 +346,7 @@ def compare_runs(
         ``n_resamples`` sign flips); every measure's comparisons are one correction family and
         use the same ``seed``.
     **options
-        ``complete``, ``level``, ``depth``, ``ties``: as :func:`~metricalc.retrieval.evaluate`
+        ``complete``, ``level``, ``depth``, ``tie_policy``: as :func:`~metricalc.retrieval.evaluate`
         (:class:`~metricalc.retrieval.querycube.EvalOptions`).
 
     Returns

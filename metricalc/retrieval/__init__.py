@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from metricalc.lazy import lazy_getattr
 
 if TYPE_CHECKING:  # the names __getattr__ imports on first use, as static analysis sees them
-    from metricalc.retrieval.ranking import TIES, Ranked, rank_lists, rank_run
+    from metricalc.retrieval.ranking import TIE_POLICIES, Ranked, rank_lists, rank_run
     from metricalc.retrieval.small_join import evaluate_files
     from metricalc.retrieval.trec_eval import (
         ALIASES,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # the names __getattr__ imports on first use, as static analy
     from metricalc.retrieval.zscores import read_zscores
 
 _MODULES = {
-    "ranking": ("TIES", "Ranked", "rank_lists", "rank_run"),
+    "ranking": ("TIE_POLICIES", "Ranked", "rank_lists", "rank_run"),
     "small_join": ("evaluate_files",),
     "trec_eval": ("ALIASES", "NICKNAMES", "TrecEval", "evaluate", "evaluate_ranked",
                   "parse_measures"),
@@ -74,7 +74,7 @@ _WHERE = {name: f"{__name__}.{module}" for module, names in _MODULES.items() for
 __all__ = [
     "ALIASES",
     "NICKNAMES",
-    "TIES",
+    "TIE_POLICIES",
     "Qrels",
     "Ranked",
     "Run",

@@ -5,15 +5,49 @@ arguments) pass through its pandas bridge, which imports pandas on first use: 0.
 ``metricalc trec-eval`` on a small run would spend on a library it never uses. The arrays
 exchanged here are plain fixed-width numbers (and validity bitmaps), whose buffers NumPy reads
 and writes without a copy, so going through the buffers is as fast and needs no pandas.
+
+Arrow's compute functions are called by name (:func:`call`) through ``pyarrow._compute``, the
+extension module that ``pyarrow.compute`` wraps: importing ``pyarrow.compute`` writes a Python
+function with a parsed docstring for each of several hundred kernels (and loads ``pydoc``),
+about a tenth of a second that every ``metricalc trec-eval`` on a large run paid for the eight
+kernels it calls (``Array.take`` imports it too, so :func:`take` is here).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-__all__ = ["from_bytes", "from_numpy", "index_in", "to_numpy"]
+try:  # the extension module pyarrow.compute wraps (see above); the public module otherwise
+    from pyarrow._compute import SetLookupOptions, call_function
+except ImportError:  # pragma: no cover - a pyarrow that moved its extension module
+    from pyarrow.compute import SetLookupOptions, call_function
+
+__all__ = ["call", "from_bytes", "from_numpy", "index_in", "take", "to_numpy"]
+
+
+def call(name: str, *args: Any, options: Any = None) -> Any:
+    """The Arrow compute function ``name`` (``pyarrow.compute.<name>``) of ``args``.
+
+    Examples
+    --------
+    >>> call("min", from_numpy(np.array([3, 1, 2]))).as_py()
+    1
+    """
+    return call_function(name, list(args), options)
+
+
+def take(values: pa.Array, indices: np.ndarray) -> pa.Array:
+    """``values[indices]`` (``Array.take``).
+
+    Examples
+    --------
+    >>> take(pa.array([b"a", b"b", b"c"]), np.array([2, 0])).to_pylist()
+    [b'c', b'a']
+    """
+    return call("take", values, from_numpy(indices))
 
 
 def to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -71,7 +105,7 @@ def index_in(values: pa.Array | pa.ChunkedArray, value_set: pa.Array) -> np.ndar
     >>> index_in(from_numpy(np.array([5, 7, 9])), from_numpy(np.array([9, 5]))).tolist()
     [1, -1, 0]
     """
-    found = pc.index_in(values, value_set=value_set)
+    found = call("index_in", values, options=SetLookupOptions(value_set))
     if isinstance(found, pa.ChunkedArray):
         found = found.combine_chunks()
     n, offset = len(found), found.offset

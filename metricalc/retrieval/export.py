@@ -18,9 +18,9 @@ A cube keeps, per descriptor and query, only the rank statistics of the query's 
   descriptor) are left out.
 
 trec_eval's ``recip_rank`` and ``map`` of a query are then ``ap_from_rank_stats(better, ties,
-tie_policy=policy)``, ``success.k`` and ``recall.k`` its hit at :math:`k` and ``P.k`` that hit
-over :math:`k`; their ``all`` values are ``metric_set``'s ``true_map_micro``, ``hit_rate_at_k``
-and ``precision_at_k`` under that policy. See docs/retrieval.md, "Exporting to TREC files".
+policy)``, ``success.k`` and ``recall.k`` its hit at :math:`k` and ``P.k`` that hit over :math:`k`;
+their ``all`` values are ``metric_set``'s ``true_map_micro``, ``hit_rate_at_k`` and
+``precision_at_k`` under that policy. See docs/retrieval.md, "Exporting to TREC files".
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class CubeExport:
     run: Path
     qrels: Path
     descriptor: str
-    policy: str
+    tie_policy: str
     depth: int | None
     n_queries: int
     n_zeros: int
@@ -80,7 +80,7 @@ def export_cube(
     *,
     run: str | os.PathLike[str],
     qrels: str | os.PathLike[str],
-    policy: str,
+    tie_policy: str,
     depth: int | None = DEFAULT_DEPTH,
     include_zeros: bool = False,
     scores: str = "tied",
@@ -109,7 +109,7 @@ def export_cube(
         The descriptor to export (a run holds one system).
     run, qrels : path
         Files to write: ``qid Q0 docno rank score tag`` and ``qid 0 docno rel`` lines.
-    policy : {"optimistic", "pessimistic", "workbench"}
+    tie_policy : {"optimistic", "pessimistic", "workbench"}
         Where the relevant document goes in its tie group. ``"expected"`` is refused: it is a
         mean over every order of the tie group, which no single run holds (``metricalc
         trec-eval --tie-policy expected`` on the exported run computes it, the tied scores being
@@ -140,7 +140,7 @@ def export_cube(
     Raises
     ------
     InvalidInputError
-        An unknown descriptor or one whose evaluation failed, ``policy="expected"``, a
+        An unknown descriptor or one whose evaluation failed, ``tie_policy="expected"``, a
         ``depth`` below 1, a query with a relevant item but no rank statistics (``better`` =
         -1: a cube built from APs only), an identifier holding whitespace.
 
@@ -159,7 +159,7 @@ def export_cube(
     ...                    {"better": [[1, -1]], "ties": [[2, -1]]}, attrs=qc.DEFAULT_ATTRS)
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     done = export_cube(cube, "sift", run=Path(tmp) / "run", qrels=Path(tmp) / "qrels",
-    ...                        policy="pessimistic")
+    ...                        tie_policy="pessimistic")
     ...     print(done.run.read_text() + done.qrels.read_text(), end="")
     v_a/1-2/kp/0 Q0 b1 1 1 sift
     v_a/1-2/kp/0 Q0 t2 2 0 sift
@@ -167,12 +167,13 @@ def export_cube(
     v_a/1-2/kp/0 Q0 t0 4 0 sift
     v_a/1-2/kp/0 0 t0 1
     """
-    if policy == "expected":
+    if tie_policy == "expected":
         raise InvalidInputError(
-            "policy 'expected' is a mean over every order of the tied documents, which no single "
-            "run holds; export with policy 'optimistic' or 'pessimistic' (or 'workbench')"
+            "tie_policy 'expected' is a mean over every order of the tied documents, which no "
+            "single run holds; export with tie_policy 'optimistic' or 'pessimistic' (or "
+            "'workbench')"
         )
-    check_choice("policy", policy, EXPORT_POLICIES)
+    check_choice("tie_policy", tie_policy, EXPORT_POLICIES)
     check_choice("scores", scores, SCORES)
     if depth is not None and (not is_integer(depth) or depth < 1):
         raise InvalidInputError(f"depth must be a positive integer or None; got {depth!r}")
@@ -188,7 +189,7 @@ def export_cube(
         )
     zeros = (n_relevant == 0) & include_zeros
     b, t = better[ranked], ties[ranked]
-    m = _tie_offset(b, t, policy)
+    m = _tie_offset(b, t, tie_policy)
     width = len(str(int(max(b.max(), t.max()))))
     n_lines = _write_run(run, qids.filter(pa.array(ranked)), b, t, depth, width,
                          scores == "ranked", tag)
@@ -205,16 +206,16 @@ def export_cube(
             "rel": pa.array(is_ranked.astype(np.int64)),
         }))
     beyond = int((1 + b + m > depth).sum()) if depth is not None else 0
-    return CubeExport(Path(run), Path(qrels), descriptor, policy, depth, int(ranked.sum()),
+    return CubeExport(Path(run), Path(qrels), descriptor, tie_policy, depth, int(ranked.sum()),
                       int(zeros.sum()), n_lines, beyond)
 
 
-def _tie_offset(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
+def _tie_offset(better: np.ndarray, ties: np.ndarray, tie_policy: str) -> np.ndarray:
     """Placeholders of the tie group ordered before the relevant document: its rank under
-    ``policy`` (:func:`metricalc.core.ranking.rank_from_rank_stats`) less ``1 + better``."""
+    ``tie_policy`` (:func:`metricalc.core.ranking.rank_from_rank_stats`) less ``1 + better``."""
     from metricalc.core.ranking import rank_from_rank_stats
 
-    rank = np.asarray(rank_from_rank_stats(better, ties, tie_policy=policy))
+    rank = np.asarray(rank_from_rank_stats(better, ties, tie_policy=tie_policy))
     offset: np.ndarray = rank.astype(np.int64) - 1 - better
     return offset
 

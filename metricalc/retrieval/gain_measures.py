@@ -125,7 +125,7 @@ def running_at(values: np.ndarray, ranked: Ranked, at: np.ndarray, integers: boo
 
 def _integers(ranked: Ranked, gains: Gains = ()) -> bool:
     """Whether the relevance indicators and gains of ``ranked`` are integers (not the
-    expectations of ``ties="expected"``, no custom gains)."""
+    expectations of ``tie_policy="expected"``, no custom gains)."""
     return ranked.tie_groups is None and not gains
 
 

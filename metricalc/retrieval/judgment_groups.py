@@ -46,7 +46,7 @@ JG_FAMILIES: dict[str, Family] = {
         Family("runid", "runid", "none"),
         Family("num_q", "num_q", "none"),
         Family("map_avgjg", "mean", "none", fn=m.map_),
-        Family("P_avgjg", "mean", "cutoffs", CUTOFFS, m.precision),
+        Family("P_avgjg", "mean", "cutoffs", CUTOFFS, m.precision_at_k),
         Family("Rprec_mult_avgjg", "mean", "multiples", R_MULTIPLES, m.rprec_mult),
     )
 }

@@ -30,7 +30,7 @@ __all__ = [
     "GM_FLOOR",
     "bpref",
     "eleven_point",
-    "f1",
+    "f1_at_k",
     "iprec_at_recall",
     "map_",
     "map_cut",
@@ -41,9 +41,9 @@ __all__ = [
     "num_rel_ret",
     "num_ret",
     "once_per_ranked",
-    "precision",
+    "precision_at_k",
     "precision_sums",
-    "recall",
+    "recall_at_k",
     "recip_rank",
     "relative_p",
     "rprec",
@@ -65,8 +65,8 @@ EXPECTED_OK = frozenset({
     "set_P", "set_recall", "set_F", "f1", "map", "map_cut", "recip_rank", "success",
     "relative_P", "set_relative_P", "Rprec_mult",
 })
-"""Measures whose value under ``ties="expected"`` is their exact expectation over uniformly random
-orders of the tied documents: those linear in the per-position relevance indicators and gains
+"""Measures whose value under ``tie_policy="expected"`` is their exact expectation over uniformly
+random orders of the tied documents: those linear in the per-position relevance indicators and gains
 (given ``num_ret``), and AP, reciprocal rank and success in closed form. ``bpref``,
 ``iprec_at_recall``, ``11pt_avg``, ``set_map``, ``num_nonrel_judged_ret`` and the geometric
 means have none here."""
@@ -110,7 +110,7 @@ class _Prefix:
     """Cumulative sums of a per-position array, read per query up to a cutoff.
 
     One global cumulative sum serves every query when the values are integers (exact in floating
-    point); expectations (``ties="expected"``) are summed query by query instead, so that no
+    point); expectations (``tie_policy="expected"``) are summed query by query instead, so that no
     rounding of the other queries' totals reaches them.
     """
 
@@ -218,12 +218,12 @@ def set_f(ranked: Ranked, beta: float = 1.0) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def precision(ranked: Ranked, k: int) -> np.ndarray:
+def precision_at_k(ranked: Ranked, k: int) -> np.ndarray:
     r"""``P_k``: :math:`H_k / k` (missing ranks count as non-relevant)."""
     return _hits(ranked).upto(k) / k
 
 
-def recall(ranked: Ranked, k: int) -> np.ndarray:
+def recall_at_k(ranked: Ranked, k: int) -> np.ndarray:
     r"""``recall_k``: :math:`H_k / R`."""
     return _ratio(_hits(ranked).upto(k), ranked.num_rel)
 
@@ -231,8 +231,8 @@ def recall(ranked: Ranked, k: int) -> np.ndarray:
 def success(ranked: Ranked, k: int) -> np.ndarray:
     r"""``success_k``: 1 if :math:`H_k > 0`, else 0.
 
-    Under ``ties="expected"``: the probability that the first :math:`m = \min(k, n)` ranks hold
-    a relevant document; with the tie group at rank :math:`m` (:math:`t` documents, :math:`r`
+    Under ``tie_policy="expected"``: the probability that the first :math:`m = \min(k, n)` ranks
+    hold a relevant document; with the tie group at rank :math:`m` (:math:`t` documents, :math:`r`
     relevant, :math:`m'` of them within the first :math:`m` ranks, :math:`c` relevant ones
     before it): 1 if :math:`c > 0`, else :math:`1 - \binom{t - r}{m'} / \binom{t}{m'}`."""
     groups = ranked.tie_groups
@@ -249,7 +249,7 @@ def success(ranked: Ranked, k: int) -> np.ndarray:
     return out
 
 
-def f1(ranked: Ranked, k: int) -> np.ndarray:
+def f1_at_k(ranked: Ranked, k: int) -> np.ndarray:
     r"""``f1_k`` (ranx ``f1@k``, not a trec_eval measure): :math:`\frac{2 P_k\, r_k}{P_k + r_k}`
     with :math:`P_k = H_k / k`, :math:`r_k = H_k / R`; 0 if :math:`H_k = 0`."""
     found = _hits(ranked).upto(k)
@@ -282,7 +282,7 @@ def rprec(ranked: Ranked) -> np.ndarray:
 
 @once_per_ranked
 def _precision_at_hits(ranked: Ranked) -> np.ndarray:
-    r"""Per position, :math:`h_i H_i / i`; under ``ties="expected"`` its expectation
+    r"""Per position, :math:`h_i H_i / i`; under ``tie_policy="expected"`` its expectation
     :math:`\frac{r}{t} \big(c + 1 + (j - 1) \frac{r - 1}{t - 1}\big) / i` for the :math:`j`-th
     position of a tie group of :math:`t` documents, :math:`r` relevant, :math:`c` relevant ones
     ranked before the group (given that position holds a relevant document, each of the other
@@ -333,8 +333,8 @@ def map_cut(ranked: Ranked, k: int) -> np.ndarray:
 def recip_rank(ranked: Ranked) -> np.ndarray:
     r"""``recip_rank``: :math:`1 / \min\{i : h_i = 1\}`, 0 if no relevant document is retrieved.
 
-    Under ``ties="expected"``: the first tie group holding a relevant document starts after rank
-    :math:`s`, has :math:`t` documents, :math:`r` relevant; the first relevant one is its
+    Under ``tie_policy="expected"``: the first tie group holding a relevant document starts after
+    rank :math:`s`, has :math:`t` documents, :math:`r` relevant; the first relevant one is its
     :math:`x`-th with probability :math:`\binom{t - x}{r - 1} / \binom{t}{r}`, so the value is
     :math:`\sum_x \binom{t - x}{r - 1} \binom{t}{r}^{-1} / (s + x)` over the ranks kept."""
     where = np.flatnonzero(ranked.hit > 0)

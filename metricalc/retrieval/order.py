@@ -48,7 +48,7 @@ def score_key(score: np.ndarray, scores: str = "float64") -> np.ndarray:
 
 
 def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: Names, *,
-               code: np.ndarray | None = None, ties: str = "trec_eval",
+               code: np.ndarray | None = None, tie_policy: str = "trec_eval",
                scores: str = "float64") -> np.ndarray:
     """Indices ordering run lines by query code, score descending (at the precision of
     ``scores``), then (tied scores) relevance code descending (``"optimistic"``) or ascending
@@ -83,8 +83,8 @@ def trec_order(qid: np.ndarray, score: np.ndarray, doc: np.ndarray, docnos: Name
     name_rank = np.empty(uniq.size, dtype=np.int64)
     name_rank[byte_order(docnos, uniq)] = np.arange(uniq.size)
     keys = [-name_rank[inverse]]
-    if code is not None and ties in ("optimistic", "pessimistic"):
-        keys.append(-code[sub] if ties == "optimistic" else code[sub])
+    if code is not None and tie_policy in ("optimistic", "pessimistic"):
+        keys.append(-code[sub] if tie_policy == "optimistic" else code[sub])
     if scores == "float64":
         keys.append(score_key(score[sub], "float64"))
     keys.append(group)
@@ -102,11 +102,9 @@ def byte_order(names: Names, codes: np.ndarray) -> np.ndarray:
     """
     if isinstance(names, np.ndarray):
         return np.argsort(names[codes], kind="stable")
-    import pyarrow.compute as pc
+    from metricalc.retrieval.arrow import call, take, to_numpy
 
-    from metricalc.retrieval.arrow import from_numpy, to_numpy
-
-    return to_numpy(pc.sort_indices(names.take(from_numpy(codes)))).astype(np.int64)
+    return to_numpy(call("sort_indices", take(names, codes))).astype(np.int64)
 
 
 def decode_ids(qids: Names, codes: np.ndarray | None = None) -> list[str]:
@@ -121,7 +119,7 @@ def decode_ids(qids: Names, codes: np.ndarray | None = None) -> list[str]:
     if isinstance(qids, np.ndarray):
         values = (qids if codes is None else qids[codes]).tolist()
     else:
-        from metricalc.retrieval.arrow import from_numpy
+        from metricalc.retrieval.arrow import take
 
-        values = (qids if codes is None else qids.take(from_numpy(codes))).to_pylist()
+        values = (qids if codes is None else take(qids, codes)).to_pylist()
     return [q.decode("utf-8", "replace") for q in values]

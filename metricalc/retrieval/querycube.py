@@ -37,7 +37,8 @@ qrels' name, ``ap_method = "ir"`` (trec_eval's AP is the ``ir`` AP with :math:`R
 documents in the qrels), and the evaluation options ``measures`` (the printed names, ``map``
 for ``ap``, space-separated), ``ties``, ``level``, ``depth`` (0: no cut), ``complete`` (0 or 1),
 ``qrels`` (its source). The cube's ``tie_policy`` attr is the default and inert (it derives AP
-from rank statistics, which a TREC cube has none of): the order of tied scores is ``ties``.
+from rank statistics, which a TREC cube has none of): the order of tied scores is ``ties``, the
+``tie_policy`` the runs were evaluated with.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ import xarray as xr
 from metricalc import cube as qc
 from metricalc.errors import InvalidInputError
 from metricalc.retrieval.order import decode_ids
-from metricalc.retrieval.ranking import TIES
+from metricalc.retrieval.ranking import TIE_POLICIES
 from metricalc.retrieval.trec_eval import TrecEval, evaluate, parse_measures
 from metricalc.retrieval.trec_files import Qrels, Run
 
@@ -124,14 +125,14 @@ def run_names(runs: Mapping[str, Run] | Sequence[Run]) -> dict[str, Run]:
 
 class EvalOptions(TypedDict, total=False):
     """The options of :func:`~metricalc.retrieval.evaluate` that several runs share:
-    ``complete`` (trec_eval ``-c``), ``level`` (``-l``), ``depth`` (``-M``), ``ties``,
+    ``complete`` (trec_eval ``-c``), ``level`` (``-l``), ``depth`` (``-M``), ``tie_policy``,
     ``scores``, ``judged_only`` (``-J``) and ``num_docs`` (``-N``), each with
     :func:`~metricalc.retrieval.evaluate`'s default where not given."""
 
     complete: bool
     level: int
     depth: int | None
-    ties: str
+    tie_policy: str
     scores: str
     judged_only: bool
     num_docs: int
@@ -177,14 +178,7 @@ def retrieval_cube(
     qrels: Qrels,
     runs: Mapping[str, Run] | Sequence[Run] | Mapping[str, TrecEval],
     measures: Sequence[str] = ("official",),
-    *,
-    complete: bool = False,
-    level: int = 1,
-    depth: int | None = None,
-    ties: str = "trec_eval",
-    scores: str = "float64",
-    judged_only: bool = False,
-    num_docs: int = 0,
+    **options: Unpack[EvalOptions],
 ) -> xr.Dataset:
     """The QueryCube of several runs on one qrels (module docstring): every per-query measure.
 
@@ -196,9 +190,9 @@ def retrieval_cube(
         The runs by name (a sequence: named by their tags, which must then differ), or their
         evaluations (:func:`evaluate_runs` with the same options, to evaluate once for both the
         cube and the ``all`` values).
-    measures, complete, level, depth, ties, scores, judged_only, num_docs
-        As :func:`~metricalc.retrieval.evaluate` (``map`` is always computed: it is the cube's
-        ``ap``).
+    measures, **options
+        As :func:`~metricalc.retrieval.evaluate` (:class:`EvalOptions`; ``map`` is always
+        computed: it is the cube's ``ap``).
 
     Returns
     -------
@@ -218,9 +212,8 @@ def retrieval_cube(
     >>> retrieval_cube(qrels, runs, ["P.1"], complete=True).P_1.values.tolist()
     [[1.0, 1.0], [0.0, 0.0]]
     """
-    results, tags = _evaluations(qrels, runs, measures, complete=complete, level=level,
-                                 depth=depth, ties=ties, scores=scores,
-                                 judged_only=judged_only, num_docs=num_docs)
+    results, tags = _evaluations(qrels, runs, measures, **options)
+    complete = options.get("complete", False)
     names = list(results)
     printed = _common_measures(results)
     if complete:
@@ -243,9 +236,9 @@ def retrieval_cube(
         "dataset": qrels.source,
         "benchmark": BENCHMARK,
         "measures": " ".join(["map", *(m for m in printed if m != "map")]),
-        "ties": ties,
-        "level": int(level),
-        "depth": int(depth or 0),
+        "ties": options.get("tie_policy", "trec_eval"),
+        "level": int(options.get("level", 1)),
+        "depth": int(options.get("depth") or 0),
         "complete": int(bool(complete)),
         "qrels": qrels.source,
     }
@@ -326,8 +319,8 @@ def validate_retrieval_cube(cube: xr.Dataset) -> xr.Dataset:
     """Check that ``cube`` is a retrieval cube (module docstring) and return it unchanged.
 
     A valid QueryCube (:func:`metricalc.cube.validate`) with the attr ``benchmark =
-    "trec_eval"``, ``ties`` one of :data:`~metricalc.retrieval.TIES`, the query coordinates of a
-    qid (``split`` ``"other"``, ``pair`` ``""``, ``keypoint_set`` ``"trec"``,
+    "trec_eval"``, ``ties`` one of :data:`~metricalc.retrieval.TIE_POLICIES`, the query
+    coordinates of a qid (``split`` ``"other"``, ``pair`` ``""``, ``keypoint_set`` ``"trec"``,
     ``query_keypoint`` 0), ``n_relevant`` 1 or -1, and every measure of the attr ``measures``
     a float64 variable over (descriptor, query), NaN exactly where ``n_relevant`` is -1.
 
@@ -337,14 +330,16 @@ def validate_retrieval_cube(cube: xr.Dataset) -> xr.Dataset:
         Naming the first check that fails.
     """
     qc.validate(cube)
-    benchmark, ties = (str(cube.attrs.get(name, "")) for name in ("benchmark", "ties"))
+    benchmark, tie_policy = (str(cube.attrs.get(name, "")) for name in ("benchmark", "ties"))
     if benchmark != BENCHMARK:
         raise InvalidInputError(
             f"not a retrieval cube: attr benchmark is {benchmark!r}, expected {BENCHMARK!r} "
             "(metricalc.retrieval.retrieval_cube)"
         )
-    if ties not in TIES:
-        raise InvalidInputError(f"retrieval cube attr ties must be one of {TIES}; got {ties!r}")
+    if tie_policy not in TIE_POLICIES:
+        raise InvalidInputError(
+            f"retrieval cube attr ties must be one of {TIE_POLICIES}; got {tie_policy!r}"
+        )
     expected = {"split": "other", "pair": "", "keypoint_set": KEYPOINT_SET, "query_keypoint": 0}
     for name, value in expected.items():
         wrong = np.asarray(cube[name].values) != value

@@ -11,7 +11,7 @@ a negative value (in the pool but unjudged), ``-1`` if the qrels do not list it.
 Everything here works on all queries at once: one sort of all run lines by (query, score), one
 hash join with the qrels, per-query offsets; no Python loop per query.
 
-Tie policies other than trec_eval's docno order (``ties=``):
+Tie policies other than trec_eval's docno order (``tie_policy=``):
 
 - ``"optimistic"`` / ``"pessimistic"``: inside a group of tied scores, documents in decreasing /
   increasing relevance code (then docno descending), the best / worst order for every measure;
@@ -35,10 +35,11 @@ from metricalc.retrieval.order import SCORES, Names, decode_ids, score_key, trec
 if TYPE_CHECKING:
     from metricalc.retrieval.trec_files import Qrels, Run
 
-__all__ = ["TIES", "Joined", "Ranked", "TieGroups", "join_run", "rank_joined", "rank_lists",
+__all__ = ["TIE_POLICIES", "Joined", "Ranked", "TieGroups", "join_run", "rank_joined", "rank_lists",
            "rank_run"]
 
-TIES = ("trec_eval", "expected", "optimistic", "pessimistic")
+TIE_POLICIES = ("trec_eval", "expected", "optimistic", "pessimistic")
+"""How tied scores are ordered: trec_eval's docno order, or a tie policy (module docstring)."""
 NOT_IN_POOL = -1
 """Relevance code of a retrieved document the qrels do not list (trec_eval RELVALUE_NONPOOL)."""
 UNJUDGED = -2
@@ -47,7 +48,7 @@ UNJUDGED = -2
 
 @dataclass(frozen=True, eq=False)
 class TieGroups:
-    """Per position (``ties="expected"``): its tie group's first rank in the query (1-based),
+    """Per position (``tie_policy="expected"``): its tie group's first rank in the query (1-based),
     size :math:`t`, relevant documents :math:`r`, and relevant documents ranked before the group
     :math:`c` (whole groups before it, so an integer). Sizes count the whole group, also the part
     a depth cut removes."""
@@ -64,8 +65,8 @@ class Ranked:
 
     Positions ``start[q]:start[q + 1]`` are query ``q``'s retrieved documents in rank order.
     ``hit`` (document relevant: code >= level) and ``gain`` (the qrels value where positive, else
-    0) are floats so that ``ties="expected"`` can hold expectations in them. ``num_zero`` counts
-    the judgments of value 0 per query (with ``ideal_gain``, every judged value: what custom
+    0) are floats so that ``tie_policy="expected"`` can hold expectations in them. ``num_zero``
+    counts the judgments of value 0 per query (with ``ideal_gain``, every judged value: what custom
     gains need).
     """
 
@@ -80,7 +81,7 @@ class Ranked:
     ideal_start: np.ndarray
     n_qrels_queries: int
     tag: str
-    ties: str
+    tie_policy: str
     tie_groups: TieGroups | None = None
     num_zero: np.ndarray | None = None
 
@@ -129,7 +130,7 @@ class Joined:
 
 
 def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None,
-             ties: str = "trec_eval", scores: str = "float64",
+             tie_policy: str = "trec_eval", scores: str = "float64",
              judged_only: bool = False) -> Ranked:
     """Join ``run`` with ``qrels`` and rank every query of both as trec_eval does.
 
@@ -139,14 +140,14 @@ def rank_run(qrels: Qrels, run: Run, *, level: int = 1, depth: int | None = None
         Relevance level (trec_eval ``-l``): a document is relevant if its qrels value >= level.
     depth : int, optional
         Keep the first ``depth`` ranked documents of each query (trec_eval ``-M``).
-    ties : {"trec_eval", "expected", "optimistic", "pessimistic"}
+    tie_policy : {"trec_eval", "expected", "optimistic", "pessimistic"}
         How tied scores are ordered (module docstring).
     scores : {"float64", "float32"}
         The precision at which scores compare (:mod:`~metricalc.retrieval.order`).
     judged_only : bool
         trec_eval ``-J``: after the depth cut, drop the retrieved documents without a judgment.
     """
-    return rank_joined(join_run(qrels, run), level=level, depth=depth, ties=ties,
+    return rank_joined(join_run(qrels, run), level=level, depth=depth, tie_policy=tie_policy,
                        scores=scores, judged_only=judged_only)
 
 
@@ -159,15 +160,17 @@ def join_run(qrels: Qrels, run: Run) -> Joined:
 
     run_q = index_in(run.qids, qrels.qids)[run.qid]
     keep = np.flatnonzero(run_q >= 0)
-    run_q = run_q[keep]
-    run_doc = run.doc[keep]
+    every = keep.size == run_q.size  # every query judged (the common case): no copies
+    run_q = run_q if every else run_q[keep]
+    run_doc = run.doc if every else run.doc[keep]
     n_docs = max(len(qrels.docnos), 1)
     run_qdoc = index_in(run.docnos, qrels.docnos)[run_doc]
     listed = np.flatnonzero(run_qdoc >= 0)
     found = np.full(run_q.size, -1, dtype=np.int64)
     found[listed] = index_in(from_numpy(run_q[listed] * n_docs + run_qdoc[listed]),
                              from_numpy(qrels.qid * n_docs + qrels.doc))
-    return Joined(run_q, run_doc, run.score[keep], relevance_code(found, qrels.rel), run.docnos,
+    return Joined(run_q, run_doc, run.score if every else run.score[keep],
+                  relevance_code(found, qrels.rel), run.docnos,
                   qrels.qids, qrels.qid, qrels.rel, run.tag, run.source, qrels.source)
 
 
@@ -188,17 +191,19 @@ def relevance_code(found: np.ndarray, rel: np.ndarray) -> np.ndarray:
 
 
 def rank_joined(joined: Joined, *, level: int = 1, depth: int | None = None,
-                ties: str = "trec_eval", scores: str = "float64",
+                tie_policy: str = "trec_eval", scores: str = "float64",
                 judged_only: bool = False) -> Ranked:
     """Rank the joined lines of every query as trec_eval does (:func:`rank_run`'s options)."""
-    if ties not in TIES:
-        raise InvalidInputError(f"ties must be one of {', '.join(TIES)}; got {ties!r}")
+    if tie_policy not in TIE_POLICIES:
+        raise InvalidInputError(
+            f"tie_policy must be one of {', '.join(TIE_POLICIES)}; got {tie_policy!r}"
+        )
     if scores not in SCORES:
         raise InvalidInputError(f"scores must be one of {', '.join(SCORES)}; got {scores!r}")
-    if judged_only and ties == "expected":
+    if judged_only and tie_policy == "expected":
         raise InvalidInputError(
-            "judged_only (-J) re-ranks the judged documents; ties='expected' averages over tie "
-            "groups that it would split: use one of them"
+            "judged_only (-J) re-ranks the judged documents; tie_policy='expected' averages over "
+            "tie groups that it would split: use one of them"
         )
     if depth is not None and depth < 1:
         raise InvalidInputError(f"depth (-M) must be a positive integer; got {depth}")
@@ -206,7 +211,7 @@ def rank_joined(joined: Joined, *, level: int = 1, depth: int | None = None,
         raise InvalidInputError(f"level (-l) must be >= 0; got {level}")
     n_queries = len(joined.qids)
     order = trec_order(joined.query, joined.score, joined.doc, joined.docnos, code=joined.code,
-                       ties=ties, scores=scores)
+                       tie_policy=tie_policy, scores=scores)
     run_q, code = joined.query[order], joined.code[order]
     hit = (code >= level).astype(np.float64)
     gain = np.maximum(code, 0).astype(np.float64)
@@ -215,7 +220,7 @@ def rank_joined(joined: Joined, *, level: int = 1, depth: int | None = None,
     counts = np.diff(np.r_[first, run_q.size])
     within = np.arange(run_q.size) - np.repeat(first, counts)  # 0-based rank in the query
     groups = None
-    if ties == "expected" and run_q.size:
+    if tie_policy == "expected" and run_q.size:
         hit, gain, groups = _expected(run_q, score_key(joined.score[order], scores), hit,
                                       gain, within)
     if depth is not None:
@@ -251,7 +256,7 @@ def rank_joined(joined: Joined, *, level: int = 1, depth: int | None = None,
         ideal_start=ideal_start,
         n_qrels_queries=n_queries,
         tag=joined.tag,
-        ties=ties,
+        tie_policy=tie_policy,
         tie_groups=groups,
         num_zero=num_zero[evaluated].astype(np.int64),
     )
@@ -345,6 +350,6 @@ def rank_lists(relevant: np.ndarray, n_relevant: np.ndarray, *,
         ideal_start=np.r_[0, np.cumsum(R)],
         n_qrels_queries=n,
         tag="lists",
-        ties="trec_eval",
+        tie_policy="trec_eval",
         num_zero=width - listed.astype(np.int64),
     )

@@ -37,19 +37,9 @@ def evaluate_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str],
     """Evaluate the run file ``run`` against the qrels file ``qrels``: what
     :func:`~metricalc.retrieval.evaluate` gives for :func:`~metricalc.retrieval.read_qrels` and
     :func:`~metricalc.retrieval.read_run` of them, with its options (``complete``, ``level``,
-    ``depth``, ``ties``, ``scores``, ``judged_only``, ``num_docs``, ``zscores``); the files are
-    read with NumPy alone when they are small (:data:`SMALL`) and plain (:func:`join_files`).
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> from tempfile import TemporaryDirectory
-    >>> with TemporaryDirectory() as folder:
-    ...     q, r = Path(folder) / "qrels", Path(folder) / "run"
-    ...     _ = q.write_text("q1 0 d1 1\\nq1 0 d2 1\\nq1 0 d3 0\\n")
-    ...     _ = r.write_text("q1 Q0 d1 1 3.0 bm25\\nq1 Q0 d3 2 2.0 bm25\\nq1 Q0 d2 3 1.0 bm25\\n")
-    ...     evaluate_files(q, r, ["map", "P.2"]).summary
-    {'map': 0.8333333333333333, 'P_2': 0.5}
+    ``depth``, ``tie_policy``, ``scores``, ``judged_only``, ``num_docs``, ``zscores``); the files
+    are read with NumPy alone when they are small (:data:`SMALL`) and plain (:func:`join_files`,
+    whose example evaluates files too).
     """
     joined = join_files(qrels, run) if _size(qrels) + _size(run) <= SMALL else None
     if joined is None:
@@ -82,9 +72,11 @@ def join_files(qrels: str | os.PathLike[str], run: str | os.PathLike[str]) -> Jo
     ...     _ = r.write_text("q1 Q0 d2 1 2.5 bm25\\nq1 Q0 d1 2 1.5 bm25\\nq3 Q0 d1 1 1 bm25\\n")
     ...     joined = join_files(q, r)
     ...     joined.query.tolist(), joined.code.tolist(), joined.tag
+    ...     evaluate_files(q, r, ["map", "P.2"]).summary  # q1 only: d1, relevant, ranked 2nd
     ...     _ = r.write_text("q1 Q0 d2 1 2.5\\n")  # five fields
     ...     join_files(q, r) is None
     ([0, 0], [-1, 1], 'bm25')
+    {'map': 0.5, 'P_2': 0.5}
     True
     """
     judged = _columns(qrels, 4, (0, 2, 3))

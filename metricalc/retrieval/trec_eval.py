@@ -80,9 +80,9 @@ FAMILIES: dict[str, Family] = {
         Family("bpref", "mean", "none", fn=m.bpref),
         Family("recip_rank", "mean", "none", fn=m.recip_rank),
         Family("iprec_at_recall", "mean", "levels", RECALL_LEVELS, m.iprec_at_recall),
-        Family("P", "mean", "cutoffs", CUTOFFS, m.precision),
+        Family("P", "mean", "cutoffs", CUTOFFS, m.precision_at_k),
         Family("relstring", "string", "length", (10,), gm.relstring),
-        Family("recall", "mean", "cutoffs", CUTOFFS, m.recall),
+        Family("recall", "mean", "cutoffs", CUTOFFS, m.recall_at_k),
         Family("infAP", "mean", "none", fn=gm.infap),
         Family("gm_bpref", "gm", "none", fn=m.bpref),
         Family("Rprec_mult", "mean", "multiples", R_MULTIPLES, m.rprec_mult),
@@ -104,7 +104,7 @@ FAMILIES: dict[str, Family] = {
         Family("set_F", "mean", "beta", (1.0,), m.set_f),
         Family("num_nonrel_judged_ret", "sum", "none", fn=m.num_nonrel_judged_ret),
         Family("yaap", "mean", "none", fn=gm.yaap),
-        Family("f1", "mean", "cutoffs", (5, 10), m.f1),
+        Family("f1", "mean", "cutoffs", (5, 10), m.f1_at_k),
         Family("Judged", "mean", "cutoffs", (10,), xm.judged),
         Family("ERR", "mean", "cutoffs", (20,), xm.err),
         Family("RBP", "mean", "persistence", (0.8,), xm.rbp),
@@ -407,7 +407,7 @@ def evaluate(
     complete: bool = False,
     level: int = 1,
     depth: int | None = None,
-    ties: str = "trec_eval",
+    tie_policy: str = "trec_eval",
     scores: str = "float64",
     judged_only: bool = False,
     num_docs: int = 0,
@@ -426,7 +426,7 @@ def evaluate(
         ``-l``: the smallest qrels value that is relevant (default 1).
     depth : int, optional
         ``-M``: evaluate the first ``depth`` documents of each query only.
-    ties : {"trec_eval", "expected", "optimistic", "pessimistic"}
+    tie_policy : {"trec_eval", "expected", "optimistic", "pessimistic"}
         Order of tied scores: trec_eval's (docno descending), or a tie policy
         (:mod:`metricalc.retrieval.ranking`); ``"expected"`` is refused for measures outside
         :data:`metricalc.retrieval.measures.EXPECTED_OK`.
@@ -457,28 +457,29 @@ def evaluate(
     P_2     all  0.2500
     """
     return evaluate_joined(join_run(qrels, run), measures, complete=complete, level=level,
-                           depth=depth, ties=ties, scores=scores, judged_only=judged_only,
-                           num_docs=num_docs, zscores=zscores)
+                           depth=depth, tie_policy=tie_policy, scores=scores,
+                           judged_only=judged_only, num_docs=num_docs, zscores=zscores)
 
 
 def evaluate_joined(joined: Joined, measures: Sequence[str] = ("official",), *,
                     complete: bool = False, level: int = 1, depth: int | None = None,
-                    ties: str = "trec_eval", scores: str = "float64", judged_only: bool = False,
-                    num_docs: int = 0, zscores: ZScores | None = None) -> TrecEval:
+                    tie_policy: str = "trec_eval", scores: str = "float64",
+                    judged_only: bool = False, num_docs: int = 0,
+                    zscores: ZScores | None = None) -> TrecEval:
     """:func:`evaluate` of a run already joined with its qrels
     (:func:`~metricalc.retrieval.ranking.join_run`, or
     :func:`~metricalc.retrieval.small_join.join_files`), with :func:`evaluate`'s options."""
     requested = parse_measures(measures)
-    if ties == "expected":
+    if tie_policy == "expected":
         refused = [r.family.name for r in requested
                    if r.family.fn is not None and r.family.name not in m.EXPECTED_OK]
         if refused:
             raise InvalidInputError(
-                f"ties='expected' is defined for {', '.join(sorted(m.EXPECTED_OK))}; not for "
+                f"tie_policy='expected' is defined for {', '.join(sorted(m.EXPECTED_OK))}; not for "
                 f"{', '.join(refused)} (use 'optimistic' or 'pessimistic' to bound them)"
             )
     def ranking(at: int) -> Ranked:
-        return rank_joined(joined, level=at, depth=depth, ties=ties, scores=scores,
+        return rank_joined(joined, level=at, depth=depth, tie_policy=tie_policy, scores=scores,
                            judged_only=judged_only)
 
     ranked = ranking(level)
@@ -575,7 +576,7 @@ def _add(result: TrecEval, req: Requested, ranked: Ranked, n_avg: int, num_docs:
                                                  + missing * math.log(m.GM_FLOOR)) / n_avg))
             continue
         result.per_query[name] = value
-        if f.kind == "sum" and ranked.ties != "expected" and zscores is None:
+        if f.kind == "sum" and ranked.tie_policy != "expected" and zscores is None:
             result.summary[name] = round(float(value.sum()))
             result.integer.add(name)
         elif f.kind == "sum":  # expected counts are fractional, z-scores too

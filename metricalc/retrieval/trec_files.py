@@ -29,11 +29,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from metricalc.errors import InvalidInputError
-from metricalc.retrieval.arrow import from_bytes, from_numpy, to_numpy
+from metricalc.retrieval.arrow import call, from_bytes, take, to_numpy
 from metricalc.retrieval.order import trec_order
 from metricalc.retrieval.small_files import SMALL, judgments
 from metricalc.retrieval.spacing import single_spaced
@@ -215,7 +214,8 @@ def _csv_table(source: Path | pa.Buffer, delimiter: str, names: list[str],
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     if any(table[name].null_count for name in types) or any(
-        pc.min(pc.binary_length(table[name])).as_py() == 0 for name in kept if name not in types
+        call("min", call("binary_length", table[name])).as_py() == 0
+        for name in kept if name not in types
     ):
         return None
     return table
@@ -228,9 +228,32 @@ def _needs_respacing(path: Path, delimiter: str) -> bool:
     sep = delimiter.encode()
     others = [c for c in (b"\t", b"\x0b", b"\x0c", b"\r", b" ") if c != sep]
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return (any(data.find(c) >= 0 for c in others)
-                or any(data.find(c) >= 0 for c in (sep + sep, b"\n" + sep, sep + b"\n"))
-                or data[:1] == sep or data[-1:] == sep)
+        if any(data.find(c) >= 0 for c in others) or data[:1] == sep or data[-1:] == sep:
+            return True
+    return _empty_field(path, sep[0])
+
+
+SCAN_BLOCK = 1 << 22
+"""Bytes of a file compared at a time by :func:`_empty_field`."""
+
+
+def _empty_field(path: Path, sep: int) -> bool:
+    """Whether two bytes in a row of the file are two separators ``sep``, a separator and a
+    line end, or a line end and a separator: every aligned pair of bytes compared at once as a
+    16-bit integer, block by block (``bytes.find`` of a two-byte pattern whose bytes are
+    frequent is several times slower)."""
+    nl = ord("\n")
+    pairs = np.array([sep * 257, sep + nl * 256, nl + sep * 256], dtype="<u2")  # little-endian
+    last = b""
+    with path.open("rb") as f:
+        while block := f.read(SCAN_BLOCK):
+            chars = np.frombuffer(last + block, dtype=np.uint8)
+            last = block[-1:]  # the pair across two blocks
+            for first in (0, 1):
+                pair = chars[first:first + (chars.size - first) // 2 * 2].view("<u2")
+                if ((pair == pairs[0]) | (pair == pairs[1]) | (pair == pairs[2])).any():
+                    return True
+    return False
 
 
 def _last_field(path: Path) -> bytes:
@@ -337,23 +360,24 @@ def encode(values: pa.Array | pa.ChunkedArray, *, sort: bool,
         values = values.combine_chunks()
     if grouped and len(values) > 1:
         n = len(values)
-        changes = pc.indices_nonzero(pc.not_equal(values.slice(1), values.slice(0, n - 1)))
+        changes = call("indices_nonzero",
+                       call("not_equal", values.slice(1), values.slice(0, n - 1)))
         if isinstance(changes, pa.ChunkedArray):
             changes = changes.combine_chunks()
         heads = np.r_[0, to_numpy(changes).astype(np.int64) + 1]
         if heads.size < n // 2:
-            codes, uniques = encode(values.take(from_numpy(heads)), sort=sort)
+            codes, uniques = encode(take(values, heads), sort=sort)
             return np.repeat(codes, np.diff(np.r_[heads, n])), uniques
-    encoded = pc.dictionary_encode(values)  # chunks share one dictionary
+    encoded = call("dictionary_encode", values)  # chunks share one dictionary
     chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
     codes = np.concatenate([to_numpy(chunk.indices) for chunk in chunks]).astype(np.int64)
     uniques = chunks[0].dictionary
     if sort:
-        order = to_numpy(pc.sort_indices(uniques))
+        order = to_numpy(call("sort_indices", uniques))
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         codes = rank[codes]
-        uniques = uniques.take(from_numpy(order))
+        uniques = take(uniques, order)
     return codes, uniques
 
 
@@ -466,7 +490,7 @@ def write_run(path: str | os.PathLike[str], run: Run) -> Path:
     qid = run.qid[order]
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]) if qid.size else qid
     rank = np.arange(qid.size) - np.repeat(starts, np.diff(np.r_[starts, qid.size])) + 1
-    score = pc.cast(pa.array(run.score[order], pa.float64()), pa.string())
+    score = pa.array(run.score[order], pa.float64()).cast(pa.string())
     table = pa.table({
         "qid": run.qids.take(pa.array(qid)),
         "q0": pa.array(["Q0"] * qid.size, pa.string()),

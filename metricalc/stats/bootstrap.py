@@ -46,7 +46,7 @@ from scipy.special import ndtr, ndtri
 from metricalc.core.kernels import CHUNK_ELEMENTS
 from metricalc.errors import InvalidInputError
 from metricalc.stats._threads import in_threads
-from metricalc.validation import check_choice, check_fraction, check_integer, check_memory
+from metricalc.validation import Choice, Fraction, Integer, check_memory, validate_params
 
 __all__ = [
     "ENGINES",
@@ -258,6 +258,7 @@ def check_bootstrap_memory(rows: int, n_resamples: int) -> None:
     )
 
 
+@validate_params(confidence_level=Fraction(), n_resamples=Integer(1), engine=Choice(ENGINES))
 def bca_interval(
     differences: np.ndarray,
     *,
@@ -307,9 +308,7 @@ def bca_interval(
     >>> bool(low < d.mean() < high), round(high - low, 2)
     (True, 0.04)
     """
-    check_choice("engine", engine, ENGINES)
-    level = check_fraction("confidence_level", confidence_level)
-    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
+    level = float(confidence_level)
     D = np.asarray(differences, dtype=np.float64)
     single = D.ndim == 1
     D = np.atleast_2d(D)

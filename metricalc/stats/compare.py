@@ -29,7 +29,14 @@ from metricalc.stats.randomization import sign_flip_pvalues
 from metricalc.stats.sides import direction, disagreement, verdict
 from metricalc.stats.statistics import ClusteredStatistic
 from metricalc.stats.units import SPLITS, unit_values
-from metricalc.validation import check_choice, check_fraction, check_integer
+from metricalc.validation import (
+    Choice,
+    Fraction,
+    Integer,
+    Nullable,
+    Text,
+    validate_params,
+)
 
 __all__ = ["COMPARE_VARIABLES", "MIN_UNITS", "compare", "compare_statistic"]
 
@@ -204,6 +211,20 @@ def _add_verdicts(
     ]
 
 
+@validate_params(
+    metric=Text(),
+    pair_by=Choice(LEVELS),
+    mean_over=Nullable(Choice(LEVELS)),
+    test=Choice(TESTS),
+    correction=Choice(CORRECTIONS),
+    alpha=Fraction(),
+    baseline=Nullable(Text()),
+    split=Nullable(Choice(SPLITS)),
+    seed=Integer(0),
+    n_resamples=Integer(1),
+    confidence_level=Fraction(),
+    interval=Choice(INTERVALS),
+)
 def compare(
     cube: xr.Dataset | Mapping[str, xr.Dataset],
     *,
@@ -385,18 +406,7 @@ def compare(
     >>> stats.compare(c, pairs=[("orb", "sift")]).sizes["comparison"]
     1
     """  # noqa: E501
-    check_choice("test", test, TESTS)
-    check_choice("correction", correction, CORRECTIONS)
-    check_choice("interval", interval, INTERVALS)
-    alpha = check_fraction("alpha", alpha)
-    confidence_level = check_fraction("confidence_level", confidence_level)
-    seed = check_integer("seed", seed, minimum=0)
-    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
-    check_choice("pair_by", pair_by, LEVELS)
-    if split is not None:
-        check_choice("split", split, SPLITS)
     mean_over = pair_by if mean_over is None else mean_over
-    check_choice("mean_over", mean_over, LEVELS)
     if LEVELS.index(pair_by) < LEVELS.index(mean_over):
         raise InvalidInputError(
             f"a mean over {mean_over}s cannot be tested by resampling {pair_by}s: pair_by must "
@@ -475,6 +485,15 @@ def compare(
     return _dataset(rows, [names[i] for i, _ in pairs_], [names[j] for _, j in pairs_], attrs)
 
 
+@validate_params(
+    pair_by=Text(),
+    baseline=Nullable(Text()),
+    correction=Choice(CORRECTIONS),
+    alpha=Fraction(),
+    seed=Integer(0),
+    n_resamples=Integer(1),
+    confidence_level=Fraction(),
+)
 def compare_statistic(
     statistic: ClusteredStatistic,
     *,
@@ -511,11 +530,6 @@ def compare_statistic(
     >>> round(float(ds.mean_diff[0]), 4), float(ds.pvalue[0]), bool(ds.exact[0])
     (0.24, 0.0625, True)
     """
-    check_choice("correction", correction, CORRECTIONS)
-    alpha = check_fraction("alpha", alpha)
-    confidence_level = check_fraction("confidence_level", confidence_level)
-    seed = check_integer("seed", seed, minimum=0)
-    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
     flips, resamples = generators(seed)
     names = list(statistic.systems)
     pairs_ = _system_pairs(names, baseline, pairs, [])

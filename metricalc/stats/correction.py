@@ -30,7 +30,7 @@ from contextlib import contextmanager
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
-from metricalc.validation import check_choice
+from metricalc.validation import Choice, validate_params
 
 __all__ = ["CORRECTIONS", "correct"]
 
@@ -51,6 +51,7 @@ def _quick_collections() -> Iterator[None]:
         gc.unfreeze()
 
 
+@validate_params(method=Choice(CORRECTIONS))
 def correct(pvalues: np.ndarray, *, method: str = "holm") -> np.ndarray:
     """Corrected p-values of one family.
 
@@ -62,7 +63,6 @@ def correct(pvalues: np.ndarray, *, method: str = "holm") -> np.ndarray:
     >>> correct([0.01, 0.04, 0.03], method="none").tolist()
     [0.01, 0.04, 0.03]
     """
-    check_choice("correction", method, CORRECTIONS)
     p = np.asarray(pvalues, dtype=np.float64)
     if method == "none" or p.size == 0:
         return p.copy()

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.special import stdtrit
 
 from metricalc.errors import InvalidInputError
-from metricalc.validation import check_fraction
+from metricalc.validation import Fraction, validate_params
 
 __all__ = ["BCA_MAX_UNITS", "INTERVALS", "resolved_interval", "t_interval"]
 
@@ -57,6 +57,7 @@ def resolved_interval(interval: str, n_units: int) -> str:
     return "bca" if n_units <= BCA_MAX_UNITS else "t"
 
 
+@validate_params(confidence_level=Fraction())
 def t_interval(differences: np.ndarray, *, confidence_level: float = 0.95) -> tuple[float, float]:
     """Two-sided Student t confidence interval of the mean of ``differences``.
 
@@ -82,7 +83,7 @@ def t_interval(differences: np.ndarray, *, confidence_level: float = 0.95) -> tu
     >>> [round(v, 4) for v in t_interval(np.array([0.1, 0.2, 0.3, 0.2]))]
     [0.0701, 0.3299]
     """
-    level = check_fraction("confidence_level", confidence_level)
+    level = float(confidence_level)
     d = np.asarray(differences, dtype=np.float64)
     if d.ndim != 1 or d.size < 2 or not np.isfinite(d).all():
         raise InvalidInputError(

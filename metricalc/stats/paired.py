@@ -32,7 +32,7 @@ import scipy.stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from metricalc.errors import InvalidInputError
-from metricalc.validation import check_choice
+from metricalc.validation import Choice, validate_params
 
 __all__ = [
     "MCNEMAR_EXACT_BELOW",
@@ -133,6 +133,7 @@ def untestable(differences: np.ndarray, *, test: str) -> str:
     return ""
 
 
+@validate_params(test=Choice(t for t in TESTS if t not in ("auto", "randomization")))
 def paired_test(x: np.ndarray, y: np.ndarray, *, test: str) -> tuple[float, float]:
     """Statistic and two-sided p-value of a paired test of ``x`` against ``y``.
 
@@ -161,7 +162,6 @@ def paired_test(x: np.ndarray, y: np.ndarray, *, test: str) -> tuple[float, floa
     >>> paired_test(x, y, test="sign")
     (5.0, 0.21875)
     """
-    check_choice("test", test, tuple(t for t in TESTS if t not in ("auto", "randomization")))
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     reason = untestable(x - y, test=test)

@@ -35,7 +35,7 @@ import scipy.special
 import scipy.stats
 
 from metricalc.errors import InvalidInputError
-from metricalc.validation import check_choice, check_fraction, check_number
+from metricalc.validation import Choice, Fraction, Nullable, Real, validate_params
 
 __all__ = ["ALTERNATIVES", "PowerResult", "noncentral_t_sf", "power", "ttest_power"]
 
@@ -63,18 +63,6 @@ class PowerResult:
     def n_required(self) -> int:
         """The number of paired units to collect: ``ceil(n)``."""
         return math.ceil(self.n - 1e-9)
-
-
-def _positive(name: str, value: object) -> float:
-    """``value`` as a float > 0 (a finite Python or NumPy int or float, :func:`check_number`)."""
-    refusal = InvalidInputError(f"{name} must be a finite number > 0; got {value!r}")
-    try:
-        number = check_number(name, value)
-    except InvalidInputError:
-        raise refusal from None
-    if number <= 0:
-        raise refusal
-    return number
 
 
 def noncentral_t_sf(x: float, df: float, nc: float) -> float:
@@ -200,6 +188,15 @@ def _solve_effect(n: float, alpha: float, target: float, alternative: str) -> fl
     return sign * _bracket(short, 0.0, 1.0)
 
 
+@validate_params(
+    diff=Nullable(Real()),
+    sd=Nullable(Real(0, None, closed="neither")),
+    effect_size=Nullable(Real()),
+    n=Nullable(Real(2, None)),
+    power=Nullable(Fraction()),
+    alpha=Fraction(),
+    alternative=Choice(ALTERNATIVES),
+)
 def power(
     *,
     diff: float | None = None,
@@ -230,28 +227,16 @@ def power(
     >>> round(stats.power(effect_size=0.1, n=1000).power, 3)
     0.885
     """
-    alpha = check_fraction("alpha", alpha)
-    check_choice("alternative", alternative, ALTERNATIVES)
-    if sd is not None:
-        sd = _positive("sd", sd)
     if effect_size is not None and diff is not None:
         raise InvalidInputError("give effect_size or diff (with sd), not both")
     if diff is not None:
         if sd is None:
             raise InvalidInputError("diff needs sd (the standard deviation of the differences)")
-        effect_size = check_number("diff", diff) / sd
-    elif effect_size is not None:
-        effect_size = check_number("effect_size", effect_size)
+        effect_size = diff / sd
     if effect_size == 0:
         raise InvalidInputError("the effect (diff or effect_size) must not be zero")
-    if n is not None:
-        n = check_number("n", n)
-        if n < 2:
-            raise InvalidInputError(f"n must be at least 2 paired units; got {n!r}")
-    if power is not None:
-        power = check_fraction("power", power)
-        if power <= alpha:
-            raise InvalidInputError(f"power must exceed alpha ({alpha}); got {power}")
+    if power is not None and power <= alpha:
+        raise InvalidInputError(f"power must exceed alpha ({alpha}); got {power}")
     given = (("effect", effect_size), ("n", n), ("power", power))
     unknown = [name for name, value in given if value is None]
     if len(unknown) != 1:
@@ -271,7 +256,7 @@ def power(
         power=float(power),  # type: ignore[arg-type]
         effect_size=float(effect_size),  # type: ignore[arg-type]
         diff=None if diff is None else float(diff),
-        sd=sd,
-        alpha=alpha,
+        sd=None if sd is None else float(sd),
+        alpha=float(alpha),
         alternative=alternative,
     )

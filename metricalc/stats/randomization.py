@@ -24,7 +24,7 @@ import numpy as np
 
 from metricalc.errors import InvalidInputError
 from metricalc.stats._threads import in_threads
-from metricalc.validation import check_integer
+from metricalc.validation import Integer, validate_params
 
 __all__ = ["BLOCK_PERMUTATIONS", "BLOCK_UNITS", "EXACT_MAX_UNITS", "sign_flip_pvalues"]
 
@@ -60,6 +60,7 @@ def _exact_pvalues(D: np.ndarray) -> np.ndarray:
     return out
 
 
+@validate_params(n_resamples=Integer(1))
 def sign_flip_pvalues(
     differences: np.ndarray, *, n_resamples: int = 10_000, rng: np.random.Generator
 ) -> np.ndarray | float:
@@ -110,7 +111,6 @@ def sign_flip_pvalues(
         raise InvalidInputError(
             "differences must be a finite (comparisons, units) array (0 for unpaired units)"
         )
-    n_resamples = check_integer("n_resamples", n_resamples, minimum=1)
     n_rows, n_units = D.shape
     if n_units <= EXACT_MAX_UNITS:
         p_exact = _exact_pvalues(D)

@@ -31,12 +31,13 @@ from metricalc.errors import InvalidInputError
 from metricalc.stats.compare import MIN_UNITS
 from metricalc.stats.correction import CORRECTIONS, correct
 from metricalc.stats.paired import paired_test, untestable
-from metricalc.stats.units import unit_values
-from metricalc.validation import check_choice, check_fraction, check_integer
+from metricalc.stats.units import PAIR_BY, SPLITS, unit_values
+from metricalc.validation import Choice, Fraction, Integer, Nullable, Text, validate_params
 
 __all__ = ["critical_difference", "nemenyi_q", "rank_systems"]
 
 
+@validate_params(k=Integer(2), alpha=Fraction())
 def nemenyi_q(k: int, alpha: float = 0.05) -> float:
     """The Nemenyi critical value :math:`q_\\alpha` for k systems: the studentized range
     quantile :math:`Q_{1-\\alpha}(k, \\infty)` divided by :math:`\\sqrt 2`.
@@ -47,11 +48,10 @@ def nemenyi_q(k: int, alpha: float = 0.05) -> float:
     >>> [round(nemenyi_q(k), 3) for k in (2, 3, 10)]
     [1.96, 2.344, 3.164]
     """
-    k = check_integer("k", k, minimum=2)
-    alpha = check_fraction("alpha", alpha)
     return float(scipy.stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2))
 
 
+@validate_params(k=Integer(2), n=Integer(1), alpha=Fraction())
 def critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     """Nemenyi critical difference of average ranks for k systems on n units.
 
@@ -63,10 +63,16 @@ def critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
     >>> round(critical_difference(4, 100), 4)   # 2.569 * sqrt(20 / 600)
     0.469
     """
-    n = check_integer("n", n, minimum=1)
     return nemenyi_q(k, alpha) * float(np.sqrt(k * (k + 1) / (6 * n)))
 
 
+@validate_params(
+    metric=Text(),
+    pair_by=Choice(PAIR_BY),
+    split=Nullable(Choice(SPLITS)),
+    alpha=Fraction(),
+    correction=Choice(CORRECTIONS),
+)
 def rank_systems(
     cube: xr.Dataset | Mapping[str, xr.Dataset],
     *,
@@ -125,8 +131,6 @@ def rank_systems(
     >>> bool(r.nemenyi_different.sel(descriptor="sift", other="brief"))
     True
     """
-    alpha = check_fraction("alpha", alpha)
-    check_choice("correction", correction, CORRECTIONS)
     units = unit_values(cube, metric=metric, pair_by=pair_by, split=split)
     names = [str(n) for n in units["descriptor"].values.tolist()]
     k = len(names)

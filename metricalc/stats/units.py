@@ -23,7 +23,7 @@ from metricalc.core.kernels import hit_probability
 from metricalc.cube.io import query_codes
 from metricalc.errors import InvalidInputError
 from metricalc.metrics.reductions import PAIR_UNIT, group_sum, partition, prepare_cube, ratio
-from metricalc.validation import check_choice
+from metricalc.validation import Choice, Nullable, Text, validate_params
 
 __all__ = [
     "PAIR_BY",
@@ -137,16 +137,6 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
         raw = cube[metric].astype(np.float64)
         return raw.where(raw != -1).rename(metric)
     return template.copy(deep=False, data=values).rename(metric)
-
-
-def _check_options(metric: Any, pair_by: Any, split: Any) -> None:
-    if not isinstance(metric, str):
-        raise InvalidInputError(
-            f"metric must be a variable name, 'hit@K' or 'precision@K'; got {metric!r}"
-        )
-    check_choice("pair_by", pair_by, PAIR_BY)
-    if split is not None:
-        check_choice("split", split, SPLITS)
 
 
 def _unit_index(coords: Mapping[str, np.ndarray], pair_by: str) -> pd.MultiIndex:
@@ -265,6 +255,7 @@ def cube_parts(cube: xr.Dataset | Mapping[str, xr.Dataset]) -> dict[str | None, 
     return parts
 
 
+@validate_params(metric=Text(), pair_by=Choice(PAIR_BY), split=Nullable(Choice(SPLITS)))
 def unit_values(
     cube: xr.Dataset | Mapping[str, xr.Dataset],
     *,
@@ -314,7 +305,6 @@ def unit_values(
     >>> units.scene.values.tolist(), units.values.tolist()
     (['i_a', 'v_b'], [[0.75, 0.2], [0.5, 0.1]])
     """
-    _check_options(metric, pair_by, split)
     parts = cube_parts(cube)
     tables, excluded = [], []
     for label, one in parts.items():
