@@ -88,7 +88,7 @@ def _block(name: str, descriptors: int, start: int, stop: int) -> np.ndarray:
         "n_candidates": np.where(relevant >= 0, 2_000, -1),
     }
     if name == "ap":
-        return np.asarray(ap_from_rank_stats(better, ties, policy="expected"))
+        return np.asarray(ap_from_rank_stats(better, ties, tie_policy="expected"))
     return values[name]
 
 

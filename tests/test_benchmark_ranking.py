@@ -1,4 +1,4 @@
-"""The built-in benchmark ranks descriptors as published HPatches results do (issue 17).
+"""The built-in benchmark ranks descriptors as published HPatches results do.
 
 A small seeded version (four photographs at 320 px: eight scenes, generated and evaluated in a
 few seconds) is evaluated with every method of the demo's locked run on SIFT keypoints, and the

@@ -46,7 +46,7 @@ def test_retrieval_ap_from_rank_stats_equals_sorting_ap(policy, y0):
         hard = np.zeros_like(positive)
         hard[:, :n_hard] = ~positive[:, :n_hard]
         score[hard] = -np.inf
-    expected = mc.average_precision(positive, score, method="ir", ties=policy)
+    expected = mc.average_precision(positive, score, method="ir", tie_policy=policy)
     np.testing.assert_allclose(ours, expected, rtol=1e-12)
 
 
@@ -204,7 +204,7 @@ def test_verification_ap_equals_the_ap_of_the_explicit_pooled_list(policy, binar
         labels.append(np.zeros(len(distractor), bool))
         scores.append(-_distances(distractor, images[1].descriptors[i]))
     expected = mc.average_precision(
-        np.concatenate(labels), np.concatenate(scores), method="ir", ties=policy
+        np.concatenate(labels), np.concatenate(scores), method="ir", tie_policy=policy
     )
     assert result["verification_ap"] == pytest.approx(expected, rel=1e-12)
     assert result["retrieval_num_true_positives"] == int(np.concatenate(labels).sum())

@@ -301,7 +301,7 @@ PROTOCOL_NAMES = {
     "mean_precision", "legacy_macro_precision_by_scene", "true_map_micro",
     "true_map_macro_by_scene", "viewpoint_map", "illumination_map",
     "true_map_micro_including_zeros", "true_map_macro_by_scene_including_zeros",
-    "precision_at_1", "precision_at_5", "precision_at_10", "recall_at_1", "recall_at_5",
+    "hit_rate_at_1", "hit_rate_at_5", "hit_rate_at_10", "recall_at_1", "recall_at_5",
     "recall_at_10", "total_queries_processed", "total_queries_excluded", "r0_rate",
     "keypoint_verification_ap", "keypoint_retrieval_ap", "processing_time_ms",
 }  # fmt: skip

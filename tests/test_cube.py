@@ -108,7 +108,7 @@ def test_new_cube_schema_dtypes_and_derived_values(cube):
     assert cube.split.values[:6].tolist() == ["illumination"] * 6
     assert cube.split.values[6:].tolist() == ["viewpoint"] * 6
     # ap derived from better / ties under the attr tie policy; NaN where R = 0
-    expected = mc.ap_from_rank_stats(cube.better.values, cube.ties.values, policy="expected")
+    expected = mc.ap_from_rank_stats(cube.better.values, cube.ties.values, tie_policy="expected")
     np.testing.assert_array_equal(cube.ap.values, expected)
     assert cube.ap.values[0, 0] == 0.75 and cube.ap.values[1, 0] == pytest.approx(5 / 12)
     assert np.isnan(cube.ap.values[:, 2]).all()

@@ -55,12 +55,12 @@ def results(synthetic):
 # -------------------------------------------------------------------- the input_order policy
 def test_input_order_ranks_only_untied_rank_statistics() -> None:
     b, t = np.array([0, 3, -1]), np.array([0, 0, -1])
-    got = mc.ap_from_rank_stats(b, t, policy="input_order")
-    np.testing.assert_array_equal(got, mc.ap_from_rank_stats(b, t, policy="optimistic"))
+    got = mc.ap_from_rank_stats(b, t, tie_policy="input_order")
+    np.testing.assert_array_equal(got, mc.ap_from_rank_stats(b, t, tie_policy="optimistic"))
     with pytest.raises(InvalidInputError, match=r"'input_order' .* better=2, ties=1 at index"):
-        mc.ap_from_rank_stats(np.array([0, 2]), np.array([0, 1]), policy="input_order")
+        mc.ap_from_rank_stats(np.array([0, 2]), np.array([0, 1]), tie_policy="input_order")
     with pytest.raises(InvalidInputError, match="ties = 0 or -1"):
-        mc.hit_rate_at_k(np.array([2]), np.array([1]), 1, policy="input_order")
+        mc.hit_rate_at_k(np.array([2]), np.array([1]), 1, tie_policy="input_order")
     assert "input_order" not in mc.TIE_POLICIES  # not a rank-statistics policy
 
 

@@ -1,4 +1,4 @@
-"""The built-in methods added for issue 17: DSP-SIFT, BRISK, AKAZE, KAZE and the raw patch.
+"""The built-in methods DSP-SIFT, BRISK, AKAZE, KAZE and the raw patch.
 
 Each is checked on a small image for shapes, dtypes and determinism, its own keypoints described
 through the locked (foreign keypoint) path against native detect + compute, foreign keypoints of

@@ -294,7 +294,7 @@ def test_run_result_is_what_a_database_records(base, tmp_path):
     stored = get_experiment(db, "base", benchmark="patches")
     row = stored.results.iloc[0]
     assert row["true_map_micro"] == pytest.approx(float(base.metric_set.true_map_micro[0]))
-    assert np.isnan(row["precision_at_1"])  # no rank statistics in a patch-retrieval cube
+    assert np.isnan(row["hit_rate_at_1"])  # no rank statistics in a patch-retrieval cube
     back = stored.metric_set().sel(descriptor="base")
     assert float(back.patch_retrieval_map) == pytest.approx(
         float(base.metric_set.patch_retrieval_map[0])

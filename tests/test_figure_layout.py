@@ -1,5 +1,5 @@
 """The figures with long names and many systems: names as the user chose them, no label
-overlapping another or leaving the figure, rates in percent as in the tables (issue 15, part 3).
+overlapping another or leaving the figure, rates in percent as in the tables.
 
 Every text of a figure (tick labels, axis labels, titles, legend entries, annotations) is
 measured after drawing (Agg) and every pair of boxes is checked.

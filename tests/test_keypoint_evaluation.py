@@ -90,8 +90,8 @@ def test_metric_set_of_hand_cube(hand_cube):
     assert float(metrics.true_map_micro_including_zeros) == pytest.approx((1 + 0.25 + 0) / 3)
     assert float(metrics.viewpoint_map) == pytest.approx(0.625)
     assert float(metrics.illumination_map) == pytest.approx(0.625)
-    assert float(metrics.precision_at_1) == pytest.approx(0.5)
-    assert float(metrics.precision_at_5) == pytest.approx(1.0)
+    assert float(metrics.hit_rate_at_1) == pytest.approx(0.5)
+    assert float(metrics.hit_rate_at_5) == pytest.approx(1.0)
     assert float(metrics.mean_precision) == pytest.approx(1 / 3)  # 1 of 3 queries per pair
     assert int(metrics.total_queries_processed) == 20
     assert int(metrics.total_queries_excluded) == 10

@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from metricalc import average_precision
 from metricalc import cube as qc
 from metricalc.cli import main
 from metricalc.cube import io as cube_io
 from metricalc.errors import InvalidInputError, UndefinedMetricWarning
 from metricalc.keypoints import evaluate
 from metricalc.keypoints.features import Features
-from metricalc.keypoints.image_retrieval import image_retrieval, mutual_match_counts, retrieval_ap
+from metricalc.keypoints.image_retrieval import image_retrieval, mutual_match_counts
 from metricalc.keypoints.matching import nn_matches
 from metricalc.metrics import BOJANIC_COUNTS, BOJANIC_METRICS, metric_set
 
@@ -142,9 +143,13 @@ def test_matches_the_ported_accumulator(seed: int) -> None:
                 assert value == pytest.approx(expected[name], rel=1e-12), (seed, d, name)
 
 
-def test_retrieval_ap_by_hand() -> None:
-    assert retrieval_ap(np.array([False, True, False, True])) == pytest.approx((1 / 2 + 2 / 4) / 2)
-    assert math.isnan(retrieval_ap(np.array([False, False])))
+def test_the_image_retrieval_ap_keeps_the_tie_order_by_hand() -> None:
+    # the AP image retrieval uses: equal match counts stay in the candidates' (DW's tie) order
+    relevant = np.array([False, True, False, True])
+    ap = average_precision(relevant, np.array([3, 3, 1, 1]), method="vlfeat")
+    assert ap == pytest.approx((1 / 2 + 2 / 4) / 2)
+    none = average_precision(np.array([False, False]), np.array([2, 1]), method="vlfeat")
+    assert math.isnan(none)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,4 +1,4 @@
-"""The keypoint pipeline on every core gives the serial pipeline's results bit for bit (issue 20).
+"""The keypoint pipeline on every core gives the serial pipeline's results bit for bit.
 
 Images are extracted and (descriptor, scene) evaluations run in threads
 (:mod:`metricalc.keypoints.parallel`); DSP-SIFT shares SIFT's ``compute`` call; the Bojanic

@@ -145,12 +145,16 @@ def test_average_precision_dataarray_equals_numpy(lists, method):
             assert_same(result.values[d, q], row)
 
 
-@pytest.mark.parametrize("ties", ["optimistic", "pessimistic", "expected"])
-def test_average_precision_ir_tie_policies_dataarray(lists, ties):
+@pytest.mark.parametrize("tie_policy", ["optimistic", "pessimistic", "expected"])
+def test_average_precision_ir_tie_policies_dataarray(lists, tie_policy):
     y_true, y_score = lists
-    result = mc.average_precision(y_true, y_score, method="ir", ties=ties, dim="candidate")
+    result = mc.average_precision(
+        y_true, y_score, method="ir", tie_policy=tie_policy, dim="candidate"
+    )
     assert_keeps_labels(result, y_true, ("descriptor", "query"))
-    expected = mc.average_precision(y_true.values, y_score.values, method="ir", ties=ties)
+    expected = mc.average_precision(
+        y_true.values, y_score.values, method="ir", tie_policy=tie_policy
+    )
     assert_same(result.values, expected)
 
 
@@ -280,17 +284,17 @@ def stats(one_relevant_lists):
 @pytest.mark.parametrize("policy", TIE_POLICIES)
 def test_ap_from_rank_stats_dataarray_and_dask(stats, policy):
     better, ties = stats
-    expected = mc.ap_from_rank_stats(better.values, ties.values, policy=policy)
-    result = mc.ap_from_rank_stats(better, ties, policy=policy)
+    expected = mc.ap_from_rank_stats(better.values, ties.values, tie_policy=policy)
+    result = mc.ap_from_rank_stats(better, ties, tie_policy=policy)
     assert_keeps_labels(result, better, ("descriptor", "query"))
     assert_same(result.values, expected)
     with no_dask_compute():
-        lazy = mc.ap_from_rank_stats(*chunked(better, ties), policy=policy)
+        lazy = mc.ap_from_rank_stats(*chunked(better, ties), tie_policy=policy)
     assert_lazy(lazy)
     assert_same(lazy.compute().values, expected)
-    rank = mc.rank_from_rank_stats(better, ties, policy=policy)
+    rank = mc.rank_from_rank_stats(better, ties, tie_policy=policy)
     assert_keeps_labels(rank, better, ("descriptor", "query"))
-    assert_same(rank.values, mc.rank_from_rank_stats(better.values, ties.values, policy=policy))
+    assert_same(rank.values, mc.rank_from_rank_stats(better.values, ties.values, tie_policy=policy))
 
 
 @pytest.mark.parametrize("function", [mc.hit_rate_at_k, mc.precision_at_k])
@@ -298,22 +302,22 @@ def test_ap_from_rank_stats_dataarray_and_dask(stats, policy):
 def test_at_k_scalar_and_list(stats, function, policy):
     better, ties = stats
     # scalar k: the query dim is reduced away
-    result = function(better, ties, 2, policy=policy, dim="query")
+    result = function(better, ties, 2, tie_policy=policy, dim="query")
     assert_keeps_labels(result, better, ("descriptor",))
     assert "k" not in result.dims
-    assert_same(result.values, function(better.values, ties.values, 2, policy=policy))
+    assert_same(result.values, function(better.values, ties.values, 2, tie_policy=policy))
     # a list of k: a new "k" dim with the cut-offs as coordinate
     ks = [1, 2, 5]
-    result = function(better, ties, ks, policy=policy, dim="query")
+    result = function(better, ties, ks, tie_policy=policy, dim="query")
     assert_keeps_labels(result, better, ("descriptor", "k"))
     np.testing.assert_array_equal(result["k"].values, ks)
-    expected = function(better.values, ties.values, ks, policy=policy)
+    expected = function(better.values, ties.values, ks, tie_policy=policy)
     assert expected.shape == (2, 3)
     assert_same(result.values, expected)
     # per descriptor, 1-D NumPy calls with one k at a time
     for d in range(2):
         for j, k in enumerate(ks):
-            row = function(better.values[d], ties.values[d], k, policy=policy)
+            row = function(better.values[d], ties.values[d], k, tie_policy=policy)
             assert_same(result.values[d, j], row)
 
 

@@ -303,7 +303,7 @@ def edge_cube(n: int, seed: int, policy: str = "expected") -> xr.Dataset:
     better = np.where(far, rng.integers(0, 150, shape), cube["better"].values)
     ties = np.where(better >= 0, rng.integers(0, 4, shape) * (rng.random(shape) < 0.3), -1)
     r1 = relevant == 1
-    ranked = ap_from_rank_stats(np.where(r1, better, 0), np.where(r1, ties, 0), policy=policy)
+    ranked = ap_from_rank_stats(np.where(r1, better, 0), np.where(r1, ties, 0), tie_policy=policy)
     ap = np.where(r1, ranked, cube["ap"].values)
     candidates = np.where(rng.random(shape) < 0.1, -1, rng.integers(1, 500, shape))
     return cube.assign(

@@ -301,21 +301,21 @@ def test_hit_rates_with_ties_expected_policy(metrics: xr.Dataset) -> None:
     at5 = (1 + 1 + 1 + 1 / 3 + 1 + 0 + 1 + 1) / 8  # q4: ranks 5, 6, 7 -> 1/3 within 5
     at10 = (1 + 1 + 1 + 1 + 1 + 0 + 1 + 1) / 8  # q7 at rank 13 misses
     for k, expected in ((1, at1), (5, at5), (10, at10)):
-        assert value(metrics, f"precision_at_{k}", "alpha") == pytest.approx(expected)
+        assert value(metrics, f"hit_rate_at_{k}", "alpha") == pytest.approx(expected)
         assert value(metrics, f"recall_at_{k}", "alpha") == pytest.approx(expected)
-        assert value(metrics, f"ir_precision_at_{k}", "alpha") == pytest.approx(expected / k)
+        assert value(metrics, f"precision_at_{k}", "alpha") == pytest.approx(expected / k)
     # beta ranks 1, 1, 3, 1, 2, 1
-    assert value(metrics, "precision_at_1", "beta") == pytest.approx(4 / 6)
-    assert value(metrics, "precision_at_5", "beta") == pytest.approx(1.0)
-    assert value(metrics, "ir_precision_at_5", "beta") == pytest.approx(1 / 5)
+    assert value(metrics, "hit_rate_at_1", "beta") == pytest.approx(4 / 6)
+    assert value(metrics, "hit_rate_at_5", "beta") == pytest.approx(1.0)
+    assert value(metrics, "precision_at_5", "beta") == pytest.approx(1 / 5)
 
 
 def test_hit_rates_under_workbench_policy() -> None:
     # workbench rank 1 + b + floor((t + 1) / 2): q3 -> 2, q4 -> 6, q10 -> 3
     m = metric_set(make_cube(tie_policy="workbench"))
     assert m.attrs["tie_policy"] == "workbench"
-    assert value(m, "precision_at_1", "alpha") == pytest.approx(2 / 8)  # q0, q5
-    assert value(m, "precision_at_5", "alpha") == pytest.approx(6 / 8)  # not q4 (6), q7 (13)
+    assert value(m, "hit_rate_at_1", "alpha") == pytest.approx(2 / 8)  # q0, q5
+    assert value(m, "hit_rate_at_5", "alpha") == pytest.approx(6 / 8)  # not q4 (6), q7 (13)
 
 
 def test_rank_histogram(metrics: xr.Dataset) -> None:
@@ -344,10 +344,10 @@ def test_rank_histogram(metrics: xr.Dataset) -> None:
     # cumulative counts / R=1 count = hit rates at the bin edges
     cumulative = hist.sel(descriptor="alpha").cumsum("rank_bin") / 8
     assert float(cumulative.sel(rank_bin="5")) == pytest.approx(
-        value(metrics, "precision_at_5", "alpha")
+        value(metrics, "hit_rate_at_5", "alpha")
     )
     assert float(cumulative.sel(rank_bin="6-10")) == pytest.approx(
-        value(metrics, "precision_at_10", "alpha")
+        value(metrics, "hit_rate_at_10", "alpha")
     )
 
 
@@ -438,7 +438,7 @@ def test_dataset_shape_and_attrs(metrics: xr.Dataset, cube: xr.Dataset) -> None:
     names += ["true_map_macro_by_scene", "true_map_micro_including_zeros", "image_retrieval_map"]
     names += ["true_map_macro_by_scene_including_zeros"]
     names += [f"{s}_map{x}" for s in splits for x in ("", "_micro", "_including_zeros")]
-    names += [f"{p}_at_{k}" for p in ("precision", "recall", "ir_precision") for k in (1, 5, 10)]
+    names += [f"{p}_at_{k}" for p in ("hit_rate", "recall", "precision") for k in (1, 5, 10)]
     names += ["total_queries_processed", "total_queries_excluded", "r0_rate", "processing_time_ms"]
     names += ["total_matches", "total_keypoints", "rank_histogram", "status", "error"]
     names += [
@@ -458,8 +458,8 @@ def test_dataset_shape_and_attrs(metrics: xr.Dataset, cube: xr.Dataset) -> None:
         assert metrics.attrs[key] == attr
     assert metrics.attrs["k"] == [1, 5, 10]
     two = metric_set(cube, k=[2])
-    assert value(two, "precision_at_2", "beta") == pytest.approx(5 / 6)
-    assert "precision_at_1" not in two and two.attrs["k"] == [2]
+    assert value(two, "hit_rate_at_2", "beta") == pytest.approx(5 / 6)
+    assert "hit_rate_at_1" not in two and two.attrs["k"] == [2]
 
 
 def test_lazy_cube_stays_lazy_and_matches(cube: xr.Dataset, metrics: xr.Dataset) -> None:
@@ -905,7 +905,7 @@ def test_cube_without_queries() -> None:
     # every descriptor failed: no query at all; metrics NaN, counts 0, nothing raises
     empty = make_cube().isel(query=slice(0, 0))
     m = metric_set(empty)
-    assert np.isnan(m.true_map_micro.values).all() and np.isnan(m.precision_at_1.values).all()
+    assert np.isnan(m.true_map_micro.values).all() and np.isnan(m.hit_rate_at_1.values).all()
     assert (m.total_queries_processed.values == 0).all()
     assert scene_metrics(empty).sizes == {"descriptor": 3, "scene": 0}
     assert np.isnan(matching_accuracy(empty, [1]).values).all()
@@ -948,7 +948,7 @@ def test_zero_division_fills_empty_means_only() -> None:
     assert math.isnan(value(default, "true_map_micro", "beta"))
     assert math.isnan(value(default, "viewpoint_map", "beta"))
     zero = metric_set(cube, zero_division=0)
-    for name in ("true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "precision_at_1"):
+    for name in ("true_map_micro", "true_map_macro_by_scene", "viewpoint_map", "hit_rate_at_1"):
         assert value(zero, name, "beta") == 0.0, name
         assert math.isnan(value(zero, name, "broken")), name
         assert value(zero, name, "alpha") == value(default, name, "alpha"), name

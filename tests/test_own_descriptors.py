@@ -1,4 +1,4 @@
-"""Your own descriptor next to SIFT (issue 15): the three-command recipe of README.md.
+"""Your own descriptor next to SIFT: the three-command recipe of README.md.
 
 ``metricalc keypoints export-keypoints`` writes SIFT's kept keypoints per image; the test
 describes them with its own descriptor (a normalised raw 8 x 8 patch); ``metricalc keypoints

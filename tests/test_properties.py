@@ -136,7 +136,7 @@ def test_ir_tie_policies_are_ordered(case, missing):
     y_true, y_score = case
     R = int(y_true.sum()) + missing
     ap = {
-        p: float(mc.average_precision(y_true, y_score, method="ir", ties=p, n_relevant=R))
+        p: float(mc.average_precision(y_true, y_score, method="ir", tie_policy=p, n_relevant=R))
         for p in ("optimistic", "expected", "pessimistic")
     }
     assert ap["optimistic"] >= ap["expected"] - TOL
@@ -158,7 +158,9 @@ def test_expected_ir_ap_equals_brute_force_over_tie_orders(case, missing):
     y_true, y_score = case
     R = int(y_true.sum()) + missing
     expected = brute_force_expected_ir_ap(y_true, y_score, R)
-    got = float(mc.average_precision(y_true, y_score, method="ir", ties="expected", n_relevant=R))
+    got = float(
+        mc.average_precision(y_true, y_score, method="ir", tie_policy="expected", n_relevant=R)
+    )
     assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
     # the default tie policy of "ir" is "expected"
     default = float(mc.average_precision(y_true, y_score, method="ir", n_relevant=R))
@@ -184,8 +186,8 @@ def test_ir_ap_one_relevant_equals_ap_from_rank_stats(case, data):
     assert int(better) == sum(1 for i, s in enumerate(y_score) if i != g and s > y_score[g])
     assert int(ties) == sum(1 for i, s in enumerate(y_score) if i != g and s == y_score[g])
     for policy in mc.TIE_POLICIES:
-        ap = float(mc.average_precision(y_true, y_score, method="ir", ties=policy))
-        from_stats = float(mc.ap_from_rank_stats(better, ties, policy=policy))
+        ap = float(mc.average_precision(y_true, y_score, method="ir", tie_policy=policy))
+        from_stats = float(mc.ap_from_rank_stats(better, ties, tie_policy=policy))
         assert ap == pytest.approx(from_stats, rel=1e-12, abs=1e-12), policy
 
 
@@ -199,8 +201,8 @@ COUNTS = st.integers(min_value=0, max_value=500)
 @SETTINGS
 @given(better=COUNTS, ties=COUNTS)
 def test_ap_from_rank_stats_policies_ordered_and_match_definitions(better, ties):
-    ap = {p: float(mc.ap_from_rank_stats(better, ties, policy=p)) for p in mc.TIE_POLICIES}
-    rank = {p: float(mc.rank_from_rank_stats(better, ties, policy=p)) for p in mc.TIE_POLICIES}
+    ap = {p: float(mc.ap_from_rank_stats(better, ties, tie_policy=p)) for p in mc.TIE_POLICIES}
+    rank = {p: float(mc.rank_from_rank_stats(better, ties, tie_policy=p)) for p in mc.TIE_POLICIES}
     assert ap["optimistic"] >= ap["expected"] - TOL
     assert ap["expected"] >= ap["pessimistic"] - TOL
     assert ap["optimistic"] >= ap["workbench"] >= ap["pessimistic"]
@@ -225,14 +227,14 @@ def test_rank_stats_functions_vectorized_with_missing(stats):
     better = np.array([b for b, _ in stats], dtype=np.int64)
     ties = np.array([t for _, t in stats], dtype=np.int64)
     for policy in mc.TIE_POLICIES:
-        ap = mc.ap_from_rank_stats(better, ties, policy=policy)
-        rank = mc.rank_from_rank_stats(better, ties, policy=policy)
+        ap = mc.ap_from_rank_stats(better, ties, tie_policy=policy)
+        rank = mc.rank_from_rank_stats(better, ties, tie_policy=policy)
         for i, (b, t) in enumerate(stats):
             if b == -1:
                 assert np.isnan(ap[i]) and np.isnan(rank[i])
             else:
-                assert ap[i] == float(mc.ap_from_rank_stats(b, t, policy=policy))
-                assert rank[i] == float(mc.rank_from_rank_stats(b, t, policy=policy))
+                assert ap[i] == float(mc.ap_from_rank_stats(b, t, tie_policy=policy))
+                assert rank[i] == float(mc.rank_from_rank_stats(b, t, tie_policy=policy))
 
 
 @st.composite

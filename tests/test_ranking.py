@@ -42,9 +42,9 @@ def mean_precision_at_relevant(ranked, n_relevant=None):
     return total / R
 
 
-def slow_ir(y_true, y_score, n_relevant=None, ties="optimistic"):
+def slow_ir(y_true, y_score, n_relevant=None, tie_policy="optimistic"):
     """IR AP with tied items put relevant-first (optimistic) or relevant-last (pessimistic)."""
-    sign = -1 if ties == "optimistic" else 1
+    sign = -1 if tie_policy == "optimistic" else 1
     order = sorted(range(len(y_score)), key=lambda i: (-float(y_score[i]), sign * int(y_true[i])))
     return mean_precision_at_relevant([bool(y_true[i]) for i in order], n_relevant)
 
@@ -169,14 +169,16 @@ def random_tied_list(rng, max_n, max_levels):
     return y_true, rng.integers(0, int(rng.integers(1, max_levels)), n)
 
 
-@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
-def test_ir_equals_slow_implementation(ties):
+@pytest.mark.parametrize("tie_policy", ["optimistic", "pessimistic"])
+def test_ir_equals_slow_implementation(tie_policy):
     rng = np.random.default_rng(21)
     for _ in range(300):
         y_true, y_score = random_tied_list(rng, 40, 8)
         n_relevant = int(y_true.sum() + rng.integers(0, 3))
-        ours = mc.average_precision(y_true, y_score, method="ir", ties=ties, n_relevant=n_relevant)
-        assert ours == pytest.approx(slow_ir(y_true, y_score, n_relevant, ties), abs=1e-12)
+        ours = mc.average_precision(
+            y_true, y_score, method="ir", tie_policy=tie_policy, n_relevant=n_relevant
+        )
+        assert ours == pytest.approx(slow_ir(y_true, y_score, n_relevant, tie_policy), abs=1e-12)
 
 
 def test_ir_without_ties_is_the_same_for_every_policy():
@@ -184,7 +186,7 @@ def test_ir_without_ties_is_the_same_for_every_policy():
     y_true = rng.random(50) < 0.3
     y_score = rng.permutation(50)
     values = {
-        p: mc.average_precision(y_true, y_score, method="ir", ties=p)
+        p: mc.average_precision(y_true, y_score, method="ir", tie_policy=p)
         for p in ("optimistic", "pessimistic", "expected")
     }
     assert len({round(v, 12) for v in values.values()}) == 1
@@ -197,9 +199,8 @@ def test_ir_expected_hand_case():
     y_score = [9, 8, 5, 5, 5, 5]
     expected = np.mean([1 / 3, 1 / 4, 1 / 5, 1 / 6])
     assert mc.average_precision(y_true, y_score, method="ir") == pytest.approx(expected)
-    assert mc.average_precision(y_true, y_score, method="ir", ties="workbench") == pytest.approx(
-        1 / 5
-    )
+    workbench = mc.average_precision(y_true, y_score, method="ir", tie_policy="workbench")
+    assert workbench == pytest.approx(1 / 5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,13 +353,13 @@ def test_rank_stats_equals_slow_count_across_chunks(monkeypatch):
     ],
 )
 def test_tie_policies_hand_case(policy, rank, ap):
-    assert mc.rank_from_rank_stats(2, 3, policy=policy) == rank
-    assert mc.ap_from_rank_stats(2, 3, policy=policy) == pytest.approx(ap, abs=1e-15)
+    assert mc.rank_from_rank_stats(2, 3, tie_policy=policy) == rank
+    assert mc.ap_from_rank_stats(2, 3, tie_policy=policy) == pytest.approx(ap, abs=1e-15)
 
 
 def test_workbench_rank_rounds_half_ties_up():
     # floor((ties + 1) / 2): 0 -> 0, 1 -> 1, 2 -> 1, 3 -> 2
-    ranks = mc.rank_from_rank_stats(np.zeros(4, int), np.arange(4), policy="workbench")
+    ranks = mc.rank_from_rank_stats(np.zeros(4, int), np.arange(4), tie_policy="workbench")
     assert ranks.tolist() == [1, 2, 2, 3]
 
 
@@ -366,7 +367,7 @@ def test_expected_ap_equals_mean_of_reciprocal_ranks():
     rng = np.random.default_rng(27)
     better = rng.integers(0, 10_000, 500)
     ties = rng.integers(0, 50, 500)
-    ours = mc.ap_from_rank_stats(better, ties, policy="expected")
+    ours = mc.ap_from_rank_stats(better, ties, tie_policy="expected")
     for b, t, value in zip(better, ties, ours, strict=True):
         assert value == pytest.approx(np.mean(1 / np.arange(b + 1, b + t + 2)), rel=1e-9)
 
@@ -393,10 +394,10 @@ def test_hit_rate_and_precision_at_k_hand_case():
 
 def test_hit_rate_tie_policies():
     # relevant item tied at ranks 1..4 (b = 0, t = 3); k = 2
-    assert mc.hit_rate_at_k([0], [3], 2, policy="expected") == pytest.approx(0.5)
-    assert mc.hit_rate_at_k([0], [3], 2, policy="optimistic") == 1.0
-    assert mc.hit_rate_at_k([0], [3], 2, policy="pessimistic") == 0.0
-    assert mc.hit_rate_at_k([0], [3], 2, policy="workbench") == 0.0  # workbench rank 3
+    assert mc.hit_rate_at_k([0], [3], 2, tie_policy="expected") == pytest.approx(0.5)
+    assert mc.hit_rate_at_k([0], [3], 2, tie_policy="optimistic") == 1.0
+    assert mc.hit_rate_at_k([0], [3], 2, tie_policy="pessimistic") == 0.0
+    assert mc.hit_rate_at_k([0], [3], 2, tie_policy="workbench") == 0.0  # workbench rank 3
 
 
 def test_hit_rate_without_valid_query_follows_zero_division():
@@ -417,13 +418,16 @@ def test_hit_rate_without_valid_query_follows_zero_division():
         (lambda: mc.average_precision([1, 3], [1, 2]), "binary labels"),
         (lambda: mc.average_precision([], []), "empty input"),
         (lambda: mc.average_precision([1, 0], [1, 2], method="map"), "method must be one of"),
-        (lambda: mc.average_precision([1, 0], [1, 2], ties="expected"), "ties= applies to"),
         (
-            lambda: mc.average_precision([1, 0], [1, 2], method="ir", ties="random"),
-            "ties must be None or one of",
+            lambda: mc.average_precision([1, 0], [1, 2], tie_policy="expected"),
+            "tie_policy= applies to",
         ),
         (
-            lambda: mc.average_precision([1, 1], [1, 2], method="ir", ties="workbench"),
+            lambda: mc.average_precision([1, 0], [1, 2], method="ir", tie_policy="random"),
+            "tie_policy must be None or one of",
+        ),
+        (
+            lambda: mc.average_precision([1, 1], [1, 2], method="ir", tie_policy="workbench"),
             "one relevant item",
         ),
         (lambda: mc.average_precision([1, 1], [1, 2], n_relevant=1), "n_relevant must be >="),
@@ -432,7 +436,7 @@ def test_hit_rate_without_valid_query_follows_zero_division():
         (lambda: mc.rank_stats(np.ones((2, 3)), np.array([0.0, 1.0])), "must hold integers"),
         (lambda: mc.rank_stats(np.ones((2, 3)), np.array([0])), "one index per list"),
         (lambda: mc.rank_stats(np.array([[np.nan, 1.0]]), np.array([0])), "must not contain NaN"),
-        (lambda: mc.ap_from_rank_stats(2, 3, policy="median"), "policy must be one of"),
+        (lambda: mc.ap_from_rank_stats(2, 3, tie_policy="median"), "tie_policy must be one of"),
         (lambda: mc.ap_from_rank_stats(-1, 3), "both -1"),
         (lambda: mc.ap_from_rank_stats(1.5, 3), "integer counts"),
         (lambda: mc.hit_rate_at_k([0], [0], 0), "k must be an integer >= 1"),

@@ -97,7 +97,7 @@ def test_exports_write_csv_and_json_with_null_for_nan(tmp_path):
 
 
 def test_terminal_table_has_a_hit_rate_column_per_cut_off():
-    hits = {f"precision_at_{k}": ("descriptor", [0.1 * k / 10, 0.5]) for k in (10, 1, 5, 20)}
+    hits = {f"hit_rate_at_{k}": ("descriptor", [0.1 * k / 10, 0.5]) for k in (10, 1, 5, 20)}
     console = Console(width=200, record=True)
     print_metric_table(metrics().assign(hits), console=console)
     header = console.export_text().splitlines()[1]
@@ -105,7 +105,7 @@ def test_terminal_table_has_a_hit_rate_column_per_cut_off():
     assert positions == sorted(positions)  # in order of K
     assert header.index("mAP i") < positions[0] < header.index("queries ┃")
     console = Console(width=200, record=True)
-    only_ten = metrics().assign({"precision_at_10": hits["precision_at_10"]})
+    only_ten = metrics().assign({"hit_rate_at_10": hits["hit_rate_at_10"]})
     print_metric_table(only_ten, console=console)
     assert "HR@10" in console.export_text() and "HR@1 " not in console.export_text()
 

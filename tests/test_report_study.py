@@ -196,7 +196,7 @@ def test_hit_rate_columns_test_the_values_the_table_shows(make_query_cube, polic
         attrs={**cube.attrs, "tie_policy": policy},
     )
     metrics = metric_set(cube, k=(1, 5))
-    columns = ["precision_at_1", "precision_at_5"]
+    columns = ["hit_rate_at_1", "hit_rate_at_5"]
     tests = run_tests({"": cube}, columns, tests=TestSpec(n_resamples=99, rank=False),
                       baseline="a")  # fmt: skip
     for k, column in zip((1, 5), columns, strict=True):

@@ -240,7 +240,7 @@ def test_default_columns_skip_absent_and_all_nan_metrics():
     patch = xr.Dataset(  # a patch-retrieval cube's metric set: no hit rates
         {
             "true_map_micro": ("descriptor", [0.5, 0.6]),
-            "precision_at_1": ("descriptor", [np.nan, np.nan]),
+            "hit_rate_at_1": ("descriptor", [np.nan, np.nan]),
             "image_retrieval_map": ("descriptor", [0.7, 0.8]),
         },
         coords={"descriptor": ["a", "b"]},
@@ -348,7 +348,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(InvalidInputError, match="'surf', which is not a row"):
         Table(metric_set(), {"true_map_micro": stranger})
     with pytest.raises(InvalidInputError, match="not a column"):
-        Table(metric_set(), {"precision_at_1": stranger})
+        Table(metric_set(), {"hit_rate_at_1": stranger})
     flat = xr.Dataset({"reject": ("comparison", [True])})
     with pytest.raises(InvalidInputError, match="MultiIndex"):
         Table(metric_set(), {"true_map_micro": flat})

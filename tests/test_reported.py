@@ -42,7 +42,7 @@ COMMIT = re.compile(r"\(commit [0-9a-f]{40}\)")
 def test_keys_are_unique_and_the_lookup_holds_every_entry():
     keys = [e.key for e in REPORTED]
     assert len(keys) == len(set(keys)) == len(reported_by_key())
-    assert len(REPORTED) == 12 + 12 + 25 + 31  # issue 18, SuperPoint, Glue Factory HP, MD
+    assert len(REPORTED) == 12 + 12 + 25 + 31  # hpatches-benchmark, SuperPoint, Glue Factory HP, MD
 
 
 @pytest.mark.parametrize("entry", REPORTED, ids=lambda e: e.key)
@@ -61,7 +61,7 @@ def test_every_entry_has_a_source_and_a_fraction(entry: ReportedResult):
 
 
 def test_issue_numbers_are_registered_as_quoted_not_checked():
-    """The hpatches-benchmark numbers the issue gives, number for number (percent)."""
+    """The hpatches-benchmark numbers as quoted, number for number (percent)."""
     by_key = reported_by_key()
     issue = {
         "sift": (65.12, 25.47), "rootsift": (58.53, 27.22), "brief": (56.88, 10.48),

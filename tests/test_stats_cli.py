@@ -80,7 +80,8 @@ def test_terminal_table_and_options(tmp_path):
 @pytest.mark.parametrize(
     ("alias", "metric"),
     [("mAP", "ap"), ("map", "ap"), ("AP", "ap"), ("true_map_micro", "ap"), ("HR@1", "hit@1"),
-     ("precision_at_5", "hit@5"), ("hr@3", "hit@3")],
+     ("hit_rate_at_5", "hit@5"), ("hr@3", "hit@3"), ("precision_at_5", "precision@5"),
+     ("P@2", "precision@2")],
 )
 def test_the_tables_names_are_aliases_of_their_variables(tmp_path, alias, metric):
     """--metric takes the table's name of a per-query metric: the same rows as the variable."""

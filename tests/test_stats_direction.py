@@ -37,7 +37,7 @@ def compare(*args: Any, **kwargs: Any) -> xr.Dataset:
 
 SEEDS = range(24)
 SYSTEMS = ("a", "b", "c")
-COLUMNS = ("true_map_micro", "viewpoint_map", "illumination_map", "precision_at_1")
+COLUMNS = ("true_map_micro", "viewpoint_map", "illumination_map", "hit_rate_at_1")
 RESAMPLES = 999  # fewer flips and bootstrap resamples than the default 10,000: speed only
 
 

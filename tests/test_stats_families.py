@@ -1,8 +1,8 @@
 """hit@K as the metric set's hit rate, untestable comparisons inside a family, explicit pairs,
 the direction of a significant result (``favours``), and the correction's speed trick.
 
-References: ``metricalc.metric_set`` (precision_at_K), a brute force over the tied ranks,
-scipy's one-sided tests (the direction), statsmodels' ``multipletests`` (the family).
+References: ``metricalc.metric_set`` (hit_rate_at_K, precision_at_K), a brute force over the
+tied ranks, scipy's one-sided tests (the direction), statsmodels' ``multipletests`` (the family).
 """
 
 from __future__ import annotations
@@ -82,7 +82,11 @@ def test_mean_hit_at_k_is_the_metric_set_hit_rate(policy):
             assert np.isfinite(values[r1]).all() and np.isnan(values[~r1]).all()
             # equal up to the order of the summation (a few 1e-16)
             np.testing.assert_allclose(
-                np.nanmean(values, axis=1), metrics[f"precision_at_{k}"].values, rtol=1e-13
+                np.nanmean(values, axis=1), metrics[f"hit_rate_at_{k}"].values, rtol=1e-13
+            )
+            precision = metric_values(cube, f"precision@{k}").values  # hits / k per query
+            np.testing.assert_allclose(
+                np.nanmean(precision, axis=1), metrics[f"precision_at_{k}"].values, rtol=1e-13
             )
             fractional = (values > 0) & (values < 1)
             if policy != "expected":

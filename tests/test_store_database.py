@@ -87,7 +87,7 @@ def test_schema_and_pragmas(tmp_path):
     assert columns(db, "scenes") == ["id", "result_id", *SCENE_COLUMNS]
     with sqlite3.connect(db) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # persistent
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     with open_db(db) as connection:
         assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         assert connection.execute("PRAGMA busy_timeout").fetchone()[0] == 60_000
@@ -126,7 +126,7 @@ def test_migration_from_version_1_keeps_the_data(tmp_path):
     frame = to_dataframe(db)  # opening migrates
     assert db.stat().st_ino == inode  # in place
     with sqlite3.connect(db) as connection:
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 3
     assert columns(db, "results")[-3:] == ["status", "error", "extra"]
     row = frame.iloc[0]
     assert (row.tag, row.descriptor, row.true_map_micro, row.true_map_macro) == (
@@ -136,9 +136,10 @@ def test_migration_from_version_1_keeps_the_data(tmp_path):
         0.5,
     )
     assert row.metadata == metadata and row.status == "ok" and row.error == ""
-    # version 2 copied the metric-set keys of the metadata string into extra
+    # version 2 copied the metric-set keys of the metadata string into extra, and version 3
+    # renamed DescriptorWorkbench's hit rate precision_at_10 hit_rate_at_10
     assert row.r0_rate == 0.094528 and row.total_queries_processed == 101938
-    assert row.precision_at_10 == 0.289804
+    assert row.hit_rate_at_10 == 0.289804 and "precision_at_10" not in frame.columns
     old = get_experiment(db, "old")
     assert old.config == {"a": 1} and old.timings == {"eval": 1.5} and old.protocol == {}
     scene = old.scenes.iloc[0]
@@ -164,6 +165,23 @@ def test_a_failing_migration_leaves_version_1(tmp_path, monkeypatch):
     assert "extra" not in columns(db, "results")
     monkeypatch.undo()
     assert to_dataframe(db).r0_rate.tolist() == [0.5]
+
+
+def test_migration_3_names_hit_rates_and_precisions_apart(tmp_path):
+    db = tmp_path / "v2.sqlite"
+    v1_database(db, "r0_rate=0.5;")
+    connection = sqlite3.connect(db, isolation_level=None)
+    MIGRATIONS[1](connection)
+    connection.execute("PRAGMA user_version = 2")
+    old = '{"precision_at_10":0.75,"ir_precision_at_10":0.075,"recall_at_10":0.75,"r0_rate":0.5}'
+    connection.execute("UPDATE results SET extra = ?", (old,))
+    connection.close()
+    row = to_dataframe(db).iloc[0]  # opening migrates to version 3
+    assert (row.hit_rate_at_10, row.precision_at_10, row.recall_at_10) == (0.75, 0.075, 0.75)
+    assert "ir_precision_at_10" not in row.index and row.r0_rate == 0.5
+    with sqlite3.connect(db) as connection:
+        text = connection.execute("SELECT extra FROM results").fetchone()[0]
+    assert text.index("hit_rate_at_10") < text.index('"precision_at_10"') < text.index("recall")
 
 
 def test_files_that_are_not_a_metricalc_database(tmp_path):

@@ -34,7 +34,6 @@ SAME_NAME = (
     "true_map_macro",
     "true_map_micro",
     "mean_average_precision",
-    "precision_at_1",
     "processing_time_ms",
     "metadata",
 )
@@ -154,6 +153,7 @@ def test_import_stores_every_row(tmp_path, export, performance):
         assert stored.descriptor == row.descriptor_type
         for column in SAME_NAME:  # the metadata string verbatim
             assert stored[column] == getattr(row, column), column
+        assert stored.hit_rate_at_1 == row.precision_at_1  # DescriptorWorkbench's hit rate
         assert stored.true_map_macro_by_scene_including_zeros == row.true_map_macro_with_zeros
         assert stored.mean_precision == row.legacy_mean_precision
         assert stored.total_matches == row.total_matches

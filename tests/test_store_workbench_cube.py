@@ -59,10 +59,10 @@ def test_metrics_reads_the_workbench_cube_and_agrees_with_the_file(cube_file, ca
             abs(got["true_map_macro_by_scene_including_zeros"] - row.true_map_macro_with_zeros)
             <= BOUND
         )
-        assert got["precision_at_1"] == row.precision_at_1
-        assert got["precision_at_5"] == row.precision_at_5
+        assert got["hit_rate_at_1"] == row.precision_at_1  # DescriptorWorkbench's hit rates
+        assert got["hit_rate_at_5"] == row.precision_at_5
     only_one = run_json(capsys, "metrics", str(cube_file), "--json", "--k", "1")
-    assert "precision_at_1" in only_one[label] and "precision_at_10" not in only_one[label]
+    assert "hit_rate_at_1" in only_one[label] and "hit_rate_at_10" not in only_one[label]
 
 
 def test_split_maps_equal_the_import_recomputation(cube_file):

@@ -1,4 +1,4 @@
-"""The terminal tables fit the console's width and never cut a cell (issue 15, part 3).
+"""The terminal tables fit the console's width and never cut a cell.
 
 :func:`metricalc.plotting.terminal.fit_table` is checked on random tables against the rule it
 promises (every line within the width; every number and every name in full), and the verbs that
@@ -211,4 +211,4 @@ def test_db_list_and_show(width, db_file, monkeypatch, capsys):
     for row in results.itertuples():
         assert row.descriptor in out
         assert f"{100 * row.true_map_micro:.2f}" in out
-        assert f"{100 * row.precision_at_1:.2f}" in out
+        assert f"{100 * row.hit_rate_at_1:.2f}" in out

@@ -59,8 +59,8 @@ def test_pytrec_eval_on_the_export_gives_the_cube_numbers(tmp_path, policy, desc
     assert sorted(theirs) == sorted(qid(cube, q) for q in ranked)
     assert done.n_queries == ranked.size and done.n_beyond_depth == 0
     b, t = one.better.values[ranked], one.ties.values[ranked]
-    ap = mc.ap_from_rank_stats(b, t, policy=policy)
-    rank = mc.rank_from_rank_stats(b, t, policy=policy)
+    ap = mc.ap_from_rank_stats(b, t, tie_policy=policy)
+    rank = mc.rank_from_rank_stats(b, t, tie_policy=policy)
     for name, expected in (("recip_rank", ap), ("map", ap), ("num_ret", b + t + 1),
                            ("Rprec", rank <= 1)):
         got = np.array([theirs[qid(cube, q)][name] for q in ranked])
@@ -69,14 +69,16 @@ def test_pytrec_eval_on_the_export_gives_the_cube_numbers(tmp_path, policy, desc
         success = np.array([theirs[qid(cube, q)][f"success_{k}"] for q in ranked])
         precision = np.array([theirs[qid(cube, q)][f"P_{k}"] for q in ranked])
         np.testing.assert_array_equal(success, rank <= k)
-        np.testing.assert_allclose(success.mean(), mc.hit_rate_at_k(b, t, k, policy=policy))
-        np.testing.assert_allclose(precision.mean(), mc.precision_at_k(b, t, k, policy=policy))
+        np.testing.assert_allclose(success.mean(), mc.hit_rate_at_k(b, t, k, tie_policy=policy))
+        np.testing.assert_allclose(precision.mean(), mc.precision_at_k(b, t, k, tie_policy=policy))
     metrics = metric_set(cube, k=list(KS)).sel(descriptor=descriptor)
     mean_rr = np.mean([theirs[qid(cube, q)]["recip_rank"] for q in ranked])
     np.testing.assert_allclose(mean_rr, float(metrics.true_map_micro), rtol=1e-12)
     for k in KS:
         mean_success = np.mean([theirs[qid(cube, q)][f"success_{k}"] for q in ranked])
-        np.testing.assert_allclose(mean_success, float(metrics[f"precision_at_{k}"]), rtol=1e-12)
+        np.testing.assert_allclose(mean_success, float(metrics[f"hit_rate_at_{k}"]), rtol=1e-12)
+        mean_p = np.mean([theirs[qid(cube, q)][f"P_{k}"] for q in ranked])
+        np.testing.assert_allclose(mean_p, float(metrics[f"precision_at_{k}"]), rtol=1e-12)
 
 
 def test_the_tie_group_is_kept_so_ties_expected_gives_the_expected_policy(tmp_path):
@@ -90,11 +92,11 @@ def test_the_tie_group_is_kept_so_ties_expected_gives_the_expected_policy(tmp_pa
     order = np.argsort([qid(cube, q) for q in ranked])  # trec_eval's query order (byte order)
     b, t = one.better.values[ranked][order], one.ties.values[ranked][order]
     np.testing.assert_allclose(result.per_query["recip_rank"],
-                               mc.ap_from_rank_stats(b, t, policy="expected"), atol=1e-12)
+                               mc.ap_from_rank_stats(b, t, tie_policy="expected"), atol=1e-12)
     np.testing.assert_allclose(result.summary["recip_rank"],
                                float(metric_set(cube).true_map_micro.sel(descriptor="sift")))
     np.testing.assert_allclose(result.summary["success_5"],
-                               mc.hit_rate_at_k(b, t, 5, policy="expected"), atol=1e-12)
+                               mc.hit_rate_at_k(b, t, 5, tie_policy="expected"), atol=1e-12)
 
 
 @pytest.mark.parametrize("policy", ["optimistic", "pessimistic"])
@@ -107,7 +109,7 @@ def test_a_depth_cut_scores_a_relevant_document_beyond_it_as_not_retrieved(tmp_p
     one = cube.sel(descriptor="sift")
     ranked = np.flatnonzero(one.n_relevant.values == 1)
     b, t = one.better.values[ranked], one.ties.values[ranked]
-    rank = mc.rank_from_rank_stats(b, t, policy=policy)
+    rank = mc.rank_from_rank_stats(b, t, tie_policy=policy)
     expected = np.where(rank <= depth, 1 / rank, 0.0)
     got = np.array([theirs[qid(cube, q)]["recip_rank"] for q in ranked])
     np.testing.assert_allclose(got, expected, atol=1e-12)

@@ -39,7 +39,7 @@ def test_cube_export(tmp_path, capsys):
 def test_cube_export_notes_a_depth_cut(tmp_path, capsys):
     qc.save(random_cube(8), tmp_path / "cube.nc")
     argv = ["trec-export", "cube", str(tmp_path / "cube.nc"), "--descriptor", "sift",
-            "--policy", "optimistic", "--out-run", str(tmp_path / "run.txt"),
+            "--tie-policy", "optimistic", "--out-run", str(tmp_path / "run.txt"),
             "--out-qrels", str(tmp_path / "qrels.txt"), "--depth", "3", "--include-zeros",
             "--scores", "ranked", "--tag", "mine"]
     assert main(argv) == 0

@@ -149,9 +149,9 @@ def test_gtest_default_construction_and_empty_calculation() -> None:
         "legacy_macro_precision_by_scene",
         "true_map_micro",
         "true_map_macro_by_scene",
-        "precision_at_1",
-        "precision_at_5",
-        "precision_at_10",
+        "hit_rate_at_1",
+        "hit_rate_at_5",
+        "hit_rate_at_10",
         "viewpoint_map",
         "illumination_map",
         "viewpoint_map_including_zeros",
@@ -251,9 +251,9 @@ def test_gtest_calculate_map_metrics_including_zero_queries() -> None:
     assert one(metrics, "true_map_macro_by_scene_including_zeros") == pytest.approx(
         (scene1 + (1 / 5) / 2) / 2, abs=1e-6
     )
-    assert one(metrics, "precision_at_1") == pytest.approx(1 / 3, abs=1e-6)
-    assert one(metrics, "precision_at_5") == pytest.approx(1.0, abs=1e-6)
-    assert one(metrics, "precision_at_10") == pytest.approx(1.0, abs=1e-6)
+    assert one(metrics, "hit_rate_at_1") == pytest.approx(1 / 3, abs=1e-6)
+    assert one(metrics, "hit_rate_at_5") == pytest.approx(1.0, abs=1e-6)
+    assert one(metrics, "hit_rate_at_10") == pytest.approx(1.0, abs=1e-6)
 
 
 def test_gtest_calculate_precision_at_k() -> None:
@@ -262,11 +262,13 @@ def test_gtest_calculate_precision_at_k() -> None:
         Query("s", None) if r < 0 else Query("s", 1 / r, rank=r) for r in (1, 3, 1, 5, -1, 2, 10, 1)
     ]
     metrics = metric_set(build_cube({"d": Descriptor(queries)}))
-    assert one(metrics, "precision_at_1") == pytest.approx(3 / 7, abs=1e-6)
-    assert one(metrics, "precision_at_5") == pytest.approx(6 / 7, abs=1e-6)
-    assert one(metrics, "precision_at_10") == pytest.approx(7 / 7, abs=1e-6)
+    assert one(metrics, "hit_rate_at_1") == pytest.approx(3 / 7, abs=1e-6)
+    assert one(metrics, "hit_rate_at_5") == pytest.approx(6 / 7, abs=1e-6)
+    assert one(metrics, "hit_rate_at_10") == pytest.approx(7 / 7, abs=1e-6)
     for k in (1, 5, 10):
-        assert one(metrics, f"recall_at_{k}") == one(metrics, f"precision_at_{k}")
+        assert one(metrics, f"recall_at_{k}") == one(metrics, f"hit_rate_at_{k}")
+    for k, hits in ((1, 3), (5, 6), (10, 7)):  # precision at k: hits / k, not a hit rate
+        assert one(metrics, f"precision_at_{k}") == pytest.approx(hits / 7 / k, abs=1e-12)
 
 
 def test_gtest_true_map_including_zeros() -> None:
@@ -589,7 +591,8 @@ def test_metric_set_equals_the_ported_experiment_metrics(seed: int) -> None:
                 getattr(dw, metric), rel=1e-12, abs=1e-15
             ), (seed, name, metric)
         for k, value in dw.precision_at.items():
-            assert one(metrics, f"precision_at_{k}", name) == pytest.approx(value, rel=1e-12)
+            # DescriptorWorkbench's precision_at_k is the metric set's hit rate
+            assert one(metrics, f"hit_rate_at_{k}", name) == pytest.approx(value, rel=1e-12)
         assert int(metrics.total_matches.sel(descriptor=name)) == dw.total_matches
         assert int(metrics.total_keypoints.sel(descriptor=name)) == dw.total_keypoints
         assert int(metrics.total_queries_processed.sel(descriptor=name)) == (

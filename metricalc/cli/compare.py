@@ -60,7 +60,8 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp.add_argument(
         "--metric",
         default="ap",
-        help="cube variable or hit@K, or a table's name of one: mAP, HR@K (default: ap); "
+        help="cube variable, hit@K (hit rate) or precision@K (hits / K), or a table's name of "
+        "one: mAP, HR@K, P@K (default: ap); "
         "mma@T: D2-Net's MMA at T px; 'homography' (or one column, e.g. H_error_ransac@3px) "
         "compares `eval hpatches` runs",
     )
@@ -136,29 +137,36 @@ def _open(
 
 
 def compare_metric(name: str, available: Collection[str]) -> str:
-    """The cube variable (or ``hit@K``) that ``--metric NAME`` means.
+    """The cube variable (or ``hit@K`` / ``precision@K``) that ``--metric NAME`` means.
 
-    ``NAME`` as given when the cube has that variable or it is ``hit@K``; else a name the
-    tables print for a per-query metric, or its metric-set name, as an alias of the variable
-    whose mean it is (over all queries, not one split): ``mAP`` / ``true_map_micro`` -> ``ap``,
-    ``HR@K`` / ``precision_at_K`` -> ``hit@K``, ``image mAP`` / ``image_retrieval_map`` ->
-    ``image_ap``, ``precision`` -> ``nn_correct``; case does not matter
-    where only one name matches (``AP`` -> ``ap``). Any other name is returned as given, for
-    :func:`metricalc.stats.compare` to refuse with the cube's variables.
+    ``NAME`` as given when the cube has that variable or it is ``hit@K`` or ``precision@K``;
+    else a name the tables print for a per-query metric, or its metric-set name, as an alias of
+    the variable whose mean it is (over all queries, not one split): ``mAP`` /
+    ``true_map_micro`` -> ``ap``, ``HR@K`` / ``hit_rate_at_K`` -> ``hit@K`` (the hit rate),
+    ``P@K`` / ``precision_at_K`` -> ``precision@K`` (hits / K; earlier metricalc
+    versions named the hit rate ``precision_at_K``), ``image mAP`` /
+    ``image_retrieval_map`` -> ``image_ap``, ``precision`` -> ``nn_correct``; case does not
+    matter where only one name matches (``AP`` -> ``ap``). Any other name is returned as given,
+    for :func:`metricalc.stats.compare` to refuse with the cube's variables.
 
     Examples
     --------
     >>> [compare_metric(n, ["ap", "nn_correct"]) for n in ("mAP", "AP", "HR@5", "nn_correct")]
     ['ap', 'ap', 'hit@5', 'nn_correct']
+    >>> [compare_metric(n, ["ap"]) for n in ("hit_rate_at_10", "precision_at_10", "P@1")]
+    ['hit@10', 'precision@10', 'precision@1']
     """
     from metricalc.plotting.labels import METRICS
 
-    if name in available or re.fullmatch(r"hit@[0-9]+", name):
+    if name in available or re.fullmatch(r"(?:hit|precision)@[0-9]+", name):
         return name
     key = name.strip().lower()
-    hit = re.fullmatch(r"(?:hr@|hit@|precision_at_)([0-9]+)", key)
+    hit = re.fullmatch(r"(?:hr@|hit@|hit_rate_at_)([0-9]+)", key)
     if hit:
         return f"hit@{int(hit.group(1))}"
+    precision = re.fullmatch(r"(?:p@|precision@|precision_at_)([0-9]+)", key)
+    if precision:
+        return f"precision@{int(precision.group(1))}"
     aliases: dict[str, set[str]] = {}
     for metric, info in METRICS.items():
         if info.test is not None and info.test[1] is None and "@" not in info.test[0]:

@@ -255,7 +255,7 @@ def _tied_relevant(ordered: SortedRows, flat: np.ndarray) -> np.ndarray:
     return tied
 
 
-def _precision_sum(ordered: SortedRows, policy: str) -> np.ndarray:
+def _precision_sum(ordered: SortedRows, tie_policy: str) -> np.ndarray:
     """Per-row sum of precision at the relevant items of a sorted chunk, ties under ``policy``
     (each item credited by :func:`precision_at_relevant` from the counts of its tie group).
 
@@ -288,7 +288,7 @@ def _precision_sum(ordered: SortedRows, policy: str) -> np.ndarray:
         through_last = last_of_run + 1 - row_first  # tp at the group end
     c0, c1 = first - row * n, last - row * n
     in_group = through_last - before
-    weights = precision_at_relevant(c0, c1 - c0 + 1, before, in_group, k - before, policy)
+    weights = precision_at_relevant(c0, c1 - c0 + 1, before, in_group, k - before, tie_policy)
     return np.bincount(row, weights=weights, minlength=rows)
 
 
@@ -298,7 +298,7 @@ def precision_at_relevant(
     before: np.ndarray,
     in_group: np.ndarray,
     place: np.ndarray,
-    policy: str,
+    tie_policy: str,
 ) -> np.ndarray:
     """Precision credited to a relevant item from the counts of its group of equal scores.
 
@@ -317,13 +317,13 @@ def precision_at_relevant(
     """
     c, n, h, r, j = start, size, before, in_group, place
     credit: np.ndarray
-    if policy == "step":
+    if tie_policy == "step":
         credit = (h + r) / (c + n)
-    elif policy == "optimistic":
+    elif tie_policy == "optimistic":
         credit = (h + j) / (c + j)
-    elif policy == "pessimistic":
+    elif tie_policy == "pessimistic":
         credit = (h + j) / (c + n - r + j)
-    elif policy == "workbench":
+    elif tie_policy == "workbench":
         credit = 1 / (c + 1 + n // 2)
     else:
         A = _harmonic_span(c, n)
@@ -332,7 +332,7 @@ def precision_at_relevant(
 
 
 def precision_sum_from_rank_stats(
-    better: np.ndarray, ties: np.ndarray, score: np.ndarray, valid: np.ndarray, policy: str
+    better: np.ndarray, ties: np.ndarray, score: np.ndarray, valid: np.ndarray, tie_policy: str
 ) -> np.ndarray:
     """Sum of precision at the relevant items of each list, from their rank statistics alone.
 
@@ -346,7 +346,7 @@ def precision_sum_from_rank_stats(
     better, ties, score : ndarray, shape (rows, r)
         One column per relevant item; padding columns have ``valid`` False.
     valid : ndarray of bool, shape (rows, r)
-    policy : str
+    tie_policy : str
         ``step`` or a tie policy, as :func:`precision_at_relevant`.
     """
     key = np.where(valid, score, np.nan)
@@ -361,22 +361,55 @@ def precision_sum_from_rank_stats(
         ahead.sum(axis=2),
         tied.sum(axis=2),
         earlier_tied.sum(axis=2) + 1,
-        policy,
+        tie_policy,
     )
     total: np.ndarray = np.where(valid, weights, 0.0).sum(axis=1)
     return total
 
 
+TRAPEZOID_EPS = 1e-10
+r"""hpatches-benchmark's guard :math:`\epsilon` of the ``"trapezoid"`` AP (``utils/metrics.py``)."""
+
+
+def trapezoid_credit(rank: np.ndarray, order: np.ndarray) -> np.ndarray:
+    r"""Area credited by the ``"trapezoid"`` AP to the ``order``-th relevant item (1-based, s) at
+    1-based ``rank`` (r), before the division by :math:`\max(R, \epsilon)`.
+
+    With points :math:`(r_i, p_i)`, :math:`p_i = \max(tp_i, \epsilon) / \max(i, \epsilon)`,
+    recall grows by :math:`1/R` only at a relevant item, so its trapezoid is
+    :math:`(p_{r-1} + p_r) / (2R)` with :math:`tp_{r-1} = s - 1`, :math:`tp_r = s`:
+
+    .. math:: c(r, s) = rac{1}{2}\left(rac{\max(s - 1, \epsilon)}{\max(r - 1, \epsilon)}
+        + rac{s}{r}ight)
+
+    (:math:`p_0 = 1`). Examples: ``trapezoid_credit(1, 1)`` is 1, ``trapezoid_credit(3, 2)``
+    is (1/2 + 2/3) / 2.
+    """
+    before = np.maximum(order - 1, TRAPEZOID_EPS) / np.maximum(rank - 1, TRAPEZOID_EPS)
+    credit: np.ndarray = (before + order / rank) / 2
+    return credit
+
+
+def trapezoid_ap_from_ranks(ranks: np.ndarray, n_relevant: np.ndarray | float) -> np.ndarray:
+    r"""The ``"trapezoid"`` AP of lists given by the increasing 1-based ranks of their relevant
+    items (axis -1): :math:`\sum_s c(r_s, s) / \max(R, \epsilon)` (:func:`trapezoid_credit`),
+    0 where R = 0 (no NaN: hpatches-benchmark's value). Relevant items missing from ``ranks``
+    (R larger than their number) count as never retrieved.
+    """
+    ranks = np.asarray(ranks, dtype=np.float64)
+    order = np.arange(1, ranks.shape[-1] + 1, dtype=np.float64)
+    total = trapezoid_credit(ranks, order).sum(axis=-1)
+    return np.asarray(total / np.maximum(n_relevant, TRAPEZOID_EPS))
+
+
 def _area_trapezoid(rel: np.ndarray, n_relevant: np.ndarray) -> np.ndarray:
-    """Trapezoid area under the PR points starting at (tp, fp) = (0, 0) (hpatches python)."""
-    rows, n = rel.shape
-    tp = np.zeros((rows, n + 1))
-    np.cumsum(rel, axis=1, out=tp[:, 1:])
-    retrieved = np.arange(n + 1)
-    small = 1e-10
-    precision = np.maximum(tp, small) / np.maximum(retrieved, small)
-    recall = tp / np.maximum(n_relevant, small)[:, None]
-    area: np.ndarray = np.trapezoid(precision, recall, axis=1)
+    """Trapezoid area under the PR points starting at (tp, fp) = (0, 0) (hpatches python), from
+    the rank and order of every relevant item (:func:`trapezoid_credit`)."""
+    flat, row, k, _ = relevant_positions(rel)
+    rank = flat - row * rel.shape[1] + 1
+    credit = trapezoid_credit(rank.astype(np.float64), k.astype(np.float64))
+    total = np.bincount(row, weights=credit, minlength=rel.shape[0])
+    area: np.ndarray = total / np.maximum(n_relevant, TRAPEZOID_EPS)
     return area
 
 
@@ -418,7 +451,7 @@ def average_precision_rows(
     n_relevant: np.ndarray,
     *,
     method: str,
-    ties: str,
+    tie_policy: str,
 ) -> np.ndarray:
     """AP of every row; rows with ``n_relevant == 0`` give NaN (the caller applies the policy).
 
@@ -429,7 +462,7 @@ def average_precision_rows(
     n_relevant : ndarray of int, shape (...)
         R, the number of relevant items of each list (>= positives present).
     method : {"step", "ir", "vlfeat", "trapezoid", "voc11", "coco101"}
-    ties : str
+    tie_policy : str
         Tie policy for ``"ir"``; ignored otherwise.
     """
     batch, n = y_score.shape[:-1], y_score.shape[-1]
@@ -453,7 +486,7 @@ def average_precision_rows(
         if method == "vlfeat":
             total = _precision_sum_in_order(rel)
         else:
-            total = _precision_sum(ordered, "step" if method == "step" else ties)
+            total = _precision_sum(ordered, "step" if method == "step" else tie_policy)
         with np.errstate(divide="ignore", invalid="ignore"):
             out[rows] = total / R
     out[R_rows == 0] = np.nan
@@ -534,30 +567,30 @@ def rank_stats(distances: np.ndarray, relevant_index: np.ndarray) -> tuple[np.nd
     return better.reshape(batch), ties.reshape(batch)
 
 
-def rank_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
+def rank_from_stats(better: np.ndarray, ties: np.ndarray, tie_policy: str) -> np.ndarray:
     """Rank of the relevant item under a tie policy (float; NaN where R = 0)."""
     b = better.astype(np.float64)
     t = ties.astype(np.float64)
-    if policy in ("optimistic", "input_order"):  # input_order: ties == 0 (checked by callers)
+    if tie_policy in ("optimistic", "input_order"):  # input_order: ties == 0 (checked by callers)
         rank = 1 + b
-    elif policy == "pessimistic":
+    elif tie_policy == "pessimistic":
         rank = 1 + b + t
-    elif policy == "workbench":
+    elif tie_policy == "workbench":
         rank = 1 + b + np.floor((t + 1) / 2)
     else:
         rank = 1 + b + t / 2
     return np.where(better < 0, np.nan, rank)
 
 
-def ap_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
+def ap_from_stats(better: np.ndarray, ties: np.ndarray, tie_policy: str) -> np.ndarray:
     """AP of one relevant item: 1 / rank, or under ``expected`` the mean of 1 / r over tied ranks.
 
     ``expected``: (1 / (t + 1)) sum_{r = b + 1}^{b + t + 1} 1 / r
     = (psi(b + t + 2) - psi(b + 1)) / (t + 1)
     with psi the digamma function (exact 1 / (b + 1) when t = 0).
     """
-    if policy != "expected":
-        return 1 / rank_from_stats(better, ties, policy)  # NaN rank (R = 0) gives NaN
+    if tie_policy != "expected":
+        return 1 / rank_from_stats(better, ties, tie_policy)  # NaN rank (R = 0) gives NaN
     from scipy.special import digamma  # on first use, as in _harmonic_span
 
     missing = better < 0
@@ -568,7 +601,9 @@ def ap_from_stats(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarr
     return np.where(missing, np.nan, ap)
 
 
-def hit_probability(better: np.ndarray, ties: np.ndarray, k: np.ndarray, policy: str) -> np.ndarray:
+def hit_probability(
+    better: np.ndarray, ties: np.ndarray, k: np.ndarray, tie_policy: str
+) -> np.ndarray:
     """Probability that the relevant item ranks within the top ``k`` (NaN where R = 0).
 
     Deterministic policies give 0 or 1 (rank <= k); ``expected`` gives the share of the tied ranks
@@ -577,8 +612,8 @@ def hit_probability(better: np.ndarray, ties: np.ndarray, k: np.ndarray, policy:
     missing = better[..., None] < 0
     b = np.where(missing, 0, better[..., None]).astype(np.float64)
     t = np.where(missing, 0, ties[..., None]).astype(np.float64)
-    if policy == "expected":
+    if tie_policy == "expected":
         hit = np.clip(k - b, 0, t + 1) / (t + 1)
     else:
-        hit = (rank_from_stats(better, ties, policy)[..., None] <= k).astype(np.float64)
+        hit = (rank_from_stats(better, ties, tie_policy)[..., None] <= k).astype(np.float64)
     return np.where(missing, np.nan, hit)

@@ -141,10 +141,10 @@ def _check_rank_stats(better: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray,
     return b, t
 
 
-def _check_input_order(b: np.ndarray, t: np.ndarray, policy: str) -> None:
+def _check_input_order(b: np.ndarray, t: np.ndarray, tie_policy: str) -> None:
     """Under ``input_order`` a rank needs ``ties == 0``: rank statistics do not hold the order
     in which tied items were listed."""
-    if policy == "input_order" and (tied := t > 0).any():
+    if tie_policy == "input_order" and (tied := t > 0).any():
         where = first_index(tied)
         raise InvalidInputError(
             "tie policy 'input_order' ranks tied items in their list order, which rank "
@@ -153,23 +153,27 @@ def _check_input_order(b: np.ndarray, t: np.ndarray, policy: str) -> None:
         )
 
 
-def _policy_kernel(better: np.ndarray, ties: np.ndarray, *, policy: str, what: str) -> np.ndarray:
+def _policy_kernel(
+    better: np.ndarray, ties: np.ndarray, *, tie_policy: str, what: str
+) -> np.ndarray:
     b, t = _check_rank_stats(better, ties)
-    _check_input_order(b, t, policy)
+    _check_input_order(b, t, tie_policy)
     if what == "ap":
-        return kernels.ap_from_stats(b, t, policy)
-    return kernels.rank_from_stats(b, t, policy)
+        return kernels.ap_from_stats(b, t, tie_policy)
+    return kernels.rank_from_stats(b, t, tie_policy)
 
 
-def _elementwise(better: Any, ties: Any, policy: str, what: str) -> Any:
+def _elementwise(better: Any, ties: Any, tie_policy: str, what: str) -> Any:
     result = apply_kernel(
-        _policy_kernel, {"better": better, "ties": ties}, kwargs={"policy": policy, "what": what}
+        _policy_kernel,
+        {"better": better, "ties": ties},
+        kwargs={"tie_policy": tie_policy, "what": what},
     )
     return unwrap(result, is_labeled(better, ties))
 
 
-@validate_params(policy=Choice(CUBE_TIE_POLICIES))
-def ap_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> Any:
+@validate_params(tie_policy=Choice(CUBE_TIE_POLICIES))
+def ap_from_rank_stats(better: Any, ties: Any, *, tie_policy: str = "expected") -> Any:
     r"""Average precision of a list with one relevant item, from its rank statistics.
 
     With :math:`b` = better and :math:`t` = ties (docs/metrics.md):
@@ -196,16 +200,16 @@ def ap_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> A
     Examples
     --------
     >>> import metricalc as mc
-    >>> round(float(mc.ap_from_rank_stats(2, 3, policy="expected")), 6)
+    >>> round(float(mc.ap_from_rank_stats(2, 3, tie_policy="expected")), 6)
     0.2375
-    >>> float(mc.ap_from_rank_stats(2, 3, policy="workbench"))
+    >>> float(mc.ap_from_rank_stats(2, 3, tie_policy="workbench"))
     0.2
     """
-    return _elementwise(better, ties, policy, "ap")
+    return _elementwise(better, ties, tie_policy, "ap")
 
 
 def ranked_ap_slices(
-    better: np.ndarray, ties: np.ndarray, policy: str, chunk: int = kernels.CHUNK_ELEMENTS
+    better: np.ndarray, ties: np.ndarray, tie_policy: str, chunk: int = kernels.CHUNK_ELEMENTS
 ) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
     """:func:`ap_from_rank_stats` of every ranked cell (``better >= 0``) of a grid, ``chunk``
     flat cells at a time so that temporaries stay small: for each slice of the flattened grid
@@ -225,11 +229,11 @@ def ranked_ap_slices(
         ranked = flat_better[part] >= 0
         if ranked.any():
             values = flat_better[part][ranked], flat_ties[part][ranked]
-            yield part, ranked, ap_from_rank_stats(*values, policy=policy)
+            yield part, ranked, ap_from_rank_stats(*values, tie_policy=tie_policy)
 
 
-@validate_params(policy=Choice(CUBE_TIE_POLICIES))
-def rank_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") -> Any:
+@validate_params(tie_policy=Choice(CUBE_TIE_POLICIES))
+def rank_from_rank_stats(better: Any, ties: Any, *, tie_policy: str = "expected") -> Any:
     r"""Rank (1-based) of the relevant item under a tie policy; see :func:`ap_from_rank_stats`.
 
     Returns a float (``expected`` gives :math:`1 + b + t/2`); NaN where R = 0.
@@ -237,23 +241,23 @@ def rank_from_rank_stats(better: Any, ties: Any, *, policy: str = "expected") ->
     Examples
     --------
     >>> import metricalc as mc
-    >>> [float(mc.rank_from_rank_stats(2, 3, policy=p)) for p in mc.TIE_POLICIES]
+    >>> [float(mc.rank_from_rank_stats(2, 3, tie_policy=p)) for p in mc.TIE_POLICIES]
     [3.0, 6.0, 5.0, 4.5]
     """
-    return _elementwise(better, ties, policy, "rank")
+    return _elementwise(better, ties, tie_policy, "rank")
 
 
 def _at_k_kernel(
-    better: np.ndarray, ties: np.ndarray, k: np.ndarray, *, policy: str, divide_by_k: bool
+    better: np.ndarray, ties: np.ndarray, k: np.ndarray, *, tie_policy: str, divide_by_k: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     b, t = _check_rank_stats(better, ties)
-    _check_input_order(b, t, policy)
+    _check_input_order(b, t, tie_policy)
     if b.ndim == 0:
         raise InvalidInputError(
             "better and ties must hold one value per query along the last axis (or along dim=); "
             "got scalars"
         )
-    hits = kernels.hit_probability(b, t, k, policy)
+    hits = kernels.hit_probability(b, t, k, tie_policy)
     if divide_by_k:
         hits = hits / k
     valid = (b >= 0).sum(axis=-1)
@@ -264,7 +268,7 @@ def _at_k_kernel(
 
 _AT_K_PARAMS = {
     "k": OneOf(Integer(1), ListOf(Integer(1))),
-    "policy": Choice(CUBE_TIE_POLICIES),
+    "tie_policy": Choice(CUBE_TIE_POLICIES),
     "dim": Nullable(Text()),
     "zero_division": ZERO_DIVISION,
 }
@@ -272,7 +276,7 @@ def _at_k(
     better: Any,
     ties: Any,
     k: int | Sequence[int],
-    policy: str,
+    tie_policy: str,
     dim: str | None,
     zero_division: ZeroDivision,
     *,
@@ -289,7 +293,7 @@ def _at_k(
         output_core_dims=[["k"], ["k"]],
         output_dtypes=[np.float64, np.int64],
         output_sizes={"k": ks.size},
-        kwargs={"k": ks, "policy": policy, "divide_by_k": divide_by_k},
+        kwargs={"k": ks, "tie_policy": tie_policy, "divide_by_k": divide_by_k},
     )
     result = fill_undefined(valid == 0, mean, zero_division, what)
     if not is_labeled(better, ties):
@@ -304,7 +308,7 @@ def hit_rate_at_k(
     ties: Any,
     k: int | Sequence[int] = 1,
     *,
-    policy: str = "expected",
+    tie_policy: str = "expected",
     dim: str | None = None,
     zero_division: ZeroDivision = "nan",
 ) -> Any:
@@ -323,7 +327,7 @@ def hit_rate_at_k(
         Rank statistics (:func:`rank_stats`), queries on the last axis or along ``dim``.
     k : int or sequence of int
         Cut-off(s); a sequence adds a trailing ``k`` axis (a ``k`` dim for DataArrays).
-    policy : {"optimistic", "pessimistic", "workbench", "expected"}
+    tie_policy : {"optimistic", "pessimistic", "workbench", "expected"}
     zero_division : {"nan", "warn", 0, 1}
         Value when no query has a relevant item.
 
@@ -333,7 +337,7 @@ def hit_rate_at_k(
     >>> mc.hit_rate_at_k([0, 3, 9, -1], [0, 0, 0, -1], k=[1, 5]).tolist()
     [0.3333333333333333, 0.6666666666666666]
     """
-    return _at_k(better, ties, k, policy, dim, zero_division, divide_by_k=False)
+    return _at_k(better, ties, k, tie_policy, dim, zero_division, divide_by_k=False)
 
 
 @validate_params(**_AT_K_PARAMS)
@@ -342,7 +346,7 @@ def precision_at_k(
     ties: Any,
     k: int | Sequence[int] = 1,
     *,
-    policy: str = "expected",
+    tie_policy: str = "expected",
     dim: str | None = None,
     zero_division: ZeroDivision = "nan",
 ) -> Any:
@@ -360,7 +364,7 @@ def precision_at_k(
     >>> mc.precision_at_k([0, 3, 9, -1], [0, 0, 0, -1], k=[1, 5]).round(4).tolist()
     [0.3333, 0.1333]
     """
-    return _at_k(better, ties, k, policy, dim, zero_division, divide_by_k=True)
+    return _at_k(better, ties, k, tie_policy, dim, zero_division, divide_by_k=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -374,7 +378,7 @@ def _ap_kernel(
     n_relevant: Any = None,
     *,
     method: str,
-    ties: str,
+    tie_policy: str,
 ) -> np.ndarray:
     labels = as_labels("y_true", y_true)
     scores = as_scores("y_score", y_score)
@@ -400,18 +404,18 @@ def _ap_kernel(
                 f"n_relevant must be >= the relevant items present in the list; found "
                 f"n_relevant={int(R[where])} with {int(present[where])} present at index {where}"
             )
-    if ties == "workbench" and (present > 1).any():
+    if tie_policy == "workbench" and (present > 1).any():
         where = first_index(present > 1)
         raise InvalidInputError(
-            "ties='workbench' is defined for lists with one relevant item; the list at index "
+            "tie_policy='workbench' is defined for lists with one relevant item; the list at index "
             f"{where} has {int(present[where])}. Use 'optimistic', 'pessimistic' or 'expected'."
         )
-    return kernels.average_precision_rows(labels, scores, R, method=method, ties=ties)
+    return kernels.average_precision_rows(labels, scores, R, method=method, tie_policy=tie_policy)
 
 
 @validate_params(
     method=Choice(AP_METHODS),
-    ties=Nullable(Choice(TIE_POLICIES)),
+    tie_policy=Nullable(Choice(TIE_POLICIES)),
     dim=Nullable(Text()),
     zero_division=ZERO_DIVISION,
 )
@@ -421,7 +425,7 @@ def average_precision(
     *,
     method: str = "step",
     n_relevant: Any = None,
-    ties: str | None = None,
+    tie_policy: str | None = None,
     dim: str | None = None,
     zero_division: ZeroDivision = "nan",
 ) -> Any:
@@ -436,7 +440,7 @@ def average_precision(
         one threshold, so every relevant item of a tie group gets the precision at its end.
     ``"ir"`` (trec_eval ``map``, DescriptorWorkbench ``computeAveragePrecision``)
         :math:`AP = \frac{1}{R} \sum_{i \text{ relevant}} P_i`, the order inside tied scores set
-        by ``ties``: ``"expected"`` (default; expectation over a random order of tied items),
+        by ``tie_policy``: ``"expected"`` (default; expectation over a random order of tied items),
         ``"optimistic"`` (relevant first), ``"pessimistic"`` (relevant last), ``"workbench"``
         (one relevant item per list; rank :math:`1 + b + \lfloor (t+1)/2 \rfloor`, as
         DescriptorWorkbench). Without ties every policy gives trec_eval's value; trec_eval itself
@@ -467,9 +471,9 @@ def average_precision(
     n_relevant : int or array of int, shape (...), optional
         :math:`R` for truncated lists: relevant items missing from the list count as never
         retrieved (their precision contributes 0). Must be >= the relevant items present.
-    ties : {"expected", "optimistic", "pessimistic", "workbench"}, optional
+    tie_policy : {"expected", "optimistic", "pessimistic", "workbench"}, optional
         Tie policy of ``"ir"`` (default ``"expected"``). The other methods have the fixed tie
-        handling of the toolkit they reproduce, and passing ``ties`` to them is an error.
+        handling of the toolkit they reproduce, and passing ``tie_policy`` to them is an error.
     dim : str, optional
         Sample dimension of DataArray inputs; the other dims are kept (one AP per list).
     zero_division : {"nan", "warn", 0, 1}
@@ -492,12 +496,12 @@ def average_precision(
     >>> round(float(mc.average_precision([0, 1, 1, 0], [0.1, 0.5, 0.5, 0.9])), 6)
     0.666667
     """
-    if ties is None:
-        ties = "expected"
+    if tie_policy is None:
+        tie_policy = "expected"
     elif method != "ir":
         raise InvalidInputError(
-            f"ties= applies to method='ir' only; method={method!r} has the fixed tie handling "
-            "of the toolkit it reproduces (see the docstring)"
+            f"tie_policy= applies to method='ir' only; method={method!r} has the fixed tie "
+            "handling of the toolkit it reproduces (see the docstring)"
         )
     labeled = is_labeled(y_true, y_score, n_relevant)
     named = {"y_true": y_true, "y_score": y_score}
@@ -508,7 +512,7 @@ def average_precision(
         named,
         core=("y_true", "y_score"),
         dim=dim,
-        kwargs={"method": method, "ties": ties},
+        kwargs={"method": method, "tie_policy": tie_policy},
     )
     if zero_division != "nan":  # NaN marks lists with R = 0
         ap = fill_undefined(ap != ap, ap, zero_division, "average_precision")

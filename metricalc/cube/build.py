@@ -29,7 +29,7 @@ from metricalc.version import __version__
 
 
 def _complete_query_data(
-    data: dict[str, np.ndarray], shape: tuple[int, int], policy: str
+    data: dict[str, np.ndarray], shape: tuple[int, int], tie_policy: str
 ) -> dict[str, np.ndarray]:
     """Derive n_relevant and ap where they are not given, fill the rest with sentinels."""
     if ("better" in data) != ("ties" in data):
@@ -45,7 +45,7 @@ def _complete_query_data(
         ap = np.full(shape, np.nan)
         if ranked.any():
             ap[ranked] = ap_from_rank_stats(
-                data["better"][ranked], data["ties"][ranked], policy=policy
+                data["better"][ranked], data["ties"][ranked], tie_policy=tie_policy
             )
         data["ap"] = ap
     for name in model.QUERY_VARIABLES:
@@ -198,7 +198,7 @@ def _query_coords(query_coords: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _query_variables(
-    data: Mapping[str, Any], shape: tuple[int, int], policy: str, copy: bool
+    data: Mapping[str, Any], shape: tuple[int, int], tie_policy: str, copy: bool
 ) -> dict[str, Any]:
     """The (descriptor, query) variables: the given ones converted, the others derived or
     filled (:func:`_complete_query_data`)."""
@@ -211,7 +211,7 @@ def _query_variables(
         )
         for name in data
     }
-    arrays = _complete_query_data(arrays, shape, policy)
+    arrays = _complete_query_data(arrays, shape, tie_policy)
     return {k: ((DESCRIPTOR, QUERY), v) for k, v in arrays.items()}
 
 

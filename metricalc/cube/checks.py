@@ -199,7 +199,7 @@ def _check_coord_values(report: _Reporter, coords: dict[str, np.ndarray]) -> Non
         )
 
 
-def _check_rank_values(report: _Reporter, data: dict[str, np.ndarray], policy: Any) -> None:
+def _check_rank_values(report: _Reporter, data: dict[str, np.ndarray], tie_policy: Any) -> None:
     """n_relevant, better, ties and ap: their ranges and agreement."""
     n_rel = data["n_relevant"]
     report.check("n_relevant", ~_in(n_rel, (-1, 0, 1)), "must be 1, 0 or -1 (missing)")
@@ -215,23 +215,27 @@ def _check_rank_values(report: _Reporter, data: dict[str, np.ndarray], policy: A
     report.check(
         "ap", (n_rel == 1) & ~((ap >= 0) & (ap <= 1)), "must be in [0, 1] where n_relevant == 1"
     )
-    if policy == "input_order":
+    if tie_policy == "input_order":
         report.check(
             "ties",
             ties > 0,
             "must be 0 or -1 under tie policy 'input_order' (rank statistics do not hold the "
             "list order that breaks ties)",
         )
-    wrong = _ap_mismatch(better, ties, ap, policy)
-    report.check("ap", wrong, f"must equal ap_from_rank_stats(better, ties, policy={policy!r})")
+    wrong = _ap_mismatch(better, ties, ap, tie_policy)
+    report.check(
+        "ap", wrong, f"must equal ap_from_rank_stats(better, ties, tie_policy={tie_policy!r})"
+    )
 
 
-def _ap_mismatch(better: np.ndarray, ties: np.ndarray, ap: np.ndarray, policy: Any) -> np.ndarray:
+def _ap_mismatch(
+    better: np.ndarray, ties: np.ndarray, ap: np.ndarray, tie_policy: Any
+) -> np.ndarray:
     """Where ``better >= 0`` and ``ap`` is not ``ap_from_rank_stats(better, ties)``; computed in
     slices of ``CHUNK_ELEMENTS`` cells so that the temporaries stay small."""
     wrong = np.zeros(ap.shape, bool)
     flat_ap, flat_wrong = ap.reshape(-1), wrong.reshape(-1)
-    for part, ranked, expected in ranked_ap_slices(better, ties, policy, CHUNK_ELEMENTS):
+    for part, ranked, expected in ranked_ap_slices(better, ties, tie_policy, CHUNK_ELEMENTS):
         agree = np.isclose(flat_ap[part][ranked], expected, rtol=1e-9, atol=1e-12)
         flat_wrong[part][ranked] = ~agree
     return wrong

@@ -378,12 +378,12 @@ def _fail_cells(
 
 
 def _derive_relevance(
-    df: pd.DataFrame, data: dict[str, np.ndarray], cells: _Cells, policy: str
+    df: pd.DataFrame, data: dict[str, np.ndarray], cells: _Cells, tie_policy: str
 ) -> None:
     """Set ``n_relevant`` and ``ap`` in ``data`` (grids) from better/ties or from ap; the given
     ones must agree."""
     if "better" in data:
-        _derive_from_rank_stats(df, data, cells, policy)
+        _derive_from_rank_stats(df, data, cells, tie_policy)
     else:
         finite = cells.flags(np.isfinite(data["ap"]))
         if "n_relevant" in data:
@@ -406,7 +406,7 @@ def _derive_relevance(
 
 
 def _derive_from_rank_stats(
-    df: pd.DataFrame, data: dict[str, np.ndarray], cells: _Cells, policy: str
+    df: pd.DataFrame, data: dict[str, np.ndarray], cells: _Cells, tie_policy: str
 ) -> None:
     better, ties = data["better"], data["ties"]
     _fail_cells(
@@ -426,7 +426,7 @@ def _derive_from_rank_stats(
             "must be 1 where better/ties are counts and 0 where they are -1 (R = 0)",
         )
     data["n_relevant"] = derived
-    ap = _ap_grid(better, ties, policy)
+    ap = _ap_grid(better, ties, tie_policy)
     if "ap" in data:
         given = data["ap"]
         _fail_cells(
@@ -434,17 +434,17 @@ def _derive_from_rank_stats(
             cells,
             ~(_same(given, ap) | np.isclose(given, ap, rtol=1e-9, atol=1e-12)),
             "ap",
-            f"disagrees with ap_from_rank_stats(better, ties, policy={policy!r})",
+            f"disagrees with ap_from_rank_stats(better, ties, tie_policy={tie_policy!r})",
         )
     data["ap"] = ap
 
 
-def _ap_grid(better: np.ndarray, ties: np.ndarray, policy: str) -> np.ndarray:
+def _ap_grid(better: np.ndarray, ties: np.ndarray, tie_policy: str) -> np.ndarray:
     """:func:`ap_from_rank_stats` where ``better >= 0``, else NaN; computed in slices of
     ``CHUNK_ELEMENTS`` cells so that its temporaries stay small."""
     ap = np.full(better.shape, np.nan)
     flat_ap = ap.reshape(-1)
-    for part, ranked, values in ranked_ap_slices(better, ties, policy, CHUNK_ELEMENTS):
+    for part, ranked, values in ranked_ap_slices(better, ties, tie_policy, CHUNK_ELEMENTS):
         flat_ap[part][ranked] = values
     return ap
 

@@ -17,7 +17,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("true_map_micro", "mAP", True),
     ("patch_retrieval_map", "patch mAP", True),
     ("image_retrieval_map", "image mAP", True),
-    ("precision_at_1", "HR@1", True),
+    ("hit_rate_at_1", "HR@1", True),
     ("mprec@3px", "mprec@3px", True),
     ("H_error_ransac@1px", "AUC@1px", True),
     ("H_error_ransac@3px", "AUC@3px", True),

@@ -109,7 +109,7 @@ def _scene_outcome(
     bojanic: bool,
 ) -> _Outcome:
     """The five image pairs of one scene and, with ``bojanic``, its verification / retrieval."""
-    tau, border, policy = attrs["tau_px"], attrs["border_px"], attrs["tie_policy"]
+    tau, border, tie_policy = attrs["tau_px"], attrs["border_px"], attrs["tie_policy"]
     scene = features.get(sequence.name)
     if scene is None:
         raise InvalidInputError(f"descriptor {name!r} has no features for scene {sequence.name!r}")
@@ -140,7 +140,7 @@ def _scene_outcome(
             sequence.shape(k),
             tau=tau,
             border=border,
-            tie_policy=policy,
+            tie_policy=tie_policy,
             keep_distances=keep,
         )
         if keep:
@@ -154,7 +154,7 @@ def _scene_outcome(
             pool,
             tau=tau,
             border=border,
-            tie_policy=policy,
+            tie_policy=tie_policy,
             y0=attrs["y0_policy"],
             relevant=relevant,
             hard_distances=blocks if keep else None,

@@ -6,7 +6,8 @@ reference image (image 1) of every scene as a query and ranks every other image 
 by the number of matches of cross-checked brute-force matching between the two images (a match
 is a mutual nearest neighbour); equal scores are ordered by scene name, then image name. The
 images of the query's scene are relevant, and the query's AP is the information-retrieval AP of
-that ranked list:
+that ranked list, ties kept in that order (:func:`metricalc.average_precision` with
+``method="vlfeat"``):
 
 .. math::
 
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from metricalc.core.ranking import average_precision
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints.geometry import inside
 from metricalc.keypoints.matching import prepare_candidates, prepare_queries, squared_distances
@@ -42,7 +44,6 @@ __all__ = [
     "descriptor_image_retrieval",
     "image_retrieval",
     "mutual_match_counts",
-    "retrieval_ap",
 ]
 
 RETRIEVAL_VARIABLES = ("image_retrieval_ap", "image_retrieval_relevant")
@@ -53,21 +54,6 @@ CHUNK_ELEMENTS = 1 << 24
 ``metricalc.keypoints.matching.GEMM_CHUNK_ELEMENTS``, as each query image meets all images."""
 
 _IMAGES = range(1, 7)
-
-
-def retrieval_ap(relevant: np.ndarray) -> float:
-    """IR average precision of a ranked list of relevance flags; NaN without a relevant item
-    (DescriptorWorkbench writes 0 there).
-
-    Examples
-    --------
-    >>> retrieval_ap(np.array([True, False, True]))   # (1/1 + 2/3) / 2
-    0.8333333333333333
-    """
-    hits = np.flatnonzero(relevant)
-    if hits.size == 0:
-        return float("nan")
-    return float(np.mean(np.arange(1, hits.size + 1) / (hits + 1)))
 
 
 def _chunks(sizes: np.ndarray, budget: int) -> list[slice]:
@@ -207,8 +193,9 @@ def descriptor_image_retrieval(
         own = keys.index((sequence.name, 1))
         scores = np.delete(mutual_match_counts(images[(sequence.name, 1)], descriptors), own)
         relevant = np.delete(scene_of == sequence.name, own)
-        order = np.argsort(-scores, kind="stable")  # the candidates are already in tie order
-        aps[position] = retrieval_ap(relevant[order])
+        # the candidates are already in tie order, which "vlfeat" keeps (a stable sort); NaN
+        # without a relevant image (DescriptorWorkbench writes 0 there)
+        aps[position] = average_precision(relevant, scores, method="vlfeat")
         relevant_counts[position] = int(relevant.sum())
     return {"image_retrieval_ap": aps, "image_retrieval_relevant": relevant_counts}
 

@@ -77,7 +77,7 @@ def evaluate_pair(
         "better": matches.better,
         "ties": matches.ties,
         "n_relevant": has_gt.astype(np.int8),
-        "ap": ap_from_rank_stats(matches.better, matches.ties, policy=tie_policy),
+        "ap": ap_from_rank_stats(matches.better, matches.ties, tie_policy=tie_policy),
         "nn_correct": (has_gt & (matches.nn_index == gt.relevant)).astype(np.int8),
         "gt_distance": matches.gt_distance,
         "nn_distance": matches.nn_distance,

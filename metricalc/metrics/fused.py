@@ -81,7 +81,7 @@ def _query_class(row: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def _row_sums(
-    row: dict[str, np.ndarray], unit: np.ndarray, units: int, cutoffs: np.ndarray, policy: str
+    row: dict[str, np.ndarray], unit: np.ndarray, units: int, cutoffs: np.ndarray, tie_policy: str
 ) -> np.ndarray:
     """The sums of one descriptor's queries of one chunk per image pair (codes ``unit``): the AP
     sum over R = 1, the count of each query class (:data:`_CLASSES`), the ``n_candidates`` sum
@@ -100,12 +100,12 @@ def _row_sums(
     else:
         parts.append(np.zeros(units))
     ranked = r1 & (row["better"] >= 0)
-    parts.append(hit_sums(row["better"], row["ties"], ranked, cutoffs, policy))
+    parts.append(hit_sums(row["better"], row["ties"], ranked, cutoffs, tie_policy))
     return np.concatenate(parts, dtype=np.float64)
 
 
 def _block_sums(
-    *blocks: np.ndarray, names: tuple[str, ...], units: int, cutoffs: np.ndarray, policy: str
+    *blocks: np.ndarray, names: tuple[str, ...], units: int, cutoffs: np.ndarray, tie_policy: str
 ) -> np.ndarray:
     """The sums of one chunk: ``blocks`` are the (descriptor, query) blocks of ``names``, then
     the image-pair codes of the chunk's queries; shape (descriptors, 1, sums)."""
@@ -117,7 +117,7 @@ def _block_sums(
             unit,
             units,
             cutoffs,
-            policy,
+            tie_policy,
         )
         for r in range(data[0].shape[0])  # the descriptors of the chunk (not the queries)
     ]
@@ -176,7 +176,7 @@ def _aligned(cube: xr.Dataset, names: tuple[str, ...]) -> list[Any]:
 
 
 def _totals(
-    cube: xr.Dataset, names: tuple[str, ...], cutoffs: np.ndarray, policy: str
+    cube: xr.Dataset, names: tuple[str, ...], cutoffs: np.ndarray, tie_policy: str
 ) -> tuple[Any, dict[str, slice], np.ndarray, np.ndarray]:
     """The sums of :class:`QuerySums` as one dask array (descriptor x sums): one
     :func:`_block_sums` task per chunk, a tree sum over the chunks, :func:`_grouped`; where
@@ -197,7 +197,7 @@ def _totals(
         names=names,
         units=units.size,
         cutoffs=cutoffs,
-        policy=policy,
+        tie_policy=tie_policy,
         new_axis=2,
         chunks=(arrays[0].chunks[0], (1,) * len(query_chunks), (width,)),
         dtype=np.float64,
@@ -218,7 +218,7 @@ def _totals(
     return totals, layout, scenes, units
 
 
-def query_sums(cube: xr.Dataset, cutoffs: list[int], policy: str) -> QuerySums:
+def query_sums(cube: xr.Dataset, cutoffs: list[int], tie_policy: str) -> QuerySums:
     """:class:`QuerySums` of a dask-backed cube prepared by
     :func:`~metricalc.metrics.reductions.prepare_cube` (its group codes in memory), at the
     distinct hit ``cutoffs`` under the tie ``policy``: one task per chunk reading each
@@ -228,7 +228,7 @@ def query_sums(cube: xr.Dataset, cutoffs: list[int], policy: str) -> QuerySums:
 
     names = _READ + (MATCH_VARS if all(n in cube.data_vars for n in MATCH_VARS) else ())
     ks = np.asarray(cutoffs, np.int64)
-    totals, layout, scenes, units = _totals(cube, names, ks, policy)
+    totals, layout, scenes, units = _totals(cube, names, ks, tie_policy)
     descriptors = {"descriptor": cube["descriptor"].values}
 
     def part(name: str, dim: str, labels: np.ndarray, count: bool) -> xr.DataArray:

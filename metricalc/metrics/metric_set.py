@@ -29,6 +29,7 @@ from metricalc.metrics.ranks import (
 from metricalc.metrics.reductions import (
     PAIR_UNIT,
     QUERY_VARS,
+    cube_tie_policy,
     descriptor_constant,
     group_nanmean,
     group_sum,
@@ -36,7 +37,6 @@ from metricalc.metrics.reductions import (
     pair_keypoints,
     prepare_cube,
     ratio,
-    tie_policy,
 )
 from metricalc.metrics.retrieval import hpatches17_means, retrieval_means
 from metricalc.metrics.scenes import pair_precision, precision_of_pairs, scene_maps, scene_sums
@@ -198,8 +198,8 @@ def metric_set(
         \text{legacy\_macro\_precision\_by\_scene} = \operatorname{mean}_s
             \operatorname{mean}_{p \in s} P_p
 
-        \text{precision\_at\_k} = \text{recall\_at\_k} = HR@k, \quad
-        \text{ir\_precision\_at\_k} = HR@k / k, \quad
+        \text{hit\_rate\_at\_k} = \text{recall\_at\_k} = HR@k, \quad
+        \text{precision\_at\_k} = HR@k / k, \quad
         \text{r0\_rate} = \frac{|Q_0|}{|Q_1| + |Q_0|}
 
     These are DescriptorWorkbench's definitions (``ExperimentMetrics::calculateMeanPrecision``):
@@ -207,9 +207,9 @@ def metric_set(
     ``v_*`` / ``i_*`` sequences (:data:`~metricalc.metrics.SPLIT_LETTERS`; ``illumination_*``
     likewise over :math:`I`); a scene whose queries all have R = 0 enters only the split
     ``*_map_including_zeros`` means (as a 0). ``*_map_micro`` (query-weighted) is metricalc's
-    variant. ``precision_at_k`` is DescriptorWorkbench's definition, a hit rate
-    (:func:`metricalc.hit_rate_at_k` with the cube's tie policy); the IR precision (hits / k,
-    :func:`metricalc.precision_at_k`) is ``ir_precision_at_k``.
+    variant. ``hit_rate_at_k`` is a hit rate (:func:`metricalc.hit_rate_at_k` with the cube's
+    tie policy), the value DescriptorWorkbench calls ``precision_at_k``; ``precision_at_k`` is
+    the IR precision (hits / k, :func:`metricalc.precision_at_k`), at most 1/k here.
 
     ``image_retrieval_map`` is the mean over the scenes (``sequence``) of the cube's
     ``image_retrieval_ap`` (the AP of each scene's reference image ranking all other images of
@@ -234,7 +234,7 @@ def metric_set(
         ``nn_correct`` (and ``status``, ``error``, ``processing_time_ms``, the Bojanic and
         image retrieval variables on ``(descriptor, sequence)`` when present).
     k : int or sequence of int
-        Cut-offs of ``precision_at_k``, ``recall_at_k`` and ``ir_precision_at_k``.
+        Cut-offs of ``hit_rate_at_k``, ``recall_at_k`` and ``precision_at_k``.
     zero_division : {"nan", "warn", 0, 1}
         Value of an empty mean (descriptors with status ``ok``): NaN (default), or 0 / 1
         (``"warn"``: 0 and an :class:`metricalc.errors.UndefinedMetricWarning`). ``0`` gives
@@ -264,14 +264,14 @@ def metric_set(
     0.75
     >>> float(m.true_map_micro_including_zeros.sel(descriptor="sift"))  # (1 + 1/2) / 3
     0.5
-    >>> float(m.precision_at_1.sel(descriptor="sift")), float(m.r0_rate.sel(descriptor="sift"))
+    >>> float(m.hit_rate_at_1.sel(descriptor="sift")), float(m.r0_rate.sel(descriptor="sift"))
     (0.5, 0.3333333333333333)
     """
     ks = sorted({int(v) for v in np.atleast_1d(k)})
     cube, ok = prepare_cube(cube, (*QUERY_VARS, "nn_correct"), "metric_set")
-    policy = tie_policy(cube)
+    tie_policy = cube_tie_policy(cube)
     lazy = cube["better"].chunks is not None
-    sums = _streamed(cube, ks, policy) if lazy else _in_memory(cube, ks, policy)
+    sums = _streamed(cube, ks, tie_policy) if lazy else _in_memory(cube, ks, tie_policy)
     totals = tuple(values.sum("scene") for values in sums.by_scene)  # AP sum, R = 1, R = 0
     n1, n0 = totals[1:]
     metrics = _map_metrics(sums, totals, cube, zero_division)
@@ -284,7 +284,7 @@ def metric_set(
     out = _typed(metrics, counts, cube, ok)
     measures = {**retrieval_means(cube, ok), **hpatches17_means(cube, ok)}
     out.update(measures)
-    attrs = {**cube.attrs, "tie_policy": policy, "k": ks}
+    attrs = {**cube.attrs, "tie_policy": tie_policy, "k": ks}
     order = _output_order(ks, [*measures], out)
     result = xr.Dataset({name: out[name] for name in order}, attrs=attrs)
     return result.drop_vars([c for c in result.coords if c not in ("descriptor", "rank_bin")])
@@ -303,7 +303,7 @@ class _Sums:
     rank_histogram: xr.DataArray
 
 
-def _in_memory(cube: xr.Dataset, ks: list[int], policy: str) -> _Sums:
+def _in_memory(cube: xr.Dataset, ks: list[int], tie_policy: str) -> _Sums:
     """:class:`_Sums` of a cube in memory (grouped sums over its arrays)."""
     r1 = cube["n_relevant"] == 1
     better = cube["better"].where(r1, -1)
@@ -312,16 +312,16 @@ def _in_memory(cube: xr.Dataset, ks: list[int], policy: str) -> _Sums:
         by_scene=scene_sums(cube),
         by_pair=pair_precision(cube),
         match_counts=match_counts(cube),
-        at_k=at_k_metrics(better, ties, ks, policy),
+        at_k=at_k_metrics(better, ties, ks, tie_policy),
         # queries brought with an AP only (better = -1) have no rank to put in a bin
-        rank_histogram=rank_histogram(better, ties, r1 & (better >= 0), policy),
+        rank_histogram=rank_histogram(better, ties, r1 & (better >= 0), tie_policy),
     )
 
 
-def _streamed(cube: xr.Dataset, ks: list[int], policy: str) -> _Sums:
+def _streamed(cube: xr.Dataset, ks: list[int], tie_policy: str) -> _Sums:
     """:class:`_Sums` of a dask-backed cube, from the sums of one pass over its chunks
     (:func:`~metricalc.metrics.fused.query_sums`): the same formulas on the same sums."""
-    sums = query_sums(cube, sorted({*ks, *HISTOGRAM_CUTOFFS}), policy)
+    sums = query_sums(cube, sorted({*ks, *HISTOGRAM_CUTOFFS}), tie_policy)
     if sums.matches is None or sums.candidates is None or sums.known is None:
         counts = _unknown_match_counts(cube)
     else:

@@ -41,18 +41,18 @@ RANK_BINS: tuple[tuple[str, float, float], ...] = (
 """Bins of the rank histogram: (label, lowest rank, highest rank). A rank r falls in the bin
 with ``upper(previous bin) < r <= upper(bin)``, so fractional ranks are binned too."""
 
-AT_K_METRICS = ("precision_at", "recall_at", "ir_precision_at")
+AT_K_METRICS = ("hit_rate_at", "recall_at", "precision_at")
 """The metrics at a cut-off k, named ``<prefix>_<k>``, in the order of the metric set."""
 
 
 def at_k_metrics(
-    better: xr.DataArray, ties: xr.DataArray, ks: list[int], policy: str
+    better: xr.DataArray, ties: xr.DataArray, ks: list[int], tie_policy: str
 ) -> dict[str, xr.DataArray]:
-    """``precision_at_k`` and ``recall_at_k`` (both the hit rate HR@k) and ``ir_precision_at_k``
+    """``hit_rate_at_k`` and ``recall_at_k`` (both the hit rate HR@k) and ``precision_at_k``
     (HR@k / k) for every k, from the rank statistics of the R = 1 queries (-1 elsewhere)."""
-    hits = hit_rate_at_k(better, ties, ks, policy=policy, dim="query")
-    ir = precision_at_k(better, ties, ks, policy=policy, dim="query")
-    return _by_name(hits, ir, ks)
+    hits = hit_rate_at_k(better, ties, ks, tie_policy=tie_policy, dim="query")
+    precision = precision_at_k(better, ties, ks, tie_policy=tie_policy, dim="query")
+    return _by_name(hits, precision, ks)
 
 
 def at_k_from_sums(
@@ -62,22 +62,24 @@ def at_k_from_sums(
     cutoffs (dim ``k``, :func:`hit_sums`) and their count (NaN without a ranked query):
 
     .. math:: HR@k = \frac{\sum_{q : b_q \ge 0} h_q(k)}{|\{q : b_q \ge 0\}|}, \qquad
-        \text{ir\_precision\_at\_k} = HR@k / k
+        \text{precision\_at\_k} = HR@k / k
     """
     hits: xr.DataArray = sums.sel(k=ks) / ranked.where(ranked > 0)
     return _by_name(hits, hits / xr.DataArray(ks, dims="k", coords={"k": ks}), ks)
 
 
-def _by_name(hits: xr.DataArray, ir: xr.DataArray, ks: list[int]) -> dict[str, xr.DataArray]:
+def _by_name(
+    hits: xr.DataArray, precision: xr.DataArray, ks: list[int]
+) -> dict[str, xr.DataArray]:
     out = {}
-    for name, values in zip(AT_K_METRICS, (hits, hits, ir), strict=True):
+    for name, values in zip(AT_K_METRICS, (hits, hits, precision), strict=True):
         for kk in ks:
             out[f"{name}_{kk}"] = values.sel(k=kk, drop=True)
     return out
 
 
 def hit_sums(
-    better: np.ndarray, ties: np.ndarray, ranked: np.ndarray, cutoffs: np.ndarray, policy: str
+    better: np.ndarray, ties: np.ndarray, ranked: np.ndarray, cutoffs: np.ndarray, tie_policy: str
 ) -> np.ndarray:
     """Over the ``ranked`` queries (a mask; ``better >= 0`` there) of one list: the sums of the
     hit probability at each cutoff, then their count (length ``cutoffs.size + 1``).
@@ -93,7 +95,7 @@ def hit_sums(
     out[:-1] = below[cutoffs]
     tied = ranked & (ties > 0)
     if tied.any():
-        out[:-1] += hit_probability(better[tied], ties[tied], cutoffs, policy).sum(axis=0)
+        out[:-1] += hit_probability(better[tied], ties[tied], cutoffs, tie_policy).sum(axis=0)
     out[-1] = np.count_nonzero(ranked)
     return out
 
@@ -120,7 +122,7 @@ def _histogram(cumulative: xr.DataArray) -> xr.DataArray:
 
 
 def rank_histogram(
-    better: xr.DataArray, ties: xr.DataArray, r1: xr.DataArray, policy: str
+    better: xr.DataArray, ties: xr.DataArray, r1: xr.DataArray, tie_policy: str
 ) -> xr.DataArray:
     """Counts of R = 1 queries (with rank statistics) per rank bin (:data:`RANK_BINS`).
 
@@ -128,12 +130,12 @@ def rank_histogram(
     b + 1 .. b + t + 1.
     """
     edges = xr.DataArray(list(HISTOGRAM_CUTOFFS), dims="rank_bin")
-    if policy == "expected":
+    if tie_policy == "expected":
         b, t = better.where(r1), ties.where(r1)
         # P(rank <= edge); NumPy's ufuncs on DataArrays return DataArrays
         cumulative = cast(xr.DataArray, np.minimum(np.maximum(edges - b, 0), t + 1) / (t + 1))
     else:
-        rank = rank_from_rank_stats(better, ties, policy=policy).where(r1)
+        rank = rank_from_rank_stats(better, ties, tie_policy=tie_policy).where(r1)
         cumulative = (rank <= edges).where(r1)
     below = cumulative.sum("query", skipna=True)  # (descriptor, rank_bin): 9 cumulative
     total = r1.sum("query").astype(np.float64).expand_dims(rank_bin=1, axis=-1)

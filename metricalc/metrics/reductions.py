@@ -23,6 +23,7 @@ from metricalc.validation import CUBE_TIE_POLICIES, check_choice
 __all__ = [
     "PAIR_UNIT",
     "QUERY_VARS",
+    "cube_tie_policy",
     "descriptor_constant",
     "group_max",
     "group_nanmean",
@@ -33,7 +34,6 @@ __all__ = [
     "partition",
     "prepare_cube",
     "ratio",
-    "tie_policy",
     "unit_scene",
 ]
 
@@ -171,7 +171,7 @@ def _chunked_like(codes: np.ndarray, chunks: Any) -> Any:
     return da.from_array(codes, chunks=chunks)  # type: ignore[no-untyped-call]  # dask: no hints
 
 
-def tie_policy(cube: xr.Dataset) -> str:
+def cube_tie_policy(cube: xr.Dataset) -> str:
     """The cube's tie policy (attrs ``tie_policy``, default ``"expected"``)."""
     return check_choice(
         "cube.attrs['tie_policy']", cube.attrs.get("tie_policy", "expected"), CUBE_TIE_POLICIES

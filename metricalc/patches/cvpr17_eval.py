@@ -14,7 +14,9 @@ the counts after :math:`r` items and :math:`\epsilon = 10^{-10}`,
     P_r = \frac{\max(tp_r, \epsilon)}{\max(tp_r + fp_r, \epsilon)}, \qquad
     \mathrm{AP} = \sum_{\text{positive at rank } r} \frac{P_{r-1} + P_r}{2\,\max(p, \epsilon)}
 
-(the trapezoid over recall, :math:`P_0 = 1`; ``p`` the number of positives, or ``numpos``).
+(the trapezoid over recall, :math:`P_0 = 1`; ``p`` the number of positives, or ``numpos``):
+:func:`metricalc.average_precision`'s ``method="trapezoid"``, computed from the ranks of the
+positives by :func:`metricalc.core.kernels.trapezoid_ap_from_ranks`.
 **ROC AUC** (``metrics.roc``): the trapezoid of TPR over FPR per item, i.e.
 :math:`\frac{1}{p\,n} \sum_{\text{negative}} tp_{\text{before it}}`: a tie counts 0 or 1 by input
 order, not 1/2.
@@ -37,6 +39,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from metricalc.core.kernels import trapezoid_ap_from_ranks
 from metricalc.errors import InvalidInputError
 from metricalc.hpatches import CVPR17_LEVELS
 from metricalc.patches.cvpr17_files import (
@@ -62,7 +65,6 @@ __all__ = [
     "SCREEN_TOLERANCE",
     "TASKS17",
     "VerificationDistances",
-    "ap_from_ranks",
     "evaluate_hpatches17",
     "imbalanced_prefix",
     "matching",
@@ -90,23 +92,14 @@ _EPS = 1e-10
 _CHUNK = 1 << 22  # elements of a temporary array
 
 
-def ap_from_ranks(ranks: np.ndarray, numpos: np.ndarray | float) -> np.ndarray:
-    r"""``metrics.pr``'s AP from the 1-based ranks of the positives (axis -1, increasing).
+def sorted_labels_ap(labels: np.ndarray, numpos: int | None = None) -> float:
+    """AP of a ranked list of 0/1 labels (``metrics.pr`` after the sort; 0 without a positive).
 
-    >>> float(ap_from_ranks(np.array([1, 3]), 2))  # (1 + 1)/2/2 + (1/2 + 2/3)/2/2
+    >>> sorted_labels_ap(np.array([1, 0, 1]))  # (1 + 1)/2/2 + (1/2 + 2/3)/2/2
     0.7916666666666666
     """
-    ranks = np.asarray(ranks, dtype=np.float64)
-    s = np.arange(1, ranks.shape[-1] + 1, dtype=np.float64)
-    before = np.maximum(s - 1, _EPS) / np.maximum(ranks - 1, _EPS)
-    terms = (before + s / ranks) / 2
-    return np.asarray(terms.sum(axis=-1) / np.maximum(numpos, _EPS))
-
-
-def sorted_labels_ap(labels: np.ndarray, numpos: int | None = None) -> float:
-    """AP of a ranked list of 0/1 labels (``metrics.pr`` after the sort)."""
     ranks = np.flatnonzero(labels) + 1
-    return float(ap_from_ranks(ranks, ranks.size if numpos is None else numpos))
+    return float(trapezoid_ap_from_ranks(ranks, ranks.size if numpos is None else numpos))
 
 
 def sorted_labels_auc(labels: np.ndarray) -> float:
@@ -412,7 +405,7 @@ def retrieval_ap(
             queries = (task.queries_seq[sl], task.queries_idx[sl])
             pos_d = np.sort(_positive_distances(descriptors, q, queries, li, metric), axis=1)
             count = _closer_count(screened, q, dis, pos_d, metric)
-            out[sl, li, :] = ap_from_ranks(_pool_ranks(count, bins, cut.size), 5)
+            out[sl, li, :] = trapezoid_ap_from_ranks(_pool_ranks(count, bins, cut.size), 5)
     return out
 
 

@@ -115,8 +115,8 @@ def keypoint_protocol(attrs: Mapping[str, Any]) -> str:
         f"position mapped by the ground-truth homography{border}; R = 1 queries are those that "
         "have one."
     )
-    method, policy = str(attrs.get("ap_method", "")), str(attrs.get("tie_policy", ""))
-    ties = f"; {_TIES.get(policy, f'tie policy {policy}')}" if policy else ""
+    method, tie_policy = str(attrs.get("ap_method", "")), str(attrs.get("tie_policy", ""))
+    ties = f"; {_TIES.get(tie_policy, f'tie policy {tie_policy}')}" if tie_policy else ""
     if method == "ir":
         text += " AP is the information-retrieval average precision (1/rank of the correct match"
         text += f"{ties})"

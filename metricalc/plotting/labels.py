@@ -62,9 +62,10 @@ class MetricInfo:
         Direction of "best" (bold) and "second" (underlined).
     test : tuple or None
         ``(metric, split, mean_over)`` of the :func:`metricalc.stats.compare` call that tests
-        this column on a QueryCube: the compare metric (a cube variable, or ``hit@K`` for
-        ``precision_at_K``: per query the hit probability under the tie policy, whose mean is
-        the column's value), the split (None for all queries) and the level of the column's
+        this column on a QueryCube: the compare metric (a cube variable; ``hit@K`` for
+        ``hit_rate_at_K``: per query the hit probability under the tie policy, whose mean is
+        the column's value; ``precision@K``, that probability / K, for ``precision_at_K``), the
+        split (None for all queries) and the level of the column's
         mean (``"query"``: pooled over queries; ``"pair"``: over image pairs of pair means;
         ``"scene"``: over scenes of scene means; None: the unit's mean), so that the test is of
         the column's own statistic; the independent unit is the study's ``pair_by`` or this
@@ -88,7 +89,7 @@ _WITH_ZEROS = " over all its queries, those without a correct match (R = 0) as A
 
 
 def _hit_rate(k: int | str) -> str:
-    """The definition of the hit rate at ``k`` (``precision_at_k``)."""
+    """The definition of the hit rate at ``k`` (``hit_rate_at_k``)."""
     where = "is the nearest candidate" if int(k) == 1 else f"is among the {k} nearest candidates"
     return f"share of the R = 1 queries whose correct match {where}"
 
@@ -164,13 +165,13 @@ METRICS: Mapping[str, MetricInfo] = {
         definition="mean over scenes of the share of the scene's queries whose nearest "
         "neighbour is the correct match",
     ),
-    "precision_at_1": MetricInfo(
+    "hit_rate_at_1": MetricInfo(
         "HR@1", "hit rate at 1", test=("hit@1", None, "query"), definition=_hit_rate(1)
     ),
-    "precision_at_5": MetricInfo(
+    "hit_rate_at_5": MetricInfo(
         "HR@5", "hit rate at 5", test=("hit@5", None, "query"), definition=_hit_rate(5)
     ),
-    "precision_at_10": MetricInfo(
+    "hit_rate_at_10": MetricInfo(
         "HR@10", "hit rate at 10", test=("hit@10", None, "query"), definition=_hit_rate(10)
     ),
     "keypoint_verification_ap": MetricInfo(
@@ -221,9 +222,9 @@ METRICS: Mapping[str, MetricInfo] = {
 PAIR_BY_ORDER = ("query", "pair", "scene")
 """Pairing units from finest to coarsest."""
 
-_HIT = re.compile(r"hit@([0-9]+)")
+_HIT = re.compile(r"(hit|precision)@([0-9]+)")
 _RATE_AT_RECALL = re.compile(r"f[pd]r[0-9]+")  # fpr95, fdr95 of patch pair records
-_PRECISION_AT = re.compile(r"(ir_)?(precision|recall)_at_([0-9]+)")
+_AT_K = re.compile(r"(hit_rate|recall|precision)_at_([0-9]+)")
 
 
 _TREC_PER_QUERY = re.compile(
@@ -249,20 +250,29 @@ def metric_info(name: str) -> MetricInfo:
     --------
     >>> metric_info("viewpoint_map").phrase
     'viewpoint mAP'
-    >>> metric_info("precision_at_20").label, metric_info("my_score").label
-    ('HR@20', 'my_score')
+    >>> metric_info("hit_rate_at_20").label, metric_info("precision_at_20").label
+    ('HR@20', 'P@20')
+    >>> metric_info("my_score").label
+    'my_score'
     >>> metric_info("ndcg_cut_10").test, metric_info("map").test  # trec_eval measures
     (('ndcg_cut_10', None, 'query'), ('ap', None, 'query'))
     """
     if name in METRICS:
         return METRICS[name]
-    match = _PRECISION_AT.fullmatch(name)
+    match = _AT_K.fullmatch(name)
     if match:
-        ir, _, k = match.groups()
-        if ir:
-            return MetricInfo(f"P@{k}", f"IR precision at {k}")
+        kind, k = match.groups()
+        if kind == "precision":
+            return MetricInfo(
+                f"P@{k}",
+                f"precision at {k}",
+                test=(f"precision@{k}", None, "query"),
+                definition=f"hit rate at {k} divided by {k} (hits / {k})",
+            )
         test = (f"hit@{k}", None, "query")
-        return MetricInfo(f"HR@{k}", f"hit rate at {k}", test=test, definition=_hit_rate(k))
+        label = "HR" if kind == "hit_rate" else "R"
+        phrase = f"{kind.replace('_', ' ')} at {k}"
+        return MetricInfo(f"{label}@{k}", phrase, test=test, definition=_hit_rate(k))
     if _TREC_PER_QUERY.fullmatch(name):  # a retrieval cube's measure: tested per query (qid)
         variable = "ap" if name == "map" else name
         return MetricInfo(name, name, kind="value", test=(variable, None, "query"))
@@ -280,24 +290,30 @@ def compared_metric_phrase(metric: str, split: str = "") -> str:
     --------
     >>> compared_metric_phrase("ap", "viewpoint"), compared_metric_phrase("hit@5")
     ('viewpoint mAP', 'hit rate at 5')
+    >>> compared_metric_phrase("precision@5")
+    'precision at 5'
     """
     hit = _HIT.fullmatch(metric)
+    at_k = ""
+    if hit:
+        at_k = f"{'hit rate' if hit.group(1) == 'hit' else 'precision'} at {hit.group(2)}"
     base = {
         "ap": "mAP",
         "image_ap": "image retrieval mAP",
         "nn_correct": "legacy precision",
-    }.get(metric, f"hit rate at {hit.group(1)}" if hit else metric)
+    }.get(metric, at_k or metric)
     return f"{split} {base}" if split else base
 
 
 FRACTION_METRICS = ("ap", "image_ap", "nn_correct", "nn_mutual")
-"""Cube variables whose values lie in [0, 1] (as do ``hit@K``): shown in percent points."""
+"""Cube variables whose values lie in [0, 1] (as do ``hit@K`` and ``precision@K``): shown in
+percent points."""
 
 
 def is_fraction_metric(metric: str) -> bool:
     """True for compare metrics whose values lie in [0, 1]: :data:`FRACTION_METRICS`,
-    ``hit@K`` and the FPR95 of pair records, ``fpr95`` (means and differences shown in percent
-    points).
+    ``hit@K``, ``precision@K`` and the FPR95 of pair records, ``fpr95`` (means and differences
+    shown in percent points).
 
     Examples
     --------

@@ -24,8 +24,8 @@ from metricalc.plotting.labels import is_fraction_metric
 SHARED_METRIC_COLUMNS = (
     ("viewpoint_map", "mAP v"),
     ("illumination_map", "mAP i"),
-    ("precision_at_1", "HR@1"),
-    ("precision_at_5", "HR@5"),
+    ("hit_rate_at_1", "HR@1"),
+    ("hit_rate_at_5", "HR@5"),
     ("keypoint_verification_ap", "verif AP"),
     ("keypoint_retrieval_ap", "retr AP"),
 )
@@ -42,9 +42,9 @@ TABLE_METRICS = (
 """(metric name, column header) of the default terminal table; rates shown in percent. As in
 the paper table, "mAP" is the mean over scenes of scene mAPs and the query-weighted mean says
 so. The hit-rate columns (``HR@K``) follow the cut-offs of the metric set: one per
-``precision_at_K``."""
+``hit_rate_at_K``."""
 
-_HIT_RATE = re.compile(r"precision_at_(\d+)")
+_HIT_RATE = re.compile(r"hit_rate_at_(\d+)")
 
 
 def terminal_console() -> Console:
@@ -245,13 +245,13 @@ def _cell(name: str, value: float) -> str:
 
 
 def _shown_columns(metrics: xr.Dataset) -> list[tuple[str, str]]:
-    """:data:`TABLE_METRICS` present in ``metrics``, with ``HR@K`` for every ``precision_at_K``
+    """:data:`TABLE_METRICS` present in ``metrics``, with ``HR@K`` for every ``hit_rate_at_K``
     of the metric set (in order of K) where the defaults have HR@1 and HR@5."""
     ks = sorted(int(m[1]) for n in metrics.data_vars if (m := _HIT_RATE.fullmatch(str(n))))
     shown: list[tuple[str, str]] = []
     for name, header in TABLE_METRICS:
-        if name == "precision_at_1":
-            shown += [(f"precision_at_{k}", f"HR@{k}") for k in ks]
+        if name == "hit_rate_at_1":
+            shown += [(f"hit_rate_at_{k}", f"HR@{k}") for k in ks]
         elif not _HIT_RATE.fullmatch(name) and name in metrics:
             shown.append((name, header))
     return shown

@@ -3,9 +3,10 @@
 
 A column's test comes from :data:`metricalc.plotting.labels.METRICS` (``test``: the cube metric,
 the split, and the level of the column's mean: a mean over scenes of scene means is tested on
-it, a mean pooled over queries on that pooled mean; ``precision_at_K`` is tested on ``hit@K``,
-whose mean is the column's value; ``hpatches17_matching_map``, hpatches-benchmark's matching
-average, on that average, over sequences: :mod:`metricalc.stats.cvpr17_matching`). The
+it, a mean pooled over queries on that pooled mean; ``hit_rate_at_K`` is tested on ``hit@K``
+and ``precision_at_K`` on ``precision@K``, whose means are the columns' values;
+``hpatches17_matching_map``, hpatches-benchmark's matching average, on that average, over
+sequences: :mod:`metricalc.stats.cvpr17_matching`). The
 independent unit is the study's ``pair_by`` (scenes by default), or the column's level where
 that is coarser: the test and interval are always of the statistic the column prints, resampled
 at the independent level (docs/stats.md).
@@ -181,7 +182,7 @@ def _compare_column(
 
 
 def _has_metric(cube: xr.Dataset, metric: str) -> bool:
-    if metric.startswith("hit@"):
+    if metric.startswith(("hit@", "precision@")):
         return "better" in cube.data_vars and "ties" in cube.data_vars
     return metric in cube.data_vars
 

@@ -19,8 +19,8 @@ A cube keeps, per descriptor and query, only the rank statistics of the query's 
 
 trec_eval's ``recip_rank`` and ``map`` of a query are then ``ap_from_rank_stats(better, ties,
 policy)``, ``success.k`` and ``recall.k`` its hit at :math:`k` and ``P.k`` that hit over :math:`k`;
-their ``all`` values are ``metric_set``'s ``true_map_micro``, ``precision_at_k`` and
-``ir_precision_at_k`` under that policy. See docs/retrieval.md, "Exporting to TREC files".
+their ``all`` values are ``metric_set``'s ``true_map_micro``, ``hit_rate_at_k`` and
+``precision_at_k`` under that policy. See docs/retrieval.md, "Exporting to TREC files".
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def _tie_offset(better: np.ndarray, ties: np.ndarray, tie_policy: str) -> np.nda
     ``tie_policy`` (:func:`metricalc.core.ranking.rank_from_rank_stats`) less ``1 + better``."""
     from metricalc.core.ranking import rank_from_rank_stats
 
-    rank = np.asarray(rank_from_rank_stats(better, ties, policy=tie_policy))
+    rank = np.asarray(rank_from_rank_stats(better, ties, tie_policy=tie_policy))
     offset: np.ndarray = rank.astype(np.int64) - 1 - better
     return offset
 

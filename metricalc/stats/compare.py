@@ -104,7 +104,7 @@ def _system_pairs(
     return [(i, b) for i in range(len(names)) if i != b]
 
 
-def _check_binary(values: np.ndarray, metric: str, policy: Any) -> None:
+def _check_binary(values: np.ndarray, metric: str, tie_policy: Any) -> None:
     """McNemar's test needs 0/1 outcomes: a clear error saying why and what to do otherwise."""
     present = values[np.isfinite(values)]
     if is_binary(present):
@@ -114,11 +114,12 @@ def _check_binary(values: np.ndarray, metric: str, policy: Any) -> None:
         fractional = int(((values > 0) & (values < 1)).any(axis=0).sum())
         raise InvalidInputError(
             f"the mcnemar test needs binary outcomes (a hit or a miss per query), but {metric!r} "
-            f"is fractional on {fractional:,} queries: under the cube's tie policy {policy!r}, a "
+            f"is fractional on {fractional:,} queries: under the cube's tie policy "
+            f"{tie_policy!r}, a "
             f"query whose tied items straddle rank {k} counts its hit probability "
             "clip(K - better, 0, ties + 1) / (ties + 1). Leave the test at its default "
             "(test='auto', no --test): the randomization test of the mean hit rate, the table's "
-            f"precision_at_{k}; or evaluate the cube under tie policy 'pessimistic' or "
+            f"hit_rate_at_{k}; or evaluate the cube under tie policy 'pessimistic' or "
             "'optimistic' ('metricalc keypoints eval --tie-policy pessimistic', or "
             "'metricalc eval hpatches ... eval.tie_policy=pessimistic'), where every query is a "
             "hit or a miss"
@@ -278,8 +279,9 @@ def compare(
     metric : str
         A numeric (descriptor, query) variable (``ap``, ``nn_correct``, ``image_ap``, ...) or
         ``"hit@K"`` (the per-query hit probability under the cube's tie policy; its mean over
-        a system's queries is the metric set's ``precision_at_K``; see
-        :func:`~metricalc.stats.metric_values`).
+        a system's queries is the metric set's ``hit_rate_at_K``) or ``"precision@K"``
+        (``hit@K`` / K, whose mean is the metric set's ``precision_at_K``); see
+        :func:`~metricalc.stats.metric_values`.
     pair_by : {"scene", "pair", "query"}
         The independent unit, resampled and permuted whole (default ``"scene"``). Queries need
         the same queries in both systems (locked keypoints) and ignore the clustering of

@@ -112,7 +112,7 @@ def cube_statistic(
         As :func:`metricalc.stats.unit_values` (systems ``"<descriptor> (<label>)"`` for a
         mapping; failed descriptors left out).
     metric : str
-        A numeric (descriptor, query) variable or ``"hit@K"``
+        A numeric (descriptor, query) variable, ``"hit@K"`` or ``"precision@K"``
         (:func:`metricalc.stats.metric_values`).
     mean_over : {"query", "pair", "scene"}
         The level of the mean (see the module docstring).

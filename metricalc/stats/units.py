@@ -48,7 +48,7 @@ SYSTEM_ATTRS = ("keypoints", "distance")
 may differ in them (the result then says ``"mixed"``); every other protocol attr must agree."""
 
 UNIT = "unit"
-_HIT = re.compile(r"^hit@([1-9][0-9]*)$")
+_AT_K = re.compile(r"^(hit|precision)@([1-9][0-9]*)$")
 _UNIT_LEVELS = {
     "query": qc.QUERY_IDENTITY,
     "pair": ("scene", "pair"),
@@ -57,13 +57,14 @@ _UNIT_LEVELS = {
 
 
 def _available(cube: xr.Dataset) -> list[str]:
-    """Names of the numeric (descriptor, query) variables of ``cube``, then ``hit@K``."""
+    """Names of the numeric (descriptor, query) variables of ``cube``, then ``hit@K`` and
+    ``precision@K``."""
     names = sorted(
         str(name)
         for name, variable in cube.data_vars.items()
         if variable.dims == (qc.DESCRIPTOR, qc.QUERY) and variable.dtype.kind in "biuf"
     )
-    return [*names, "hit@K"]
+    return [*names, "hit@K", "precision@K"]
 
 
 def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
@@ -87,8 +88,10 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
     query whose tied items straddle rank K (b < K < b + t + 1), which counts the share of the
     random orders of the tied items that put the relevant one in the top K. The mean of
     ``hit@K`` over a descriptor's R = 1 queries is therefore the metric set's
-    ``precision_at_K`` (:func:`metricalc.metric_set`). NaN where the query has no relevant item
-    (R != 1) or no rank statistics.
+    ``hit_rate_at_K`` (:func:`metricalc.metric_set`). ``"precision@K"`` is
+    :math:`\mathrm{hit@K} / K`, the query's precision at K (hits / K), whose mean is the metric
+    set's ``precision_at_K``. NaN where the query has no relevant item (R != 1) or no rank
+    statistics.
 
     Examples
     --------
@@ -101,15 +104,17 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
     ([[0.5, 0.0, nan]], [[1.0, 1.0, nan]])
     >>> metric_values(c.assign_attrs(tie_policy="optimistic"), "hit@1").values.tolist()
     [[1.0, 0.0, nan]]
+    >>> metric_values(c, "precision@4").values.tolist()
+    [[0.25, 0.25, nan]]
     >>> metric_values(c, "ap").values.round(3).tolist()
     [[0.75, 0.25, nan]]
     """
     available = _available(cube)
-    hit = _HIT.match(metric) if isinstance(metric, str) else None
-    if hit is None and metric not in available[:-1]:
+    hit = _AT_K.match(metric) if isinstance(metric, str) else None
+    if hit is None and metric not in available[:-2]:
         raise InvalidInputError(
             f"metric {metric!r} is not in the cube; available: {', '.join(available)} "
-            "(hit@K with K a positive integer, e.g. hit@1)"
+            "(hit@K or precision@K with K a positive integer, e.g. hit@1)"
         )
     template = cube["ap"] if "ap" in cube.data_vars else cube[available[0]]
     if hit is not None:
@@ -121,11 +126,13 @@ def metric_values(cube: xr.Dataset, metric: str) -> xr.DataArray:
                 f"metric {metric!r} needs the rank statistics better/ties, and this cube has "
                 "none (the cubes of the HPatches patch tasks hold AP only); use metric='ap'"
             )
-        policy = str(qc.plain_value(cube.attrs["tie_policy"]))
-        k = np.array([int(hit.group(1))])
+        tie_policy = str(qc.plain_value(cube.attrs["tie_policy"]))
+        k = np.array([int(hit.group(2))])
         values = hit_probability(
-            np.where(ranked, better, -1), np.where(ranked, ties, -1), k, policy
+            np.where(ranked, better, -1), np.where(ranked, ties, -1), k, tie_policy
         )[..., 0]
+        if hit.group(1) == "precision":
+            values = values / k[0]
     else:  # xarray operations: a lazy cube's values stay lazy (reduced per unit later)
         raw = cube[metric].astype(np.float64)
         return raw.where(raw != -1).rename(metric)
@@ -266,7 +273,7 @@ def unit_values(
         and ``distance``. Descriptors with status ``"error"`` are left out.
     metric : str
         A numeric (descriptor, query) variable (``ap``, ``nn_correct``, ``image_ap``, ...) or
-        ``"hit@K"``; see :func:`metric_values`.
+        ``"hit@K"`` or ``"precision@K"``; see :func:`metric_values`.
     pair_by : {"query", "pair", "scene"}
         The unit: a query, an image pair (scene and pair) or a scene. For pairs and scenes the
         metric is the mean over the unit's queries, NaN skipped:

@@ -50,7 +50,7 @@ def to_dataframe(
         ``results``: one row per (experiment, descriptor) with ``benchmark``, ``tag``,
         ``descriptor``, ``status``, ``error``, DescriptorWorkbench's columns (``true_map_micro``, ...,
         ``processing_time_ms``), ``metadata``, then one column per extra metric (e.g.
-        ``precision_at_10``, ``r0_rate``, ``rank_histogram[rank_bin=1]``). ``scenes``: one row
+        ``hit_rate_at_10``, ``r0_rate``, ``rank_histogram[rank_bin=1]``). ``scenes``: one row
         per (experiment, descriptor, scene). ``experiments``: one row per experiment, its JSON
         columns as text.
     benchmark : str, optional

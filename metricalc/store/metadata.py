@@ -37,7 +37,8 @@ METRICALC_PREFIX = "metricalc_"
 ``metricalc_<scene>_excluded_count``, ...); readers of DescriptorWorkbench keys skip them."""
 
 WORKBENCH_K = (1, 5, 10)
-"""The ``k`` of the ``precision_at_<k>`` / ``recall_at_<k>`` keys DescriptorWorkbench writes."""
+"""The ``k`` of the ``precision_at_<k>`` / ``recall_at_<k>`` keys DescriptorWorkbench writes
+(its ``precision_at_<k>`` is the hit rate, the metric set's ``hit_rate_at_<k>``)."""
 
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"-?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|nan|inf)")
@@ -169,7 +170,8 @@ def metadata_for(
     """The metadata of one descriptor, ready for :func:`format_metadata`.
 
     DescriptorWorkbench's keys, under its names and only where it writes them:
-    ``precision_at_<k>``, ``recall_at_<k>`` (``k`` in :data:`WORKBENCH_K` and in the metric set),
+    ``precision_at_<k>`` (the metric set's hit rate ``hit_rate_at_<k>``), ``recall_at_<k>``
+    (``k`` in :data:`WORKBENCH_K` and in the metric set),
     ``r0_rate`` (floats); ``total_queries_processed``, ``total_queries_excluded`` (ints); and for
     every scene with at least one R = 1 query (``query_count > 0``; DescriptorWorkbench skips the
     others) ``<scene>_true_map``, ``<scene>_true_map_with_zeros`` (floats),
@@ -177,7 +179,7 @@ def metadata_for(
 
     metricalc's own values, under :data:`METRICALC_PREFIX`: ``metricalc_true_map_micro``,
     ``metricalc_true_map_macro_by_scene``, ``metricalc_processing_time_ms`` (columns of
-    DescriptorWorkbench's results table, not metadata keys there), ``metricalc_precision_at_<k>``
+    DescriptorWorkbench's results table, not metadata keys there), ``metricalc_hit_rate_at_<k>``
     and ``metricalc_recall_at_<k>`` for the other ``k``, and ``metricalc_<scene>_excluded_count``
     for a scene whose queries all have R = 0.
 
@@ -237,16 +239,17 @@ def _check_given(metrics: xr.Dataset, scenes: xr.Dataset | None, descriptor: str
 
 
 def _float_keys(m: xr.Dataset) -> list[str]:
-    """The float keys of one descriptor's metric set: every ``k`` of ``precision_at_<k>``."""
+    """The float variables of one descriptor's metric set written as metadata: every ``k`` of
+    ``hit_rate_at_<k>``."""
     ks = sorted(
         int(str(n).rsplit("_", 1)[1])
         for n in m.data_vars
-        if re.fullmatch(r"precision_at_[0-9]+", str(n))
+        if re.fullmatch(r"hit_rate_at_[0-9]+", str(n))
     )
     return [
         "true_map_micro",
         "true_map_macro_by_scene",
-        *(f"precision_at_{k}" for k in ks),
+        *(f"hit_rate_at_{k}" for k in ks),
         *(f"recall_at_{k}" for k in ks),
         "r0_rate",
         "processing_time_ms",
@@ -254,9 +257,14 @@ def _float_keys(m: xr.Dataset) -> list[str]:
 
 
 def _key(name: str) -> str:
-    """``name`` if DescriptorWorkbench writes it as a metadata key, else ``metricalc_<name>``."""
-    workbench = {"r0_rate", *(f"{p}_at_{k}" for p in ("precision", "recall") for k in WORKBENCH_K)}
-    return name if name in workbench else METRICALC_PREFIX + name
+    """DescriptorWorkbench's key of the metric-set variable ``name`` where it writes one (the hit
+    rate ``hit_rate_at_<k>`` as ``precision_at_<k>``), else ``metricalc_<name>``."""
+    workbench = {
+        "r0_rate": "r0_rate",
+        **{f"hit_rate_at_{k}": f"precision_at_{k}" for k in WORKBENCH_K},
+        **{f"recall_at_{k}": f"recall_at_{k}" for k in WORKBENCH_K},
+    }
+    return workbench.get(name, METRICALC_PREFIX + name)
 
 
 def _scene_keys(scenes: xr.Dataset, descriptor: str) -> dict[str, object]:

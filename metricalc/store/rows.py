@@ -43,8 +43,8 @@ COLUMN_SOURCES: dict[str, str] = {
     "illumination_map": "illumination_map",
     "keypoint_verification_ap": "keypoint_verification_ap",
     "keypoint_retrieval_ap": "keypoint_retrieval_ap",
-    "precision_at_1": "precision_at_1",
-    "precision_at_5": "precision_at_5",
+    "hit_rate_at_1": "hit_rate_at_1",
+    "hit_rate_at_5": "hit_rate_at_5",
     "mean_average_precision": "true_map_macro_by_scene",
     "processing_time_ms": "processing_time_ms",
 }

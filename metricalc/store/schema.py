@@ -12,6 +12,7 @@ version ``n`` is never edited once released, a change is a new migration.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 
@@ -36,13 +37,14 @@ SEED_COLUMNS = (
     "illumination_map",
     "keypoint_verification_ap",
     "keypoint_retrieval_ap",
-    "precision_at_1",
-    "precision_at_5",
+    "hit_rate_at_1",
+    "hit_rate_at_5",
     "mean_average_precision",
     "processing_time_ms",
 )
 """The REAL columns of the DescriptorWorkbench results table (docs/store.md, schema v3.3), in its
-order; its ``metadata`` TEXT column follows them."""
+order; its ``metadata`` TEXT column follows them. DescriptorWorkbench's ``precision_at_1`` /
+``precision_at_5`` are hit rates: version 3 names them ``hit_rate_at_1`` / ``hit_rate_at_5``."""
 
 EXPERIMENT_COLUMNS = (
     "benchmark",
@@ -171,6 +173,45 @@ def _migrate_2(connection: sqlite3.Connection) -> None:
             )
 
 
+_RENAMED_AT_K = re.compile(r"(ir_)?precision_at_([0-9]+)")
+
+
+def _renamed_at_k(key: str) -> str:
+    """The version-3 name of an extra metric: the hit rate ``precision_at_<k>`` becomes
+    ``hit_rate_at_<k>``, the precision ``ir_precision_at_<k>`` (hits / k) ``precision_at_<k>``;
+    other keys are kept."""
+    match = _RENAMED_AT_K.fullmatch(key)
+    if match is None:
+        return key
+    return f"{'precision' if match[1] else 'hit_rate'}_at_{match[2]}"
+
+
+_VERSION_3 = """
+ALTER TABLE results RENAME COLUMN precision_at_1 TO hit_rate_at_1;
+ALTER TABLE results RENAME COLUMN precision_at_5 TO hit_rate_at_5;
+"""
+
+
+def _migrate_3(connection: sqlite3.Connection) -> None:
+    """Version 3: one name per concept (docs/metric_set.md): the hit rates stored under
+    DescriptorWorkbench's ``precision_at_<k>`` (the columns ``precision_at_1`` /
+    ``precision_at_5``, keys of ``extra``) are renamed ``hit_rate_at_<k>``, and
+    ``ir_precision_at_<k>`` (hits / k) ``precision_at_<k>``."""
+    _script(connection, _VERSION_3)
+    rows = connection.execute(
+        "SELECT id, extra FROM results WHERE extra LIKE '%precision_at_%'"
+    ).fetchall()
+    for row_id, text in rows:
+        extra = codec.loads(text, f"results row {row_id}, column extra")
+        if not isinstance(extra, dict):
+            continue
+        renamed = {_renamed_at_k(str(k)): v for k, v in extra.items()}
+        connection.execute(
+            "UPDATE results SET extra = ? WHERE id = ?",
+            (codec.dumps(renamed, "extra", sort_keys=False), row_id),
+        )
+
+
 def _script(connection: sqlite3.Connection, script: str) -> None:
     """Run the statements of ``script`` one by one (``executescript`` would commit the open
     transaction, and a migration must be one transaction)."""
@@ -179,7 +220,11 @@ def _script(connection: sqlite3.Connection, script: str) -> None:
             connection.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_1, _migrate_2)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migrate_1,
+    _migrate_2,
+    _migrate_3,
+)
 """``MIGRATIONS[n - 1]`` brings a database from version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

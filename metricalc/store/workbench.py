@@ -223,12 +223,13 @@ def _checked_values(
 
 
 def _hit_rates(rows: list[WorkbenchRow]) -> dict[str, Any]:
-    """The hit rates of :data:`~metricalc.store.workbench_cube.HIT_RATES` some row has."""
+    """The hit rates of :data:`~metricalc.store.workbench_cube.HIT_RATES` some row has, as
+    ``hit_rate_at_<k>``."""
     data: dict[str, Any] = {}
-    for name in HIT_RATES.values():
+    for k, name in HIT_RATES.items():
         hits = [r.values.get(name, r.meta.get(name)) for r in rows]
         if any(is_real(h) for h in hits):
-            data[name] = ("descriptor", np.array([_number_or_nan(h) for h in hits]))
+            data[f"hit_rate_at_{k}"] = ("descriptor", np.array([_number_or_nan(h) for h in hits]))
     return data
 
 

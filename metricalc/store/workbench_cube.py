@@ -53,8 +53,9 @@ WORKBENCH_FORMAT = "DescriptorWorkbench export"
 """The ``format`` attr of the cube :func:`metricalc.store.workbench.read_workbench` builds."""
 
 HIT_RATES = {1: "precision_at_1", 5: "precision_at_5", 10: "precision_at_10"}
-"""The hit rates an export holds per row (``precision_at_1`` and ``precision_at_5`` columns,
-``precision_at_10`` in the metadata), kept in the cube over ``descriptor`` where present."""
+"""Cut-off -> DescriptorWorkbench's name of the hit rate an export holds per row
+(``precision_at_1`` and ``precision_at_5`` columns, ``precision_at_10`` in the metadata),
+kept in the cube over ``descriptor`` as ``hit_rate_at_<k>`` where present."""
 
 _SCENE_VARIABLES = ("true_map", "true_map_with_zeros", "query_count", "excluded_count")
 
@@ -120,7 +121,7 @@ def workbench_metric_set(cube: xr.Dataset, k: Sequence[int] = (1, 5, 10)) -> xr.
     cube : xarray.Dataset
         From :func:`open_workbench_cube` (or ``WorkbenchExport.cube``).
     k : sequence of int
-        Cut-offs of the hit rates ``precision_at_K``, each kept where the export has it
+        Cut-offs of the hit rates ``hit_rate_at_K``, each kept where the export has it
         (:data:`HIT_RATES`; others are not in an export and are left out).
 
     Returns
@@ -128,7 +129,7 @@ def workbench_metric_set(cube: xr.Dataset, k: Sequence[int] = (1, 5, 10)) -> xr.
     xarray.Dataset
         ``true_map_micro``, ``true_map_macro_by_scene``, their ``_including_zeros`` variants,
         ``viewpoint_map``, ``illumination_map`` (means over scenes), ``viewpoint_map_micro``,
-        ``illumination_map_micro``, ``precision_at_K``, ``total_queries_processed``,
+        ``illumination_map_micro``, ``hit_rate_at_K``, ``total_queries_processed``,
         ``total_queries_excluded`` (int64) and ``status``; NaN where a row has no scene with a
         query. The formulas are in the module docstring.
 
@@ -163,8 +164,8 @@ def workbench_metric_set(cube: xr.Dataset, k: Sequence[int] = (1, 5, 10)) -> xr.
             ap_sum.where(part, 0.0).sum("scene"), q.where(part, 0.0).sum("scene")
         )
     for cutoff in k:
-        name = HIT_RATES.get(int(cutoff))
-        if name is not None and name in cube.data_vars:
+        name = f"hit_rate_at_{int(cutoff)}"
+        if int(cutoff) in HIT_RATES and name in cube.data_vars:
             out[name] = cube[name].astype(np.float64)
     out["total_queries_processed"] = cube["query_count"].sum("scene").astype(np.int64)
     out["total_queries_excluded"] = cube["excluded_count"].sum("scene").astype(np.int64)

@@ -26,8 +26,8 @@ REQUIRED_COLUMNS = ("experiment_id", "descriptor_type", "true_map_macro", "true_
 METRIC_COLUMNS: dict[str, str] = {
     "true_map_micro": "true_map_micro",
     "true_map_macro": "true_map_macro",
-    "precision_at_1": "precision_at_1",
-    "precision_at_5": "precision_at_5",
+    "precision_at_1": "hit_rate_at_1",
+    "precision_at_5": "hit_rate_at_5",
     "mean_average_precision": "mean_average_precision",
     "processing_time_ms": "processing_time_ms",
     "true_map_macro_with_zeros": "true_map_macro_by_scene_including_zeros",
@@ -45,7 +45,9 @@ METRIC_COLUMNS: dict[str, str] = {
 }
 """File column -> stored name for the numeric result columns an export may have: a seed column
 of ``results`` (:data:`metricalc.store.SEED_COLUMNS`) or, for the others, a key of the row's
-extra metrics (under the metric set's name where there is one). ``processing_time_s`` (the
+extra metrics (under the metric set's name where there is one). DescriptorWorkbench's
+``precision_at_1`` / ``precision_at_5`` are hit rates, stored as ``hit_rate_at_1`` /
+``hit_rate_at_5``. ``processing_time_s`` (the
 summary export) is stored as ``processing_time_ms``. Every other column except ``metadata`` is
 configuration."""
 
