@@ -7,7 +7,8 @@ One generated COCO dataset of ``bench_detection.py``'s shape (80 categories, abo
 detections per image, scores rounded to 3 decimals so that they tie) and ``--resamples``
 multinomial image weights. Timed, per resample:
 
-- **vectorised**: :func:`metricalc.detection.resampled.weighted_summary` of every resample in one
+- **vectorised**: :func:`metricalc.benchmarks.coco.resampled.weighted_summary` of every resample in
+  one
   call, from the per-image records (what ``metricalc compare --coco-gt`` runs);
 - **evaluate**: the obvious way with metricalc's own evaluator, the resampled data set written
   out (image :math:`i` copied :math:`w_i` times under new ids) and evaluated (``--loop``
@@ -28,9 +29,9 @@ import time
 import numpy as np
 from timing import best_time, integer_options
 
-from metricalc.datasets.coco import make_coco_dataset, repeat_images
-from metricalc.detection import evaluate, load_detections, load_ground_truth
-from metricalc.detection.resampled import image_records, swapped_summaries, weighted_summary
+from metricalc.benchmarks.coco import evaluate, load_detections, load_ground_truth
+from metricalc.benchmarks.coco.generator import make_coco_dataset, repeat_images
+from metricalc.benchmarks.coco.resampled import image_records, swapped_summaries, weighted_summary
 
 STATS = [0, 1, 2, 3, 4, 5, 8, 9, 10, 11]
 """Positions of ``COCO_SUMMARY`` in ``COCOeval.stats``."""

@@ -27,9 +27,9 @@ import io
 import numpy as np
 from timing import best_time
 
-from metricalc.datasets.coco import make_coco_dataset
-from metricalc.decompose.detection import decompose_detection
-from metricalc.detection import evaluate, load_detections, load_ground_truth
+from metricalc.benchmarks.coco import evaluate, load_detections, load_ground_truth
+from metricalc.benchmarks.coco.decompose import decompose_detection
+from metricalc.benchmarks.coco.generator import make_coco_dataset
 
 
 def pycocotools_stats(gt: dict, dt: list, iou_type: str) -> np.ndarray:

@@ -7,7 +7,7 @@ Pair records of ``--pairs`` pairs (PhotoTour's test file has 100,000, half match
 patches belong to ``--points`` 3D points, distances of two descriptors rounded to 3 decimals (so
 ties occur), ``--resamples`` multinomial weights over the points. Timed, for HardNet's FPR95:
 
-- **sorted once**: :meth:`metricalc.stats.fpr95_statistic.Fpr95Statistic.weighted` of every
+- **sorted once**: :meth:`metricalc.benchmarks.phototour.statistic.Fpr95Statistic.weighted` of every
   resample (weighted cumulative sums along the order sorted once, blocks of resamples);
 - **loop**: per resample (the first ``--loop`` of them), the pairs repeated by their weights
   (``np.repeat``) and :func:`metricalc.core.operating.fpr_at_recall` of the copies, the obvious
@@ -27,8 +27,8 @@ import numpy as np
 import xarray as xr
 from timing import best_time, integer_options
 
+from metricalc.benchmarks.phototour.statistic import compare_fpr95, fpr95_statistic
 from metricalc.core.operating import fpr_at_recall
-from metricalc.stats.fpr95_statistic import compare_fpr95, fpr95_statistic
 
 
 def main(argv: list[str] | None = None) -> int:

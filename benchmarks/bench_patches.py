@@ -5,7 +5,8 @@ Run: ``python benchmarks/bench_patches.py``
 Ranks the 4,000 queries of the real ``train_easy_40s_00.benchmark`` against a synthetic pool of
 every patch-image of its header (each of the 6 images of a sequence gets as many patches as the
 sequence's highest query index + 1: about 312,000 descriptors of 128 random float32 values, read
-from ``.npy`` files) with :func:`metricalc.patches.compute.compute_results` (L2): one augmented
+from ``.npy`` files) with :func:`metricalc.benchmarks.hpatches_patches.compute.compute_results`
+(L2): one augmented
 GEMM per block of 4,000 queries x about 8,400 pool patches, then the candidates of every row.
 
 References, timed in the same run (three interleaved rounds, the best of each): the bare float32
@@ -25,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from timing import best_time, peak_bytes
 
-from metricalc.patches import read_benchmark
-from metricalc.patches.compute import (
+from metricalc.benchmarks.hpatches_patches import read_benchmark
+from metricalc.benchmarks.hpatches_patches.compute import (
     CHUNK_ELEMENTS,
     DescriptorPool,
     compute_results,

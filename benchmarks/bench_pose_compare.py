@@ -7,10 +7,11 @@ Errors of ``--pairs`` image pairs (MegaDepth-1500's size by default; exponential
 10 % failures) and ``--resamples`` multinomial weights over the pairs (every pair its own
 cluster, as a pair list without scenes). Timed, for the AUC at 10 degrees:
 
-- **vectorised**: :func:`metricalc.pose.accuracy.weighted_pose_auc` of every resample in one call
+- **vectorised**: :func:`metricalc.benchmarks.twoview.accuracy.weighted_pose_auc` of every resample
+  in one call
   (what :class:`metricalc.stats.statistics.UnitStatistic` runs, chunk by chunk);
 - **loop**: per resample, the pairs repeated by their weights (``np.repeat``) and
-  :func:`metricalc.pose.accuracy.pose_auc`, the obvious way.
+  :func:`metricalc.benchmarks.twoview.accuracy.pose_auc`, the obvious way.
 
 Prints both times, their ratio, the largest difference of the two results, and the wall time of
 ``compare_pose`` on ``--methods`` methods (every pair of methods, the four columns, 10,000
@@ -26,8 +27,8 @@ import numpy as np
 import xarray as xr
 from timing import best_time, integer_options
 
-from metricalc.pose.accuracy import pose_auc, weighted_pose_auc
-from metricalc.stats.pose_statistic import compare_pose
+from metricalc.benchmarks.twoview.accuracy import pose_auc, weighted_pose_auc
+from metricalc.benchmarks.twoview.statistic import compare_pose
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,8 @@ Importing the package costs nothing beyond the standard library: every name of `
 imported from its module on first use (a module ``__getattr__``, PEP 562), so that ``metricalc
 trec-eval`` does not load xarray, pandas, scipy or OpenCV it never uses. ``from metricalc import
 average_precision`` works as for any module attribute. A subpackage that needs an optional
-dependency (``keypoints`` needs OpenCV, ``experiment`` OmegaConf and dask) raises
+dependency (``keypoints`` needs OpenCV, ``experiment`` OmegaConf and dask; the benchmarks are in
+``metricalc.benchmarks``, one folder each) raises
 :class:`MissingExtraError` naming the extra to install when that dependency is absent
 (docs/installation.md).
 """

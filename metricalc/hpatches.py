@@ -112,7 +112,8 @@ CVPR17_UNITS: Mapping[str, Mapping[str, str]] = MappingProxyType(
     }
 )  # fmt: skip
 """The paired unit of each ``pair_by`` (:func:`metricalc.stats.compare`) in an HPatches CVPR'17
-task cube, by task (:mod:`metricalc.patches.cvpr17_cube`): a matching cube's "query" is one
+task cube, by task (:mod:`metricalc.benchmarks.hpatches_cvpr17.cube`): a matching cube's "query" is
+one
 (sequence, image pair, level), ``pair`` averages an image pair's three levels, ``scene`` is a
 sequence; a retrieval cube's "query" is one (retrieval query, level), and as its queries have
 no image pair (``pair`` is ``""``), ``pair`` groups them by sequence, as ``scene`` does.
@@ -132,7 +133,8 @@ SYNTHETIC_PREFIX = "synthetic-"
 """The start of the ``dataset`` attr of a cube computed on data metricalc generated."""
 
 SYNTHETIC_HPATCHES17 = SYNTHETIC_PREFIX + "hpatches17"
-"""The data of ``make_hpatches17_set`` (:mod:`metricalc.datasets.hpatches17`), as the
+"""The data of ``make_hpatches17_set`` (:mod:`metricalc.benchmarks.hpatches_cvpr17.generator`), as
+the
 ``dataset`` attr of the cubes of ``patches hpatches-eval`` names it."""
 
 

@@ -6,7 +6,7 @@ usage error (``SystemExit``) gives its exit code, as ``python -m metricalc`` doe
 that escapes ``main`` (a traceback in a subprocess) fails the test where it is raised. ``cwd``
 and ``env`` (variables set for the call only; one given as None is unset) replace the
 subprocess's working directory and environment. Starting a Python interpreter per command cost
-seconds each; the few true end-to-end runs left are in tests/test_cli.py.
+seconds each; the few true end-to-end runs left are in tests/cli/test_cli.py.
 """
 
 from __future__ import annotations

@@ -35,13 +35,14 @@ EXTERNAL = "external data"
 """The comment that marks a line needing data the tests cannot make."""
 
 NOT_RUN_HERE = {
-    r"demo": "the whole demo, minutes (tests/test_cli.py runs it quick)",
+    r"demo": "the whole demo, minutes (tests/cli/test_cli.py runs it quick)",
     r"report reports/.*": "a study of the repository, minutes on the whole built-in benchmark "
-    "(tests/test_cli.py renders the demo study quick after a quick demo, in README's order, and "
+    "(tests/cli/test_cli.py renders the demo study quick after a quick demo, in README's order, "
+    "and "
     "checks that it deletes none of the demo's files)",
     r"eval hpatches --conf sift": "the whole built-in benchmark, minutes (the lines with "
     "data.quick=true run here)",
-    r"compare reports/demo/.*": "the full demo's cube, 32 scenes (tests/test_cli.py compares "
+    r"compare reports/demo/.*": "the full demo's cube, 32 scenes (tests/cli/test_cli.py compares "
     "the quick demo's cube: 4 scenes are too few to test over scenes, and it says so)",
 }
 """Commands (regular expressions matching the whole command after ``metricalc``) not run here:
@@ -274,9 +275,9 @@ def make_patch_inputs(folder: Path) -> None:
     ``train_easy_5s_00`` with shuffled oracle results as ``B.*``, ``b.*`` and
     ``train_easy_5s_00.*`` (results also in ``sift/`` and ``results/retrieval/my_desc/``), and
     the folder of the real files, ``hpatches-eccv2016-retrieval``."""
-    from metricalc import patches as mp
+    from metricalc.benchmarks import hpatches_patches as mp
     from metricalc.cli import main
-    from tests.test_patch_evaluation import real, shuffled_results
+    from tests.benchmarks.hpatches_patches.test_patch_evaluation import real, shuffled_results
 
     def run(*argv: str) -> None:
         assert main(list(argv)) == 0
@@ -326,7 +327,7 @@ def make_database(folder: Path) -> None:
 def make_detections(folder: Path) -> None:
     """COCO-style ground truth ``gt.json`` and detections ``results.json`` (with masks), and
     ``results_b.json``: another detector on the same images (more wrong classes)."""
-    from metricalc.datasets.coco import make_coco_dataset
+    from metricalc.benchmarks.coco.generator import make_coco_dataset
 
     options = {"n_images": 12, "n_categories": 3, "segm": True, "crowd_rate": 0.1, "seed": 7}
     gt, dt = make_coco_dataset(**options)

@@ -31,7 +31,8 @@ def test_a_malloc_environment_variable_wins():
 
 
 def test_the_demo_calls_it_before_its_work(monkeypatch, tmp_path):
-    from metricalc import allocator, demo
+    from metricalc import allocator
+    from metricalc.benchmarks.hpatches_sequences import demo
     from metricalc.cli import main
 
     calls = []

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from metricalc.benchmarks.hpatches_cvpr17 import files as cvpr17_files
+from metricalc.benchmarks.phototour.dataset import read_info
+from metricalc.benchmarks.phototour.dataset import read_pairs as read_phototour_pairs
+from metricalc.benchmarks.phototour.verification import read_descriptors, read_scores
+from metricalc.benchmarks.twoview.pairs import read_pairs as read_pose_pairs
 from metricalc.errors import InvalidInputError
-from metricalc.patches import cvpr17_files
-from metricalc.patches.phototour import read_info
-from metricalc.patches.phototour import read_pairs as read_phototour_pairs
-from metricalc.patches.verification import read_descriptors, read_scores
-from metricalc.pose.pairs import read_pairs as read_pose_pairs
 
 POSE_LINE = "a.jpg b.jpg " + "1 0 0 0 1 0 0 0 1 " * 2 + "1 0 0 {tx} 0 1 0 0 0 0 1 0 0 0 0 1\n"
 

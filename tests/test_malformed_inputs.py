@@ -119,7 +119,7 @@ def _workbench_seed() -> bytes:
 @pytest.fixture(scope="module")
 def patch_seeds(tmp_path_factory) -> dict[str, Path]:
     """``train_example`` with random descriptors of its patches and the results they give."""
-    from metricalc.patches import read_benchmark, read_labels
+    from metricalc.benchmarks.hpatches_patches import read_benchmark, read_labels
 
     root = tmp_path_factory.mktemp("patches")
     for suffix in (".benchmark", ".labels"):

@@ -27,14 +27,14 @@ import pytest
 import skimage.data
 import xarray as xr
 
+from metricalc.benchmarks.coco import load_detections, load_ground_truth
+from metricalc.benchmarks.hpatches_patches import Results, read_benchmark, read_labels
 from metricalc.cube import DEFAULT_ATTRS, new_cube
 from metricalc.datasets import make_coco_dataset
 from metricalc.decompose import decompose
 from metricalc.decompose.chain import COUNT_VARIABLES
-from metricalc.detection import load_detections, load_ground_truth
 from metricalc.errors import InvalidInputError
 from metricalc.keypoints import EvaluationSettings, extract
-from metricalc.patches import Results, read_benchmark, read_labels
 from metricalc.report import demo_study
 from metricalc.stats import compare
 from metricalc.validation import (
@@ -62,9 +62,9 @@ PACKAGES = (
     "metricalc.metrics",
     "metricalc.stats",
     "metricalc.keypoints",
-    "metricalc.patches",
-    "metricalc.detection",
-    "metricalc.pose",
+    "metricalc.benchmarks.hpatches_patches",
+    "metricalc.benchmarks.coco",
+    "metricalc.benchmarks.twoview",
     "metricalc.decompose",
     "metricalc.datasets",
     "metricalc.report",
@@ -86,7 +86,8 @@ UNDECLARED: dict[str, str] = {
     "metricalc.stats.untestable": "test: the test compare resolved; paired_test declares it",
     "metricalc.keypoints.load_features": "descriptors: checked against the folders found",
     "metricalc.keypoints.load_sequences": "scenes and split: checked against the dataset's folders",
-    "metricalc.pose.evaluate_pairs": "settings is a PoseSettings, checked when built; ratio, "
+    "metricalc.benchmarks.twoview.evaluate_pairs": "settings is a PoseSettings, checked when "
+    "built; ratio, "
     "thresholds and seeds are checked with the matching step",
     "metricalc.decompose.chain_counts": "stages, counted, found_at, batch_dims, coords: arrays "
     "and names checked against the shape of the outcomes",
@@ -193,15 +194,15 @@ BY_NAME: dict[str, Callable[[], Any]] = {
     "dt": lambda: coco()[1],
 }
 BY_FUNCTION: dict[str, dict[str, Callable[[], Any]]] = {
-    "metricalc.patches.evaluate_results": {"results": lambda: oracle_results()},
-    "metricalc.patches.relevance": {"results": lambda: oracle_results()},
-    "metricalc.patches.evaluate_folders": {"results": lambda: ["sift"]},
+    "metricalc.benchmarks.hpatches_patches.evaluate_results": {"results": lambda: oracle_results()},
+    "metricalc.benchmarks.hpatches_patches.relevance": {"results": lambda: oracle_results()},
+    "metricalc.benchmarks.hpatches_patches.evaluate_folders": {"results": lambda: ["sift"]},
     "metricalc.keypoints.cube_from_pairs": {
         "name": lambda: "sift", "pairs": lambda: [], "keypoint_set": lambda: "sift",
         "processing_time_ms": lambda: 0.0,
     },
     "metricalc.cube.new_cube": {"data": lambda: {"better": [[0]], "ties": [[0]]}},
-    "metricalc.patches.make_benchmark": {
+    "metricalc.benchmarks.hpatches_patches.make_benchmark": {
         "split": lambda: "train", "n_sequences": lambda: 2, "seed": lambda: 0,
         "difficulty": lambda: "easy",
     },

@@ -3,19 +3,21 @@
 One module per verb group, each with ``add_<verb>(verbs)`` functions that add a verb (and its
 sub-verbs) to the sub-command parsers and set ``run``, the function the verb calls:
 
-- :mod:`~metricalc.cli.keypoints`: ``demo``, ``keypoints make-dataset | eval``, ``metrics``;
-- :mod:`~metricalc.cli.patches`: ``patches eval | compute | make-dataset | make-benchmark |
+- :mod:`~metricalc.benchmarks.hpatches_sequences.cli`: ``demo``, ``keypoints make-dataset | eval``,
+  ``metrics``;
+- :mod:`~metricalc.benchmarks.hpatches_patches.cli`: ``patches eval | compute | make-dataset |
+  make-benchmark |
   describe``;
-- :mod:`~metricalc.cli.pose`: ``pose eval | make-dataset``;
+- :mod:`~metricalc.benchmarks.twoview.cli`: ``pose eval | make-dataset``;
 - :mod:`~metricalc.cli.experiments`: ``eval hpatches | patches``, ``inspect``;
 - :mod:`~metricalc.cli.db`: ``db list | show | export | import-workbench``;
 - :mod:`~metricalc.cli.decompose`: ``decompose detection | keypoints``;
 - :mod:`~metricalc.cli.compare`: ``compare``;
 - :mod:`~metricalc.cli.report`: ``report``;
 - :mod:`~metricalc.cli.reported`: ``reported``;
-- :mod:`~metricalc.cli.trec`: ``trec-eval``;
-- :mod:`~metricalc.cli.trec_export`: ``trec-export cube | patches``;
-- :mod:`~metricalc.cli._args`: the argument types they share.
+- :mod:`~metricalc.benchmarks.trec.cli`: ``trec-eval``;
+- :mod:`~metricalc.benchmarks.trec.export_cli`: ``trec-export cube | patches``;
+- :mod:`~metricalc.commands.args`: the argument types they share.
 
 Building the parser imports no heavy module (experiment runs, dask, matplotlib, statsmodels,
 OpenCV): a verb imports what it calls when it runs, so ``metricalc --help`` starts fast. Running a
@@ -35,22 +37,23 @@ from importlib import import_module
 from metricalc.errors import MetricalcError
 
 VERBS: dict[str, str] = {
-    "demo": "keypoints.add_demo",
-    "keypoints": "keypoints.add_keypoints",
-    "patches": "patches.add_patches",
-    "pose": "pose.add_pose",
-    "eval": "experiments.add_eval",
-    "inspect": "experiments.add_inspect",
-    "metrics": "keypoints.add_metrics",
-    "db": "db.add_db",
-    "decompose": "decompose.add_decompose",
-    "compare": "compare.add_compare",
-    "report": "report.add_report",
-    "reported": "reported.add_reported",
-    "trec-eval": "trec.add_trec_eval",
-    "trec-export": "trec_export.add_trec_export",
+    "demo": "metricalc.benchmarks.hpatches_sequences.cli.add_demo",
+    "keypoints": "metricalc.benchmarks.hpatches_sequences.cli.add_keypoints",
+    "patches": "metricalc.benchmarks.hpatches_patches.cli.add_patches",
+    "pose": "metricalc.benchmarks.twoview.cli.add_pose",
+    "eval": "metricalc.cli.experiments.add_eval",
+    "inspect": "metricalc.cli.experiments.add_inspect",
+    "metrics": "metricalc.benchmarks.hpatches_sequences.cli.add_metrics",
+    "db": "metricalc.cli.db.add_db",
+    "decompose": "metricalc.cli.decompose.add_decompose",
+    "compare": "metricalc.cli.compare.add_compare",
+    "report": "metricalc.cli.report.add_report",
+    "reported": "metricalc.cli.reported.add_reported",
+    "trec-eval": "metricalc.benchmarks.trec.cli.add_trec_eval",
+    "trec-export": "metricalc.benchmarks.trec.export_cli.add_trec_export",
 }
-"""Each verb and the function adding it (``module.function`` of this package), in the order
+"""Each verb and the function adding it (``package.module.function``: the verbs of a benchmark
+live in its room), in the order
 ``metricalc --help`` lists them. ``metricalc VERB ...`` imports the module of ``VERB`` only."""
 
 VERB_EXTRAS: dict[str, str] = {"demo": "demo", "eval": "experiments", "inspect": "experiments"}
@@ -61,7 +64,7 @@ their optional dependencies is missing (any other verb names the missing library
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The argument parser of the ``metricalc`` command, one sub-command per verb; with ``verb``
     (a key of :data:`VERBS`), that verb's sub-command only, importing that verb's module only."""
-    from metricalc.cli._args import VerbParser, document_defaults
+    from metricalc.commands.args import VerbParser, document_defaults
 
     parser = argparse.ArgumentParser(
         prog="metricalc",
@@ -76,8 +79,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     )
     for name, where in VERBS.items():
         if verb is None or name == verb:
-            module, function = where.split(".")
-            getattr(import_module(f"metricalc.cli.{module}"), function)(verbs)
+            module, function = where.rsplit(".", 1)
+            getattr(import_module(module), function)(verbs)
     document_defaults(parser)  # every --help shows the defaults
     return parser
 

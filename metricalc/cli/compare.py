@@ -2,7 +2,7 @@
 
 Building the parser must not import :mod:`metricalc.stats` (statsmodels and scipy.stats: half a
 second of start-up for every ``metricalc`` command), so the choices are spelled here;
-``tests/test_cli.py`` checks that they agree with the names :mod:`metricalc.stats` exports.
+``tests/cli/test_cli.py`` checks that they agree with the names :mod:`metricalc.stats` exports.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from metricalc.cli._args import names
-from metricalc.cli.dask_options import add_dask_options, cube_chunks, dask_session
+from metricalc.commands.args import names
+from metricalc.commands.dask_options import add_dask_options, cube_chunks, dask_session
 from metricalc.errors import InvalidInputError
 
 TESTS = ("auto", "randomization", "ttest", "wilcoxon", "sign", "mcnemar")
@@ -179,22 +179,22 @@ def compare_metric(name: str, available: Collection[str]) -> str:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from metricalc.benchmarks.hpatches_cvpr17.cli import compare_cvpr17
+    from metricalc.benchmarks.hpatches_sequences.mma_statistic import mma_threshold
+    from metricalc.benchmarks.phototour.cli import compare_fpr95_file, fpr95_records_file
+    from metricalc.benchmarks.twoview.cli import compare_pose_file, pose_results_file
     from metricalc.cli.compare_runs import (
         compare_homography_runs,
         compare_mma_cubes,
         is_homography_request,
     )
-    from metricalc.cli.cvpr17_compare import compare_cvpr17
-    from metricalc.cli.fpr95 import compare_fpr95_file, fpr95_records_file
-    from metricalc.cli.pose import compare_pose_file, pose_results_file
-    from metricalc.cli.records import print_json_rows
+    from metricalc.commands.records import print_json_rows
     from metricalc.hpatches import common_cvpr17_unit
     from metricalc.plotting.terminal import print_comparisons
     from metricalc.stats import compare
-    from metricalc.stats.mma_statistic import mma_threshold
 
     if args.coco_gt is not None or all(path.suffix.lower() == ".json" for path in args.cubes):
-        from metricalc.cli.coco import compare_coco_files
+        from metricalc.benchmarks.coco.cli import compare_coco_files
 
         return compare_coco_files(args)
     pose_file = pose_results_file(args.cubes)

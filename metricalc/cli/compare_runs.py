@@ -23,7 +23,7 @@ HOMOGRAPHY_METRIC = "homography"
 def is_homography_request(metric: str) -> bool:
     """Whether ``--metric`` names the homography columns (all, or one such as
     ``H_error_ransac@3px``)."""
-    from metricalc.stats.homography_statistic import COLUMNS
+    from metricalc.benchmarks.homography.statistic import COLUMNS
 
     return metric == HOMOGRAPHY_METRIC or metric in COLUMNS
 
@@ -42,13 +42,13 @@ def _results_file(path: Path) -> Path:
 def compare_homography_runs(args: argparse.Namespace) -> int:
     """Every pair of runs (or each against ``--baseline``) on each homography column (or the
     one ``--metric`` names): difference, paired cluster-bootstrap CI, swap test, Holm."""
-    from metricalc.cli.records import print_columns, refuse_cube_options, statistic_options
-    from metricalc.experiment.results import open_pairs
-    from metricalc.stats.homography_statistic import (
+    from metricalc.benchmarks.homography.statistic import (
         COLUMNS,
         compare_homography,
         homography_records,
     )
+    from metricalc.commands.records import print_columns, refuse_cube_options, statistic_options
+    from metricalc.experiment.results import open_pairs
 
     refuse_cube_options(args, "homography runs")
     files = [_results_file(path) for path in args.cubes]
@@ -79,10 +79,10 @@ def compare_homography_runs(args: argparse.Namespace) -> int:
 def compare_mma_cubes(args: argparse.Namespace, threshold: float) -> int:
     """``metricalc compare CUBE ... --metric mma@T``: D2-Net's MMA at T px of every system,
     compared over image pairs clustered by scene
-    (:func:`metricalc.stats.mma_statistic.compare_mma`)."""
+    (:func:`metricalc.benchmarks.hpatches_sequences.mma_statistic.compare_mma`)."""
     from metricalc import cube as cubes
-    from metricalc.cli.records import print_columns, refuse_cube_options, statistic_options
-    from metricalc.stats.mma_statistic import compare_mma
+    from metricalc.benchmarks.hpatches_sequences.mma_statistic import compare_mma
+    from metricalc.commands.records import print_columns, refuse_cube_options, statistic_options
 
     refuse_cube_options(args, "the MMA (a mean over image pairs)")
     labels = args.labels.split(",") if args.labels else [path.stem for path in args.cubes]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from metricalc.cli._args import passed, thresholds
+from metricalc.commands.args import passed, thresholds
 from metricalc.core.ranking import AP_METHODS
 
 
@@ -57,9 +57,9 @@ def _show(args: argparse.Namespace, result: Any, printer: Any, writer: Any) -> N
 
 
 def _decompose_detection(args: argparse.Namespace) -> int:
-    from metricalc.decompose.detection import decompose_detection
+    from metricalc.benchmarks.coco import load_detections, load_ground_truth
+    from metricalc.benchmarks.coco.decompose import decompose_detection
     from metricalc.decompose.terminal import print_detection, write_detection
-    from metricalc.detection import load_detections, load_ground_truth
 
     gt = load_ground_truth(args.gt)
     dt = load_detections(args.dt, gt)

@@ -2,7 +2,7 @@
 
 Building these parsers must not import :mod:`metricalc.experiment` (OpenCV, dask, matplotlib,
 statsmodels: seconds of start-up for ``metricalc --help``), so the two values the parsers need are
-spelled here; ``tests/test_cli.py`` checks that they agree with :mod:`metricalc.experiment.run`.
+spelled here; ``tests/cli/test_cli.py`` checks that they agree with :mod:`metricalc.experiment.run`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from metricalc.cli._args import add_preset_option, passed
+from metricalc.commands.args import add_preset_option, passed
 from metricalc.errors import MetricalcError
 
 BENCHMARK_NAMES = ("hpatches", "patches")

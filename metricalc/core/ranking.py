@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from metricalc.core import kernels
+from metricalc.core import ap_kernels, kernels
 from metricalc.core.labeled import apply_kernel, fill_undefined, is_labeled, unwrap
 from metricalc.errors import InvalidInputError
 from metricalc.validation import (
@@ -410,7 +410,9 @@ def _ap_kernel(
             "tie_policy='workbench' is defined for lists with one relevant item; the list at index "
             f"{where} has {int(present[where])}. Use 'optimistic', 'pessimistic' or 'expected'."
         )
-    return kernels.average_precision_rows(labels, scores, R, method=method, tie_policy=tie_policy)
+    return ap_kernels.average_precision_rows(
+        labels, scores, R, method=method, tie_policy=tie_policy
+    )
 
 
 @validate_params(

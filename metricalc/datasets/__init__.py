@@ -2,13 +2,17 @@
 
 - :func:`make_synthetic_dataset` (:mod:`~metricalc.datasets.sequences`): HPatches-style image
   sequences with exact homographies, made from the photographs bundled with scikit-image;
-- :func:`make_patch_dataset` (:mod:`~metricalc.datasets.patches`): an HPatches-style patch dataset
+- :func:`make_patch_dataset` (:mod:`~metricalc.benchmarks.hpatches_patches.generator`): an
+  HPatches-style patch dataset
   cut from those sequences;
-- :func:`make_twoview_dataset` (:mod:`~metricalc.datasets.twoview`): image pairs of textured
-  planes with exact relative poses and their pair list, for :mod:`metricalc.pose`;
-- :func:`make_hpatches17_set` (:mod:`~metricalc.datasets.hpatches17`): descriptors and task files
+- :func:`make_twoview_dataset` (:mod:`~metricalc.benchmarks.twoview.generator`): image pairs of
+  textured
+  planes with exact relative poses and their pair list, for :mod:`metricalc.benchmarks.twoview`;
+- :func:`make_hpatches17_set` (:mod:`~metricalc.benchmarks.hpatches_cvpr17.generator`): descriptors
+  and task files
   of that patch dataset in hpatches-benchmark's layout, for the CVPR'17 tasks;
-- :func:`make_coco_dataset` (:mod:`~metricalc.datasets.coco`): COCO-style ground truth and
+- :func:`make_coco_dataset` (:mod:`~metricalc.benchmarks.coco.generator`): COCO-style ground truth
+  and
   detections for decomposition studies;
 - :func:`example_cube` (:mod:`~metricalc.datasets.example`): a three-query QueryCube for examples.
 
@@ -36,10 +40,10 @@ _LAZY = {
     "PHOTOGRAPHS": "metricalc.datasets.sequences",
     "QUICK_SCENES": "metricalc.datasets.sequences",
     "make_synthetic_dataset": "metricalc.datasets.sequences",
-    "make_patch_dataset": "metricalc.datasets.patches",
-    "make_coco_dataset": "metricalc.datasets.coco",
-    "make_twoview_dataset": "metricalc.datasets.twoview",
-    "make_hpatches17_set": "metricalc.datasets.hpatches17",
+    "make_patch_dataset": "metricalc.benchmarks.hpatches_patches.generator",
+    "make_coco_dataset": "metricalc.benchmarks.coco.generator",
+    "make_twoview_dataset": "metricalc.benchmarks.twoview.generator",
+    "make_hpatches17_set": "metricalc.benchmarks.hpatches_cvpr17.generator",
     "example_cube": "metricalc.datasets.example",
 }
 

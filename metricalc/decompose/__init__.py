@@ -70,7 +70,7 @@ __all__ = [
 
 
 _LAZY = {
-    name: "metricalc.decompose.detection"
+    name: "metricalc.benchmarks.coco.decompose"
     for name in ("decompose_detection", "detection_chains", "DetectionDecomposition")
 }
 """The detection instance, loaded on first use (it imports the detection package)."""

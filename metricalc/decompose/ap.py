@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from metricalc.core.kernels import COCO101_RECALLS, VOC11_RECALLS
+from metricalc.core.ap_kernels import COCO101_RECALLS, VOC11_RECALLS
 from metricalc.core.labeled import apply_kernel, is_labeled, unwrap
 from metricalc.core.ranking import AP_METHODS
 from metricalc.decompose.chain import STAGE

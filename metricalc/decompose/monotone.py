@@ -6,7 +6,8 @@ r"""Numerical checks of the decomposition theorems (docs/decomposition.md).
    \prod_k R_k)` move up and right, so the set :math:`\{n : R_n \ge t\}` only grows and its
    precisions only rise, and :math:`p(t) = \max\{P_n : R_n \ge t\}` rises at every level t.
    For ``step`` (and ``trapezoid``) it is *not*: raising the recall of one point moves area to a
-   point of lower precision (``tests/test_decompose.py`` holds a counterexample), so the check
+   point of lower precision (``tests/decompose/test_decompose.py`` holds a counterexample), so the
+   check
    below reports violations instead of assuming the theorem.
 2. **Compound decomposable metrics.** :math:`M = F(AP^1, \dots, AP^K)` inherits 1 when F is
    non-decreasing in every argument (the mean of mAP is); :func:`compound_monotonicity` checks F.

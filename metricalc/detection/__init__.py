@@ -1,53 +1,20 @@
-"""COCO-style evaluation of detections and instance masks, written without pycocotools.
+"""The old import path of :mod:`metricalc.benchmarks.coco`, kept for code that imports it.
 
-Reads COCO JSON (ground truth and results; boxes, polygons, compressed and uncompressed RLE),
-computes box and mask IoU, COCO's one-to-one greedy matching and the precision cube
-``[iou, recall, category, area, maxdets]`` with the 12 standard stats, equal to
-``pycocotools.cocoeval.COCOeval`` (which the tests use as the reference); per-image records
-and the stats of any multiset of images (:mod:`metricalc.detection.resampled`), for the
-image bootstrap and swap test of ``metricalc compare --coco-gt``.
+``metricalc.detection.NAME`` is ``metricalc.benchmarks.coco.NAME`` (loaded on first use); the
+modules moved to ``metricalc/benchmarks/coco/`` (docs/architecture.md, "One benchmark, one room").
 """
 
-from metricalc.detection.coco import (
-    CocoDetections,
-    CocoGroundTruth,
-    load_detections,
-    load_ground_truth,
-)
-from metricalc.detection.evaluate import (
-    COCO_AREA_RANGES,
-    COCO_IOU_THRESHOLDS,
-    COCO_MAX_DETS,
-    COCO_RECALL_LEVELS,
-    COCO_STATS,
-    Prepared,
-    coco_stats,
-    evaluate,
-    prepare,
-)
-from metricalc.detection.resampled import (
-    COCO_SUMMARY,
-    ImageRecords,
-    image_records,
-    weighted_summary,
-)
+from __future__ import annotations
 
-__all__ = [
-    "COCO_AREA_RANGES",
-    "COCO_IOU_THRESHOLDS",
-    "COCO_MAX_DETS",
-    "COCO_RECALL_LEVELS",
-    "COCO_STATS",
-    "COCO_SUMMARY",
-    "CocoDetections",
-    "CocoGroundTruth",
-    "ImageRecords",
-    "Prepared",
-    "coco_stats",
-    "evaluate",
-    "image_records",
-    "load_detections",
-    "load_ground_truth",
-    "prepare",
-    "weighted_summary",
-]
+from importlib import import_module
+
+HOME = "metricalc.benchmarks.coco"
+"""The package this one re-exports."""
+
+
+def __getattr__(name: str) -> object:
+    return getattr(import_module(HOME), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(getattr(import_module(HOME), "__all__", []))

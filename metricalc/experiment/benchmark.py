@@ -1,6 +1,7 @@
 """What a benchmark provides to a run, what a run gives it, and the value checks of configs.
 
-A benchmark (``metricalc/experiment/hpatches.py``, ...) has a name, default configuration
+A benchmark (``metricalc/benchmarks/hpatches_sequences/experiment.py``, ...) has a name, default
+configuration
 (``data``, ``model``, ``eval``), a check of a merged configuration, an ``export`` step that
 writes the run's ``predictions.h5`` (resuming an interrupted export) and an ``evaluate`` step
 that reads only the cached predictions and returns an :class:`Evaluation`.

@@ -64,7 +64,7 @@ ARRAYS = (
 """The datasets of one image-pair group."""
 
 _SHARED = ("keypoints0", "descriptors0")  # image 1: linked across the pairs of a scene
-_COMPRESSION = {"compression": "gzip", "compression_opts": 1, "shuffle": True}
+H5_COMPRESSION = {"compression": "gzip", "compression_opts": 1, "shuffle": True}
 T = TypeVar("T")
 
 
@@ -116,7 +116,7 @@ def _write_group(
     )
     for name in names:
         data = np.asarray(getattr(prediction, name))
-        options = _COMPRESSION if data.size else {}
+        options = H5_COMPRESSION if data.size else {}
         group.create_dataset(name, data=data, **options)
 
 

@@ -6,7 +6,7 @@ when the predictions are missing (or ``overwrite``), evaluates when the results 
 holding what a results database records (tag, benchmark, config hash, versions, timings,
 status and error, the metric set, per-scene metrics, summaries).
 
-Cache rules (each a test in tests/test_experiment_run.py):
+Cache rules (each a test in tests/experiment/test_experiment_run.py):
 
 ============================  =====================  ========================================
 state of the tag              flags                  what happens
@@ -44,8 +44,7 @@ from metricalc import cube as cubes
 from metricalc.errors import InvalidInputError
 from metricalc.experiment.benchmark import Benchmark, Context, Evaluation
 from metricalc.experiment.config import check_tag, config_diff, config_hash, load_config
-from metricalc.experiment.hpatches import HPatches
-from metricalc.experiment.patch_retrieval import Patches
+from metricalc.experiment.registry import BenchmarkTable
 from metricalc.experiment.results import open_pairs, write_results_h5
 from metricalc.experiment.rundir import RunDir
 from metricalc.experiment.scheduler import Scheduler
@@ -59,7 +58,12 @@ from metricalc.store.records import record_experiment
 
 __all__ = ["BENCHMARKS", "DEFAULT_OUTPUTS", "RunResult", "default_db", "get_benchmark", "run"]
 
-BENCHMARKS: dict[str, Benchmark] = {"hpatches": HPatches(), "patches": Patches()}
+BENCHMARKS = BenchmarkTable(
+    {
+        "hpatches": "metricalc.benchmarks.hpatches_sequences.experiment:HPatches",
+        "patches": "metricalc.benchmarks.hpatches_patches.experiment:Patches",
+    }
+)
 """The benchmarks of ``metricalc eval`` by name."""
 
 DEFAULT_OUTPUTS = Path("outputs")

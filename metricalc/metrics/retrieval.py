@@ -35,7 +35,8 @@ def retrieval_means(cube: xr.Dataset, ok: xr.DataArray) -> dict[str, xr.DataArra
 def hpatches17_means(cube: xr.Dataset, ok: xr.DataArray) -> dict[str, xr.DataArray]:
     r"""``hpatches17_matching_map`` of an HPatches CVPR'17 matching cube (attrs ``benchmark =
     "hpatches-cvpr17"``, ``task = "matching"``:
-    :func:`metricalc.patches.cvpr17_cube.matching_cube`): hpatches-benchmark's matching average,
+    :func:`metricalc.benchmarks.hpatches_cvpr17.cube.matching_cube`): hpatches-benchmark's matching
+    average,
     the number its published results carry (:mod:`metricalc.datasets.reported`;
     ``DescriptorMatchingResult.avg`` in its ``python/utils/results.py``). With
     :math:`\text{mAP}_{s,l}` the mean AP of sequence :math:`s` over its image pairs at level

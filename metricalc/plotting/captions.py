@@ -33,7 +33,8 @@ RETRIEVAL_LABELS = (("benchmark", "benchmark {}"), ("ap_method", "AP method {}")
 CVPR17_LABELS = (("task", "task {}"), ("split", "split {}"), ("pool_size", "pool size {}"),
                   ("distance", "distance {}"), ("tie_policy", "tie policy {}"),
                   ("ap_method", "AP method {}"), ("preset", "preset {}"))  # fmt: skip
-"""The protocol of an HPatches CVPR'17 cube (:mod:`metricalc.patches.cvpr17_cube`): patch
+"""The protocol of an HPatches CVPR'17 cube (:mod:`metricalc.benchmarks.hpatches_cvpr17.cube`):
+patch
 matching or retrieval, no keypoints, tolerance or border; the task and split named here once
 (the ``dataset`` attr repeats them, so such a caption does not name it)."""
 TREC_LABELS = (("qrels", "qrels {}"), ("ties", "ties {}"), ("level", "relevant from {}"),

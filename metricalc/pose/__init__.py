@@ -1,63 +1,20 @@
-"""Two-view relative pose: angular errors, pose AUC and mAA, OpenCV estimation, pair lists.
+"""The old import path of :mod:`metricalc.benchmarks.twoview`, kept for code that imports it.
 
-- :mod:`~metricalc.pose.angular`: rotation and translation angular errors (SuperGlue, Glue
-  Factory);
-- :mod:`~metricalc.pose.accuracy`: SuperGlue's pose AUC and the Image Matching Challenge's mAA;
-- :mod:`~metricalc.pose.estimation`: essential matrix by RANSAC or MAGSAC, then the cheirality
-  test, as SuperGlue and Glue Factory estimate a pose (OpenCV, loaded on first use);
-- :mod:`~metricalc.pose.pairs`: MegaDepth-1500 / Glue Factory / SuperGlue pair lists;
-- :mod:`~metricalc.pose.evaluate`: images and pairs to per-pair errors and their summary.
-
-The synthetic benchmark with exact poses is :func:`metricalc.datasets.twoview.make_twoview_dataset`.
-
->>> from metricalc.pose import pose_auc
->>> pose_auc([1.0, 3.0], [5.0]).round(3).tolist()
-[0.75]
+``metricalc.pose.NAME`` is ``metricalc.benchmarks.twoview.NAME`` (loaded on first use); the modules
+moved to ``metricalc/benchmarks/twoview/`` (docs/architecture.md, "One benchmark, one room").
 """
 
-from metricalc.lazy import lazy_getattr
-from metricalc.pose.accuracy import (
-    IMC_THRESHOLDS,
-    POSE_AUC_THRESHOLDS,
-    imc_accuracies,
-    imc_maa,
-    pose_auc,
-)
-from metricalc.pose.angular import (
-    pose_error,
-    relative_pose_error,
-    rotation_error,
-    translation_error,
-)
-from metricalc.pose.pairs import PosePair, read_pairs, write_pairs
+from __future__ import annotations
 
-__all__ = [
-    "IMC_THRESHOLDS",
-    "POSE_AUC_THRESHOLDS",
-    "PosePair",
-    "PoseSettings",
-    "RelativePose",
-    "estimate_relative_pose",
-    "evaluate_pairs",
-    "imc_accuracies",
-    "imc_maa",
-    "pose_auc",
-    "pose_error",
-    "read_pairs",
-    "relative_pose_error",
-    "rotation_error",
-    "summarize",
-    "translation_error",
-    "write_pairs",
-]
+from importlib import import_module
 
-_LAZY = {
-    "PoseSettings": "metricalc.pose.estimation",
-    "RelativePose": "metricalc.pose.estimation",
-    "estimate_relative_pose": "metricalc.pose.estimation",
-    "evaluate_pairs": "metricalc.pose.evaluate",
-    "summarize": "metricalc.pose.evaluate",
-}
+HOME = "metricalc.benchmarks.twoview"
+"""The package this one re-exports."""
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+def __getattr__(name: str) -> object:
+    return getattr(import_module(HOME), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(getattr(import_module(HOME), "__all__", []))

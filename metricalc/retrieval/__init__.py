@@ -25,7 +25,7 @@ trec_eval's names (and ranx's spellings), the ``all`` summary, vectorised over a
   :mod:`~metricalc.retrieval.writer` (TREC files written atomically).
 
 Several runs compared (paired tests per measure, the table) is a study on top of this package
-and :mod:`metricalc.stats`: :mod:`metricalc.report.trec_comparison`.
+and :mod:`metricalc.stats`: :mod:`metricalc.benchmarks.trec.comparison`.
 
 Every name is imported from its module on first use (:mod:`metricalc.lazy`): the files of a
 small run are read with NumPy alone (:mod:`~metricalc.retrieval.small_files`), and importing

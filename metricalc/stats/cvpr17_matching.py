@@ -62,7 +62,7 @@ def matching_statistic(
 
     Examples
     --------
-    >>> from metricalc.patches.cvpr17_cube import matching_cube
+    >>> from metricalc.benchmarks.hpatches_cvpr17.cube import matching_cube
     >>> aps = {(s, lv, 1): a for s, a in (("i_a", 0.2), ("v_b", 0.6), ("v_c", 0.4))
     ...        for lv in "eht"}
     >>> stat, _ = matching_statistic(matching_cube(aps, descriptor="d", split="x"))
