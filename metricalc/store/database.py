@@ -140,7 +140,7 @@ def open_db(db: str | os.PathLike[str], *, create: bool = True) -> Iterator[sqli
     >>> from metricalc.store.database import open_db
     >>> with tempfile.TemporaryDirectory() as tmp, open_db(pathlib.Path(tmp) / "r.sqlite") as c:
     ...     c.execute("PRAGMA journal_mode").fetchone()[0], c.execute("PRAGMA user_version").fetchone()[0]
-    ('wal', 2)
+    ('wal', 3)
     """  # noqa: E501
     path = _path(db)
     if not path.exists():

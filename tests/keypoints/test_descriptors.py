@@ -335,7 +335,8 @@ def test_bad_method_names_list_the_methods(gray):
         extract_image(gray, "dsp_sift")
     with pytest.raises(InvalidInputError, match=f"locked='hardnet'.*{listing}"):
         extract_image(gray, "sift", locked="hardnet")
-    with pytest.raises(InvalidInputError, match=f"detector 'surf'.*{listing}"):
+    quoted = ", ".join(f"'{name}'" for name in listing.split(", "))
+    with pytest.raises(InvalidInputError, match=f"detector must be one of {quoted}; got 'surf'"):
         detect_keypoints([], "surf")
 
 
