@@ -1,7 +1,7 @@
 """Protocol presets: the settings a paper's or a tool's evaluation fixed, in one table.
 
 ``--preset NAME`` on the verb a protocol belongs to sets every option of :data:`PRESETS`
-``[NAME].settings`` as a default; an option given on the command line (or, for ``metricalc eval``,
+``[NAME].settings`` as a default; an option given on the command line (or, for ``metricalc run``,
 in ``--conf`` or a ``key=value`` override) still wins. The preset's name and source are recorded
 in what the verb writes (the cube attrs ``preset`` and ``preset_source``; the run config key
 ``eval.preset``), so a report shows which protocol produced a number. ``docs/presets.md`` gives
@@ -12,7 +12,7 @@ The table itself is data, ``metricalc/presets.yaml`` (package data), read once a
 NumPy, no domain imports: the command-line parser reads it.
 
 Settings are keyed by what the verb calls them: the option names (argparse ``dest``) of
-``keypoints eval`` and ``patches hpatches-eval``, the dotted config keys of ``eval hpatches``.
+``keypoints eval`` and ``patches hpatches-eval``, the dotted config keys of ``run hpatches``.
 
 Examples
 --------
@@ -21,10 +21,10 @@ Examples
 ['d2net', 'gluefactory', 'hpatches-cvpr17', 'superpoint', 'workbench']
 >>> PRESETS["d2net"].verb, PRESETS["d2net"].values()["split"]
 ('keypoints eval', 'd2net')
->>> preset_for("d2net", "eval hpatches")
+>>> preset_for("d2net", "run hpatches")
 Traceback (most recent call last):
 ...
-metricalc.errors.InvalidInputError: --preset d2net applies to metricalc keypoints eval, not to metricalc eval hpatches; the presets of eval hpatches: gluefactory
+metricalc.errors.InvalidInputError: --preset d2net applies to metricalc keypoints eval, not to metricalc run hpatches; the presets of run hpatches: gluefactory
 """  # noqa: E501
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class Preset:
         return {key: setting.value for key, setting in self.settings.items()}
 
 
-PRESET_VERBS = ("keypoints eval", "eval hpatches", "patches hpatches-eval")
+PRESET_VERBS = ("keypoints eval", "run hpatches", "patches hpatches-eval")
 """The verbs that take ``--preset``."""
 
 

@@ -40,7 +40,7 @@ NOT_RUN_HERE = {
     "(tests/cli/test_cli.py renders the demo study quick after a quick demo, in README's order, "
     "and "
     "checks that it deletes none of the demo's files)",
-    r"eval hpatches --conf sift": "the whole built-in benchmark, minutes (the lines with "
+    r"run hpatches --conf sift": "the whole built-in benchmark, minutes (the lines with "
     "data.quick=true run here)",
     r"compare reports/demo/.*": "the full demo's cube, 32 scenes (tests/cli/test_cli.py compares "
     "the quick demo's cube: 4 scenes are too few to test over scenes, and it says so)",
@@ -50,29 +50,29 @@ minutes long on the built-in data, with where the same command runs."""
 
 PREREQUISITES = {
     "inspect hpatches sift orb_ratio": (
-        "eval hpatches --conf sift data.quick=true",
-        "eval hpatches --conf orb --tag orb_ratio model.matcher.ratio=0.8 data.quick=true",
+        "run hpatches --conf sift data.quick=true",
+        "run hpatches --conf orb --tag orb_ratio model.matcher.ratio=0.8 data.quick=true",
     ),
     "inspect hpatches sift orb": (
-        "eval hpatches --conf sift data.quick=true",
-        "eval hpatches --conf orb data.quick=true",
+        "run hpatches --conf sift data.quick=true",
+        "run hpatches --conf orb data.quick=true",
     ),
     "inspect patches sift raw": (
-        "eval patches --conf sift data.quick=true",
-        "eval patches --conf raw data.quick=true",
+        "run patches --conf sift data.quick=true",
+        "run patches --conf raw data.quick=true",
     ),
-    "db show sift ": ("eval hpatches --conf sift data.quick=true",),
+    "db show sift ": ("run hpatches --conf sift data.quick=true",),
     "compare outputs/results/hpatches/sift outputs/results/hpatches/orb ": (
-        "eval hpatches --conf sift data.quick=true",
-        "eval hpatches --conf orb data.quick=true",
+        "run hpatches --conf sift data.quick=true",
+        "run hpatches --conf orb data.quick=true",
     ),
     "compare outputs/results/hpatches/sift/results.h5 outputs/results/hpatches/orb/results.h5 ": (
-        "eval hpatches --conf sift data.quick=true",
-        "eval hpatches --conf orb data.quick=true",
+        "run hpatches --conf sift data.quick=true",
+        "run hpatches --conf orb data.quick=true",
     ),
     "compare outputs/results/hpatches/sift outputs/results/hpatches/orb_ratio ": (
-        "eval hpatches --conf sift data.quick=true",
-        "eval hpatches --conf orb --tag orb_ratio model.matcher.ratio=0.8 data.quick=true",
+        "run hpatches --conf sift data.quick=true",
+        "run hpatches --conf orb --tag orb_ratio model.matcher.ratio=0.8 data.quick=true",
     ),
     "compare phototour.fpr95.nc": (  # the README's PhotoTour lines, which come after it
         "patches make-phototour phototour",
@@ -89,7 +89,7 @@ their output is missing: a quick run's tag folder, another command's ``--out`` o
 
 def _made(folder: Path, need: list[str]) -> bool:
     """Whether the output of the prerequisite ``need`` exists in ``folder``."""
-    if need[0] == "eval":
+    if need[0] == "run":
         tag = need[need.index("--tag") + 1] if "--tag" in need else need[3]
         return (folder / "outputs" / "results" / need[1] / tag).is_dir()
     return (folder / (need[need.index("--out") + 1] if "--out" in need else need[-1])).exists()
@@ -178,7 +178,7 @@ def workspace(
     tmp_path_factory: pytest.TempPathFactory, name: str, without: tuple[str, ...] = ()
 ) -> Path:
     """A folder of its own for some examples: a copy of the files of :func:`examples_folder`,
-    its own copy of ``outputs/`` (the runs of ``metricalc eval`` and the results database, so
+    its own copy of ``outputs/`` (the runs of ``metricalc run`` and the results database, so
     that one page's runs are not another's), links to its other folders; ``without`` these."""
     inputs = examples_folder(tmp_path_factory)
     folder = tmp_path_factory.mktemp(name)

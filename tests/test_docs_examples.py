@@ -37,7 +37,7 @@ PYTHON_PAGES = [page for page in PAGES if python_blocks(page)]
 
 @pytest.fixture(scope="module")
 def page_folder(tmp_path_factory: pytest.TempPathFactory):
-    """The folder of a page's command lines (a page's runs of ``metricalc eval`` are its own)."""
+    """The folder of a page's command lines (a page's runs of ``metricalc run`` are its own)."""
     folders: dict[Path, Path] = {}
 
     def folder(page: Path) -> Path:

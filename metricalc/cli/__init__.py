@@ -9,7 +9,7 @@ sub-verbs) to the sub-command parsers and set ``run``, the function the verb cal
   make-benchmark |
   describe``;
 - :mod:`~metricalc.benchmarks.twoview.cli`: ``pose eval | make-dataset``;
-- :mod:`~metricalc.cli.experiments`: ``eval hpatches | patches``, ``inspect``;
+- :mod:`~metricalc.cli.experiments`: ``run hpatches | patches``, ``inspect``;
 - :mod:`~metricalc.cli.db`: ``db list | show | export | import-workbench``;
 - :mod:`~metricalc.cli.decompose`: ``decompose detection | keypoints``;
 - :mod:`~metricalc.cli.compare`: ``compare``;
@@ -41,7 +41,7 @@ VERBS: dict[str, str] = {
     "keypoints": "metricalc.benchmarks.hpatches_sequences.cli.add_keypoints",
     "patches": "metricalc.benchmarks.hpatches_patches.cli.add_patches",
     "pose": "metricalc.benchmarks.twoview.cli.add_pose",
-    "eval": "metricalc.cli.experiments.add_eval",
+    "run": "metricalc.cli.experiments.add_run",
     "inspect": "metricalc.cli.experiments.add_inspect",
     "metrics": "metricalc.benchmarks.hpatches_sequences.cli.add_metrics",
     "db": "metricalc.cli.db.add_db",
@@ -56,9 +56,14 @@ VERBS: dict[str, str] = {
 live in its room), in the order
 ``metricalc --help`` lists them. ``metricalc VERB ...`` imports the module of ``VERB`` only."""
 
-VERB_EXTRAS: dict[str, str] = {"demo": "demo", "eval": "experiments", "inspect": "experiments"}
+VERB_EXTRAS: dict[str, str] = {"demo": "demo", "run": "experiments", "inspect": "experiments"}
 """Verbs that need several extras, and the extra that installs all of them: named when any of
 their optional dependencies is missing (any other verb names the missing library's own extra)."""
+
+RENAMED_VERBS: dict[str, str] = {"eval": "run"}
+"""Old spellings of verbs, still accepted with a note on stderr: ``metricalc eval hpatches`` is
+``metricalc run hpatches`` (an experiment run), so that no two verbs differ only in word order
+(``keypoints eval`` evaluates image sequences into a cube)."""
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
@@ -105,6 +110,10 @@ class ShowVersion(argparse.Action):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     given = sys.argv[1:] if argv is None else list(argv)
+    if given and given[0] in RENAMED_VERBS:
+        new = RENAMED_VERBS[given[0]]
+        print(f"metricalc: note: `metricalc {given[0]}` is now `metricalc {new}`", file=sys.stderr)
+        given[0] = new
     # the verb comes first (the command's own options, --help and --version, print and stop)
     parser = build_parser(given[0] if given and given[0] in VERBS else None)
     args = parser.parse_args(given)

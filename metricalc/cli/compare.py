@@ -52,7 +52,7 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     cmp = verbs.add_parser("compare", help="paired significance tests of the systems of cubes")
     cmp.add_argument("cubes", type=Path, nargs="+", metavar="CUBE",
                      help="cube file(s) (.nc), one pose results file (pose eval --out), "
-                     "`eval hpatches` runs (with --metric homography), COCO results files "
+                     "`run hpatches` runs (with --metric homography), COCO results files "
                      "(JSON) with --coco-gt, FPR95 pair records (patches fpr95 --out), or "
                      "HPatches verification pair cubes (patches hpatches-eval --out)")
     cmp.add_argument("--labels", help="one label per cube, e.g. locked,native (default: stems)")
@@ -63,7 +63,7 @@ def add_compare(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="cube variable, hit@K (hit rate) or precision@K (hits / K), or a table's name of "
         "one: mAP, HR@K, P@K (default: ap); "
         "mma@T: D2-Net's MMA at T px; 'homography' (or one column, e.g. H_error_ransac@3px) "
-        "compares `eval hpatches` runs",
+        "compares `run hpatches` runs",
     )
     cmp.add_argument(
         "--test",

@@ -1,4 +1,4 @@
-"""``metricalc compare`` on per-image-pair records: the homography columns of ``metricalc eval
+"""``metricalc compare`` on per-image-pair records: the homography columns of ``metricalc run
 hpatches`` runs (``--metric homography``) and the MMA of keypoint cubes (``--metric mma@3``),
 compared per image pair clustered by scene."""
 
@@ -33,7 +33,7 @@ def _results_file(path: Path) -> Path:
     found = path / "results.h5" if path.is_dir() else path
     if not found.is_file():
         raise InvalidInputError(
-            f"{path}: not a run of `metricalc eval hpatches` (expected its folder or its "
+            f"{path}: not a run of `metricalc run hpatches` (expected its folder or its "
             "results.h5)"
         )
     return found

@@ -1,4 +1,4 @@
-"""``metricalc eval hpatches | patches`` (experiment runs) and ``metricalc inspect`` (pages).
+"""``metricalc run hpatches | patches`` (experiment runs) and ``metricalc inspect`` (pages).
 
 Building these parsers must not import :mod:`metricalc.experiment` (OpenCV, dask, matplotlib,
 statsmodels: seconds of start-up for ``metricalc --help``), so the two values the parsers need are
@@ -22,21 +22,21 @@ DEFAULT_OUTPUTS = Path("outputs")
 """The outputs root of runs: ``metricalc.experiment.run.DEFAULT_OUTPUTS``."""
 
 
-def add_eval(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``metricalc eval hpatches | patches [options] [key=value ...]``."""
+def add_run(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``metricalc run hpatches | patches [options] [key=value ...]``."""
     ev_run = verbs.add_parser(
-        "eval", help="experiment runs: export predictions once, evaluate the cache"
+        "run", help="experiment runs: export predictions once, evaluate the cache"
     )
     benchmarks = ev_run.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     hpatches = benchmarks.add_parser(
         "hpatches", help="image sequences: keypoints, matches, homography estimation"
     )
-    _eval_arguments(hpatches, "eval hpatches")
+    _eval_arguments(hpatches, "run hpatches")
     hpatches.set_defaults(run=_eval)
     patch_run = benchmarks.add_parser(
         "patches", help="patch and image retrieval (HPatches ECCV 2016): descriptors, top-51 lists"
     )
-    _eval_arguments(patch_run, "eval patches")
+    _eval_arguments(patch_run, "run patches")
     patch_run.set_defaults(run=_eval)
 
 

@@ -1,6 +1,6 @@
 """Reproducible experiment runs: export predictions once, evaluate the cache (docs/experiments.md).
 
-``metricalc eval <benchmark> --conf CONF --tag TAG`` and :func:`run` write
+``metricalc run <benchmark> --conf CONF --tag TAG`` and :func:`run` write
 ``outputs/results/<benchmark>/<tag>/`` (``conf.yaml``, ``predictions.h5``, ``results.h5``,
 ``summaries.json``, ``run.json``, ``plots/``, ``matches/``). See ``docs/experiments.md``.
 

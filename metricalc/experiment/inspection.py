@@ -204,7 +204,7 @@ def load_runs(
     benchmark : str
         A benchmark of :data:`metricalc.experiment.BENCHMARKS` (``"hpatches"``, ``"patches"``).
     tags : sequence of str
-        One or more experiment tags, each run with ``metricalc eval``; the first is the
+        One or more experiment tags, each run with ``metricalc run``; the first is the
         reference of the page's ``diff_only`` mode.
     outputs : path
         The outputs root of the runs (default ``outputs``).
@@ -245,7 +245,7 @@ def load_runs(
         names = ", ".join(repr(t) for t in missing)
         raise InvalidInputError(
             f"no run of benchmark {benchmark!r} with tag {names} under {root}; it has "
-            f"{known if known else 'no runs'} (run `metricalc eval {benchmark} --tag TAG` "
+            f"{known if known else 'no runs'} (run `metricalc run {benchmark} --tag TAG` "
             "first, or give --outputs)"
         )
     unfinished = [
@@ -255,7 +255,7 @@ def load_runs(
     ]
     if unfinished:
         raise InvalidInputError(
-            "no results to inspect for " + "; ".join(unfinished) + f"; rerun `metricalc eval "
+            "no results to inspect for " + "; ".join(unfinished) + f"; rerun `metricalc run "
             f"{benchmark} --tag TAG` (with --overwrite_eval or --overwrite if needed)"
         )
     return Inspection(

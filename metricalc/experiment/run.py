@@ -64,7 +64,7 @@ BENCHMARKS = BenchmarkTable(
         "patches": "metricalc.benchmarks.hpatches_patches.experiment:Patches",
     }
 )
-"""The benchmarks of ``metricalc eval`` by name."""
+"""The benchmarks of ``metricalc run`` by name."""
 
 DEFAULT_OUTPUTS = Path("outputs")
 """Default outputs root: runs go to ``outputs/results/<benchmark>/<tag>/``."""
@@ -305,7 +305,7 @@ def run(
         defaults=bench.default_conf,
         benchmarks=list(BENCHMARKS),
         overrides=overrides,
-        preset=None if preset is None else preset_for(preset, f"eval {benchmark}"),
+        preset=None if preset is None else preset_for(preset, f"run {benchmark}"),
     )
     bench.validate(config)
     default_tag = config.name or preset  # the config's name, else the preset's

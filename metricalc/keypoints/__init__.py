@@ -5,7 +5,7 @@ The built-in synthetic benchmark is made by :func:`metricalc.datasets.make_synth
 core, evaluation, the cube cache) that ``metricalc demo``, ``metricalc keypoints eval`` and the
 reports call; :func:`evaluate_modes` runs its locked and native evaluations together;
 :func:`image_features`, :func:`pair_queries` and :func:`cube_from_pairs` are its steps one image
-and one image pair at a time (``metricalc eval hpatches``).
+and one image pair at a time (``metricalc run hpatches``).
 
 >>> import metricalc.keypoints as kp
 >>> sorted(kp.__all__)[:3]

@@ -3,7 +3,7 @@
 :func:`metricalc.keypoints.pipeline.evaluate_sequences` extracts every image, then evaluates
 every image pair 1 -> k of every scene (:func:`metricalc.keypoints.pairs.evaluate_pair`) and
 gathers the pairs into a QueryCube (:func:`metricalc.keypoints.evaluate.cube_from_pairs`). A run
-of ``metricalc eval hpatches`` takes the same steps under the same
+of ``metricalc run hpatches`` takes the same steps under the same
 :class:`~metricalc.keypoints.pipeline.EvaluationSettings`, but one task per image and per pair
 (scheduled by dask, each pair's features and matches kept in the run's ``predictions.h5`` so an
 interrupted export resumes): :func:`image_features` and :func:`pair_queries` are those steps, so

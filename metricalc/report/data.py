@@ -123,7 +123,7 @@ def _load_experiments(spec: DataSpec, out: Path, progress: bool) -> dict[str, xr
         if not results.is_file():
             raise InvalidInputError(
                 f"data.experiment: no results of tag {tag!r} ({results} does not exist); run "
-                f"`metricalc eval {spec.benchmark} --tag {tag}` first, or set data.outputs"
+                f"`metricalc run {spec.benchmark} --tag {tag}` first, or set data.outputs"
             )
         runs.append(cubes.open_cube(results))
     return {"": runs[0] if len(runs) == 1 else cubes.combine(runs)}

@@ -90,8 +90,8 @@ class DataSpec:
     - ``"dataset"``: ``dataset`` is ``"synthetic"`` (the built-in benchmark, written to
       ``root``) or a folder of HPatches sequences; ``keypoints`` maps labels to ``"native"`` or
       ``"locked:<detector>"`` (one entry with label ``""`` for a single cube);
-    - ``"experiment"``: the tags of ``metricalc eval`` runs (``experiments``) of ``benchmark``
-      below ``outputs`` (None: ``outputs/`` of the current directory, as ``metricalc eval``).
+    - ``"experiment"``: the tags of ``metricalc run`` runs (``experiments``) of ``benchmark``
+      below ``outputs`` (None: ``outputs/`` of the current directory, as ``metricalc run``).
     """
 
     kind: str

@@ -121,7 +121,7 @@ def _check_binary(values: np.ndarray, metric: str, tie_policy: Any) -> None:
             "(test='auto', no --test): the randomization test of the mean hit rate, the table's "
             f"hit_rate_at_{k}; or evaluate the cube under tie policy 'pessimistic' or "
             "'optimistic' ('metricalc keypoints eval --tie-policy pessimistic', or "
-            "'metricalc eval hpatches ... eval.tie_policy=pessimistic'), where every query is a "
+            "'metricalc run hpatches ... eval.tie_policy=pessimistic'), where every query is a "
             "hit or a miss"
         )
     raise InvalidInputError(

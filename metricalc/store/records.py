@@ -1,6 +1,6 @@
 """Experiments written to the results database: record one (the transaction and its SQL).
 
-An experiment is one run of one benchmark under a tag (``metricalc eval hpatches --tag TAG``, or a
+An experiment is one run of one benchmark under a tag (``metricalc run hpatches --tag TAG``, or a
 row imported from DescriptorWorkbench): a row of ``experiments``, one row of ``results`` per
 descriptor and one row of ``scenes`` per (descriptor, scene). :func:`record_experiment` writes (or
 replaces) all of it in one transaction; :func:`~metricalc.store.list_experiments` and

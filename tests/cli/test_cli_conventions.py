@@ -100,3 +100,23 @@ def test_an_unknown_option_shows_the_usage_of_its_verb(argv, prog, unknown, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith(f"usage: {prog} ")
     assert err[-1] == f"{prog}: error: unrecognized arguments: {unknown}"
+
+
+def test_no_two_verbs_differ_only_in_word_order():
+    parser = build_parser()
+    verbs = {name: sub for action in parser._actions
+             if isinstance(action, argparse._SubParsersAction)
+             for name, sub in action.choices.items()}
+    commands = {(verb, kind) for verb, sub in verbs.items() for action in sub._actions
+                if isinstance(action, argparse._SubParsersAction) for kind in action.choices}
+    assert ("run", "hpatches") in commands and ("keypoints", "eval") in commands
+    assert not [(a, b) for a, b in commands if (b, a) in commands]
+
+
+def test_the_old_spelling_eval_runs_run_with_a_note(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["eval", "hpatches", "--help"])
+    captured = capsys.readouterr()
+    assert stop.value.code == 0
+    assert captured.err == "metricalc: note: `metricalc eval` is now `metricalc run`\n"
+    assert captured.out.startswith("usage: metricalc run hpatches")

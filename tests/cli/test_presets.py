@@ -61,7 +61,7 @@ def test_every_setting_is_an_option_of_its_verb_with_a_valid_value():
     options = {
         "keypoints eval": KEYPOINT_PROTOCOL,
         "patches hpatches-eval": HPATCHES17_PROTOCOL,
-        "eval hpatches": _flat(DEFAULT_CONF),
+        "run hpatches": _flat(DEFAULT_CONF),
     }
     for preset in PRESETS.values():
         assert set(preset.values()) <= set(options[preset.verb]), preset.name
@@ -182,7 +182,7 @@ def test_keypoints_eval_records_the_preset(quick_sequences, tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------------------------
-# eval hpatches
+# run hpatches
 # --------------------------------------------------------------------------------------------
 
 
@@ -277,9 +277,9 @@ def test_hpatches_eval_records_the_preset(tmp_path, capsys):
     ("argv", "own"),
     [
         (["keypoints", "eval"], "{d2net,superpoint,workbench}"),
-        (["eval", "hpatches"], "{gluefactory}"),
+        (["run", "hpatches"], "{gluefactory}"),
         (["patches", "hpatches-eval"], "{hpatches-cvpr17}"),
-        (["eval", "patches"], "NAME"),
+        (["run", "patches"], "NAME"),
     ],
 )
 def test_each_verb_lists_only_its_own_presets(capsys, argv, own):
@@ -295,12 +295,12 @@ def test_each_verb_lists_only_its_own_presets(capsys, argv, own):
     ("argv", "owner"),
     [
         (["keypoints", "eval", "--data", "d", "--out", "c.nc", "--preset", "gluefactory"],
-         "eval hpatches"),
+         "run hpatches"),
         (["keypoints", "eval", "--data", "d", "--out", "c.nc", "--preset", "hpatches-cvpr17"],
          "patches hpatches-eval"),
         (["patches", "hpatches-eval", "DIR", "--preset", "workbench"], "keypoints eval"),
-        (["eval", "hpatches", "--preset", "d2net", "--no-progress"], "keypoints eval"),
-        (["eval", "patches", "--preset", "gluefactory", "--no-progress"], "eval hpatches"),
+        (["run", "hpatches", "--preset", "d2net", "--no-progress"], "keypoints eval"),
+        (["run", "patches", "--preset", "gluefactory", "--no-progress"], "run hpatches"),
     ],
 )  # fmt: skip
 def test_a_preset_of_another_verb_is_a_one_line_error(tmp_path, capsys, argv, owner):

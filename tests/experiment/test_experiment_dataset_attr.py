@@ -1,4 +1,4 @@
-"""``metricalc eval hpatches`` records the data as ``metricalc keypoints eval`` does: the content
+"""``metricalc run hpatches`` records the data as ``metricalc keypoints eval`` does: the content
 fingerprint in ``dataset`` (so its cube combines with ``keypoints eval`` cubes of the same
 images) and the folder in ``dataset_path``."""
 

@@ -39,7 +39,7 @@ def _metricalc(*args, check=True):
 
 def _eval(outputs, tag, *extra):
     return [
-        sys.executable, "-m", "metricalc", "eval", "hpatches", "--conf", "sift", "--tag", tag,
+        sys.executable, "-m", "metricalc", "run", "hpatches", "--conf", "sift", "--tag", tag,
         "--outputs", str(outputs), "--no-progress", *SMALL, *extra,
     ]  # fmt: skip
 

@@ -32,7 +32,7 @@ def _command(outputs, *extra):
         sys.executable,
         "-m",
         "metricalc",
-        "eval",
+        "run",
         "hpatches",
         "--conf",
         "sift",

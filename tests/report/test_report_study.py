@@ -158,7 +158,7 @@ def test_experiment_tags_load_the_runs_results(tmp_path, make_query_cube):
     )
     assert study.data.kind == "experiment" and study.data.experiments == ("sift", "orb")
     assert study.data.benchmark == "hpatches" and study.data.outputs == tmp_path / "runs"
-    with pytest.raises(InvalidInputError, match=r"no results of tag 'sift' .*metricalc eval"):
+    with pytest.raises(InvalidInputError, match=r"no results of tag 'sift' .*metricalc run"):
         report_data.load_cubes(study.data, out=tmp_path)
     for seed, tag in enumerate(("sift", "orb")):  # a run's results.h5: one descriptor, its tag
         results = RunDir(tmp_path / "runs", "hpatches", tag).results

@@ -1,4 +1,4 @@
-r"""The homography columns of ``metricalc eval hpatches`` runs as statistics of image pairs.
+r"""The homography columns of ``metricalc run hpatches`` runs as statistics of image pairs.
 
 A run's ``results.h5`` records per image pair (group ``pairs``) the corner error of the robust
 estimate at the run's selected RANSAC threshold (``H_error_ransac``) and of the plain DLT
@@ -100,7 +100,7 @@ def homography_records(runs: Mapping[str, xr.Dataset]) -> xr.Dataset:
         if missing or "image_pair" not in pairs.dims:
             raise InvalidInputError(
                 f"run {label!r}: its results.h5 group 'pairs' lacks {missing or ['image_pair']}: "
-                "not a homography run of `metricalc eval hpatches`"
+                "not a homography run of `metricalc run hpatches`"
             )
     names = [np.asarray(p["image_pair"].values).astype(str) for p in runs.values()]
     common = sorted(set(names[0]).intersection(*names[1:]))

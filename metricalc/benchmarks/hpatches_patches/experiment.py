@@ -1,4 +1,4 @@
-"""The ``patches`` benchmark of ``metricalc eval``: HPatches patch and image retrieval.
+"""The ``patches`` benchmark of ``metricalc run``: HPatches patch and image retrieval.
 
 Data: a patch dataset (the built-in synthetic one, generated once under
 ``<outputs>/data/patches/``, or ``data.patches`` in the HPatches release layout) and benchmark

@@ -1,4 +1,4 @@
-"""The ``hpatches`` benchmark of ``metricalc eval``: sequences, keypoints, matches, homographies.
+"""The ``hpatches`` benchmark of ``metricalc run``: sequences, keypoints, matches, homographies.
 
 Export (per image pair 1 -> k of every scene, through the scheduler): detect and describe
 images 1 and k (:func:`metricalc.keypoints.features.extract_image`, or read bring-your-own

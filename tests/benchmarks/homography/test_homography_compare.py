@@ -1,4 +1,4 @@
-"""`metricalc compare RUN RUN --metric homography`: the homography columns of `eval hpatches`
+"""`metricalc compare RUN RUN --metric homography`: the homography columns of `run hpatches`
 runs, checked against Glue Factory's AUC on materialised resamples, the runs' own summaries
 and a slow enumeration of the within-scene swaps."""
 
@@ -42,7 +42,7 @@ def _pairs(errors: np.ndarray, dlt: np.ndarray, tag: str) -> xr.Dataset:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], dict[str, np.ndarray]]:
-    """Two run folders whose results.h5 hold the group 'pairs' of `eval hpatches`."""
+    """Two run folders whose results.h5 hold the group 'pairs' of `run hpatches`."""
     root = tmp_path_factory.mktemp("runs")
     rng = np.random.default_rng(4)
     errors = {
@@ -134,7 +134,7 @@ def test_refusals(
         assert main(["compare", *map(str, paths), "--metric", "homography", *extra]) == 2
         assert message in capsys.readouterr().err
     assert main(["compare", str(tmp_path), str(paths[0]), "--metric", "homography"]) == 2
-    assert "not a run of `metricalc eval hpatches`" in capsys.readouterr().err
+    assert "not a run of `metricalc run hpatches`" in capsys.readouterr().err
 
 
 def test_runs_are_compared_on_the_pairs_all_of_them_have() -> None:

@@ -1,4 +1,4 @@
-"""``metricalc eval patches``: the patch retrieval benchmark as an experiment run.
+"""``metricalc run patches``: the patch retrieval benchmark as an experiment run.
 
 Checked against the patches pipeline called directly (make_benchmark -> describe_patches ->
 compute_results -> evaluate_folders), against pandas for the per-file, per-group and
@@ -596,7 +596,7 @@ def _env():
 
 
 def _command(outputs, *extra):
-    return [sys.executable, "-m", "metricalc", "eval", "patches", "--conf", "sift", "--outputs",
+    return [sys.executable, "-m", "metricalc", "run", "patches", "--conf", "sift", "--outputs",
             str(outputs), "--no-progress", *extra]  # fmt: skip
 
 
