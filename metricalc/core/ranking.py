@@ -272,6 +272,9 @@ _AT_K_PARAMS = {
     "dim": Nullable(Text()),
     "zero_division": ZERO_DIVISION,
 }
+"""The declared options of :func:`hit_rate_at_k` and :func:`precision_at_k`."""
+
+
 def _at_k(
     better: Any,
     ties: Any,
