@@ -255,7 +255,7 @@ def test_the_test_extra_and_all_install_every_extra():
 @pytest.mark.parametrize(("verb", "extra"), sorted(VERB_EXTRAS.items()))
 def test_a_verb_s_extra_installs_every_extra_it_needs(verb, extra):
     experiments = ("omegaconf", "vision", "distributed", "reports")  # the package imports them
-    needs = {"demo": ("vision", "reports"), "eval": experiments, "inspect": experiments}
+    needs = {"demo": ("vision", "reports"), "run": experiments, "inspect": experiments}
     for part in needs[verb]:
         wanted = installs(part) if part in project()["optional-dependencies"] else {part}
         assert wanted <= installs(extra), (verb, part)
