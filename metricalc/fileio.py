@@ -25,7 +25,7 @@ This module sits below every layer (like :mod:`metricalc.errors`): it imports th
 library and NumPy only, so the core, the domain adapters and the layers on top all use it.
 Callers that must differ keep a thin wrapper around it: ``metricalc inspect`` writes infinities
 as ``"inf"`` / ``"-inf"`` strings for its script,
-:func:`metricalc.benchmarks.hpatches_patches.write_atomic` turns
+:func:`metricalc.benchmarks.hpatches_patches.files.write_atomic` turns
 an ``OSError`` into an :class:`~metricalc.errors.InvalidInputError` naming the file, the database
 codec (``metricalc.store.codec``) refuses values JSON cannot hold instead of passing them on.
 """

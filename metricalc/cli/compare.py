@@ -144,7 +144,8 @@ def compare_metric(name: str, available: Collection[str]) -> str:
     the variable whose mean it is (over all queries, not one split): ``mAP`` /
     ``true_map_micro`` -> ``ap``, ``HR@K`` / ``hit_rate_at_K`` -> ``hit@K`` (the hit rate),
     ``P@K`` / ``precision_at_K`` -> ``precision@K`` (hits / K; earlier metricalc
-    versions named the hit rate ``precision_at_K``), ``image mAP`` /
+    versions named the hit rate ``precision_at_K`` and this ``ir_precision_at_K``, still
+    accepted), ``image mAP`` /
     ``image_retrieval_map`` -> ``image_ap``, ``precision`` -> ``nn_correct``; case does not
     matter where only one name matches (``AP`` -> ``ap``). Any other name is returned as given,
     for :func:`metricalc.stats.compare` to refuse with the cube's variables.
@@ -155,6 +156,8 @@ def compare_metric(name: str, available: Collection[str]) -> str:
     ['ap', 'ap', 'hit@5', 'nn_correct']
     >>> [compare_metric(n, ["ap"]) for n in ("hit_rate_at_10", "precision_at_10", "P@1")]
     ['hit@10', 'precision@10', 'precision@1']
+    >>> compare_metric("ir_precision_at_5", ["ap"])
+    'precision@5'
     """
     from metricalc.plotting.labels import METRICS
 
@@ -164,7 +167,7 @@ def compare_metric(name: str, available: Collection[str]) -> str:
     hit = re.fullmatch(r"(?:hr@|hit@|hit_rate_at_)([0-9]+)", key)
     if hit:
         return f"hit@{int(hit.group(1))}"
-    precision = re.fullmatch(r"(?:p@|precision@|precision_at_)([0-9]+)", key)
+    precision = re.fullmatch(r"(?:p@|precision@|precision_at_|ir_precision_at_)([0-9]+)", key)
     if precision:
         return f"precision@{int(precision.group(1))}"
     aliases: dict[str, set[str]] = {}

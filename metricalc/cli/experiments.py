@@ -113,7 +113,7 @@ _RUN_OPTIONS = (
     "workers",
     "outputs",
 )
-"""The options of ``eval`` that :func:`metricalc.experiment.run` takes as they are."""
+"""The options of ``run`` that :func:`metricalc.experiment.run` takes as they are."""
 
 
 def _eval(args: argparse.Namespace) -> int:

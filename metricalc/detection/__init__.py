@@ -1,4 +1,5 @@
-"""The old import path of :mod:`metricalc.benchmarks.coco`, kept for code that imports it.
+"""The old import path of :mod:`metricalc.benchmarks.coco`, kept for code that imports it: its
+public names and its old module paths (``metricalc.detection.<module>``, :mod:`metricalc.moved`).
 
 ``metricalc.detection.NAME`` is ``metricalc.benchmarks.coco.NAME`` (loaded on first use); the
 modules moved to ``metricalc/benchmarks/coco/`` (docs/architecture.md, "One benchmark, one room").
@@ -8,8 +9,12 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from metricalc.moved import install
+
 HOME = "metricalc.benchmarks.coco"
 """The package this one re-exports."""
+
+install()  # its old module paths (metricalc.detection.<module>) import the moved modules
 
 
 def __getattr__(name: str) -> object:

@@ -1,5 +1,6 @@
 """The old import path of :mod:`metricalc.benchmarks.hpatches_patches`, kept for code that imports
-it.
+it: its public names and its old module paths (``metricalc.patches.<module>``,
+:mod:`metricalc.moved`).
 
 ``metricalc.patches.NAME`` is ``metricalc.benchmarks.hpatches_patches.NAME`` (loaded on first use);
 the modules moved to ``metricalc/benchmarks/hpatches_patches/`` (docs/architecture.md, "One
@@ -10,8 +11,12 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from metricalc.moved import install
+
 HOME = "metricalc.benchmarks.hpatches_patches"
 """The package this one re-exports."""
+
+install()  # its old module paths (metricalc.patches.<module>) import the moved modules
 
 
 def __getattr__(name: str) -> object:
