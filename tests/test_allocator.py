@@ -26,6 +26,15 @@ def test_glibc_takes_every_setting():
     assert _run({}) == "True"
 
 
+@pytest.mark.skipif(not GLIBC, reason="glibc's mallopt")
+def test_glibc_takes_the_heap_only_settings_of_trec_eval():
+    heap_only = CALL.replace("keep_freed_memory()", "keep_freed_memory(heap_only=True)")
+    done = subprocess.run([sys.executable, "-c", heap_only], capture_output=True, text=True,
+                          check=True, env={k: v for k, v in os.environ.items()
+                                           if not k.startswith("MALLOC_")})
+    assert done.stdout.strip() == "True"
+
+
 def test_a_malloc_environment_variable_wins():
     assert _run({"MALLOC_ARENA_MAX": "2"}) == "False"
 
@@ -41,3 +50,13 @@ def test_the_demo_calls_it_before_its_work(monkeypatch, tmp_path):
     with pytest.raises(SystemExit):
         main(["demo", "--out", str(tmp_path / "d"), "--no-progress"])
     assert calls == [1]
+
+
+def test_trec_eval_asks_for_the_heap_only_settings(monkeypatch, tmp_path):
+    from metricalc import allocator
+    from metricalc.cli import main
+
+    calls = []
+    monkeypatch.setattr(allocator, "keep_freed_memory", lambda **k: calls.append(k) or True)
+    assert main(["trec-eval", str(tmp_path / "no-qrels"), str(tmp_path / "no-run")]) == 2
+    assert calls == [{"heap_only": True}]

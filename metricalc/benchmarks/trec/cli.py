@@ -114,7 +114,9 @@ def _trec_eval(args: argparse.Namespace) -> int:
     # a million lines spent up to half its time there. NumPy reads this when it loads, which
     # the command has not done yet; one set by the user stays.
     os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-    _keep_freed_memory()
+    from metricalc.allocator import keep_freed_memory
+
+    keep_freed_memory(heap_only=True)  # arrays of 32 MB and more, freed and allocated again
     if args.rel_format != "qrels":
         return _other_format(args)
     query = _debug_query(args.debug)
@@ -139,29 +141,6 @@ def _trec_eval(args: argparse.Namespace) -> int:
                                            _run_names(args.run_files).items()})
     run = read_run(args.run_files[0])
     return _one_run(args, qrels, run if query is None else _only_query(run, query))
-
-
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
-"""glibc's ``mallopt`` parameters (``malloc.h``)."""
-
-
-def _keep_freed_memory() -> None:
-    """Have glibc's ``malloc`` reuse the memory the arrays free instead of handing it back.
-
-    By default glibc maps every block of 32 MB and more (the arrays of a run of ten million
-    lines) afresh and unmaps it when freed, and returns the freed top of its heap: each new
-    array then costs a page fault per 4 KB page, a quarter of the CPU time of such a run. Taking
-    every block from the heap and never trimming it keeps the pages: peak memory is about the
-    same, the faults a fifth. Nothing happens where ``mallopt`` is not glibc's.
-    """
-    import ctypes  # NumPy imports it anyway
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (AttributeError, OSError, TypeError):  # no mallopt (macOS), no CDLL(None) (Windows)
-        return
-    mallopt(M_MMAP_MAX, 0)
-    mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
 
 
 def _debug_query(debug: str | None) -> str | None:
