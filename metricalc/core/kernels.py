@@ -248,7 +248,7 @@ def _tied_relevant(ordered: SortedRows, flat: np.ndarray) -> np.ndarray:
 
 
 def precision_sum(ordered: SortedRows, tie_policy: str) -> np.ndarray:
-    """Per-row sum of precision at the relevant items of a sorted chunk, ties under ``policy``
+    """Per-row sum of precision at the relevant items of a sorted chunk, ties under ``tie_policy``
     (each item credited by :func:`precision_at_relevant` from the counts of its tie group).
 
     Only groups holding a relevant item matter. When no relevant item is tied (checked at the

@@ -189,15 +189,15 @@ def where(condition: Any, x: Any, y: Any) -> Any:
     return np.where(condition, x, y)
 
 
-def fill_undefined(undefined: Any, value: Any, policy: ZeroDivision, what: str) -> Any:
-    """``value`` with the ``zero_division`` value ``policy`` (checked) where ``undefined``.
+def fill_undefined(undefined: Any, value: Any, zero_division: ZeroDivision, what: str) -> Any:
+    """``value`` with the value of the ``zero_division`` policy (checked) where ``undefined``.
 
     Under ``"warn"`` an :class:`~metricalc.errors.UndefinedMetricWarning` counts the undefined
     elements (counting computes a lazy mask); it names the caller of this function's caller.
     """
-    if policy == "warn":
-        warn_undefined(what, int(undefined.sum()), policy, stacklevel=4)
-    return where(undefined, fill_value(policy), value)
+    if zero_division == "warn":
+        warn_undefined(what, int(undefined.sum()), zero_division, stacklevel=4)
+    return where(undefined, fill_value(zero_division), value)
 
 
 def unwrap(value: Any, labeled: bool) -> Any:

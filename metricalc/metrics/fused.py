@@ -221,7 +221,7 @@ def _totals(
 def query_sums(cube: xr.Dataset, cutoffs: list[int], tie_policy: str) -> QuerySums:
     """:class:`QuerySums` of a dask-backed cube prepared by
     :func:`~metricalc.metrics.reductions.prepare_cube` (its group codes in memory), at the
-    distinct hit ``cutoffs`` under the tie ``policy``: one task per chunk reading each
+    distinct hit ``cutoffs`` under ``tie_policy``: one task per chunk reading each
     variable's chunk once and counting per image pair, a tree sum of the chunks' partial sums,
     then the per-scene sums from the per-pair ones (lazy until computed)."""
     import dask.array as da
